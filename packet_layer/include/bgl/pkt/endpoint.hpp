@@ -1,0 +1,127 @@
+#pragma once
+// The packet-layer API of one task: inject packets into its injection FIFOs, poll its FIFO group's
+// reception FIFOs, peek at a header without unloading the packet, receive a payload straight into
+// its destination, or discard it. Nothing here allocates or locks after construction.
+//
+// Emulated network: injecting moves a packet across the torus in one step into the reception FIFO
+// its route ends in (final-hop direction; local; high priority), accounting every link on the route.
+// When that FIFO is full the packet waits at the head of its injection FIFO, as on the real machine,
+// and later packets of that injection FIFO wait behind it; the task's own packet-layer calls
+// (inject, poll, advance, wait) move waiting packets on. inject() reports "full" only when the
+// injection FIFO itself is full: backpressure, never loss.
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "bgl/pkt/backoff.hpp"
+#include "bgl/pkt/header.hpp"
+#include "bgl/pkt/machine.hpp"
+#include "bgl/torus/link_counters.hpp"
+#include "bgl/torus/rng.hpp"
+
+namespace bgl::pkt {
+
+struct Destination {
+  torus::NodeId node = 0;
+  std::uint8_t group = 0;  // FIFO group at the destination node (the task slot t in VN mode)
+};
+
+struct PacketSpec {
+  Destination dest;
+  std::uint8_t dispatch = 0;  // software: packet type / handler id
+  std::uint32_t word = 0;     // software: protocol word
+  Routing routing = Routing::deterministic;
+  bool high_priority = false;
+  // Deposit bit: deliver a copy to every node along the line from this node to dest, travelling
+  // in this direction. Requires deterministic routing and a destination in one dimension.
+  std::optional<torus::Direction> deposit_line;
+};
+
+enum class InjectStatus : std::uint8_t { ok, full };
+
+inline constexpr int kInjectionFifos = 8;
+inline constexpr std::uint32_t kDefaultInjectionDepth = 16;
+
+// A reception FIFO of this endpoint's group that has a packet at its head.
+struct FifoRef {
+  std::uint8_t index = 0;
+};
+
+class Endpoint {
+ public:
+  Endpoint(const Machine& machine, torus::Rank rank, int group, const WaitPolicy& policy);
+
+  // Copies the packet into the network. Throws std::invalid_argument for a malformed request
+  // (payload > 240 bytes, destination outside the partition, invalid deposit-bit line).
+  InjectStatus inject(int injection_fifo, const PacketSpec& spec, std::span<const std::byte> payload);
+
+  // The next reception FIFO with a packet: high priority first, then round-robin over the others.
+  // Packets with malformed headers are logged, counted and discarded here.
+  std::optional<FifoRef> poll();
+  const PacketHeader& peek(FifoRef f) const { return current(f)->header; }
+  std::span<const std::byte> payload(FifoRef f) const {
+    const Packet* p = current(f);
+    return {p->payload.data(), p->header.payload_bytes};
+  }
+  // Copies the payload to `dst` (any alignment; dst.size() >= payload size) and unloads the packet.
+  void receive(FifoRef f, std::span<std::byte> dst);
+  void discard(FifoRef f);
+
+  // Moves waiting injected packets on; true when all injection FIFOs are empty afterwards.
+  bool advance();
+  bool injection_idle() const { return pending_mask_ == 0; }
+  // Blocks (spin, yield, doorbell sleep) until poll() has something or, when injected packets were
+  // waiting, until some of them moved on (so a sender blocked by "full" can inject again).
+  void wait();
+  std::uint32_t pending_packets() const { return pending_packets_; }
+
+  Destination destination_of(torus::Rank rank) const;
+  torus::Rank rank() const { return rank_; }
+  torus::NodeId node() const { return node_; }
+  int group() const { return group_; }
+  const Machine& machine() const { return *machine_; }
+  const TaskCounters& counters() const { return counters_; }
+  const torus::LinkCounters& link_counters() const { return links_; }
+  // Writes counters and link totals into the segment for the launcher (once, at the end).
+  void publish_statistics();
+
+ private:
+  struct Pending {
+    Packet packet;
+    std::uint8_t fifo_index;  // reception FIFO (final-hop direction, local or high priority)
+    std::uint16_t delivered;  // deposit-bit line: copies already delivered
+  };
+  struct InjectionFifo {
+    std::vector<Pending> ring;
+    std::uint32_t head = 0, count = 0;
+  };
+
+  const Packet* current(FifoRef f) const { return fifos_[f.index].front(); }
+  void build_header(const PacketSpec& spec, std::size_t payload, PacketHeader& h) const;
+  std::uint8_t route_and_account(const PacketSpec& spec, std::uint8_t chunks);
+  bool deliver(Pending& p);
+  void drain(int fifo);
+  bool deliver_line(Pending& p);
+  void enqueue(int fifo, const PacketHeader& h, std::span<const std::byte> payload, std::uint8_t index);
+  bool reception_ready() const;
+  void check_spec(const PacketSpec& spec, std::size_t payload) const;
+
+  const Machine* machine_;
+  torus::Rank rank_;
+  torus::NodeId node_;
+  int group_;
+  std::array<ReceptionFifo, kReceptionFifos> fifos_;
+  Doorbell* bell_;
+  int next_poll_ = 0;
+  std::array<InjectionFifo, kInjectionFifos> injection_;
+  std::uint32_t pending_mask_ = 0;
+  std::uint32_t pending_packets_ = 0;
+  torus::Rng rng_;
+  torus::LinkCounters links_;
+  TaskCounters counters_;
+  Backoff backoff_;
+  bool published_ = false;
+};
+
+}  // namespace bgl::pkt

@@ -1,0 +1,50 @@
+#pragma once
+// The configuration of one emulated partition and job, resolved from bglrun's flags and the BGL_*
+// environment (flags win). The MPICH device resolves it the same way.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "bgl/pkt/node_mode.hpp"
+#include "bgl/torus/mapping.hpp"
+#include "bgl/torus/shape.hpp"
+
+namespace bgl::pkt {
+
+// What the user said; unset fields take their BGL_* variable, then the default.
+struct JobOptions {
+  std::optional<int> ntasks;
+  std::optional<std::string> shape;    // "4x4x2" (BGL_SHAPE)
+  std::optional<std::string> mesh;     // dimensions without wrap links, "xyz" subset (BGL_MESH)
+  std::optional<std::string> mode;     // heater | coprocessor | vn (BGL_MODE)
+  std::optional<std::string> mapping;  // order such as XYZT (BGL_MAPPING)
+  std::optional<std::string> mapfile;  // mapping file (BGL_MAPFILE)
+  std::optional<int> fifo_packets;     // reception FIFO capacity (BGL_FIFO_PACKETS)
+  std::optional<std::uint64_t> seed;   // adaptive-routing seed (BGL_SEED)
+
+  // Fills every unset field from its BGL_* variable; ConfigError names a malformed variable.
+  void merge_environment();
+};
+
+struct JobConfig {
+  static constexpr int kDefaultFifoPackets = 64;
+
+  torus::Shape shape;
+  NodeMode mode;
+  torus::Mapping mapping;
+  std::uint32_t fifo_packets;
+  std::uint64_t seed;
+  std::string mapping_source;  // "order XYZT" or the mapping file's path
+
+  int ntasks() const { return mapping.size(); }
+
+  // Validates everything (ntasks fits shape and mode, mapping, FIFO size); throws ConfigError.
+  static JobConfig resolve(const JobOptions& options);
+
+  // The most cubic X >= Y >= Z shape with at least `nodes` nodes (exactly `nodes` when possible).
+  static torus::Shape default_shape(int nodes);
+
+  std::string summary() const;  // one line for logs and --dry-run
+};
+
+}  // namespace bgl::pkt

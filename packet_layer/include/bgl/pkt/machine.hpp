@@ -1,0 +1,78 @@
+#pragma once
+// The emulated partition as laid out in the job's segment: the job description, the rank mapping,
+// per node two FIFO groups of reception FIFOs with a doorbell each, per-link and per-task
+// statistics. The creator formats it; every task maps it and takes a view.
+#include <atomic>
+#include <cstdint>
+#include <span>
+
+#include "bgl/pkt/backoff.hpp"
+#include "bgl/pkt/doorbell.hpp"
+#include "bgl/pkt/job_barrier.hpp"
+#include "bgl/pkt/job_config.hpp"
+#include "bgl/pkt/reception_fifo.hpp"
+
+namespace bgl::pkt {
+
+inline constexpr int kFifoGroups = 2;
+// Reception FIFOs of a group: one per direction of travel of the last hop (0..5), one for packets
+// from the node itself (an emulator extension: BG/L had no torus loopback), one high-priority.
+inline constexpr int kLinkFifos = torus::kDirections;
+inline constexpr int kLocalFifo = 6;
+inline constexpr int kHighPriorityFifo = 7;
+inline constexpr int kReceptionFifos = 8;
+
+// Per-task counters, written by the task when it finishes, read by the launcher.
+struct TaskCounters {
+  std::uint64_t packets_injected = 0;
+  std::uint64_t bytes_injected = 0;  // whole packets (32-byte chunks)
+  std::uint64_t packets_received = 0;
+  std::uint64_t payload_bytes_received = 0;
+  std::uint64_t deposit_copies = 0;     // extra copies delivered along deposit-bit lines
+  std::uint64_t injection_full = 0;     // inject() answered "full" (backpressure seen by the caller)
+  std::uint64_t delivery_stalls = 0;    // a reception FIFO was full; the packet waited
+  std::uint64_t malformed = 0;          // packets rejected by header validation
+  std::uint64_t sleeps = 0;             // doorbell sleeps while waiting
+};
+
+struct alignas(64) TaskSlot {
+  std::atomic<std::uint32_t> published{0};
+  std::int32_t pid = 0;
+  TaskCounters counters;
+};
+
+struct LinkTotals {
+  std::atomic<std::uint64_t> packets{0};
+  std::atomic<std::uint64_t> bytes{0};
+};
+
+class Machine {
+ public:
+  static std::size_t segment_bytes(const JobConfig& config);
+  // Lays the job out in a zero-filled segment of segment_bytes(config) bytes.
+  static Machine format(std::span<std::byte> segment, const JobConfig& config);
+  // Validates the segment (magic, version, size) and takes a view; throws ConfigError.
+  static Machine attach(std::span<std::byte> segment);
+
+  const JobConfig& config() const { return config_; }
+  const torus::Shape& shape() const { return config_.shape; }
+  const torus::Mapping& mapping() const { return config_.mapping; }
+
+  ReceptionFifo fifo(torus::NodeId node, int group, int index) const;
+  Doorbell& doorbell(torus::NodeId node, int group) const;
+  JobBarrier& barrier() const;
+  std::span<LinkTotals> links() const;  // node * 6 + direction
+  TaskSlot& task(torus::Rank rank) const;
+
+ private:
+  struct Layout;
+  Machine(std::span<std::byte> segment, JobConfig config);
+  std::byte* group_region(torus::NodeId node, int group) const;
+
+  std::span<std::byte> segment_;
+  JobConfig config_;
+  std::size_t nodes_offset_ = 0, group_stride_ = 0, fifo_stride_ = 0;
+  std::size_t links_offset_ = 0, tasks_offset_ = 0;
+};
+
+}  // namespace bgl::pkt

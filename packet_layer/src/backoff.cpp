@@ -1,0 +1,40 @@
+#include "bgl/pkt/backoff.hpp"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include "bgl/env.hpp"
+#include "bgl/pkt/job_barrier.hpp"
+
+namespace bgl::pkt {
+
+void Backoff::yield() { sched_yield(); }
+
+WaitPolicy WaitPolicy::for_job(int tasks) {
+  WaitPolicy p;
+  const long cores = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
+  if (tasks > cores) {
+    // Oversubscribed: the packet we wait for can only come if we give the core away soon.
+    p.spin_rounds = 64;
+    p.yield_rounds = tasks > 4 * cores ? 4 : 16;
+  }
+  if (auto v = env::get_int("BGL_SPIN", 0, 100'000'000)) p.spin_rounds = static_cast<int>(*v);
+  if (auto v = env::get_int("BGL_YIELD", 0, 100'000'000)) p.yield_rounds = static_cast<int>(*v);
+  if (auto v = env::get_int("BGL_SLEEP_US", 1, 10'000'000)) p.max_sleep = std::chrono::microseconds(*v);
+  return p;
+}
+
+void JobBarrier::arrive_and_wait(std::uint32_t participants, const WaitPolicy& policy) {
+  const std::uint32_t generation = bell.rings.load(std::memory_order_acquire);
+  if (arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == participants) {
+    arrived.store(0, std::memory_order_relaxed);
+    bell.rings.fetch_add(1, std::memory_order_release);
+    futex_wake_all(bell.rings);
+    return;
+  }
+  Backoff backoff(policy);
+  const auto passed = [&] { return bell.rings.load(std::memory_order_acquire) != generation; };
+  while (!passed()) backoff.idle(bell, passed);
+}
+
+}  // namespace bgl::pkt

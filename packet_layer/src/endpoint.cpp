@@ -1,0 +1,268 @@
+#include "bgl/pkt/endpoint.hpp"
+
+#include <unistd.h>
+
+#include <cstring>
+#include <stdexcept>
+
+#include "bgl/env.hpp"
+#include "bgl/log.hpp"
+#include "bgl/torus/route.hpp"
+
+namespace bgl::pkt {
+namespace {
+
+// A task whose own packets wait for space elsewhere must not sleep long: nobody rings its bell
+// when that space appears.
+constexpr std::chrono::microseconds kPendingSleepCap{200};
+
+std::uint32_t injection_depth() {
+  return static_cast<std::uint32_t>(
+      env::get_int("BGL_INJ_FIFO_PACKETS", 1, 1 << 16).value_or(kDefaultInjectionDepth));
+}
+
+}  // namespace
+
+Endpoint::Endpoint(const Machine& machine, torus::Rank rank, int group, const WaitPolicy& policy)
+    : machine_(&machine),
+      rank_(rank),
+      node_(machine.mapping().location(rank).node),
+      group_(group),
+      bell_(&machine.doorbell(node_, group)),
+      rng_(machine.config().seed * 0x9e3779b97f4a7c15ULL + rank + 1),
+      links_(machine.shape()),
+      backoff_(policy) {
+  if (group < 0 || group >= kFifoGroups) throw std::invalid_argument("FIFO group must be 0 or 1");
+  for (int i = 0; i < kReceptionFifos; ++i) {
+    fifos_[static_cast<std::size_t>(i)] = machine.fifo(node_, group, i);
+    fifos_[static_cast<std::size_t>(i)].attach_consumer();
+  }
+  const std::uint32_t depth = injection_depth();
+  for (auto& q : injection_) q.ring.resize(depth);
+}
+
+Destination Endpoint::destination_of(torus::Rank rank) const {
+  const auto loc = machine_->mapping().location(rank);
+  return {loc.node, static_cast<std::uint8_t>(loc.t)};
+}
+
+void Endpoint::check_spec(const PacketSpec& spec, std::size_t payload) const {
+  const auto& shape = machine_->shape();
+  if (payload > kMaxPayloadBytes)
+    throw std::invalid_argument("packet payload of " + std::to_string(payload) +
+                                " bytes exceeds 240");
+  if (spec.dest.node >= static_cast<torus::NodeId>(shape.node_count()) || spec.dest.group >= kFifoGroups)
+    throw std::invalid_argument("packet destination outside the partition");
+  if (spec.deposit_line) {
+    if (spec.routing != Routing::deterministic)
+      throw std::invalid_argument("deposit-bit packets must be deterministically routed");
+    auto line = torus::make_line(shape, node_, spec.dest.node, *spec.deposit_line);
+    if (!line.line) throw std::invalid_argument(line.error);
+  }
+}
+
+void Endpoint::build_header(const PacketSpec& spec, std::size_t payload, PacketHeader& h) const {
+  const auto c = machine_->shape().coord(spec.dest.node);
+  h.dest = {static_cast<std::uint8_t>(c.x), static_cast<std::uint8_t>(c.y),
+            static_cast<std::uint8_t>(c.z)};
+  h.dest_group = spec.dest.group;
+  h.flags = static_cast<std::uint8_t>(
+      (spec.routing == Routing::adaptive ? PacketHeader::kAdaptive : 0) |
+      (spec.high_priority ? PacketHeader::kHighPriority : 0) |
+      (spec.deposit_line ? PacketHeader::kDeposit | (torus::index_of(*spec.deposit_line)
+                                                     << PacketHeader::kLineDirShift)
+                         : 0));
+  h.chunks = chunks_for(payload);
+  h.payload_bytes = static_cast<std::uint8_t>(payload);
+  h.dispatch = spec.dispatch;
+  h.source = {static_cast<std::uint8_t>(rank_), static_cast<std::uint8_t>(rank_ >> 8),
+              static_cast<std::uint8_t>(rank_ >> 16)};
+  h.word = spec.word;
+  h.seal();
+}
+
+std::uint8_t Endpoint::route_and_account(const PacketSpec& spec, std::uint8_t chunks) {
+  const auto& shape = machine_->shape();
+  torus::Route route;
+  if (spec.deposit_line) {
+    route = torus::line_route(shape, *torus::make_line(shape, node_, spec.dest.node, *spec.deposit_line).line);
+  } else if (spec.routing == Routing::adaptive) {
+    route = torus::adaptive_route(shape, node_, spec.dest.node, rng_);
+  } else {
+    route = torus::deterministic_route(shape, node_, spec.dest.node);
+  }
+  links_.account(route, chunks * static_cast<std::uint32_t>(kChunkBytes));
+  if (spec.high_priority) return kHighPriorityFifo;
+  const auto last = route.last();
+  return last ? static_cast<std::uint8_t>(torus::index_of(*last)) : kLocalFifo;
+}
+
+InjectStatus Endpoint::inject(int fifo, const PacketSpec& spec, std::span<const std::byte> payload) {
+  if (fifo < 0 || fifo >= kInjectionFifos) throw std::invalid_argument("no such injection FIFO");
+  check_spec(spec, payload.size());
+  InjectionFifo& q = injection_[static_cast<std::size_t>(fifo)];
+  if (q.count == q.ring.size()) {
+    advance();
+    if (q.count == q.ring.size()) {
+      ++counters_.injection_full;
+      return InjectStatus::full;
+    }
+  }
+  PacketHeader h;
+  build_header(spec, payload.size(), h);
+  const std::uint8_t index = route_and_account(spec, h.chunks);
+  ++counters_.packets_injected;
+  counters_.bytes_injected += h.packet_bytes();
+  if (q.count == 0 && !spec.deposit_line) {
+    const auto node = spec.dest.node;
+    if (machine_->fifo(node, spec.dest.group, index).try_push(h, payload)) {
+      machine_->doorbell(node, spec.dest.group).ring();
+      return InjectStatus::ok;
+    }
+  }
+  enqueue(fifo, h, payload, index);
+  drain(fifo);
+  return InjectStatus::ok;
+}
+
+void Endpoint::enqueue(int fifo, const PacketHeader& h, std::span<const std::byte> payload,
+                       std::uint8_t index) {
+  InjectionFifo& q = injection_[static_cast<std::size_t>(fifo)];
+  Pending& p = q.ring[(q.head + q.count) % q.ring.size()];
+  p.packet.header = h;
+  std::memcpy(p.packet.payload.data(), payload.data(), payload.size());
+  p.fifo_index = index;
+  p.delivered = 0;
+  ++q.count;
+  ++pending_packets_;
+  pending_mask_ |= 1u << fifo;
+}
+
+bool Endpoint::deliver(Pending& p) {
+  const PacketHeader& h = p.packet.header;
+  if (h.deposit()) return deliver_line(p);
+  const auto node = machine_->shape().node_id(h.destination());
+  const std::span<const std::byte> payload(p.packet.payload.data(), h.payload_bytes);
+  if (!machine_->fifo(node, h.dest_group, p.fifo_index).try_push(h, payload)) {
+    ++counters_.delivery_stalls;
+    return false;
+  }
+  machine_->doorbell(node, h.dest_group).ring();
+  return true;
+}
+
+bool Endpoint::deliver_line(Pending& p) {
+  const auto& shape = machine_->shape();
+  const PacketHeader& h = p.packet.header;
+  const auto dir = h.line_direction();
+  const auto dest = shape.node_id(h.destination());
+  const std::span<const std::byte> payload(p.packet.payload.data(), h.payload_bytes);
+  torus::NodeId at = node_;
+  for (int i = 0; i <= p.delivered; ++i) at = *shape.neighbour(at, dir);
+  for (;;) {
+    if (!machine_->fifo(at, h.dest_group, torus::index_of(dir)).try_push(h, payload)) {
+      ++counters_.delivery_stalls;
+      return false;
+    }
+    machine_->doorbell(at, h.dest_group).ring();
+    ++p.delivered;
+    if (at == dest) break;
+    ++counters_.deposit_copies;
+    at = *shape.neighbour(at, dir);
+  }
+  return true;
+}
+
+void Endpoint::drain(int fifo) {
+  InjectionFifo& q = injection_[static_cast<std::size_t>(fifo)];
+  while (q.count != 0 && deliver(q.ring[q.head])) {
+    q.head = (q.head + 1) % static_cast<std::uint32_t>(q.ring.size());
+    --q.count;
+    --pending_packets_;
+  }
+  if (q.count == 0) pending_mask_ &= ~(1u << fifo);
+}
+
+bool Endpoint::advance() {
+  for (std::uint32_t mask = pending_mask_; mask != 0; mask &= mask - 1) drain(__builtin_ctz(mask));
+  return pending_mask_ == 0;
+}
+
+std::optional<FifoRef> Endpoint::poll() {
+  if (pending_mask_) advance();
+  const auto& shape = machine_->shape();
+  const auto me = shape.coord(node_);
+  for (int scanned = 0; scanned < kReceptionFifos;) {
+    // High priority first, then round-robin over the normal FIFOs.
+    const int index = scanned == 0 ? kHighPriorityFifo : next_poll_;
+    const Packet* p = fifos_[static_cast<std::size_t>(index)].front();
+    if (scanned != 0) next_poll_ = (next_poll_ + 1) % kHighPriorityFifo;
+    ++scanned;
+    if (p == nullptr) continue;
+    auto problem = p->header.validate(shape, kFifoGroups);
+    if (!problem && p->header.dest_group != group_) problem = "packet for another FIFO group";
+    if (!problem && !p->header.deposit() && p->header.destination() != me)
+      problem = "packet for another node";
+    if (!problem) return FifoRef{static_cast<std::uint8_t>(index)};
+    spdlog::error("rank {}: discarding malformed packet from reception FIFO {}: {} [{}]", rank_,
+                  index, *problem, p->header.describe());
+    ++counters_.malformed;
+    fifos_[static_cast<std::size_t>(index)].pop();
+    scanned = 0;
+  }
+  return std::nullopt;
+}
+
+void Endpoint::receive(FifoRef f, std::span<std::byte> dst) {
+  const Packet* p = current(f);
+  const std::size_t n = p->header.payload_bytes;
+  if (dst.size() < n)
+    throw std::invalid_argument("receive buffer of " + std::to_string(dst.size()) +
+                                " bytes is smaller than the payload (" + std::to_string(n) + ")");
+  std::memcpy(dst.data(), p->payload.data(), n);
+  ++counters_.packets_received;
+  counters_.payload_bytes_received += n;
+  fifos_[f.index].pop();
+}
+
+void Endpoint::discard(FifoRef f) {
+  ++counters_.packets_received;
+  counters_.payload_bytes_received += current(f)->header.payload_bytes;
+  fifos_[f.index].pop();
+}
+
+bool Endpoint::reception_ready() const {
+  for (const auto& f : fifos_)
+    if (f.front() != nullptr) return true;
+  return false;
+}
+
+void Endpoint::wait() {
+  backoff_.reset();
+  const std::uint32_t pending = pending_packets_;
+  const auto ready = [this] { return reception_ready(); };
+  while (!ready()) {
+    if (pending_mask_) advance();
+    if (pending_packets_ < pending) return;
+    if (backoff_.sleeping()) ++counters_.sleeps;
+    backoff_.idle(*bell_, ready, pending_mask_ ? kPendingSleepCap : std::chrono::microseconds::max());
+  }
+}
+
+void Endpoint::publish_statistics() {
+  if (published_) return;
+  published_ = true;
+  TaskSlot& slot = machine_->task(rank_);
+  slot.pid = static_cast<std::int32_t>(getpid());
+  slot.counters = counters_;
+  slot.published.store(1, std::memory_order_release);
+  const auto shared = machine_->links();
+  const auto mine = links_.raw();
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    if (mine[i].packets == 0) continue;
+    shared[i].packets.fetch_add(mine[i].packets, std::memory_order_relaxed);
+    shared[i].bytes.fetch_add(mine[i].bytes, std::memory_order_relaxed);
+  }
+}
+
+}  // namespace bgl::pkt

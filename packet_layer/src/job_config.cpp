@@ -1,0 +1,114 @@
+#include "bgl/pkt/job_config.hpp"
+
+#include <algorithm>
+#include <array>
+#include <limits>
+
+#include "bgl/env.hpp"
+#include "bgl/torus/error.hpp"
+
+namespace bgl::pkt {
+namespace {
+
+constexpr int kMaxFifoPackets = 1 << 16;
+
+template <class T>
+void fill(std::optional<T>& field, const char* variable) {
+  if (field) return;
+  if (auto v = env::get(variable)) field = *v;
+}
+
+std::optional<std::array<int, 3>> cubic_factors(int n) {
+  std::optional<std::array<int, 3>> best;
+  for (int x = 1; x <= torus::Shape::kMaxExtent; ++x) {
+    if (n % x) continue;
+    for (int y = 1; y <= x; ++y) {
+      if ((n / x) % y) continue;
+      const int z = n / x / y;
+      if (z > y) continue;
+      if (!best || x < (*best)[0]) best = std::array<int, 3>{x, y, z};
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+void JobOptions::merge_environment() {
+  fill(shape, "BGL_SHAPE");
+  fill(mesh, "BGL_MESH");
+  if (!mode) {
+    if (auto v = env::get("BGL_MODE")) {
+      parse_node_mode(*v, "BGL_MODE");  // report the variable's name, not the flag's
+      mode = *v;
+    }
+  }
+  fill(mapping, "BGL_MAPPING");
+  fill(mapfile, "BGL_MAPFILE");
+  if (!fifo_packets) {
+    if (auto v = env::get_int("BGL_FIFO_PACKETS", 1, kMaxFifoPackets)) fifo_packets = static_cast<int>(*v);
+  }
+  if (!seed) {
+    if (auto v = env::get_int("BGL_SEED", 0, std::numeric_limits<long long>::max()))
+      seed = static_cast<std::uint64_t>(*v);
+  }
+}
+
+torus::Shape JobConfig::default_shape(int nodes) {
+  for (int n = std::max(nodes, 1);; ++n) {
+    if (auto f = cubic_factors(n)) return torus::Shape(*f, {true, true, true});
+  }
+}
+
+JobConfig JobConfig::resolve(const JobOptions& o) {
+  if (!o.ntasks) throw ConfigError("the number of tasks is not set (bglrun -np N)");
+  const int ntasks = *o.ntasks;
+  const NodeMode mode = o.mode ? parse_node_mode(*o.mode, "mode") : NodeMode::heater;
+  const int tpn = tasks_per_node(mode);
+  const int max_tasks = torus::Shape::kMaxExtent * torus::Shape::kMaxExtent * torus::Shape::kMaxExtent * tpn;
+  if (ntasks < 1 || ntasks > max_tasks)
+    throw ConfigError("-np " + std::to_string(ntasks) + ": expected 1.." + std::to_string(max_tasks));
+
+  std::optional<torus::Shape> shape;
+  if (o.shape) {
+    shape = torus::Shape::parse(*o.shape, o.mesh.value_or(""));
+  } else {
+    shape = default_shape((ntasks + tpn - 1) / tpn);
+    if (o.mesh) shape = torus::Shape::parse(shape->to_string(), *o.mesh);
+  }
+  if (ntasks > shape->node_count() * tpn) {
+    throw ConfigError(std::to_string(ntasks) + " tasks do not fit shape " + shape->to_string() +
+                      " in " + std::string(to_string(mode)) + " mode (" +
+                      std::to_string(shape->node_count() * tpn) + " task slots)");
+  }
+  if (o.mapping && o.mapfile)
+    throw ConfigError("give either a mapping order (--mapping/BGL_MAPPING) or a mapping file "
+                      "(--mapfile/BGL_MAPFILE), not both");
+
+  const int fifo = o.fifo_packets.value_or(kDefaultFifoPackets);
+  if (fifo < 2 || fifo > kMaxFifoPackets || (fifo & (fifo - 1)) != 0)
+    throw ConfigError("FIFO size " + std::to_string(fifo) + ": expected a power of two in [2, " +
+                      std::to_string(kMaxFifoPackets) + "]");
+
+  std::string source;
+  torus::Mapping mapping = [&] {
+    if (o.mapfile) {
+      source = "file " + *o.mapfile;
+      return torus::Mapping::from_file(*shape, tpn, *o.mapfile, ntasks);
+    }
+    const std::string order = o.mapping.value_or("XYZT");
+    source = "order " + order;
+    return torus::Mapping::from_order(*shape, tpn, order, ntasks);
+  }();
+  return JobConfig{*shape, mode, std::move(mapping), static_cast<std::uint32_t>(fifo),
+                   o.seed.value_or(0x5eed), std::move(source)};
+}
+
+std::string JobConfig::summary() const {
+  return std::to_string(ntasks()) + " tasks on " + shape.to_string() + " (" +
+         std::to_string(shape.node_count()) + " nodes), " + std::string(to_string(mode)) +
+         " mode, mapping " + mapping_source + ", " + std::to_string(fifo_packets) +
+         "-packet reception FIFOs";
+}
+
+}  // namespace bgl::pkt

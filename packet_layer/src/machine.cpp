@@ -1,0 +1,164 @@
+#include "bgl/pkt/machine.hpp"
+
+#include <cstring>
+#include <new>
+
+#include "bgl/torus/error.hpp"
+
+namespace bgl::pkt {
+namespace {
+
+constexpr std::uint64_t kMagic = 0x3130554d454c4742ULL;  // "BGLEMU01"
+constexpr std::uint32_t kVersion = 1;
+
+constexpr std::size_t align_up(std::size_t n, std::size_t a) { return (n + a - 1) / a * a; }
+
+struct MappingEntry {
+  std::uint32_t node;
+  std::uint32_t t;
+};
+
+// The first bytes of the segment. Plain integers only: it is read by other processes.
+struct SegmentHeader {
+  std::uint64_t magic;
+  std::uint32_t version;
+  std::uint32_t header_bytes;
+  std::uint64_t total_bytes;
+  std::int32_t extent[3];
+  std::uint8_t torus[3];
+  std::uint8_t mode;
+  std::int32_t ntasks;
+  std::uint32_t fifo_packets;
+  std::uint64_t seed;
+  std::uint64_t mapping_offset, nodes_offset, group_stride, fifo_stride, links_offset, tasks_offset;
+  char mapping_source[512];
+  JobBarrier barrier;
+};
+
+}  // namespace
+
+struct Machine::Layout {
+  std::size_t mapping, nodes, group, fifo, links, tasks, total;
+
+  explicit Layout(const JobConfig& c) {
+    mapping = align_up(sizeof(SegmentHeader), 4096);
+    nodes = align_up(mapping + sizeof(MappingEntry) * static_cast<std::size_t>(c.ntasks()), 4096);
+    fifo = align_up(ReceptionFifo::region_bytes(c.fifo_packets), 4096);
+    group = align_up(sizeof(Doorbell), 4096) + kReceptionFifos * fifo;
+    links = nodes + static_cast<std::size_t>(c.shape.node_count()) * kFifoGroups * group;
+    tasks = align_up(links + sizeof(LinkTotals) * static_cast<std::size_t>(c.shape.node_count()) *
+                                 torus::kDirections,
+                     64);
+    total = align_up(tasks + sizeof(TaskSlot) * static_cast<std::size_t>(c.ntasks()), 4096);
+  }
+};
+
+std::size_t Machine::segment_bytes(const JobConfig& config) { return Layout(config).total; }
+
+Machine::Machine(std::span<std::byte> segment, JobConfig config)
+    : segment_(segment), config_(std::move(config)) {
+  const Layout l(config_);
+  nodes_offset_ = l.nodes;
+  group_stride_ = l.group;
+  fifo_stride_ = l.fifo;
+  links_offset_ = l.links;
+  tasks_offset_ = l.tasks;
+}
+
+Machine Machine::format(std::span<std::byte> segment, const JobConfig& c) {
+  const Layout l(c);
+  if (segment.size() < l.total) throw ConfigError("shared-memory segment too small for the job");
+  auto* h = new (segment.data()) SegmentHeader{};
+  h->version = kVersion;
+  h->header_bytes = sizeof(SegmentHeader);
+  h->total_bytes = l.total;
+  for (int d = 0; d < 3; ++d) {
+    h->extent[d] = c.shape.extent(static_cast<torus::Dim>(d));
+    h->torus[d] = c.shape.is_torus(static_cast<torus::Dim>(d));
+  }
+  h->mode = static_cast<std::uint8_t>(c.mode);
+  h->ntasks = c.ntasks();
+  h->fifo_packets = c.fifo_packets;
+  h->seed = c.seed;
+  h->mapping_offset = l.mapping;
+  h->nodes_offset = l.nodes;
+  h->group_stride = l.group;
+  h->fifo_stride = l.fifo;
+  h->links_offset = l.links;
+  h->tasks_offset = l.tasks;
+  std::strncpy(h->mapping_source, c.mapping_source.c_str(), sizeof h->mapping_source - 1);
+  auto* table = reinterpret_cast<MappingEntry*>(segment.data() + l.mapping);
+  for (int r = 0; r < c.ntasks(); ++r) {
+    const auto loc = c.mapping.location(static_cast<torus::Rank>(r));
+    table[r] = MappingEntry{loc.node, static_cast<std::uint32_t>(loc.t)};
+  }
+  Machine m(segment, c);
+  for (torus::NodeId n = 0; n < static_cast<torus::NodeId>(c.shape.node_count()); ++n) {
+    for (int g = 0; g < kFifoGroups; ++g) {
+      std::byte* region = m.group_region(n, g);
+      new (region) Doorbell{};
+      for (int i = 0; i < kReceptionFifos; ++i)
+        ReceptionFifo::format(region + align_up(sizeof(Doorbell), 4096) + i * l.fifo, c.fifo_packets);
+    }
+  }
+  for (auto& link : m.links()) new (&link) LinkTotals{};
+  for (int r = 0; r < c.ntasks(); ++r) new (&m.task(static_cast<torus::Rank>(r))) TaskSlot{};
+  // Publish last: a reader that sees the magic sees a fully formatted segment.
+  std::atomic_thread_fence(std::memory_order_release);
+  h->magic = kMagic;
+  return m;
+}
+
+Machine Machine::attach(std::span<std::byte> segment) {
+  if (segment.size() < sizeof(SegmentHeader))
+    throw ConfigError("shared-memory segment too small to be a bglemu job");
+  const auto* h = std::launder(reinterpret_cast<const SegmentHeader*>(segment.data()));
+  if (h->magic != kMagic) throw ConfigError("shared-memory segment is not a bglemu job");
+  if (h->version != kVersion || h->header_bytes != sizeof(SegmentHeader))
+    throw ConfigError("shared-memory segment was made by another bglemu version");
+  if (h->total_bytes > segment.size()) throw ConfigError("shared-memory segment is truncated");
+  const torus::Shape shape({h->extent[0], h->extent[1], h->extent[2]},
+                           {h->torus[0] != 0, h->torus[1] != 0, h->torus[2] != 0});
+  const auto mode = static_cast<NodeMode>(h->mode);
+  const auto* table = reinterpret_cast<const MappingEntry*>(segment.data() + h->mapping_offset);
+  std::vector<torus::TaskLocation> locations(static_cast<std::size_t>(h->ntasks));
+  for (int r = 0; r < h->ntasks; ++r)
+    locations[static_cast<std::size_t>(r)] = {table[r].node, static_cast<int>(table[r].t)};
+  auto mapping = torus::Mapping::from_locations(shape, tasks_per_node(mode), std::move(locations));
+  JobConfig c{shape, mode, std::move(mapping), h->fifo_packets, h->seed,
+              std::string(h->mapping_source, strnlen(h->mapping_source, sizeof h->mapping_source))};
+  Machine m(segment, std::move(c));
+  if (m.tasks_offset_ != h->tasks_offset || Layout(m.config_).total != h->total_bytes)
+    throw ConfigError("shared-memory segment layout does not match its job description");
+  return m;
+}
+
+std::byte* Machine::group_region(torus::NodeId node, int group) const {
+  return segment_.data() + nodes_offset_ +
+         (static_cast<std::size_t>(node) * kFifoGroups + static_cast<std::size_t>(group)) * group_stride_;
+}
+
+ReceptionFifo Machine::fifo(torus::NodeId node, int group, int index) const {
+  return ReceptionFifo(group_region(node, group) + align_up(sizeof(Doorbell), 4096) +
+                           static_cast<std::size_t>(index) * fifo_stride_,
+                       config_.fifo_packets);
+}
+
+Doorbell& Machine::doorbell(torus::NodeId node, int group) const {
+  return *std::launder(reinterpret_cast<Doorbell*>(group_region(node, group)));
+}
+
+JobBarrier& Machine::barrier() const {
+  return std::launder(reinterpret_cast<SegmentHeader*>(segment_.data()))->barrier;
+}
+
+std::span<LinkTotals> Machine::links() const {
+  return {std::launder(reinterpret_cast<LinkTotals*>(segment_.data() + links_offset_)),
+          static_cast<std::size_t>(config_.shape.node_count()) * torus::kDirections};
+}
+
+TaskSlot& Machine::task(torus::Rank rank) const {
+  return std::launder(reinterpret_cast<TaskSlot*>(segment_.data() + tasks_offset_))[rank];
+}
+
+}  // namespace bgl::pkt

@@ -1,0 +1,42 @@
+#include "bgl/pkt/runtime.hpp"
+
+#include "bgl/env.hpp"
+#include "bgl/log.hpp"
+#include "bgl/torus/error.hpp"
+
+namespace bgl::pkt {
+
+Runtime Runtime::from_environment() {
+  log::init("bgl");
+  const auto name = env::get("BGL_SEGMENT");
+  if (!name) {
+    throw ConfigError(
+        "this program must be started by bglrun (BGL_SEGMENT is not set); for example: "
+        "bglrun -np 8 --shape 2x2x2 <program>");
+  }
+  const int fd = static_cast<int>(env::get_int("BGL_SEGMENT_FD", 0, 1 << 20).value_or(-1));
+  Runtime rt;
+  rt.segment_ = Segment::attach(fd, *name);
+  rt.machine_ = std::make_unique<Machine>(Machine::attach(rt.segment_.bytes()));
+  const int size = rt.machine_->mapping().size();
+  const auto rank = env::get_int("BGL_RANK", 0, size - 1);
+  if (!rank) throw ConfigError("BGL_RANK is not set; start this program with bglrun");
+  if (auto declared = env::get_int("BGL_SIZE", 1, 1 << 24); declared && *declared != size)
+    throw ConfigError("BGL_SIZE=" + std::to_string(*declared) + " does not match the job's " +
+                      std::to_string(size) + " tasks");
+  rt.rank_ = static_cast<torus::Rank>(*rank);
+  rt.policy_ = std::make_unique<WaitPolicy>(WaitPolicy::for_job(size));
+  const int group = rt.machine_->mapping().location(rt.rank_).t;
+  rt.endpoint_ = std::make_unique<Endpoint>(*rt.machine_, rt.rank_, group, *rt.policy_);
+  return rt;
+}
+
+Runtime::~Runtime() {
+  if (endpoint_) endpoint_->publish_statistics();
+}
+
+void Runtime::barrier() {
+  machine_->barrier().arrive_and_wait(static_cast<std::uint32_t>(size()), *policy_);
+}
+
+}  // namespace bgl::pkt

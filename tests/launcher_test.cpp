@@ -1,0 +1,228 @@
+// bglrun end to end: job start, configuration errors, failure handling and cleanup, and the packet
+// layer's multi-process behaviour (order, adaptive reordering, deposit bit, backpressure, scale).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "process_runner.hpp"
+
+namespace bgl::test {
+namespace {
+
+using ::testing::HasSubstr;
+
+const std::string kBglrun = BGLRUN_PATH;
+const std::string kScenarios = SCENARIOS_PATH;
+
+ProcessResult bglrun(std::vector<std::string> args, double timeout = 60,
+                     const std::vector<std::string>& env = {}) {
+  args.insert(args.begin(), kBglrun);
+  return run_process(args, timeout, env);
+}
+
+std::string temp_path(const std::string& name) {
+  return ::testing::TempDir() + "/" + name + "." + std::to_string(getpid());
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+bool segment_of(int launcher_pid) {
+  for (const auto& s : bglemu_segments())
+    if (s.find("bglemu." + std::to_string(launcher_pid) + ".") != std::string::npos) return true;
+  return false;
+}
+
+// Pids that the "hang" scenario printed, once all `n` tasks are up (or fewer on timeout).
+std::vector<int> wait_for_pids(const std::string& log, int n, double timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout);
+  std::vector<int> pids;
+  while (std::chrono::steady_clock::now() < deadline) {
+    pids.assign(static_cast<std::size_t>(n), 0);
+    const std::string text = read_file(log);
+    const std::regex line("pid (\\d+) (\\d+)");
+    int found = 0;
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), line); it != std::sregex_iterator(); ++it) {
+      const int rank = std::stoi((*it)[1]);
+      if (rank < n && pids[static_cast<std::size_t>(rank)] == 0) ++found;
+      if (rank < n) pids[static_cast<std::size_t>(rank)] = std::stoi((*it)[2]);
+    }
+    if (found == n) return pids;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return {};
+}
+
+TEST(Launcher, RunsTasksAndReturnsZero) {
+  const auto r = bglrun({"-np", "8", "--shape", "2x2x2", kScenarios, "order", "200"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+TEST(Launcher, ReturnsFirstFailingRanksCodeAndNamesIt) {
+  const auto r = bglrun({"-np", "4", "--shape", "2x2x1", kScenarios, "fail", "2", "3"});
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("rank 2 on node (0,1,0) t=0"));
+  EXPECT_THAT(r.output, HasSubstr("exited with code 3"));
+  EXPECT_THAT(r.output, HasSubstr("stopping the other 3 tasks"));
+  EXPECT_LT(r.seconds, 10);
+}
+
+TEST(Launcher, KillNineOfOneRankStopsJobAndCleansUpWithinFiveSeconds) {
+  const std::string log = temp_path("kill9.log");
+  const int launcher = spawn_process({kBglrun, "-np", "8", "--shape", "2x2x2", kScenarios, "hang"}, log);
+  const auto pids = wait_for_pids(log, 8, 30);
+  ASSERT_EQ(pids.size(), 8u) << read_file(log);
+  EXPECT_TRUE(segment_of(launcher));
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_EQ(kill(pids[3], SIGKILL), 0);
+  const int code = wait_process(launcher, 5);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(code, 128 + SIGKILL) << read_file(log);
+  EXPECT_LT(took, 5.0);
+  EXPECT_THAT(read_file(log), HasSubstr("rank 3 on node (1,1,0) t=0"));
+  EXPECT_THAT(read_file(log), HasSubstr("was killed by signal 9"));
+  EXPECT_FALSE(segment_of(launcher));
+  for (int pid : pids) EXPECT_FALSE(process_alive(pid)) << "task pid " << pid << " survived";
+}
+
+TEST(Launcher, InterruptStopsEveryTaskAndRemovesTheSegment) {
+  const std::string log = temp_path("sigint.log");
+  const int launcher = spawn_process({kBglrun, "-np", "4", "--shape", "2x2x1", kScenarios, "hang"}, log);
+  const auto pids = wait_for_pids(log, 4, 30);
+  ASSERT_EQ(pids.size(), 4u) << read_file(log);
+  kill(launcher, SIGINT);
+  EXPECT_EQ(wait_process(launcher, 5), 128 + SIGINT) << read_file(log);
+  EXPECT_THAT(read_file(log), HasSubstr("received signal 2"));
+  EXPECT_FALSE(segment_of(launcher));
+  for (int pid : pids) EXPECT_FALSE(process_alive(pid));
+}
+
+TEST(Launcher, TimeoutStopsTheJob) {
+  const auto r = bglrun({"-np", "2", "--timeout", "1", kScenarios, "hang"}, 20);
+  EXPECT_EQ(r.exit_code, 124) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("timed out after 1"));
+  EXPECT_LT(r.seconds, 6);
+}
+
+TEST(Launcher, ProgramWithoutLauncherGetsAClearError) {
+  const auto r = run_process({kScenarios, "order"}, 20);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, HasSubstr("must be started by bglrun"));
+}
+
+TEST(Launcher, ValidatesConfigurationBeforeStarting) {
+  struct Case {
+    std::vector<std::string> args;
+    std::vector<std::string> env;
+    std::string message;
+  };
+  const std::string map = temp_path("bad.map");
+  std::ofstream(map) << "# two tasks\n0 0 0\n0 0 0\n";
+  const std::vector<Case> cases = {
+      {{"-np", "9", "--shape", "2x2x2", "true"}, {}, "9 tasks do not fit shape 2x2x2 in heater mode"},
+      {{"-np", "17", "--shape", "2x2x2", "--mode", "vn", "true"}, {}, "17 tasks do not fit"},
+      {{"-np", "2", "--mode", "turbo", "true"}, {}, "expected heater, coprocessor or vn"},
+      {{"-np", "2", "true"}, {"BGL_MODE=turbo"}, "BGL_MODE='turbo'"},
+      {{"-np", "2", "--shape", "2x0x1", "true"}, {}, "2x0x1"},
+      {{"-np", "2", "--mapfile", map, "--shape", "2x1x1", "true"}, {}, map + ":3:"},
+      {{"-np", "2", "--mapping", "XYQ", "true"}, {}, "XYQ"},
+      {{"-np", "2", "--fifo-packets", "48", "true"}, {}, "power of two"},
+      {{"-np", "2", "--bogus", "true"}, {}, "unknown option '--bogus'"},
+      {{"-np", "2", "/nonexistent/program"}, {}, "not found or not executable"},
+      {{"-np", "x", "true"}, {}, "-np='x'"},
+      {{"-np", "2", "true"}, {"BGL_TIMEOUT=soon"}, "BGL_TIMEOUT='soon'"},
+      {{"-np", "2", "true"}, {"BGL_LOG_LEVEL=loud"}, "BGL_LOG_LEVEL='loud'"},
+  };
+  for (const auto& c : cases) {
+    const auto r = bglrun(c.args, 20, c.env);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_THAT(r.output, HasSubstr(c.message));
+  }
+}
+
+TEST(Launcher, DryRunPrintsTheMapping) {
+  const auto r = bglrun({"-np", "16", "--shape", "2x2x2", "--mode", "vn", "--mapping", "TXYZ", "--dry-run"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("16 tasks on 2x2x2 (8 nodes), vn mode, mapping order TXYZ"));
+  // t varies fastest: rank 1 is the second task of node (0,0,0), rank 2 is on (1,0,0).
+  EXPECT_THAT(r.output, HasSubstr("     1  0  0  0  1\n"));
+  EXPECT_THAT(r.output, HasSubstr("     2  1  0  0  0\n"));
+}
+
+TEST(Launcher, WritesStatisticsAsJson) {
+  const std::string stats = temp_path("stats.json");
+  const auto r = bglrun({"-np", "8", "--shape", "2x2x2", "--stats", stats, kScenarios, "order", "100"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(read_file(stats));
+  EXPECT_EQ(j["job"]["shape"], "2x2x2");
+  EXPECT_EQ(j["tasks"].size(), 8u);
+  std::uint64_t injected = 0, received = 0, link_packets = 0;
+  for (const auto& t : j["tasks"]) {
+    injected += t["counters"]["packets_injected"].get<std::uint64_t>();
+    received += t["counters"]["packets_received"].get<std::uint64_t>();
+  }
+  for (const auto& l : j["links"]) link_packets += l["packets"].get<std::uint64_t>();
+  EXPECT_EQ(injected, 8u * 7u * 100u);
+  EXPECT_EQ(received, injected);
+  // On a 2x2x2 torus each task has 3 peers at 1 hop, 3 at 2 and 1 at 3: 12 hops per round.
+  EXPECT_EQ(link_packets, 8u * 12u * 100u);
+}
+
+TEST(PacketLayer, DeterministicRoutingKeepsEveryPairsOrder) {
+  const auto r = bglrun({"-np", "8", "--shape", "2x2x2", kScenarios, "order", "3000"}, 120);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+TEST(PacketLayer, OrderHoldsInVirtualNodeModeAndOnAMesh) {
+  const auto vn = bglrun({"-np", "16", "--shape", "2x2x2", "--mode", "vn", kScenarios, "order", "500"}, 120);
+  EXPECT_EQ(vn.exit_code, 0) << vn.output;
+  const auto mesh = bglrun({"-np", "12", "--shape", "3x2x2", "--mesh", "xz", kScenarios, "order", "500"}, 120);
+  EXPECT_EQ(mesh.exit_code, 0) << mesh.output;
+}
+
+TEST(PacketLayer, AdaptiveRoutingReordersAndLosesNothing) {
+  // Rank 7 = (1,1,1): three productive dimensions from rank 0.
+  const auto r = bglrun({"-np", "8", "--shape", "2x2x2", kScenarios, "adaptive", "20000"}, 120);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("adaptive: 20000 packets"));
+  EXPECT_THAT(r.output, HasSubstr("deterministic: 20000 packets, 0 out of order"));
+}
+
+TEST(PacketLayer, DepositBitReachesEveryNodeOnTheLineOnce) {
+  // 8x2x1 torus: +x line from (0,0,0) to (7,0,0), -x line to (4,0,0) via 7, 6, 5.
+  const auto torus = bglrun({"-np", "16", "--shape", "8x2x1", kScenarios, "deposit", "2000"}, 120);
+  EXPECT_EQ(torus.exit_code, 0) << torus.output;
+  EXPECT_THAT(torus.output, HasSubstr("rank 7: 4000 deposit-bit copies"));  // on both lines
+  EXPECT_THAT(torus.output, HasSubstr("rank 1: 2000 deposit-bit copies"));
+  EXPECT_THAT(torus.output, HasSubstr("rank 8: 0 deposit-bit copies"));
+  const auto mesh = bglrun({"-np", "8", "--shape", "8x1x1", "--mesh", "x", kScenarios, "deposit", "2000"}, 120);
+  EXPECT_EQ(mesh.exit_code, 0) << mesh.output;
+  EXPECT_THAT(mesh.output, HasSubstr("rank 7: 2000 deposit-bit copies"));
+}
+
+TEST(PacketLayer, EightProducersOneFifoMillionPacketsNoLossNoDuplicates) {
+  // 9x1x1 mesh: every packet to rank 0 travels -x last, into the same reception FIFO.
+  const auto r = bglrun({"-np", "9", "--shape", "9x1x1", "--mesh", "x", kScenarios, "flood", "125000"}, 300);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("rank 0: 1000000 packets from 8 producers, reception FIFOs 0x2"));
+}
+
+TEST(PacketLayer, SixtyFourTasksOnTwoCoresCompleteAnAllToAll) {
+  const auto r = bglrun({"-np", "64", "--shape", "4x4x4", "--timeout", "240", kScenarios, "alltoall", "20"}, 300);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("alltoall: 64 tasks x 20 packets to each peer: ok"));
+}
+
+}  // namespace
+}  // namespace bgl::test

@@ -1,0 +1,29 @@
+#pragma once
+// Runs a command line with a hard time limit and captures its output, for tests that drive bglrun.
+#include <string>
+#include <vector>
+
+namespace bgl::test {
+
+struct ProcessResult {
+  int exit_code = -1;  // 128 + signal when killed by a signal; -1 when it was stopped for time
+  bool timed_out = false;
+  double seconds = 0;
+  std::string output;  // stdout and stderr, interleaved
+};
+
+// Starts `argv` (with extra "NAME=value" environment entries), kills its process group after
+// `timeout_seconds`. `on_line` (optional) sees each output line as it arrives.
+ProcessResult run_process(const std::vector<std::string>& argv, double timeout_seconds,
+                          const std::vector<std::string>& env = {});
+
+// Starts `argv` in the background; its stdout/stderr go to `log_path`. Returns the pid.
+int spawn_process(const std::vector<std::string>& argv, const std::string& log_path);
+// Waits up to `timeout_seconds` for `pid`; returns its exit code (128 + signal) or -1 on timeout.
+int wait_process(int pid, double timeout_seconds);
+
+// Paths of files in /dev/shm that a bglemu job created.
+std::vector<std::string> bglemu_segments();
+bool process_alive(int pid);
+
+}  // namespace bgl::test

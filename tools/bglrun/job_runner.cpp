@@ -1,0 +1,176 @@
+#include "job_runner.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "bgl/log.hpp"
+
+namespace bgl::run {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int kForwardedSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+}  // namespace
+
+sigset_t launcher_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGCHLD);
+  for (int s : kForwardedSignals) sigaddset(&set, s);
+  return set;
+}
+
+namespace {
+
+std::string signal_name(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  const char* text = strsignal(sig);
+  return std::string("signal ") + std::to_string(sig) + " (SIG" + (abbrev ? abbrev : "?") + ": " +
+         (text ? text : "?") + ")";
+}
+
+Clock::duration seconds(double s) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+}
+
+}  // namespace
+
+JobRunner::JobRunner(const pkt::Machine& machine, const pkt::Segment& segment, RunSettings settings)
+    : machine_(machine), segment_(segment), settings_(std::move(settings)) {
+  tasks_.resize(static_cast<std::size_t>(machine.mapping().size()));
+}
+
+std::string JobRunner::describe(int rank) const {
+  const auto& m = machine_.mapping();
+  const auto r = static_cast<torus::Rank>(rank);
+  return "rank " + std::to_string(rank) + " on node " + torus::to_string(m.coord(r)) + " t=" +
+         std::to_string(m.location(r).t) + " (pid " + std::to_string(tasks_[r].pid) + ")";
+}
+
+int JobRunner::running_count() const {
+  int n = 0;
+  for (const auto& t : tasks_) n += t.running;
+  return n;
+}
+
+void JobRunner::start_tasks() {
+  const pid_t launcher = getpid();
+  const std::string size = std::to_string(tasks_.size());
+  const std::string fd = std::to_string(segment_.fd());
+  std::vector<char*> argv;
+  for (const auto& a : settings_.command) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  sigset_t none;
+  sigemptyset(&none);
+  std::fflush(nullptr);
+
+  for (std::size_t r = 0; r < tasks_.size(); ++r) {
+    const std::string rank = std::to_string(r);
+    const pid_t pid = fork();
+    if (pid < 0) {
+      spdlog::critical("cannot start rank {}: {}", r, std::strerror(errno));
+      stop(SIGKILL, "start-up failed");
+      exit_status_ = 1;
+      return;
+    }
+    if (pid == 0) {
+      setpgid(0, group_);  // group_ == 0 for rank 0: it founds the job's process group
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != launcher) _exit(127);
+      sigprocmask(SIG_SETMASK, &none, nullptr);
+      const int devnull = open("/dev/null", O_RDONLY);
+      if (devnull >= 0) dup2(devnull, STDIN_FILENO);
+      setenv("BGL_RANK", rank.c_str(), 1);
+      setenv("BGL_SIZE", size.c_str(), 1);
+      setenv("BGL_SEGMENT", segment_.name().c_str(), 1);
+      setenv("BGL_SEGMENT_FD", fd.c_str(), 1);
+      execvp(argv[0], argv.data());
+      std::fprintf(stderr, "bglrun: cannot execute '%s': %s\n", argv[0], std::strerror(errno));
+      _exit(127);
+    }
+    if (r == 0) group_ = pid;
+    setpgid(pid, group_);  // also from the parent, so that no signal can race the child's own call
+    tasks_[r] = Task{pid, true};
+  }
+  spdlog::info("started {} tasks (process group {})", tasks_.size(), group_);
+}
+
+void JobRunner::stop(int signal, const std::string& why) {
+  if (!stopping_) {
+    stopping_ = true;
+    const int others = running_count();
+    if (others > 0) std::fprintf(stderr, "bglrun: %s; stopping the other %d tasks\n", why.c_str(), others);
+    else std::fprintf(stderr, "bglrun: %s\n", why.c_str());
+  }
+  if (group_ > 0) killpg(group_, signal);
+}
+
+void JobRunner::on_exit(pid_t pid, int status) {
+  int rank = -1;
+  for (std::size_t r = 0; r < tasks_.size(); ++r)
+    if (tasks_[r].pid == pid) rank = static_cast<int>(r);
+  if (rank < 0) return;  // not ours (cannot happen: we have no other children)
+  tasks_[static_cast<std::size_t>(rank)].running = false;
+  const bool failed = !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+  if (!failed || stopping_) return;
+  if (WIFEXITED(status)) {
+    exit_status_ = WEXITSTATUS(status);
+    stop(SIGTERM, describe(rank) + " exited with code " + std::to_string(exit_status_));
+  } else {
+    exit_status_ = 128 + WTERMSIG(status);
+    stop(SIGTERM, describe(rank) + " was killed by " + signal_name(WTERMSIG(status)));
+  }
+}
+
+int JobRunner::run() {
+  const sigset_t set = launcher_signals();
+  sigset_t previous;
+  sigprocmask(SIG_BLOCK, &set, &previous);
+  start_tasks();
+
+  const auto start = Clock::now();
+  const auto deadline = settings_.timeout_seconds > 0 ? start + seconds(settings_.timeout_seconds)
+                                                      : Clock::time_point::max();
+  auto kill_at = Clock::time_point::max();
+  bool killed = false;
+  while (running_count() > 0) {
+    siginfo_t info;
+    const timespec tick{0, 50'000'000};
+    const int sig = sigtimedwait(&set, &info, &tick);
+    for (int status; ;) {
+      const pid_t pid = waitpid(-1, &status, WNOHANG);
+      if (pid <= 0) break;
+      on_exit(pid, status);
+    }
+    const auto now = Clock::now();
+    if (sig > 0 && sig != SIGCHLD) {
+      if (!stopping_) exit_status_ = 128 + sig;
+      stop(sig, "received " + signal_name(sig));
+    } else if (now >= deadline && !stopping_) {
+      exit_status_ = 124;
+      stop(SIGTERM, "the job timed out after " + std::to_string(settings_.timeout_seconds) + " s");
+    }
+    if (stopping_ && kill_at == Clock::time_point::max()) kill_at = now + seconds(settings_.kill_grace_seconds);
+    if (now >= kill_at && !killed) {
+      spdlog::warn("tasks still running {} s after SIGTERM; sending SIGKILL", settings_.kill_grace_seconds);
+      killpg(group_, SIGKILL);
+      killed = true;
+    }
+  }
+  // Children of tasks that outlived them belong to the job too.
+  if (group_ > 0) killpg(group_, SIGKILL);
+  sigprocmask(SIG_SETMASK, &previous, nullptr);
+  return exit_status_;
+}
+
+}  // namespace bgl::run

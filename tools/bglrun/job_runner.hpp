@@ -1,0 +1,52 @@
+#pragma once
+// Starts the tasks of a job and supervises them until they all end: forwards signals, enforces the
+// timeout, and stops the whole job (SIGTERM, then SIGKILL after a grace period) as soon as one task
+// fails, naming it. Tasks run in their own process group and die with the launcher (PDEATHSIG).
+#include <signal.h>
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "bgl/pkt/machine.hpp"
+#include "bgl/pkt/segment.hpp"
+
+namespace bgl::run {
+
+// The signals the launcher handles itself; block them before creating anything to clean up.
+sigset_t launcher_signals();
+
+struct RunSettings {
+  std::vector<std::string> command;
+  double timeout_seconds = 0;
+  double kill_grace_seconds = 2;
+};
+
+class JobRunner {
+ public:
+  JobRunner(const pkt::Machine& machine, const pkt::Segment& segment, RunSettings settings);
+  // Returns the launcher's exit status: 0, the first failing task's exit code, 128 + signal, or
+  // 124 for a timeout.
+  int run();
+
+ private:
+  struct Task {
+    pid_t pid = -1;
+    bool running = false;
+  };
+  void start_tasks();
+  void on_exit(pid_t pid, int status);
+  void stop(int signal, const std::string& why);
+  std::string describe(int rank) const;
+  int running_count() const;
+
+  const pkt::Machine& machine_;
+  const pkt::Segment& segment_;
+  RunSettings settings_;
+  std::vector<Task> tasks_;
+  pid_t group_ = 0;
+  bool stopping_ = false;
+  int exit_status_ = 0;
+};
+
+}  // namespace bgl::run

@@ -1,0 +1,128 @@
+#include "options.hpp"
+
+#include <string_view>
+
+#include "bgl/env.hpp"
+#include "bgl/torus/error.hpp"
+
+namespace bgl::run {
+namespace {
+
+// Flags that take a value, as "--flag value" or "--flag=value".
+bool takes_value(std::string_view f) {
+  for (std::string_view v : {"-np", "-n", "--np", "--shape", "--mesh", "--mode", "--mapping",
+                             "--mapfile", "--timeout", "--fifo-packets", "--seed", "--stats",
+                             "--log-level", "--kill-grace"})
+    if (f == v) return true;
+  return false;
+}
+
+void apply(LauncherOptions& o, std::string_view flag, const std::string& value) {
+  auto& j = o.job;
+  if (flag == "-np" || flag == "-n" || flag == "--np") {
+    j.ntasks = static_cast<int>(env::parse_int(value, flag, 1, 1 << 20));
+  } else if (flag == "--shape") {
+    j.shape = value;
+  } else if (flag == "--mesh") {
+    j.mesh = value;
+  } else if (flag == "--mode") {
+    j.mode = value;
+  } else if (flag == "--mapping") {
+    j.mapping = value;
+  } else if (flag == "--mapfile") {
+    j.mapfile = value;
+  } else if (flag == "--timeout") {
+    o.timeout_seconds = env::parse_seconds(value, flag);
+  } else if (flag == "--kill-grace") {
+    o.kill_grace_seconds = env::parse_seconds(value, flag);
+  } else if (flag == "--fifo-packets") {
+    j.fifo_packets = static_cast<int>(env::parse_int(value, flag, 1, 1 << 16));
+  } else if (flag == "--seed") {
+    j.seed = static_cast<std::uint64_t>(env::parse_int(value, flag, 0, 1LL << 62));
+  } else if (flag == "--stats") {
+    o.stats_file = value;
+  } else if (flag == "--log-level") {
+    o.log_level = value;
+  }
+}
+
+}  // namespace
+
+const char* usage() {
+  return R"(usage: bglrun -np N [options] program [args...]
+
+Runs N tasks of `program` on an emulated Blue Gene/L partition.
+
+  -np N, -n N            number of tasks (required)
+  --shape XxYxZ          partition shape, each 1..64 (BGL_SHAPE; default: the most cubic shape
+                         that holds N tasks)
+  --mesh DIMS            dimensions without wrap-around links, e.g. z or xyz (BGL_MESH)
+  --mode MODE            heater | coprocessor | vn (BGL_MODE; default heater)
+  --mapping ORDER        rank order, fastest-varying first, e.g. XYZT, TXYZ, ZYXT (BGL_MAPPING;
+                         default XYZT: rank = x + X*(y + Y*(z + Z*t)))
+  --mapfile FILE         mapping file, one "x y z [t]" line per rank (BGL_MAPFILE)
+  --timeout S            stop the job after S seconds (BGL_TIMEOUT; default none)
+  --kill-grace S         seconds between SIGTERM and SIGKILL when stopping (BGL_KILL_GRACE; 2)
+  --fifo-packets N       reception FIFO capacity, power of two (BGL_FIFO_PACKETS; default 64)
+  --seed N               adaptive-routing seed (BGL_SEED)
+  --stats FILE           write per-task, per-link and per-FIFO statistics as JSON (BGL_STATS)
+  --show-mapping         print the rank -> (x,y,z,t) table before starting
+  --dry-run              validate the configuration, print it and the mapping, run nothing
+  --log-level L          trace|debug|info|warn|error|critical|off (BGL_LOG_LEVEL; default warn)
+  -v, --verbose          same as --log-level info
+  -h, --help             this text
+  --version              print the version
+)";
+}
+
+LauncherOptions parse_command_line(int argc, char** argv) {
+  LauncherOptions o;
+  int i = 1;
+  for (; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg == "--") {
+      ++i;
+      break;
+    }
+    if (arg.empty() || arg[0] != '-') break;
+    std::string value;
+    std::string_view flag = arg;
+    if (const auto eq = arg.find('='); arg.starts_with("--") && eq != std::string_view::npos) {
+      flag = arg.substr(0, eq);
+      value = std::string(arg.substr(eq + 1));
+      if (!takes_value(flag)) throw ConfigError("option " + std::string(flag) + " takes no value");
+    } else if (takes_value(flag)) {
+      if (i + 1 >= argc) throw ConfigError("option " + std::string(flag) + " needs a value");
+      value = argv[++i];
+    }
+    if (takes_value(flag)) {
+      apply(o, flag, value);
+    } else if (flag == "-h" || flag == "--help") {
+      o.help = true;
+    } else if (flag == "--version") {
+      o.version = true;
+    } else if (flag == "--dry-run") {
+      o.dry_run = true;
+    } else if (flag == "--show-mapping") {
+      o.show_mapping = true;
+    } else if (flag == "-v" || flag == "--verbose") {
+      o.log_level = "info";
+    } else {
+      throw ConfigError("unknown option '" + std::string(arg) + "' (see bglrun --help)");
+    }
+  }
+  for (; i < argc; ++i) o.command.emplace_back(argv[i]);
+  if (o.help || o.version) return o;
+
+  o.job.merge_environment();
+  if (o.timeout_seconds == 0) {
+    if (auto v = env::get("BGL_TIMEOUT")) o.timeout_seconds = env::parse_seconds(*v, "BGL_TIMEOUT");
+  }
+  if (auto v = env::get("BGL_KILL_GRACE")) o.kill_grace_seconds = env::parse_seconds(*v, "BGL_KILL_GRACE");
+  if (!o.stats_file) o.stats_file = env::get("BGL_STATS");
+  if (!o.job.ntasks) throw ConfigError("missing -np N (the number of tasks)");
+  if (o.command.empty() && !o.dry_run) throw ConfigError("missing the program to run");
+  return o;
+}
+
+}  // namespace bgl::run

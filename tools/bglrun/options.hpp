@@ -1,0 +1,29 @@
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bgl/pkt/job_config.hpp"
+
+namespace bgl::run {
+
+struct LauncherOptions {
+  pkt::JobOptions job;
+  double timeout_seconds = 0;      // 0: none
+  double kill_grace_seconds = 2;   // between SIGTERM and SIGKILL when stopping a job
+  std::optional<std::string> stats_file;
+  std::optional<std::string> log_level;
+  bool dry_run = false;
+  bool show_mapping = false;
+  bool help = false;
+  bool version = false;
+  std::vector<std::string> command;  // program and its arguments
+};
+
+// Parses bglrun's command line (flags first, then the program) and merges BGL_* variables for
+// everything the flags leave unset. Throws ConfigError naming the offending flag or variable.
+LauncherOptions parse_command_line(int argc, char** argv);
+
+const char* usage();
+
+}  // namespace bgl::run
