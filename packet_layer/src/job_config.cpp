@@ -101,7 +101,7 @@ JobConfig JobConfig::resolve(const JobOptions& o) {
     return torus::Mapping::from_order(*shape, tpn, order, ntasks);
   }();
   return JobConfig{*shape, mode, std::move(mapping), static_cast<std::uint32_t>(fifo),
-                   o.seed.value_or(0x5eed), std::move(source)};
+                   o.seed.value_or(0x5eed), std::move(source), {}};
 }
 
 std::string JobConfig::summary() const {

@@ -13,6 +13,15 @@ constexpr std::uint32_t kVersion = 1;
 
 constexpr std::size_t align_up(std::size_t n, std::size_t a) { return (n + a - 1) / a * a; }
 
+constexpr int kMaxRegions = 8;
+constexpr std::size_t kRegionNameBytes = 16;
+
+struct RegionEntry {
+  char name[kRegionNameBytes];
+  std::uint64_t offset;
+  std::uint64_t bytes;
+};
+
 struct MappingEntry {
   std::uint32_t node;
   std::uint32_t t;
@@ -32,6 +41,8 @@ struct SegmentHeader {
   std::uint64_t seed;
   std::uint64_t mapping_offset, nodes_offset, group_stride, fifo_stride, links_offset, tasks_offset;
   char mapping_source[512];
+  std::uint32_t region_count;
+  RegionEntry regions[kMaxRegions];
   JobBarrier barrier;
 };
 
@@ -39,6 +50,7 @@ struct SegmentHeader {
 
 struct Machine::Layout {
   std::size_t mapping, nodes, group, fifo, links, tasks, total;
+  std::vector<std::size_t> regions;
 
   explicit Layout(const JobConfig& c) {
     mapping = align_up(sizeof(SegmentHeader), 4096);
@@ -50,6 +62,13 @@ struct Machine::Layout {
                                  torus::kDirections,
                      64);
     total = align_up(tasks + sizeof(TaskSlot) * static_cast<std::size_t>(c.ntasks()), 4096);
+    if (c.regions.size() > kMaxRegions) throw ConfigError("too many segment regions");
+    for (const auto& r : c.regions) {
+      if (r.name.empty() || r.name.size() >= kRegionNameBytes)
+        throw ConfigError("segment region name '" + r.name + "' must have 1..15 characters");
+      regions.push_back(total);
+      total = align_up(total + r.bytes, 4096);
+    }
   }
 };
 
@@ -87,6 +106,12 @@ Machine Machine::format(std::span<std::byte> segment, const JobConfig& c) {
   h->links_offset = l.links;
   h->tasks_offset = l.tasks;
   std::strncpy(h->mapping_source, c.mapping_source.c_str(), sizeof h->mapping_source - 1);
+  h->region_count = static_cast<std::uint32_t>(c.regions.size());
+  for (std::size_t i = 0; i < c.regions.size(); ++i) {
+    std::strncpy(h->regions[i].name, c.regions[i].name.c_str(), kRegionNameBytes - 1);
+    h->regions[i].offset = l.regions[i];
+    h->regions[i].bytes = c.regions[i].bytes;
+  }
   auto* table = reinterpret_cast<MappingEntry*>(segment.data() + l.mapping);
   for (int r = 0; r < c.ntasks(); ++r) {
     const auto loc = c.mapping.location(static_cast<torus::Rank>(r));
@@ -126,7 +151,13 @@ Machine Machine::attach(std::span<std::byte> segment) {
     locations[static_cast<std::size_t>(r)] = {table[r].node, static_cast<int>(table[r].t)};
   auto mapping = torus::Mapping::from_locations(shape, tasks_per_node(mode), std::move(locations));
   JobConfig c{shape, mode, std::move(mapping), h->fifo_packets, h->seed,
-              std::string(h->mapping_source, strnlen(h->mapping_source, sizeof h->mapping_source))};
+              std::string(h->mapping_source, strnlen(h->mapping_source, sizeof h->mapping_source)),
+              {}};
+  if (h->region_count > kMaxRegions) throw ConfigError("shared-memory segment has a corrupt region table");
+  for (std::uint32_t i = 0; i < h->region_count; ++i) {
+    const auto& e = h->regions[i];
+    c.regions.push_back({std::string(e.name, strnlen(e.name, kRegionNameBytes)), e.bytes});
+  }
   Machine m(segment, std::move(c));
   if (m.tasks_offset_ != h->tasks_offset || Layout(m.config_).total != h->total_bytes)
     throw ConfigError("shared-memory segment layout does not match its job description");
@@ -155,6 +186,16 @@ JobBarrier& Machine::barrier() const {
 std::span<LinkTotals> Machine::links() const {
   return {std::launder(reinterpret_cast<LinkTotals*>(segment_.data() + links_offset_)),
           static_cast<std::size_t>(config_.shape.node_count()) * torus::kDirections};
+}
+
+std::span<std::byte> Machine::region(std::string_view name) const {
+  const auto* h = std::launder(reinterpret_cast<const SegmentHeader*>(segment_.data()));
+  for (std::uint32_t i = 0; i < h->region_count && i < kMaxRegions; ++i) {
+    const auto& e = h->regions[i];
+    if (name == std::string_view(e.name, strnlen(e.name, kRegionNameBytes)))
+      return segment_.subspan(e.offset, e.bytes);
+  }
+  return {};
 }
 
 TaskSlot& Machine::task(torus::Rank rank) const {

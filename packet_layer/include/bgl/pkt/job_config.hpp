@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "bgl/pkt/node_mode.hpp"
 #include "bgl/torus/mapping.hpp"
@@ -26,6 +27,13 @@ struct JobOptions {
   void merge_environment();
 };
 
+// A region of the segment reserved for a component above the packet layer (e.g. the collective
+// network), zero-filled; the component formats and interprets it.
+struct RegionRequest {
+  std::string name;  // at most 15 characters
+  std::size_t bytes = 0;
+};
+
 struct JobConfig {
   static constexpr int kDefaultFifoPackets = 64;
 
@@ -35,6 +43,7 @@ struct JobConfig {
   std::uint32_t fifo_packets;
   std::uint64_t seed;
   std::string mapping_source;  // "order XYZT" or the mapping file's path
+  std::vector<RegionRequest> regions;
 
   int ntasks() const { return mapping.size(); }
 

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <span>
+#include <string_view>
 
 #include "bgl/pkt/backoff.hpp"
 #include "bgl/pkt/doorbell.hpp"
@@ -63,6 +64,8 @@ class Machine {
   JobBarrier& barrier() const;
   std::span<LinkTotals> links() const;  // node * 6 + direction
   TaskSlot& task(torus::Rank rank) const;
+  // A region requested in JobConfig::regions (64-byte aligned); empty span when there is none.
+  std::span<std::byte> region(std::string_view name) const;
 
  private:
   struct Layout;
