@@ -15,6 +15,9 @@ namespace {
 // A task whose own packets wait for space elsewhere must not sleep long: nobody rings its bell
 // when that space appears.
 constexpr std::chrono::microseconds kPendingSleepCap{200};
+// Packets taken from one reception FIFO before polling moves on to the next: keeps the stream's
+// cache lines hot without starving the other FIFOs.
+constexpr int kPollBurst = 16;
 
 std::uint32_t injection_depth() {
   return static_cast<std::uint32_t>(
@@ -29,13 +32,25 @@ Endpoint::Endpoint(const Machine& machine, torus::Rank rank, int group, const Wa
       node_(machine.mapping().location(rank).node),
       group_(group),
       bell_(&machine.doorbell(node_, group)),
+      me_(machine.shape().coord(node_)),
       rng_(machine.config().seed * 0x9e3779b97f4a7c15ULL + rank + 1),
       links_(machine.shape()),
       backoff_(policy) {
   if (group < 0 || group >= kFifoGroups) throw std::invalid_argument("FIFO group must be 0 or 1");
+  if (!enable_asymmetric_fences())
+    spdlog::debug("membarrier(2) unavailable: producers fence every packet (slower streaming)");
   for (int i = 0; i < kReceptionFifos; ++i) {
     fifos_[static_cast<std::size_t>(i)] = machine.fifo(node_, group, i);
     fifos_[static_cast<std::size_t>(i)].attach_consumer();
+  }
+  const auto& shape = machine.shape();
+  peers_.resize(static_cast<std::size_t>(shape.node_count()));
+  deterministic_traffic_.resize(peers_.size());
+  for (torus::NodeId n = 0; n < peers_.size(); ++n) {
+    const auto c = shape.coord(n);
+    const auto last = torus::deterministic_route(shape, node_, n).last();
+    peers_[n] = Peer{{static_cast<std::uint8_t>(c.x), static_cast<std::uint8_t>(c.y), static_cast<std::uint8_t>(c.z)},
+                     static_cast<std::uint8_t>(last ? torus::index_of(*last) : kLocalFifo)};
   }
   const std::uint32_t depth = injection_depth();
   for (auto& q : injection_) q.ring.resize(depth);
@@ -62,9 +77,7 @@ void Endpoint::check_spec(const PacketSpec& spec, std::size_t payload) const {
 }
 
 void Endpoint::build_header(const PacketSpec& spec, std::size_t payload, PacketHeader& h) const {
-  const auto c = machine_->shape().coord(spec.dest.node);
-  h.dest = {static_cast<std::uint8_t>(c.x), static_cast<std::uint8_t>(c.y),
-            static_cast<std::uint8_t>(c.z)};
+  h.dest = peers_[spec.dest.node].coord;
   h.dest_group = spec.dest.group;
   h.flags = static_cast<std::uint8_t>(
       (spec.routing == Routing::adaptive ? PacketHeader::kAdaptive : 0) |
@@ -82,19 +95,34 @@ void Endpoint::build_header(const PacketSpec& spec, std::size_t payload, PacketH
 }
 
 std::uint8_t Endpoint::route_and_account(const PacketSpec& spec, std::uint8_t chunks) {
+  const std::uint32_t bytes = chunks * static_cast<std::uint32_t>(kChunkBytes);
+  if (!spec.deposit_line && spec.routing == Routing::deterministic) {
+    auto& traffic = deterministic_traffic_[spec.dest.node];
+    ++traffic.packets;
+    traffic.bytes += bytes;
+    return spec.high_priority ? kHighPriorityFifo : peers_[spec.dest.node].deterministic_fifo;
+  }
   const auto& shape = machine_->shape();
   torus::Route route;
   if (spec.deposit_line) {
     route = torus::line_route(shape, *torus::make_line(shape, node_, spec.dest.node, *spec.deposit_line).line);
-  } else if (spec.routing == Routing::adaptive) {
-    route = torus::adaptive_route(shape, node_, spec.dest.node, rng_);
   } else {
-    route = torus::deterministic_route(shape, node_, spec.dest.node);
+    route = torus::adaptive_route(shape, node_, spec.dest.node, rng_);
   }
-  links_.account(route, chunks * static_cast<std::uint32_t>(kChunkBytes));
+  links_.account(route, bytes);
   if (spec.high_priority) return kHighPriorityFifo;
   const auto last = route.last();
   return last ? static_cast<std::uint8_t>(torus::index_of(*last)) : kLocalFifo;
+}
+
+void Endpoint::fold_deterministic_traffic() const {
+  const auto& shape = machine_->shape();
+  for (torus::NodeId n = 0; n < deterministic_traffic_.size(); ++n) {
+    auto& traffic = deterministic_traffic_[n];
+    if (traffic.packets == 0) continue;
+    torus::deterministic_route(shape, node_, n).for_each_link(shape, [&](torus::Link l) { links_.add(l, traffic); });
+    traffic = {};
+  }
 }
 
 InjectStatus Endpoint::inject(int fifo, const PacketSpec& spec, std::span<const std::byte> payload) {
@@ -190,27 +218,47 @@ bool Endpoint::advance() {
 
 std::optional<FifoRef> Endpoint::poll() {
   if (pending_mask_) advance();
-  const auto& shape = machine_->shape();
-  const auto me = shape.coord(node_);
-  for (int scanned = 0; scanned < kReceptionFifos;) {
-    // High priority first, then round-robin over the normal FIFOs.
-    const int index = scanned == 0 ? kHighPriorityFifo : next_poll_;
-    const Packet* p = fifos_[static_cast<std::size_t>(index)].front();
-    if (scanned != 0) next_poll_ = (next_poll_ + 1) % kHighPriorityFifo;
-    ++scanned;
-    if (p == nullptr) continue;
-    auto problem = p->header.validate(shape, kFifoGroups);
-    if (!problem && p->header.dest_group != group_) problem = "packet for another FIFO group";
-    if (!problem && !p->header.deposit() && p->header.destination() != me)
-      problem = "packet for another node";
-    if (!problem) return FifoRef{static_cast<std::uint8_t>(index)};
-    spdlog::error("rank {}: discarding malformed packet from reception FIFO {}: {} [{}]", rank_,
-                  index, *problem, p->header.describe());
-    ++counters_.malformed;
-    fifos_[static_cast<std::size_t>(index)].pop();
-    scanned = 0;
+  for (;;) {
+    const int index = find_nonempty();
+    if (index < 0) return std::nullopt;
+    const auto problem = check(fifos_[static_cast<std::size_t>(index)].front()->header);
+    if (problem == PacketHeader::Problem::none) return FifoRef{static_cast<std::uint8_t>(index)};
+    reject(index, problem);
   }
-  return std::nullopt;
+}
+
+// High priority first, then the normal FIFOs round-robin, in bursts of up to kPollBurst packets.
+int Endpoint::find_nonempty() {
+  if (fifos_[kHighPriorityFifo].front() != nullptr) return kHighPriorityFifo;
+  for (int scanned = 0; scanned < kHighPriorityFifo; ++scanned) {
+    const int index = next_poll_;
+    if (fifos_[static_cast<std::size_t>(index)].front() != nullptr) {
+      if (++burst_ >= kPollBurst) {
+        burst_ = 0;
+        next_poll_ = (index + 1) % kHighPriorityFifo;
+      }
+      return index;
+    }
+    next_poll_ = (index + 1) % kHighPriorityFifo;
+    burst_ = 0;
+  }
+  return -1;
+}
+
+PacketHeader::Problem Endpoint::check(const PacketHeader& h) const {
+  const auto problem = h.validate(machine_->shape(), kFifoGroups);
+  if (problem != PacketHeader::Problem::none) return problem;
+  if (h.dest_group != group_) return PacketHeader::Problem::wrong_group;
+  if (!h.deposit() && h.destination() != me_) return PacketHeader::Problem::wrong_node;
+  return problem;
+}
+
+void Endpoint::reject(int index, PacketHeader::Problem problem) {
+  auto& fifo = fifos_[static_cast<std::size_t>(index)];
+  spdlog::error("rank {}: discarding malformed packet from reception FIFO {}: {} [{}]", rank_, index,
+                to_string(problem), fifo.front()->header.describe());
+  ++counters_.malformed;
+  fifo.pop();
 }
 
 void Endpoint::receive(FifoRef f, std::span<std::byte> dst) {
@@ -256,6 +304,7 @@ void Endpoint::publish_statistics() {
   slot.pid = static_cast<std::int32_t>(getpid());
   slot.counters = counters_;
   slot.published.store(1, std::memory_order_release);
+  fold_deterministic_traffic();
   const auto shared = machine_->links();
   const auto mine = links_.raw();
   for (std::size_t i = 0; i < mine.size(); ++i) {

@@ -5,22 +5,40 @@
 namespace bgl::pkt {
 
 std::uint8_t PacketHeader::compute_check() const {
-  std::uint8_t bytes[7];
-  std::memcpy(bytes, this, sizeof bytes);
-  std::uint8_t c = 0x5a;
-  for (std::uint8_t b : bytes) c ^= b;
-  return c;
+  // One load of the 8 hardware bytes, the check byte itself masked out, folded to one byte.
+  std::uint64_t word;
+  std::memcpy(&word, this, sizeof word);
+  word &= 0x00ffffffffffffffULL;
+  word ^= word >> 32;
+  word ^= word >> 16;
+  word ^= word >> 8;
+  return static_cast<std::uint8_t>(word) ^ 0x5a;
 }
 
-std::optional<std::string> PacketHeader::validate(const torus::Shape& shape, int groups) const {
-  if (check != compute_check()) return "header check byte mismatch";
-  if (chunks < 1 || chunks > kMaxPacketBytes / kChunkBytes) return "size is not 1..8 chunks";
-  if (payload_bytes > packet_bytes() - kHeaderBytes) return "payload larger than the packet";
-  if (!shape.contains(destination())) return "destination outside the partition";
-  if (dest_group >= groups) return "FIFO group out of range";
+PacketHeader::Problem PacketHeader::validate(const torus::Shape& shape, int groups) const {
+  if (check != compute_check()) return Problem::check_byte;
+  if (chunks < 1 || chunks > kMaxPacketBytes / kChunkBytes) return Problem::size;
+  if (payload_bytes > packet_bytes() - kHeaderBytes) return Problem::payload_size;
+  if (!shape.contains(destination())) return Problem::destination;
+  if (dest_group >= groups) return Problem::group;
   if (deposit() && (adaptive() || ((flags >> kLineDirShift) & 7u) >= torus::kDirections))
-    return "invalid deposit-bit line";
-  return std::nullopt;
+    return Problem::deposit;
+  return Problem::none;
+}
+
+std::string_view to_string(PacketHeader::Problem p) {
+  switch (p) {
+    case PacketHeader::Problem::none: return "well formed";
+    case PacketHeader::Problem::check_byte: return "header check byte mismatch";
+    case PacketHeader::Problem::size: return "size is not 1..8 chunks";
+    case PacketHeader::Problem::payload_size: return "payload larger than the packet";
+    case PacketHeader::Problem::destination: return "destination outside the partition";
+    case PacketHeader::Problem::group: return "FIFO group out of range";
+    case PacketHeader::Problem::deposit: return "invalid deposit-bit line";
+    case PacketHeader::Problem::wrong_node: return "packet for another node";
+    case PacketHeader::Problem::wrong_group: return "packet for another FIFO group";
+  }
+  return "?";
 }
 
 std::string PacketHeader::describe() const {

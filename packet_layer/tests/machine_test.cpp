@@ -1,1 +1,1140 @@
-// placeholder
+#include "bgl/pkt/machine.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bgl/log.hpp"
+#include "bgl/pkt/endpoint.hpp"
+#include "bgl/torus/error.hpp"
+#include "bgl/torus/route.hpp"
+
+namespace bgl::pkt {
+namespace {
+
+using ::testing::HasSubstr;
+using torus::Direction;
+using namespace std::chrono_literals;
+
+#if defined(__SANITIZE_THREAD__)
+constexpr bool kUnderTsan = true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+constexpr bool kUnderTsan = true;
+#else
+constexpr bool kUnderTsan = false;
+#endif
+#else
+constexpr bool kUnderTsan = false;
+#endif
+
+// A zero-filled, page-aligned MAP_SHARED anonymous mapping, as the launcher's segment would be.
+class SharedMemory {
+ public:
+  explicit SharedMemory(std::size_t bytes) : bytes_(bytes) {
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::runtime_error("mmap failed");
+    base_ = static_cast<std::byte*>(p);
+  }
+  SharedMemory(const SharedMemory&) = delete;
+  SharedMemory& operator=(const SharedMemory&) = delete;
+  ~SharedMemory() { ::munmap(base_, bytes_); }
+  std::span<std::byte> span() const { return {base_, bytes_}; }
+
+ private:
+  std::size_t bytes_;
+  std::byte* base_ = nullptr;
+};
+
+// Saves, sets or clears environment variables and restores them when it goes.
+class ScopedEnv {
+ public:
+  ScopedEnv() = default;
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+  ~ScopedEnv() {
+    for (const auto& [name, value] : saved_) {
+      if (value) {
+        ::setenv(name.c_str(), value->c_str(), 1);
+      } else {
+        ::unsetenv(name.c_str());
+      }
+    }
+  }
+  void set(const char* name, const char* value) {
+    save(name);
+    ::setenv(name, value, 1);
+  }
+  void unset(const char* name) {
+    save(name);
+    ::unsetenv(name);
+  }
+
+ private:
+  void save(const char* name) {
+    if (saved_.count(name)) return;
+    const char* v = std::getenv(name);
+    saved_[name] = v ? std::optional<std::string>(v) : std::nullopt;
+  }
+  std::map<std::string, std::optional<std::string>> saved_;
+};
+
+// Silences the library's logging (malformed packets are logged as errors) while alive.
+class QuietLog {
+ public:
+  QuietLog() : level_(spdlog::get_level()) { spdlog::set_level(spdlog::level::off); }
+  ~QuietLog() { spdlog::set_level(level_); }
+
+ private:
+  spdlog::level::level_enum level_;
+};
+
+JobOptions options(int ntasks, const char* shape, const char* mode = "heater", int fifo = 64) {
+  JobOptions o;
+  o.ntasks = ntasks;
+  o.shape = shape;
+  o.mode = mode;
+  o.fifo_packets = fifo;
+  return o;
+}
+
+// One emulated job in this process: config, segment, machine, and endpoints made on demand.
+class Job {
+ public:
+  explicit Job(const JobOptions& o, WaitPolicy policy = WaitPolicy{})
+      : config(JobConfig::resolve(o)),
+        memory(Machine::segment_bytes(config)),
+        machine(Machine::format(memory.span(), config)),
+        policy(policy) {}
+
+  Endpoint& ep(torus::Rank rank) {
+    auto& slot = endpoints_[rank];
+    if (!slot) {
+      slot = std::make_unique<Endpoint>(machine, rank, machine.mapping().location(rank).t, policy);
+    }
+    return *slot;
+  }
+  torus::NodeId node(torus::Coord c) const { return machine.shape().node_id(c); }
+
+  JobConfig config;
+  SharedMemory memory;
+  Machine machine;
+  WaitPolicy policy;
+
+ private:
+  std::map<torus::Rank, std::unique_ptr<Endpoint>> endpoints_;
+};
+
+std::byte pattern(std::uint32_t seed, std::size_t i) {
+  return static_cast<std::byte>((seed * 29u + i * 13u + 5u) & 0xffu);
+}
+std::vector<std::byte> bytes(std::uint32_t seed, std::size_t n) {
+  std::vector<std::byte> v(n);
+  for (std::size_t i = 0; i < n; ++i)
+    v[i] = pattern(seed, i);
+  return v;
+}
+
+PacketSpec to(Destination dest, std::uint32_t word = 0, std::uint8_t dispatch = 1) {
+  PacketSpec s;
+  s.dest = dest;
+  s.word = word;
+  s.dispatch = dispatch;
+  return s;
+}
+
+std::uint8_t last_hop_fifo(const torus::Shape& shape, torus::NodeId from, torus::NodeId dest) {
+  const auto last = torus::deterministic_route(shape, from, dest).last();
+  return last ? static_cast<std::uint8_t>(torus::index_of(*last)) : std::uint8_t{kLocalFifo};
+}
+
+template <class F>
+std::string config_error(F&& f) {
+  try {
+    f();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected a ConfigError";
+  return "";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Segment layout, format and attach
+
+TEST(Machine, SegmentSizeIsPageAlignedAndGrowsWithTheJob) {
+  const JobConfig small = JobConfig::resolve(options(8, "2x2x2", "heater", 4));
+  const JobConfig deep = JobConfig::resolve(options(8, "2x2x2", "heater", 64));
+  const JobConfig big = JobConfig::resolve(options(64, "4x4x4", "heater", 4));
+  for (const auto* c : {&small, &deep, &big})
+    EXPECT_EQ(Machine::segment_bytes(*c) % 4096, 0u);
+  EXPECT_LT(Machine::segment_bytes(small), Machine::segment_bytes(deep));
+  EXPECT_LT(Machine::segment_bytes(small), Machine::segment_bytes(big));
+  // Every node has 2 groups of 8 FIFOs of at least fifo_packets packets.
+  EXPECT_GE(Machine::segment_bytes(deep), 8u * kFifoGroups * kReceptionFifos * 64 * sizeof(Packet));
+}
+
+TEST(Machine, AttachReproducesTheFormattedJob) {
+  JobOptions o = options(8, "2x2x2", "heater", 16);
+  o.mapping = "ZYXT";
+  o.seed = 4242;
+  Job job(o);
+  const Machine view = Machine::attach(job.memory.span());
+  EXPECT_EQ(view.shape(), job.config.shape);
+  EXPECT_EQ(view.config().mode, NodeMode::heater);
+  EXPECT_EQ(view.config().fifo_packets, 16u);
+  EXPECT_EQ(view.config().seed, 4242u);
+  EXPECT_EQ(view.config().mapping_source, "order ZYXT");
+  EXPECT_EQ(view.mapping().locations(), job.config.mapping.locations());
+  EXPECT_EQ(view.mapping().tasks_per_node(), 1);
+  EXPECT_EQ(view.config().summary(), job.config.summary());
+}
+
+TEST(Machine, AttachReproducesAVirtualNodeJobOnAMesh) {
+  JobOptions o = options(15, "4x2x1", "vn", 8);
+  o.mesh = "x";
+  o.mapping = "TXYZ";
+  Job job(o);
+  const Machine view = Machine::attach(job.memory.span());
+  EXPECT_EQ(view.shape().to_string(), "4x2x1 mesh:x");
+  EXPECT_EQ(view.config().mode, NodeMode::virtual_node);
+  EXPECT_EQ(view.mapping().tasks_per_node(), 2);
+  EXPECT_EQ(view.mapping().size(), 15);
+  EXPECT_EQ(view.mapping().locations(), job.config.mapping.locations());
+  EXPECT_EQ(view.mapping().location(1), (torus::TaskLocation{0, 1}));
+  EXPECT_EQ(view.config().fifo_packets, 8u);
+}
+
+TEST(Machine, ViewsShareFifosBarrierLinksAndTaskSlots) {
+  Job job(options(8, "2x2x2", "heater", 4));
+  const Machine view = Machine::attach(job.memory.span());
+  PacketHeader h;
+  h.dest = {1, 0, 0};
+  h.chunks = 1;
+  h.word = 77;
+  h.seal();
+  ASSERT_TRUE(job.machine.fifo(1, 0, 3).try_push(h, {}));
+  ReceptionFifo consumer = view.fifo(1, 0, 3);
+  consumer.attach_consumer();
+  ASSERT_NE(consumer.front(), nullptr);
+  EXPECT_EQ(consumer.front()->header.word, 77u);
+  EXPECT_EQ(view.fifo(1, 0, 2).control().tail.load(), 0u) << "FIFOs are distinct";
+  EXPECT_EQ(view.fifo(1, 1, 3).control().tail.load(), 0u) << "groups are distinct";
+  EXPECT_EQ(view.fifo(1, 0, 3).capacity(), 4u);
+
+  EXPECT_EQ(&view.barrier().arrived, &job.machine.barrier().arrived);
+  EXPECT_EQ(&view.doorbell(5, 1), &job.machine.doorbell(5, 1));
+  EXPECT_NE(&view.doorbell(5, 0), &view.doorbell(5, 1));
+  EXPECT_EQ(view.links().size(), 8u * 6u);
+  EXPECT_EQ(view.links().data(), job.machine.links().data());
+  EXPECT_EQ(&view.task(7), &job.machine.task(7));
+  EXPECT_EQ(view.task(7).published.load(), 0u);
+}
+
+TEST(Machine, FormatRejectsASegmentTooSmallForTheJob) {
+  const JobConfig c = JobConfig::resolve(options(8, "2x2x2"));
+  SharedMemory memory(Machine::segment_bytes(c));
+  EXPECT_THAT(config_error([&] { Machine::format(memory.span().first(4096), c); }),
+              HasSubstr("too small"));
+}
+
+TEST(Machine, AttachRejectsAZeroedSegment) {
+  SharedMemory memory(1 << 16);
+  EXPECT_THAT(config_error([&] { Machine::attach(memory.span()); }), HasSubstr("not a bglemu job"));
+}
+
+TEST(Machine, AttachRejectsTooSmallAndTruncatedSegments) {
+  Job job(options(8, "2x2x2"));
+  const auto whole = job.memory.span();
+  EXPECT_THAT(config_error([&] { Machine::attach(whole.first(64)); }), HasSubstr("too small"));
+  EXPECT_THAT(config_error([&] { Machine::attach(whole.first(0)); }), HasSubstr("too small"));
+  EXPECT_THAT(config_error([&] { Machine::attach(whole.first(whole.size() - 4096)); }),
+              HasSubstr("truncated"));
+  EXPECT_NO_THROW(Machine::attach(whole));
+}
+
+TEST(Machine, AttachRejectsAnotherVersion) {
+  Job job(options(8, "2x2x2"));
+  std::uint32_t version = 0;
+  std::memcpy(&version, job.memory.span().data() + 8, sizeof version);  // after the magic
+  ASSERT_EQ(version, 1u);
+  version = 2;
+  std::memcpy(job.memory.span().data() + 8, &version, sizeof version);
+  EXPECT_THAT(config_error([&] { Machine::attach(job.memory.span()); }),
+              HasSubstr("another bglemu version"));
+}
+
+// BUG: Machine::attach (src/machine.cpp:120-130) trusts the job description after the magic and
+// version: an out-of-range mode byte and a non-power-of-two FIFO size whose rounded layout happens
+// to match are accepted, and a negative task count escapes as std::length_error, not ConfigError.
+// The field offsets below follow SegmentHeader in machine.cpp and are checked before corrupting.
+TEST(Machine, AttachRejectsACorruptedJobDescription) {
+  constexpr std::size_t kModeOffset = 39, kNtasksOffset = 40, kFifoOffset = 44;
+  const auto corrupted = [](auto offset, auto expected, auto value) {
+    auto job = std::make_unique<Job>(options(8, "2x2x2", "heater", 4));
+    std::byte* field = job->memory.span().data() + offset;
+    decltype(expected) current{};
+    std::memcpy(&current, field, sizeof current);
+    EXPECT_EQ(current, expected) << "SegmentHeader layout changed; update the offsets";
+    std::memcpy(field, &value, sizeof value);
+    return job;
+  };
+  {
+    auto job = corrupted(kModeOffset, std::uint8_t{0}, std::uint8_t{3});
+    EXPECT_THROW(Machine::attach(job->memory.span()), ConfigError) << "mode byte 3";
+  }
+  {
+    auto job = corrupted(kFifoOffset, std::uint32_t{4}, std::uint32_t{3});
+    EXPECT_THROW(Machine::attach(job->memory.span()), ConfigError) << "FIFO size 3";
+  }
+  {
+    auto job = corrupted(kNtasksOffset, std::int32_t{8}, std::int32_t{-1});
+    EXPECT_THROW(Machine::attach(job->memory.span()), ConfigError) << "-1 tasks";
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Endpoints: inject, poll, peek, receive
+
+class EndpointTest : public ::testing::Test {
+ protected:
+  void SetUp() override { env_.unset("BGL_INJ_FIFO_PACKETS"); }
+  ScopedEnv env_;
+};
+
+TEST_F(EndpointTest, InjectedPacketArrivesAtTheNeighbour) {
+  Job job(options(8, "2x2x2"));
+  Endpoint& src = job.ep(0);
+  Endpoint& dst = job.ep(1);
+  EXPECT_EQ(src.node(), 0u);
+  EXPECT_EQ(dst.node(), 1u);
+  EXPECT_EQ(dst.rank(), 1u);
+  EXPECT_EQ(dst.group(), 0);
+  EXPECT_EQ(&dst.machine(), &job.machine);
+  EXPECT_FALSE(dst.poll());
+
+  const auto payload = bytes(1, 100);
+  PacketSpec spec = to(src.destination_of(1), 0xabcdef01, 42);
+  ASSERT_EQ(src.inject(0, spec, payload), InjectStatus::ok);
+  EXPECT_TRUE(src.injection_idle());
+  EXPECT_EQ(src.pending_packets(), 0u);
+  EXPECT_FALSE(src.poll()) << "nothing comes back to the sender";
+
+  const auto f = dst.poll();
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->index, torus::index_of(Direction::x_plus));
+  const PacketHeader& h = dst.peek(*f);
+  EXPECT_EQ(h.word, 0xabcdef01u);
+  EXPECT_EQ(h.dispatch, 42);
+  EXPECT_EQ(h.source_rank(), 0u);
+  EXPECT_EQ(h.payload_bytes, 100);
+  EXPECT_EQ(h.chunks, chunks_for(100));
+  EXPECT_EQ(h.destination(), (torus::Coord{1, 0, 0}));
+  EXPECT_EQ(h.dest_group, 0);
+  EXPECT_FALSE(h.adaptive());
+  EXPECT_FALSE(h.high_priority());
+  EXPECT_FALSE(h.deposit());
+  EXPECT_EQ(h.validate(job.machine.shape(), kFifoGroups), PacketHeader::Problem::none);
+
+  const auto view = dst.payload(*f);
+  ASSERT_EQ(view.size(), 100u);
+  EXPECT_TRUE(std::equal(view.begin(), view.end(), payload.begin()));
+  const auto again = dst.poll();
+  ASSERT_TRUE(again) << "poll does not consume";
+  EXPECT_EQ(again->index, f->index);
+
+  std::vector<std::byte> out(240);
+  dst.receive(*f, out);
+  EXPECT_TRUE(std::equal(payload.begin(), payload.end(), out.begin()));
+  EXPECT_FALSE(dst.poll());
+
+  EXPECT_EQ(src.counters().packets_injected, 1u);
+  EXPECT_EQ(src.counters().bytes_injected, 128u);  // 4 chunks
+  EXPECT_EQ(dst.counters().packets_received, 1u);
+  EXPECT_EQ(dst.counters().payload_bytes_received, 100u);
+}
+
+TEST_F(EndpointTest, HeaderOnlyPacketsCarryNoPayload) {
+  Job job(options(8, "2x2x2"));
+  ASSERT_EQ(job.ep(0).inject(0, to({1, 0}, 5), {}), InjectStatus::ok);
+  const auto f = job.ep(1).poll();
+  ASSERT_TRUE(f);
+  EXPECT_EQ(job.ep(1).peek(*f).chunks, 1);
+  EXPECT_EQ(job.ep(1).payload(*f).size(), 0u);
+  job.ep(1).receive(*f, {});
+  EXPECT_EQ(job.ep(0).counters().bytes_injected, 32u);
+}
+
+TEST_F(EndpointTest, ReceptionFifoIsTheDirectionOfTheLastHop) {
+  Job job(options(64, "4x4x4", "heater", 4));
+  const torus::Shape& shape = job.machine.shape();
+  std::map<int, int> fifos_seen;
+  for (torus::Rank from : {0u, 21u, 63u}) {
+    for (torus::Rank dest = 0; dest < 64; ++dest) {
+      const auto d = job.ep(from).destination_of(dest);
+      ASSERT_EQ(job.ep(from).inject(0, to(d, dest), bytes(dest, 8)), InjectStatus::ok);
+      const auto f = job.ep(dest).poll();
+      ASSERT_TRUE(f) << from << " -> " << dest;
+      EXPECT_EQ(f->index, last_hop_fifo(shape, job.ep(from).node(), d.node))
+          << torus::to_string(shape.coord(job.ep(from).node())) << " -> "
+          << torus::to_string(shape.coord(d.node));
+      EXPECT_EQ(job.ep(dest).peek(*f).word, dest);
+      EXPECT_EQ(job.ep(dest).peek(*f).source_rank(), from);
+      ++fifos_seen[f->index];
+      job.ep(dest).discard(*f);
+      EXPECT_FALSE(job.ep(dest).poll());
+    }
+  }
+  // Every direction and the local FIFO were exercised.
+  for (int i = 0; i <= kLocalFifo; ++i)
+    EXPECT_GT(fifos_seen[i], 0) << "FIFO " << i;
+  EXPECT_EQ(fifos_seen.count(kHighPriorityFifo), 0u);
+}
+
+TEST_F(EndpointTest, LastHopOfTheXYZRouteNamesTheFifo) {
+  Job job(options(8, "2x2x2"));
+  // (0,0,0) -> (1,1,0): +x then +y; the packet arrives on the y link.
+  const auto dest = job.node({1, 1, 0});
+  const auto route = torus::deterministic_route(job.machine.shape(), 0, dest);
+  ASSERT_EQ(route.last(), Direction::y_plus);
+  ASSERT_EQ(job.ep(0).inject(0, to({dest, 0}), {}), InjectStatus::ok);
+  const auto f = job.ep(dest).poll();
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->index, torus::index_of(Direction::y_plus));
+}
+
+TEST_F(EndpointTest, PacketToOwnNodeLandsInTheLocalFifo) {
+  Job job(options(8, "2x2x2"));
+  ASSERT_EQ(job.ep(3).inject(2, to(job.ep(3).destination_of(3), 9), bytes(3, 3)), InjectStatus::ok);
+  const auto f = job.ep(3).poll();
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->index, kLocalFifo);
+  EXPECT_EQ(job.ep(3).peek(*f).word, 9u);
+  EXPECT_EQ(job.ep(3).link_counters().total_packet_hops(), 0u) << "no link is used";
+}
+
+TEST_F(EndpointTest, VirtualNodeTasksOfOneNodeHaveSeparateFifoGroups) {
+  Job job(options(16, "2x2x2", "vn"));  // XYZT: ranks 0..7 are t = 0, ranks 8..15 t = 1
+  EXPECT_EQ(job.ep(0).destination_of(8).node, 0u);
+  EXPECT_EQ(job.ep(0).destination_of(8).group, 1);
+  EXPECT_EQ(job.ep(8).group(), 1);
+  EXPECT_EQ(job.ep(8).node(), 0u);
+
+  ASSERT_EQ(job.ep(0).inject(0, to(job.ep(0).destination_of(8), 1), {}), InjectStatus::ok);
+  EXPECT_FALSE(job.ep(0).poll()) << "group 0 sees nothing";
+  auto f = job.ep(8).poll();
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->index, kLocalFifo);
+  job.ep(8).discard(*f);
+
+  ASSERT_EQ(job.ep(0).inject(0, to(job.ep(0).destination_of(9), 2), {}), InjectStatus::ok);
+  EXPECT_FALSE(job.ep(1).poll()) << "the other task of node 1 sees nothing";
+  f = job.ep(9).poll();
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->index, torus::index_of(Direction::x_plus));
+  EXPECT_EQ(job.ep(9).peek(*f).dest_group, 1);
+  EXPECT_EQ(job.ep(9).peek(*f).word, 2u);
+}
+
+TEST_F(EndpointTest, HighPriorityLandsInItsFifoAndPollReturnsItFirst) {
+  Job job(options(8, "2x2x2"));
+  Endpoint& src = job.ep(0);
+  Endpoint& dst = job.ep(1);
+  ASSERT_EQ(src.inject(0, to({1, 0}, 1), bytes(1, 10)), InjectStatus::ok);
+  ASSERT_EQ(src.inject(0, to({1, 0}, 2), bytes(2, 10)), InjectStatus::ok);
+  PacketSpec urgent = to({1, 0}, 3);
+  urgent.high_priority = true;
+  ASSERT_EQ(src.inject(1, urgent, bytes(3, 10)), InjectStatus::ok);
+
+  auto f = dst.poll();
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->index, kHighPriorityFifo);
+  EXPECT_EQ(dst.peek(*f).word, 3u);
+  EXPECT_TRUE(dst.peek(*f).high_priority());
+  dst.discard(*f);
+  for (std::uint32_t word : {1u, 2u}) {
+    f = dst.poll();
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->index, torus::index_of(Direction::x_plus));
+    EXPECT_EQ(dst.peek(*f).word, word);
+    dst.discard(*f);
+  }
+  EXPECT_FALSE(dst.poll());
+}
+
+TEST_F(EndpointTest, HighPriorityOvertakesPacketsAlreadyWaiting) {
+  Job job(options(8, "2x2x2"));
+  Endpoint& dst = job.ep(0);
+  for (torus::Rank r = 1; r < 8; ++r)
+    ASSERT_EQ(job.ep(r).inject(0, to({0, 0}, r), {}), InjectStatus::ok);
+  auto f = dst.poll();
+  ASSERT_TRUE(f);
+  dst.discard(*f);
+  PacketSpec urgent = to({0, 0}, 100);
+  urgent.high_priority = true;
+  ASSERT_EQ(job.ep(7).inject(0, urgent, {}), InjectStatus::ok);
+  f = dst.poll();
+  ASSERT_TRUE(f);
+  EXPECT_EQ(dst.peek(*f).word, 100u);
+}
+
+TEST_F(EndpointTest, PollTakesTurnsAmongReceptionFifos) {
+  Job job(options(8, "2x2x2"));
+  Endpoint& dst = job.ep(3);  // (1,1,0): rank 2 (0,1,0) arrives on +x, rank 1 (1,0,0) on +y
+  for (std::uint32_t i = 0; i < 3; ++i) {
+    ASSERT_EQ(job.ep(2).inject(0, to({3, 0}, 20 + i), {}), InjectStatus::ok);
+    ASSERT_EQ(job.ep(1).inject(0, to({3, 0}, 10 + i), {}), InjectStatus::ok);
+  }
+  std::vector<std::uint32_t> order;
+  while (auto f = dst.poll()) {
+    order.push_back(dst.peek(*f).word);
+    dst.discard(*f);
+  }
+  EXPECT_EQ(order, (std::vector<std::uint32_t>{20, 10, 21, 11, 22, 12}));
+}
+
+TEST_F(EndpointTest, ReceiveCopiesExactlyThePayloadToAnyAlignment) {
+  Job job(options(8, "2x2x2"));
+  Endpoint& src = job.ep(0);
+  Endpoint& dst = job.ep(1);
+  constexpr std::byte kGuard{0xee};
+  std::uint32_t seed = 0;
+  for (std::size_t offset : {1u, 3u, 7u, 0u, 32u}) {
+    for (std::size_t n : {1u, 7u, 13u, 64u, 239u, 240u}) {
+      ++seed;
+      const auto payload = bytes(seed, n);
+      ASSERT_EQ(src.inject(0, to({1, 0}, seed), payload), InjectStatus::ok);
+      alignas(64) std::array<std::byte, 320> buffer;
+      buffer.fill(kGuard);
+      const auto f = dst.poll();
+      ASSERT_TRUE(f);
+      // A destination larger than the payload: only payload_bytes are written.
+      dst.receive(*f, std::span<std::byte>(buffer.data() + offset, 250));
+      for (std::size_t i = 0; i < buffer.size(); ++i) {
+        const bool inside = i >= offset && i < offset + n;
+        ASSERT_EQ(buffer[i], inside ? payload[i - offset] : kGuard)
+            << "offset " << offset << ", " << n << " bytes, byte " << i;
+      }
+    }
+  }
+  EXPECT_EQ(dst.counters().packets_received, seed);
+}
+
+TEST_F(EndpointTest, ReceiveIntoATooSmallBufferThrowsAndKeepsThePacket) {
+  Job job(options(8, "2x2x2"));
+  const auto payload = bytes(4, 50);
+  ASSERT_EQ(job.ep(0).inject(0, to({1, 0}, 4), payload), InjectStatus::ok);
+  Endpoint& dst = job.ep(1);
+  auto f = dst.poll();
+  ASSERT_TRUE(f);
+  std::array<std::byte, 64> buffer{};
+  EXPECT_THROW(dst.receive(*f, std::span<std::byte>(buffer.data(), 49)), std::invalid_argument);
+  EXPECT_THROW(dst.receive(*f, {}), std::invalid_argument);
+  EXPECT_EQ(dst.counters().packets_received, 0u);
+  f = dst.poll();
+  ASSERT_TRUE(f) << "the packet is still there";
+  dst.receive(*f, std::span<std::byte>(buffer.data(), 50));
+  EXPECT_TRUE(std::equal(payload.begin(), payload.end(), buffer.begin()));
+  EXPECT_FALSE(dst.poll());
+}
+
+TEST_F(EndpointTest, DiscardUnloadsAndCountsThePacket) {
+  Job job(options(8, "2x2x2"));
+  ASSERT_EQ(job.ep(0).inject(0, to({1, 0}, 1), bytes(1, 33)), InjectStatus::ok);
+  ASSERT_EQ(job.ep(0).inject(0, to({1, 0}, 2), bytes(2, 44)), InjectStatus::ok);
+  Endpoint& dst = job.ep(1);
+  auto f = dst.poll();
+  ASSERT_TRUE(f);
+  dst.discard(*f);
+  f = dst.poll();
+  ASSERT_TRUE(f);
+  EXPECT_EQ(dst.peek(*f).word, 2u);
+  dst.discard(*f);
+  EXPECT_FALSE(dst.poll());
+  EXPECT_EQ(dst.counters().packets_received, 2u);
+  EXPECT_EQ(dst.counters().payload_bytes_received, 77u);
+}
+
+TEST_F(EndpointTest, InjectRejectsMalformedRequests) {
+  Job job(options(8, "2x2x2"));
+  Endpoint& src = job.ep(0);
+  const auto big = bytes(0, 241);
+  EXPECT_THROW(src.inject(0, to({1, 0}), big), std::invalid_argument);
+  EXPECT_THROW(src.inject(0, to({8, 0}), {}), std::invalid_argument);
+  EXPECT_THROW(src.inject(0, to({1000000, 0}), {}), std::invalid_argument);
+  EXPECT_THROW(src.inject(0, to({1, 2}), {}), std::invalid_argument);
+  EXPECT_THROW(src.inject(-1, to({1, 0}), {}), std::invalid_argument);
+  EXPECT_THROW(src.inject(kInjectionFifos, to({1, 0}), {}), std::invalid_argument);
+
+  PacketSpec diagonal = to({job.node({1, 1, 0}), 0});
+  diagonal.deposit_line = Direction::x_plus;
+  EXPECT_THROW(src.inject(0, diagonal, {}), std::invalid_argument);
+
+  PacketSpec adaptive_line = to({1, 0});
+  adaptive_line.deposit_line = Direction::x_plus;
+  adaptive_line.routing = Routing::adaptive;
+  EXPECT_THROW(src.inject(0, adaptive_line, {}), std::invalid_argument);
+
+  PacketSpec wrong_dimension = to({1, 0});
+  wrong_dimension.deposit_line = Direction::y_plus;
+  EXPECT_THROW(src.inject(0, wrong_dimension, {}), std::invalid_argument);
+
+  PacketSpec to_self = to({0, 0});
+  to_self.deposit_line = Direction::x_plus;
+  EXPECT_THROW(src.inject(0, to_self, {}), std::invalid_argument);
+
+  // Nothing was sent, counted or routed.
+  EXPECT_EQ(src.counters().packets_injected, 0u);
+  EXPECT_EQ(src.link_counters().total_packet_hops(), 0u);
+  EXPECT_TRUE(src.injection_idle());
+  for (torus::Rank r = 0; r < 8; ++r)
+    EXPECT_FALSE(job.ep(r).poll()) << r;
+
+  // 240 bytes is the largest payload.
+  EXPECT_EQ(src.inject(0, to({1, 0}), std::span<const std::byte>(big).first(240)),
+            InjectStatus::ok);
+}
+
+TEST_F(EndpointTest, ConstructorRejectsAFifoGroupOtherThan0Or1) {
+  Job job(options(8, "2x2x2"));
+  EXPECT_THROW(Endpoint(job.machine, 0, 2, job.policy), std::invalid_argument);
+  EXPECT_THROW(Endpoint(job.machine, 0, -1, job.policy), std::invalid_argument);
+}
+
+TEST_F(EndpointTest, AdaptivePacketsTakeMinimalRoutesAndArriveOnAMinimalDirection) {
+  Job job(options(64, "4x4x4", "heater", 64));
+  const auto dest = job.node({1, 1, 1});
+  std::map<int, int> seen;
+  for (std::uint32_t i = 0; i < 60; ++i) {
+    PacketSpec spec = to({dest, 0}, i);
+    spec.routing = Routing::adaptive;
+    ASSERT_EQ(job.ep(0).inject(0, spec, {}), InjectStatus::ok);
+    const auto f = job.ep(dest).poll();
+    ASSERT_TRUE(f);
+    EXPECT_TRUE(job.ep(dest).peek(*f).adaptive());
+    ++seen[f->index];
+    job.ep(dest).discard(*f);
+  }
+  for (const auto& [index, count] : seen) {
+    EXPECT_TRUE(index == torus::index_of(Direction::x_plus) ||
+                index == torus::index_of(Direction::y_plus) ||
+                index == torus::index_of(Direction::z_plus))
+        << index;
+  }
+  EXPECT_GT(seen.size(), 1u) << "adaptive routes vary";
+  EXPECT_EQ(job.ep(0).link_counters().total_packet_hops(), 60u * 3u) << "always 3 hops";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Backpressure
+
+TEST_F(EndpointTest, FullReceptionFifoBackpressuresIntoTheInjectionFifoWithoutLoss) {
+  Job job(options(8, "2x2x2", "heater", 4));
+  Endpoint& src = job.ep(0);
+  Endpoint& dst = job.ep(1);
+  std::uint32_t sent = 0;
+  for (;;) {
+    const auto size = static_cast<std::size_t>(sent * 11 % 241);
+    const InjectStatus status = src.inject(0, to({1, 0}, sent), bytes(sent, size));
+    if (status == InjectStatus::full) break;
+    ++sent;
+    ASSERT_LT(sent, 1000u) << "inject never reported full";
+    EXPECT_EQ(src.pending_packets(), sent > 4 ? sent - 4 : 0) << sent;
+  }
+  EXPECT_EQ(sent, 4 + kDefaultInjectionDepth);
+  EXPECT_EQ(src.pending_packets(), kDefaultInjectionDepth);
+  EXPECT_FALSE(src.injection_idle());
+  EXPECT_FALSE(src.advance());
+  EXPECT_EQ(src.counters().injection_full, 1u);
+  EXPECT_EQ(src.counters().packets_injected, sent) << "the refused packet is not counted";
+  EXPECT_GT(src.counters().delivery_stalls, 0u);
+  EXPECT_EQ(src.inject(0, to({1, 0}, sent), {}), InjectStatus::full) << "still full";
+  EXPECT_EQ(src.counters().injection_full, 2u);
+
+  // A packet for another node through another injection FIFO is not held up.
+  ASSERT_EQ(src.inject(1, to({2, 0}, 999), {}), InjectStatus::ok);
+  ASSERT_TRUE(job.ep(2).poll());
+
+  std::uint32_t received = 0, idle_rounds = 0;
+  while (received < sent) {
+    const auto f = dst.poll();
+    if (!f) {
+      src.advance();
+      ASSERT_LT(++idle_rounds, 100u) << "packets stuck after " << received;
+      continue;
+    }
+    const PacketHeader& h = dst.peek(*f);
+    ASSERT_EQ(h.word, received) << "in order, exactly once";
+    const auto expected = bytes(received, received * 11 % 241);
+    const auto got = dst.payload(*f);
+    ASSERT_EQ(got.size(), expected.size());
+    EXPECT_TRUE(std::equal(got.begin(), got.end(), expected.begin())) << received;
+    dst.discard(*f);
+    ++received;
+  }
+  EXPECT_TRUE(src.advance());
+  EXPECT_TRUE(src.injection_idle());
+  EXPECT_EQ(src.pending_packets(), 0u);
+  EXPECT_FALSE(dst.poll()) << "no duplicates";
+
+  // And the sender can go on.
+  ASSERT_EQ(src.inject(0, to({1, 0}, sent), {}), InjectStatus::ok);
+  const auto f = dst.poll();
+  ASSERT_TRUE(f);
+  EXPECT_EQ(dst.peek(*f).word, sent);
+}
+
+TEST_F(EndpointTest, InjectionDepthComesFromTheEnvironment) {
+  env_.set("BGL_INJ_FIFO_PACKETS", "2");
+  Job job(options(8, "2x2x2", "heater", 4));
+  std::uint32_t sent = 0;
+  while (job.ep(0).inject(0, to({1, 0}, sent), {}) == InjectStatus::ok)
+    ASSERT_LT(++sent, 100u);
+  EXPECT_EQ(sent, 4u + 2u);
+  EXPECT_EQ(job.ep(0).pending_packets(), 2u);
+}
+
+TEST_F(EndpointTest, MalformedInjectionDepthVariableIsAConfigError) {
+  env_.set("BGL_INJ_FIFO_PACKETS", "0");
+  Job job(options(8, "2x2x2"));
+  EXPECT_THAT(config_error([&] { job.ep(0); }), HasSubstr("BGL_INJ_FIFO_PACKETS='0'"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Deposit bit
+
+// Polls every rank and returns the words of the packets each received, in arrival order.
+std::vector<std::vector<std::uint32_t>> drain_all(Job& job, int ranks, int expect_fifo) {
+  std::vector<std::vector<std::uint32_t>> got(static_cast<std::size_t>(ranks));
+  for (int r = 0; r < ranks; ++r) {
+    Endpoint& ep = job.ep(static_cast<torus::Rank>(r));
+    while (auto f = ep.poll()) {
+      EXPECT_EQ(f->index, expect_fifo) << "rank " << r;
+      EXPECT_TRUE(ep.peek(*f).deposit());
+      got[static_cast<std::size_t>(r)].push_back(ep.peek(*f).word);
+      ep.discard(*f);
+    }
+  }
+  return got;
+}
+
+TEST_F(EndpointTest, DepositLineDeliversOneCopyToEveryNodeUpToTheDestination) {
+  Job job(options(8, "8x1x1"));
+  PacketSpec spec = to({5, 0}, 1);
+  spec.deposit_line = Direction::x_plus;
+  ASSERT_EQ(job.ep(2).inject(0, spec, bytes(1, 20)), InjectStatus::ok);
+  EXPECT_TRUE(job.ep(2).injection_idle());
+  const auto got = drain_all(job, 8, torus::index_of(Direction::x_plus));
+  for (int r = 0; r < 8; ++r) {
+    const std::size_t copies = (r >= 3 && r <= 5) ? 1 : 0;
+    EXPECT_EQ(got[static_cast<std::size_t>(r)].size(), copies) << "node " << r;
+  }
+  EXPECT_EQ(job.ep(2).counters().deposit_copies, 2u) << "copies besides the destination's";
+  EXPECT_EQ(job.ep(2).counters().packets_injected, 1u);
+  for (torus::NodeId n : {2u, 3u, 4u})
+    EXPECT_EQ(job.ep(2).link_counters().at({n, Direction::x_plus}).packets, 1u) << n;
+  EXPECT_EQ(job.ep(2).link_counters().total_packet_hops(), 3u);
+}
+
+TEST_F(EndpointTest, DepositLineMayGoTheLongWayRoundTheTorus) {
+  Job job(options(8, "8x1x1"));
+  PacketSpec spec = to({5, 0}, 2);
+  spec.deposit_line = Direction::x_minus;
+  ASSERT_EQ(job.ep(2).inject(0, spec, {}), InjectStatus::ok);
+  const auto got = drain_all(job, 8, torus::index_of(Direction::x_minus));
+  for (int r = 0; r < 8; ++r) {
+    const bool on_line = r == 1 || r == 0 || r == 7 || r == 6 || r == 5;
+    EXPECT_EQ(got[static_cast<std::size_t>(r)].size(), on_line ? 1u : 0u) << "node " << r;
+  }
+  EXPECT_EQ(job.ep(2).counters().deposit_copies, 4u);
+}
+
+TEST_F(EndpointTest, DepositLineOnAMeshMustPointAtTheDestination) {
+  JobOptions o = options(8, "8x1x1");
+  o.mesh = "x";
+  Job job(o);
+  PacketSpec away = to({5, 0});
+  away.deposit_line = Direction::x_minus;
+  EXPECT_THROW(job.ep(2).inject(0, away, {}), std::invalid_argument);
+  PacketSpec towards = to({5, 0});
+  towards.deposit_line = Direction::x_plus;
+  EXPECT_EQ(job.ep(2).inject(0, towards, {}), InjectStatus::ok);
+}
+
+TEST_F(EndpointTest, DepositLineBlockedHalfwayResumesWithoutDuplicates) {
+  Job job(options(8, "8x1x1", "heater", 2));
+  Endpoint& src = job.ep(0);
+  // Two lines fill the 2-slot FIFOs of nodes 1..3; the third and fourth must wait.
+  for (std::uint32_t i = 0; i < 4; ++i) {
+    PacketSpec spec = to({3, 0}, i);
+    spec.deposit_line = Direction::x_plus;
+    ASSERT_EQ(src.inject(0, spec, bytes(i, 5)), InjectStatus::ok);
+  }
+  EXPECT_EQ(src.pending_packets(), 2u);
+
+  // Node 1 takes its packets first: line 2 then reaches node 1 only (node 2 is still full).
+  std::vector<std::vector<std::uint32_t>> got(4);
+  const auto take = [&](torus::Rank r) {
+    while (auto f = job.ep(r).poll()) {
+      got[r].push_back(job.ep(r).peek(*f).word);
+      job.ep(r).discard(*f);
+    }
+  };
+  take(1);
+  EXPECT_FALSE(src.advance());
+  take(1);
+  take(2);
+  EXPECT_FALSE(src.advance());
+  take(3);
+  for (int round = 0; round < 20 && !src.advance(); ++round) {
+    take(1);
+    take(2);
+    take(3);
+  }
+  EXPECT_TRUE(src.advance());
+  take(1);
+  take(2);
+  take(3);
+  for (torus::Rank r = 1; r <= 3; ++r)
+    EXPECT_EQ(got[r], (std::vector<std::uint32_t>{0, 1, 2, 3})) << "node " << r;
+  for (torus::Rank r : {4u, 5u, 6u, 7u, 0u})
+    EXPECT_FALSE(job.ep(r).poll()) << r;
+  EXPECT_EQ(src.counters().deposit_copies, 8u);
+}
+
+// BUG: a high-priority deposit-bit packet is delivered into the line direction's normal FIFO
+// (src/endpoint.cpp:163 uses index_of(dir), ignoring the kHighPriorityFifo that
+// route_and_account() chose), so poll() does not give it priority although its header says so.
+TEST_F(EndpointTest, HighPriorityDepositCopiesLandInTheHighPriorityFifo) {
+  Job job(options(8, "8x1x1"));
+  ASSERT_EQ(job.ep(0).inject(0, to({3, 0}, 1), {}), InjectStatus::ok);  // a normal packet first
+  PacketSpec spec = to({3, 0}, 2);
+  spec.deposit_line = Direction::x_plus;
+  spec.high_priority = true;
+  ASSERT_EQ(job.ep(0).inject(0, spec, {}), InjectStatus::ok);
+  for (torus::Rank r : {1u, 2u, 3u}) {
+    const auto f = job.ep(r).poll();
+    ASSERT_TRUE(f) << r;
+    EXPECT_EQ(f->index, kHighPriorityFifo) << "node " << r;
+    EXPECT_EQ(job.ep(r).peek(*f).word, 2u) << "node " << r;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Counters and statistics
+
+TEST_F(EndpointTest, LinkCountersShowThePacketOnEveryHopOfItsRoute) {
+  Job job(options(64, "4x4x4", "heater", 4));
+  const torus::Shape& shape = job.machine.shape();
+  const auto dest = job.node({3, 2, 1});
+  Endpoint& src = job.ep(0);
+  ASSERT_EQ(src.inject(0, to({dest, 0}), bytes(0, 100)), InjectStatus::ok);
+  const auto route = torus::deterministic_route(shape, 0, dest);
+  ASSERT_EQ(route.hops(), 4);  // -x, +y, +y, +z
+  int hops = 0;
+  route.for_each_link(shape, [&](torus::Link link) {
+    EXPECT_EQ(src.link_counters().at(link).packets, 1u)
+        << torus::to_string(shape.coord(link.node)) << " " << torus::to_string(link.dir);
+    EXPECT_EQ(src.link_counters().at(link).bytes, 128u);
+    ++hops;
+  });
+  EXPECT_EQ(hops, 4);
+  EXPECT_EQ(src.link_counters().at({0, Direction::x_minus}).packets, 1u);
+  EXPECT_EQ(src.link_counters().at({job.node({3, 0, 0}), Direction::y_plus}).packets, 1u);
+  EXPECT_EQ(src.link_counters().at({job.node({3, 1, 0}), Direction::y_plus}).packets, 1u);
+  EXPECT_EQ(src.link_counters().at({job.node({3, 2, 0}), Direction::z_plus}).packets, 1u);
+  EXPECT_EQ(src.link_counters().total_packet_hops(), 4u);
+  EXPECT_EQ(src.link_counters().total_bytes(), 4u * 128u);
+}
+
+TEST_F(EndpointTest, MalformedPacketsAreSkippedAndCounted) {
+  QuietLog quiet;
+  Job job(options(8, "2x2x2"));
+  Endpoint& dst = job.ep(1);
+  const auto payload = bytes(5, 8);
+
+  PacketHeader bad;
+  bad.dest = {1, 0, 0};
+  bad.chunks = 1;
+  bad.payload_bytes = 8;
+  bad.word = 666;
+  bad.seal();
+  bad.check ^= 0x10;
+  ASSERT_TRUE(job.machine.fifo(1, 0, torus::index_of(Direction::x_plus)).try_push(bad, payload));
+  ASSERT_EQ(job.ep(0).inject(0, to({1, 0}, 7), payload), InjectStatus::ok);  // behind it
+
+  auto f = dst.poll();
+  ASSERT_TRUE(f);
+  EXPECT_EQ(dst.peek(*f).word, 7u);
+  EXPECT_EQ(dst.counters().malformed, 1u);
+  dst.discard(*f);
+
+  // Only garbage: nothing to return.
+  ASSERT_TRUE(job.machine.fifo(1, 0, kHighPriorityFifo).try_push(bad, payload));
+  EXPECT_FALSE(dst.poll());
+  EXPECT_EQ(dst.counters().malformed, 2u);
+  EXPECT_FALSE(dst.poll());
+  EXPECT_EQ(dst.counters().malformed, 2u);
+
+  // Well-formed headers that do not belong here are discarded too.
+  PacketHeader other_node = bad;
+  other_node.dest = {0, 1, 0};
+  other_node.seal();
+  PacketHeader other_group = bad;
+  other_group.dest_group = 1;
+  other_group.seal();
+  ASSERT_TRUE(job.machine.fifo(1, 0, kLocalFifo).try_push(other_node, payload));
+  ASSERT_TRUE(job.machine.fifo(1, 0, kLocalFifo).try_push(other_group, payload));
+  ASSERT_EQ(job.ep(0).inject(0, to({1, 0}, 8), payload), InjectStatus::ok);
+  f = dst.poll();
+  ASSERT_TRUE(f);
+  EXPECT_EQ(dst.peek(*f).word, 8u);
+  EXPECT_EQ(dst.counters().malformed, 4u);
+  EXPECT_EQ(dst.counters().packets_received, 1u) << "garbage is not counted as received";
+}
+
+TEST_F(EndpointTest, PublishStatisticsWritesCountersAndLinkTotalsOnce) {
+  Job job(options(8, "2x2x2"));
+  Endpoint& a = job.ep(0);
+  Endpoint& b = job.ep(7);
+  for (std::uint32_t i = 0; i < 3; ++i)
+    ASSERT_EQ(a.inject(0, to({7, 0}, i), bytes(i, 40)), InjectStatus::ok);
+  ASSERT_EQ(b.inject(0, to({0, 0}, 9), bytes(9, 1)), InjectStatus::ok);
+  while (auto f = b.poll())
+    b.discard(*f);
+  while (auto f = a.poll())
+    a.discard(*f);
+
+  EXPECT_EQ(job.machine.task(0).published.load(), 0u);
+  a.publish_statistics();
+  b.publish_statistics();
+  a.publish_statistics();  // idempotent
+
+  const TaskSlot& sa = job.machine.task(0);
+  EXPECT_EQ(sa.published.load(), 1u);
+  EXPECT_EQ(sa.pid, ::getpid());
+  EXPECT_EQ(sa.counters.packets_injected, 3u);
+  EXPECT_EQ(sa.counters.bytes_injected, 3u * 64u);
+  EXPECT_EQ(sa.counters.packets_received, 1u);
+  EXPECT_EQ(sa.counters.payload_bytes_received, 1u);
+  const TaskSlot& sb = job.machine.task(7);
+  EXPECT_EQ(sb.published.load(), 1u);
+  EXPECT_EQ(sb.counters.packets_received, 3u);
+  EXPECT_EQ(sb.counters.payload_bytes_received, 120u);
+  EXPECT_EQ(job.machine.task(3).published.load(), 0u);
+
+  std::uint64_t packets = 0, bytes_total = 0;
+  const auto links = job.machine.links();
+  for (std::size_t i = 0; i < links.size(); ++i) {
+    const torus::Link link{static_cast<torus::NodeId>(i / 6), static_cast<Direction>(i % 6)};
+    EXPECT_EQ(links[i].packets.load(),
+              a.link_counters().at(link).packets + b.link_counters().at(link).packets)
+        << i;
+    packets += links[i].packets.load();
+    bytes_total += links[i].bytes.load();
+  }
+  EXPECT_EQ(packets, 3u * 3u + 3u);  // (0,0,0) <-> (1,1,1) is 3 hops each way
+  EXPECT_EQ(bytes_total, 3u * 3u * 64u + 3u * 32u);
+  EXPECT_EQ(links[0 * 6 + torus::index_of(Direction::x_plus)].packets.load(), 3u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Threads: barrier and wait()
+
+TEST(JobBarrier, SynchronisesThreadsForManyGenerations) {
+  Job job(options(4, "2x2x1"));
+  constexpr int kThreads = 4;
+  constexpr int kGenerations = kUnderTsan ? 200 : 1000;
+  JobBarrier& barrier = job.machine.barrier();
+  std::atomic<int> counter{0};
+  std::atomic<int> inconsistencies{0};
+  std::vector<std::thread> threads;
+  const auto start = std::chrono::steady_clock::now();
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (int g = 0; g < kGenerations; ++g) {
+        counter.fetch_add(1, std::memory_order_relaxed);
+        barrier.arrive_and_wait(kThreads, job.policy);
+        if (counter.load(std::memory_order_relaxed) != kThreads * (g + 1)) ++inconsistencies;
+        barrier.arrive_and_wait(kThreads, job.policy);
+      }
+    });
+  }
+  for (auto& t : threads)
+    t.join();
+  EXPECT_EQ(inconsistencies.load(), 0);
+  EXPECT_EQ(counter.load(), kThreads * kGenerations);
+  EXPECT_EQ(barrier.arrived.load(), 0u);
+  EXPECT_EQ(barrier.bell.rings.load(), 2u * kGenerations) << "one generation per barrier";
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 30s);
+}
+
+TEST(JobBarrier, SleepingWaitersAreWokenByTheLastArrival) {
+  Job job(options(2, "2x1x1"));
+  WaitPolicy sleepy;
+  sleepy.spin_rounds = 0;
+  sleepy.yield_rounds = 0;
+  sleepy.max_sleep = 20s;  // only a wake-up can end the sleep in time
+  JobBarrier& barrier = job.machine.barrier();
+  const auto start = std::chrono::steady_clock::now();
+  std::thread late([&] {
+    std::this_thread::sleep_for(50ms);
+    barrier.arrive_and_wait(2, sleepy);
+  });
+  barrier.arrive_and_wait(2, sleepy);
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  late.join();
+  EXPECT_GE(elapsed, 40ms);
+  EXPECT_LT(elapsed, 5s);
+}
+
+// Runs `wait` on the calling thread; if it has not returned after `limit`, `rescue` (run on a
+// watchdog thread) must make it return. Reports how long `wait` took.
+template <class Wait, class Rescue>
+std::chrono::steady_clock::duration timed_wait(Wait&& wait, Rescue&& rescue,
+                                               std::chrono::seconds limit) {
+  std::atomic<bool> done{false};
+  std::thread watchdog([&] {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (!done.load() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(5ms);
+    if (!done.load()) rescue();
+  });
+  const auto start = std::chrono::steady_clock::now();
+  wait();
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  done.store(true);
+  watchdog.join();
+  return elapsed;
+}
+
+TEST_F(EndpointTest, WaitReturnsWhenAPacketArrivesFromAnotherThread) {
+  Job job(options(8, "2x2x2"));
+  Endpoint& sender = job.ep(0);
+  Endpoint& receiver = job.ep(1);
+  Endpoint& rescuer = job.ep(2);
+  std::thread t([&] {
+    std::this_thread::sleep_for(50ms);
+    sender.inject(0, to({1, 0}, 1), bytes(1, 64));
+  });
+  const auto elapsed = timed_wait([&] { receiver.wait(); },
+                                  [&] {
+                                    rescuer.inject(0, to({1, 0}, 99), {});
+                                  },
+                                  5s);
+  t.join();
+  EXPECT_GE(elapsed, 40ms) << "wait() returned before anything arrived";
+  EXPECT_LT(elapsed, 2s);
+  const auto f = receiver.poll();
+  ASSERT_TRUE(f);
+  EXPECT_EQ(receiver.peek(*f).word, 1u) << "woken by the sender, not the watchdog";
+}
+
+TEST_F(EndpointTest, WaitSleepingOnTheDoorbellIsWokenByInject) {
+  WaitPolicy sleepy;
+  sleepy.spin_rounds = 0;
+  sleepy.yield_rounds = 0;
+  sleepy.max_sleep = 20s;  // only the doorbell can end the sleep in time
+  Job job(options(8, "2x2x2"), sleepy);
+  Endpoint& sender = job.ep(0);
+  Endpoint& receiver = job.ep(1);
+  Endpoint& rescuer = job.ep(2);
+  std::thread t([&] {
+    std::this_thread::sleep_for(50ms);
+    sender.inject(0, to({1, 0}, 1), {});
+  });
+  const auto elapsed = timed_wait([&] { receiver.wait(); },
+                                  [&] {
+                                    rescuer.inject(0, to({1, 0}, 99), {});
+                                  },
+                                  5s);
+  t.join();
+  EXPECT_LT(elapsed, 2s);
+  EXPECT_GE(receiver.counters().sleeps, 1u);
+  const auto f = receiver.poll();
+  ASSERT_TRUE(f);
+  EXPECT_EQ(receiver.peek(*f).word, 1u);
+}
+
+TEST_F(EndpointTest, WaitReturnsWhenWaitingInjectedPacketsMoveOn) {
+  Job job(options(8, "2x2x2", "heater", 2));
+  Endpoint& sender = job.ep(0);
+  Endpoint& receiver = job.ep(1);
+  Endpoint& rescuer = job.ep(2);
+  for (std::uint32_t i = 0; i < 3; ++i)
+    ASSERT_EQ(sender.inject(0, to({1, 0}, i), {}), InjectStatus::ok);
+  ASSERT_EQ(sender.pending_packets(), 1u);
+  std::thread t([&] {
+    std::this_thread::sleep_for(50ms);
+    const auto f = receiver.poll();
+    if (f) receiver.discard(*f);
+  });
+  const auto elapsed = timed_wait([&] { sender.wait(); },
+                                  [&] {
+                                    rescuer.inject(0, to({0, 0}, 99), {});
+                                  },
+                                  5s);
+  t.join();
+  EXPECT_GE(elapsed, 40ms);
+  EXPECT_LT(elapsed, 2s);
+  EXPECT_EQ(sender.pending_packets(), 0u);
+  EXPECT_FALSE(sender.poll()) << "returned because the packet moved on, not by rescue";
+}
+
+TEST_F(EndpointTest, ThreadsExchangingPacketsUnderBackpressureLoseNothing) {
+  Job job(options(8, "2x2x2", "heater", 4));
+  constexpr std::uint32_t kPackets = kUnderTsan ? 2'000 : 20'000;
+  Endpoint& sender = job.ep(0);
+  Endpoint& receiver = job.ep(7);
+  std::thread producer([&] {
+    for (std::uint32_t i = 0; i < kPackets;) {
+      const auto size = static_cast<std::size_t>(i % 241);
+      if (sender.inject(0, to({7, 0}, i), bytes(i, size)) == InjectStatus::ok) {
+        ++i;
+      } else {
+        sender.wait();
+      }
+    }
+    while (!sender.advance())
+      sender.wait();
+  });
+  std::uint32_t next = 0, errors = 0;
+  while (next < kPackets) {
+    const auto f = receiver.poll();
+    if (!f) {
+      receiver.wait();
+      continue;
+    }
+    const auto got = receiver.payload(*f);
+    const auto expected = bytes(next, next % 241);
+    if (receiver.peek(*f).word != next || got.size() != expected.size() ||
+        !std::equal(got.begin(), got.end(), expected.begin())) {
+      if (++errors <= 5) ADD_FAILURE() << "packet " << next << ": " << receiver.peek(*f).describe();
+    }
+    receiver.discard(*f);
+    ++next;
+  }
+  producer.join();
+  EXPECT_EQ(errors, 0u);
+  EXPECT_FALSE(receiver.poll());
+  EXPECT_EQ(receiver.counters().packets_received, kPackets);
+  EXPECT_EQ(sender.counters().packets_injected, kPackets);
+}
+
+}  // namespace
+}  // namespace bgl::pkt

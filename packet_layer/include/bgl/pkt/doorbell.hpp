@@ -1,11 +1,12 @@
 #pragma once
 // A per-FIFO-group doorbell: consumers that found nothing to do sleep on it, producers ring it
-// after publishing a packet, but only when somebody sleeps, so the streaming path costs one fence
-// and one (normally shared, unmodified) cache-line read.
+// after publishing a packet, but only when somebody sleeps, so the streaming path costs one read of
+// a normally unmodified cache line (the fence is the sleeper's; see asymmetric_fence.hpp).
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 
+#include "bgl/pkt/asymmetric_fence.hpp"
 #include "bgl/pkt/futex.hpp"
 
 namespace bgl::pkt {
@@ -14,9 +15,10 @@ struct alignas(64) Doorbell {
   std::atomic<std::uint32_t> rings{0};
   std::atomic<std::uint32_t> sleepers{0};
 
-  // Producer side, after the packet is published.
+  // Producer side, after publishing: either this load sees the sleeper, or the sleeper's re-check
+  // sees the publication.
   void ring() {
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    light_fence();
     if (sleepers.load(std::memory_order_relaxed) != 0) {
       rings.fetch_add(1, std::memory_order_release);
       futex_wake_all(rings);
@@ -28,6 +30,7 @@ struct alignas(64) Doorbell {
   template <class Ready>
   void sleep_unless(Ready&& ready, std::chrono::nanoseconds timeout) {
     sleepers.fetch_add(1, std::memory_order_seq_cst);
+    heavy_fence();
     const std::uint32_t seen = rings.load(std::memory_order_acquire);
     if (!ready()) futex_wait(rings, seen, timeout);
     sleepers.fetch_sub(1, std::memory_order_relaxed);

@@ -82,7 +82,10 @@ class Endpoint {
   int group() const { return group_; }
   const Machine& machine() const { return *machine_; }
   const TaskCounters& counters() const { return counters_; }
-  const torus::LinkCounters& link_counters() const { return links_; }
+  const torus::LinkCounters& link_counters() const {
+    fold_deterministic_traffic();
+    return links_;
+  }
   // Writes counters and link totals into the segment for the launcher (once, at the end).
   void publish_statistics();
 
@@ -96,6 +99,19 @@ class Endpoint {
     std::vector<Pending> ring;
     std::uint32_t head = 0, count = 0;
   };
+
+  // What the endpoint knows about each destination node, computed once so that injecting does no
+  // coordinate arithmetic: its coordinates and the reception FIFO a deterministic route ends in.
+  struct Peer {
+    std::array<std::uint8_t, 3> coord;
+    std::uint8_t deterministic_fifo;
+  };
+  // Deterministic routes are fixed, so their link traffic is counted per destination and spread
+  // over the route's links only when somebody looks (exact, and off the hot path).
+  void fold_deterministic_traffic() const;
+  int find_nonempty();
+  PacketHeader::Problem check(const PacketHeader& h) const;
+  void reject(int index, PacketHeader::Problem problem);
 
   const Packet* current(FifoRef f) const { return fifos_[f.index].front(); }
   void build_header(const PacketSpec& spec, std::size_t payload, PacketHeader& h) const;
@@ -113,12 +129,16 @@ class Endpoint {
   int group_;
   std::array<ReceptionFifo, kReceptionFifos> fifos_;
   Doorbell* bell_;
+  torus::Coord me_;
+  std::vector<Peer> peers_;
+  mutable std::vector<torus::LinkCounters::Count> deterministic_traffic_;
   int next_poll_ = 0;
+  int burst_ = 0;
   std::array<InjectionFifo, kInjectionFifos> injection_;
   std::uint32_t pending_mask_ = 0;
   std::uint32_t pending_packets_ = 0;
   torus::Rng rng_;
-  torus::LinkCounters links_;
+  mutable torus::LinkCounters links_;
   TaskCounters counters_;
   Backoff backoff_;
   bool published_ = false;

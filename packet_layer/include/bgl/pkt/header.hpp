@@ -13,6 +13,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "bgl/torus/direction.hpp"
 #include "bgl/torus/shape.hpp"
@@ -65,10 +66,24 @@ struct PacketHeader {
   std::uint8_t compute_check() const;
   void seal() { check = compute_check(); }
 
-  // Why this header cannot be a packet we sent (nullopt when it is well formed for `shape`).
-  std::optional<std::string> validate(const torus::Shape& shape, int groups) const;
+  enum class Problem : std::uint8_t {
+    none,
+    check_byte,
+    size,
+    payload_size,
+    destination,
+    group,
+    deposit,
+    wrong_node,
+    wrong_group
+  };
+  // What makes this header impossible for a packet sent on `shape` (Problem::none when it is fine).
+  // Cheap enough for every received packet: no allocation, no division.
+  Problem validate(const torus::Shape& shape, int groups) const;
   std::string describe() const;
 };
+
+std::string_view to_string(PacketHeader::Problem p);
 static_assert(sizeof(PacketHeader) == kHeaderBytes);
 static_assert(std::is_trivially_copyable_v<PacketHeader>);
 
