@@ -125,9 +125,11 @@ void Endpoint::fold_deterministic_traffic() const {
   }
 }
 
-InjectStatus Endpoint::inject(int fifo, const PacketSpec& spec, std::span<const std::byte> payload) {
+InjectStatus Endpoint::inject(int fifo, const PacketSpec& spec, std::span<const std::byte> payload,
+                              std::span<const std::byte> more) {
   if (fifo < 0 || fifo >= kInjectionFifos) throw std::invalid_argument("no such injection FIFO");
-  check_spec(spec, payload.size());
+  const std::size_t bytes = payload.size() + more.size();
+  check_spec(spec, bytes);
   InjectionFifo& q = injection_[static_cast<std::size_t>(fifo)];
   if (q.count == q.ring.size()) {
     advance();
@@ -137,28 +139,29 @@ InjectStatus Endpoint::inject(int fifo, const PacketSpec& spec, std::span<const 
     }
   }
   PacketHeader h;
-  build_header(spec, payload.size(), h);
+  build_header(spec, bytes, h);
   const std::uint8_t index = route_and_account(spec, h.chunks);
   ++counters_.packets_injected;
   counters_.bytes_injected += h.packet_bytes();
   if (q.count == 0 && !spec.deposit_line) {
     const auto node = spec.dest.node;
-    if (machine_->fifo(node, spec.dest.group, index).try_push(h, payload)) {
+    if (machine_->fifo(node, spec.dest.group, index).try_push(h, payload, more)) {
       machine_->doorbell(node, spec.dest.group).ring();
       return InjectStatus::ok;
     }
   }
-  enqueue(fifo, h, payload, index);
+  enqueue(fifo, h, payload, more, index);
   drain(fifo);
   return InjectStatus::ok;
 }
 
 void Endpoint::enqueue(int fifo, const PacketHeader& h, std::span<const std::byte> payload,
-                       std::uint8_t index) {
+                       std::span<const std::byte> more, std::uint8_t index) {
   InjectionFifo& q = injection_[static_cast<std::size_t>(fifo)];
   Pending& p = q.ring[(q.head + q.count) % q.ring.size()];
   p.packet.header = h;
-  std::memcpy(p.packet.payload.data(), payload.data(), payload.size());
+  if (!payload.empty()) std::memcpy(p.packet.payload.data(), payload.data(), payload.size());
+  if (!more.empty()) std::memcpy(p.packet.payload.data() + payload.size(), more.data(), more.size());
   p.fifo_index = index;
   p.delivered = 0;
   ++q.count;
@@ -188,7 +191,7 @@ bool Endpoint::deliver_line(Pending& p) {
   torus::NodeId at = node_;
   for (int i = 0; i <= p.delivered; ++i) at = *shape.neighbour(at, dir);
   for (;;) {
-    if (!machine_->fifo(at, h.dest_group, torus::index_of(dir)).try_push(h, payload)) {
+    if (!machine_->fifo(at, h.dest_group, p.fifo_index).try_push(h, payload)) {
       ++counters_.delivery_stalls;
       return false;
     }
@@ -216,10 +219,10 @@ bool Endpoint::advance() {
   return pending_mask_ == 0;
 }
 
-std::optional<FifoRef> Endpoint::poll() {
+std::optional<FifoRef> Endpoint::poll(std::uint32_t skip) {
   if (pending_mask_) advance();
   for (;;) {
-    const int index = find_nonempty();
+    const int index = find_nonempty(skip);
     if (index < 0) return std::nullopt;
     const auto problem = check(fifos_[static_cast<std::size_t>(index)].front()->header);
     if (problem == PacketHeader::Problem::none) return FifoRef{static_cast<std::uint8_t>(index)};
@@ -228,11 +231,12 @@ std::optional<FifoRef> Endpoint::poll() {
 }
 
 // High priority first, then the normal FIFOs round-robin, in bursts of up to kPollBurst packets.
-int Endpoint::find_nonempty() {
-  if (fifos_[kHighPriorityFifo].front() != nullptr) return kHighPriorityFifo;
+int Endpoint::find_nonempty(std::uint32_t skip) {
+  if (!(skip >> kHighPriorityFifo & 1u) && fifos_[kHighPriorityFifo].front() != nullptr)
+    return kHighPriorityFifo;
   for (int scanned = 0; scanned < kHighPriorityFifo; ++scanned) {
     const int index = next_poll_;
-    if (fifos_[static_cast<std::size_t>(index)].front() != nullptr) {
+    if (!(skip >> index & 1u) && fifos_[static_cast<std::size_t>(index)].front() != nullptr) {
       if (++burst_ >= kPollBurst) {
         burst_ = 0;
         next_poll_ = (index + 1) % kHighPriorityFifo;
@@ -267,7 +271,7 @@ void Endpoint::receive(FifoRef f, std::span<std::byte> dst) {
   if (dst.size() < n)
     throw std::invalid_argument("receive buffer of " + std::to_string(dst.size()) +
                                 " bytes is smaller than the payload (" + std::to_string(n) + ")");
-  std::memcpy(dst.data(), p->payload.data(), n);
+  if (n != 0) std::memcpy(dst.data(), p->payload.data(), n);
   ++counters_.packets_received;
   counters_.payload_bytes_received += n;
   fifos_[f.index].pop();

@@ -33,7 +33,8 @@ ReceptionFifo::ReceptionFifo(std::byte* region, std::uint32_t capacity)
       slots_(reinterpret_cast<Packet*>(region + kControlBytes + seq_bytes(capacity))),
       mask_(capacity - 1) {}
 
-bool ReceptionFifo::try_push(const PacketHeader& header, std::span<const std::byte> payload) {
+bool ReceptionFifo::try_push(const PacketHeader& header, std::span<const std::byte> payload,
+                             std::span<const std::byte> more) {
   std::uint64_t pos = control_->tail.load(std::memory_order_relaxed);
   std::atomic<std::uint64_t>* seq;
   for (;;) {
@@ -50,7 +51,8 @@ bool ReceptionFifo::try_push(const PacketHeader& header, std::span<const std::by
   }
   Packet& slot = slots_[pos & mask_];
   std::memcpy(&slot.header, &header, sizeof header);
-  std::memcpy(slot.payload.data(), payload.data(), payload.size());
+  if (!payload.empty()) std::memcpy(slot.payload.data(), payload.data(), payload.size());
+  if (!more.empty()) std::memcpy(slot.payload.data() + payload.size(), more.data(), more.size());
   seq->store(pos + 1, std::memory_order_release);
   return true;
 }

@@ -52,13 +52,16 @@ class Endpoint {
  public:
   Endpoint(const Machine& machine, torus::Rank rank, int group, const WaitPolicy& policy);
 
-  // Copies the packet into the network. Throws std::invalid_argument for a malformed request
-  // (payload > 240 bytes, destination outside the partition, invalid deposit-bit line).
-  InjectStatus inject(int injection_fifo, const PacketSpec& spec, std::span<const std::byte> payload);
+  // Copies the packet into the network; its payload is `payload` followed by `more` (so a protocol
+  // prefix and user data need not be assembled first). Throws std::invalid_argument for a
+  // malformed request (payload > 240 bytes, destination outside the partition, bad deposit line).
+  InjectStatus inject(int injection_fifo, const PacketSpec& spec, std::span<const std::byte> payload,
+                      std::span<const std::byte> more = {});
 
   // The next reception FIFO with a packet: high priority first, then round-robin over the others.
-  // Packets with malformed headers are logged, counted and discarded here.
-  std::optional<FifoRef> poll();
+  // Packets with malformed headers are logged, counted and discarded here. FIFOs whose bit is set
+  // in `skip` are passed over (a caller that cannot take their head packet yet leaves it there).
+  std::optional<FifoRef> poll(std::uint32_t skip = 0);
   const PacketHeader& peek(FifoRef f) const { return current(f)->header; }
   std::span<const std::byte> payload(FifoRef f) const {
     const Packet* p = current(f);
@@ -109,7 +112,7 @@ class Endpoint {
   // Deterministic routes are fixed, so their link traffic is counted per destination and spread
   // over the route's links only when somebody looks (exact, and off the hot path).
   void fold_deterministic_traffic() const;
-  int find_nonempty();
+  int find_nonempty(std::uint32_t skip);
   PacketHeader::Problem check(const PacketHeader& h) const;
   void reject(int index, PacketHeader::Problem problem);
 
@@ -119,7 +122,8 @@ class Endpoint {
   bool deliver(Pending& p);
   void drain(int fifo);
   bool deliver_line(Pending& p);
-  void enqueue(int fifo, const PacketHeader& h, std::span<const std::byte> payload, std::uint8_t index);
+  void enqueue(int fifo, const PacketHeader& h, std::span<const std::byte> payload,
+               std::span<const std::byte> more, std::uint8_t index);
   bool reception_ready() const;
   void check_spec(const PacketSpec& spec, std::size_t payload) const;
 

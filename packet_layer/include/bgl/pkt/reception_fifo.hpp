@@ -37,8 +37,10 @@ class ReceptionFifo {
   // Called once by the consuming task before front()/pop(): producers never touch the head.
   void attach_consumer() { head_ = control_->head.load(std::memory_order_acquire); }
 
-  // Producer: copies header and payload into a free slot. False when the FIFO is full.
-  bool try_push(const PacketHeader& header, std::span<const std::byte> payload);
+  // Producer: copies the header and the payload (`payload` then `more`) into a free slot. False
+  // when the FIFO is full.
+  bool try_push(const PacketHeader& header, std::span<const std::byte> payload,
+                std::span<const std::byte> more = {});
 
   // Consumer: the packet at the head, or nullptr when none is (completely) published yet.
   const Packet* front() const {

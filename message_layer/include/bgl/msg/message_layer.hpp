@@ -1,0 +1,72 @@
+#pragma once
+// BG/L's message layer (seed 004, "message layer"; digest §5.9-5.10): active messages of any size
+// between ranks over the packet layer, with the one-packet, eager, rendezvous and adaptive-eager
+// protocols. MPI non-overtaking holds for every mix of protocols: messages from one rank to another
+// reach the arrival handler in the order they were posted.
+//
+// Threading: one MessageLayer per task, used by one thread at a time (the thread that owns the
+// rank); the handlers and completion callbacks run inside advance().
+#include <memory>
+#include <span>
+
+#include "bgl/msg/messages.hpp"
+#include "bgl/msg/protocol.hpp"
+#include "bgl/msg/statistics.hpp"
+#include "bgl/pkt/endpoint.hpp"
+
+namespace bgl::msg {
+
+struct Config {
+  ProtocolLimits limits;
+  std::size_t pool_bytes = 64u << 20;   // unexpected eager data (BGL_ML_POOL_BYTES)
+  std::uint32_t max_receives = 4096;    // messages being received or unexpected (BGL_ML_MAX_RECVS)
+  std::uint32_t max_rendezvous = 1024;  // rendezvous sends awaiting ack/fin (BGL_ML_MAX_RZV)
+
+  static Config from_environment();
+};
+
+class MessageLayer {
+ public:
+  // `endpoint` is the task's packet-layer endpoint; it must outlive the message layer, which takes
+  // the dispatch ids 1..15 of the packets it sends.
+  MessageLayer(pkt::Endpoint& endpoint, Config config);
+  ~MessageLayer();
+  MessageLayer(const MessageLayer&) = delete;
+  MessageLayer& operator=(const MessageLayer&) = delete;
+
+  Rank rank() const;
+  int size() const;
+
+  void register_handler(HandlerId id, ArrivalHandler handler, void* context);
+
+  // Queues a message; never blocks. `message` must stay alive and unchanged until done() (and,
+  // for rendezvous, remote_done()) has been called. Throws std::invalid_argument for bad input.
+  void post(SendMessage& message);
+
+  // Hands over the destination of an unexpected message (one answered with RecvTarget::later()).
+  // Completion is reported through target.done, possibly before accept() returns.
+  void accept(RecvHandle handle, const RecvTarget& target);
+
+  // Injects queued packets and dispatches arrivals; returns true if anything happened.
+  bool advance();
+  // Blocks until something may have happened (spin, yield, doorbell sleep), then advances.
+  void wait();
+  // Advances until pred() is true.
+  template <class Pred>
+  void progress_until(Pred&& pred) {
+    while (!pred())
+      if (!advance()) wait();
+  }
+  // True when nothing is queued, in flight or expected at the sender side.
+  bool idle() const;
+
+  Protocol choose(const SendMessage& message) const;
+  const Statistics& statistics() const;
+  const Config& config() const;
+
+ private:
+  class Engine;
+  std::unique_ptr<Engine> engine_;
+};
+
+}  // namespace bgl::msg

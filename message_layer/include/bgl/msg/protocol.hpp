@@ -1,0 +1,32 @@
+#pragma once
+// BG/L's point-to-point protocols (seed 004, "point-to-point protocols"; digest §5.10) and the
+// size thresholds that choose between them.
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace bgl::msg {
+
+enum class Protocol : std::uint8_t {
+  one_packet,      // header and data in one ordered packet
+  eager,           // ordered packets, written at their offsets by the receiver
+  rendezvous,      // ordered scout, receiver's ack, adaptive data straight into the buffer, fin
+  adaptive_eager,  // adaptive packets only; a per-destination token keeps message order
+};
+inline constexpr int kProtocols = 4;
+
+std::string_view to_string(Protocol p);
+std::optional<Protocol> parse_protocol(std::string_view text);
+
+struct ProtocolLimits {
+  // Largest data size sent as one packet (with the default header budget: 240 - 12 - header).
+  std::size_t eager_limit = 16 * 1024;  // larger messages use rendezvous
+  bool adaptive_eager = false;          // use adaptive eager instead of eager (BGL_ML_ADAPTIVE_EAGER)
+  std::optional<Protocol> forced;       // every message uses this protocol (BGL_ML_PROTOCOL)
+
+  // BGL_ML_EAGER_LIMIT, BGL_ML_ADAPTIVE_EAGER, BGL_ML_PROTOCOL; ConfigError names bad values.
+  static ProtocolLimits from_environment();
+};
+
+}  // namespace bgl::msg

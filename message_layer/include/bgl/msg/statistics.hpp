@@ -1,0 +1,34 @@
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "bgl/msg/protocol.hpp"
+
+namespace bgl::msg {
+
+struct ProtocolCounters {
+  std::uint64_t messages_sent = 0;
+  std::uint64_t packets_sent = 0;
+  std::uint64_t bytes_sent = 0;  // user data bytes
+  std::uint64_t messages_received = 0;
+  std::uint64_t packets_received = 0;
+  std::uint64_t bytes_received = 0;
+};
+
+struct Statistics {
+  std::array<ProtocolCounters, kProtocols> protocol{};
+  std::uint64_t control_packets_sent = 0;  // acks, fins, tokens
+  std::uint64_t unexpected_messages = 0;
+  std::uint64_t unexpected_depth = 0;      // messages waiting for accept() now
+  std::uint64_t unexpected_depth_max = 0;
+  std::uint64_t pool_bytes_in_use = 0;
+  std::uint64_t pool_bytes_max = 0;
+  std::uint64_t pool_waits = 0;            // an arrival waited (backpressure) for pool space
+  std::uint64_t early_adaptive_packets = 0;  // adaptive-eager data that overtook its first packet
+  std::uint64_t token_waits = 0;           // a send waited for an adaptive-eager token
+
+  std::string to_json() const;
+};
+
+}  // namespace bgl::msg

@@ -1,0 +1,146 @@
+#pragma once
+// The message layer's state machines: a send side (per-destination queues of caller-owned
+// messages, the rendezvous table, the rendezvous data list, control packets) and a receive side
+// (per-source ordered streams, the table of messages being received, the unexpected pool).
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "bgl/msg/message_layer.hpp"
+#include "slot_table.hpp"
+#include "wire.hpp"
+
+namespace bgl::msg {
+
+class MessageLayer::Engine {
+ public:
+  Engine(pkt::Endpoint& endpoint, Config config);
+
+  Rank rank() const { return ep_.rank(); }
+  int size() const { return size_; }
+  void register_handler(HandlerId id, ArrivalHandler handler, void* context);
+  void post(SendMessage& m);
+  void accept(RecvHandle handle, const RecvTarget& target);
+  bool advance();
+  void wait() { ep_.wait(); }
+  bool idle() const;
+  Protocol choose(const SendMessage& m) const;
+  const Statistics& statistics() const { return stats_; }
+  const Config& config() const { return config_; }
+
+ private:
+  static constexpr std::uint32_t kNone = ~0u;
+  static constexpr int kBudget = 64;  // packets per direction per advance() call
+
+  // --- send side ---
+  struct DestState {
+    SendMessage* head = nullptr;
+    SendMessage* tail = nullptr;
+    bool token = true;   // adaptive eager: may start a message (receiver returned the token)
+    bool parity = false;  // adaptive eager: parity bit of the next message
+    bool active = false;  // listed in active_
+    std::uint16_t next_seq = 0;
+  };
+  struct RzvSend {
+    SendMessage* message = nullptr;
+    bool notify_remote = false;
+  };
+  enum class Step : std::uint8_t { blocked, more, finished };
+
+  void activate(Rank dest);
+  // The head message may (continue to) send: a new message needs the adaptive-eager token back,
+  // so that it cannot overtake an adaptive-eager message the receiver has not matched yet.
+  static bool may_start(const DestState& d) { return d.token || (d.head && d.head->state.packets > 0); }
+  bool send_some();
+  Step send_step(SendMessage& m, DestState& d);
+  Step send_one_packet(SendMessage& m);
+  Step send_eager(SendMessage& m, DestState& d, bool adaptive);
+  Step send_scout(SendMessage& m);
+  Step send_rzv_data(SendMessage& m);
+  std::span<const std::byte> first_prefix(const SendMessage& m, std::byte* buffer) const;
+  std::span<const std::byte> data_view(const SendMessage& m, std::size_t offset, std::size_t n,
+                                       std::byte* scratch) const;
+  void finish_send(SendMessage& m);
+  int ordered_fifo(Rank dest) const { return static_cast<int>(dest % 6); }
+
+  // --- control packets (acks, fins, tokens): injected at once or queued, never lost ---
+  struct Control {
+    Rank dest;
+    std::uint8_t type;
+    std::uint32_t word;
+    wire::Ack ack;
+  };
+  void send_control(const Control& c);
+  bool inject_control(const Control& c);
+  bool flush_controls();
+
+  // --- receive side ---
+  struct RecvState {
+    Protocol protocol = Protocol::one_packet;
+    Rank source = 0;
+    std::uint64_t bytes = 0;
+    std::uint64_t received = 0;
+    std::uint32_t sender_slot = 0;
+    RecvTarget target;
+    std::unique_ptr<std::byte[]> pool;  // unexpected data until accept()
+    bool unexpected = false;
+    bool data_complete = false;
+  };
+  struct SourceState {
+    std::uint32_t eager = kNone;     // eager message in progress (ordered stream)
+    std::uint32_t adaptive = kNone;  // adaptive-eager message in progress
+    bool parity = false;             // adaptive eager: parity of the next first packet
+    std::uint16_t expected_seq = 0;  // number of the next message to match
+    // An adaptive-eager first packet that overtook earlier (ordered) messages waits here.
+    std::optional<pkt::Packet> held;
+    // Adaptive-eager data that overtook its first packet: bytes at their offsets, and the ranges.
+    std::vector<std::byte> staging;
+    std::vector<std::pair<std::uint64_t, std::uint32_t>> staged;
+  };
+  enum class Taken : std::uint8_t { consumed, blocked };
+
+  bool receive_some();
+  Taken dispatch(const pkt::PacketHeader& h, std::span<const std::byte> payload);
+  Taken on_first(const pkt::PacketHeader& h, std::span<const std::byte> payload);
+  Taken match(const pkt::PacketHeader& h, std::span<const std::byte> payload, const wire::First& first);
+  bool release_held();
+  void on_eager_data(const pkt::PacketHeader& h, std::span<const std::byte> payload);
+  void on_ack(std::span<const std::byte> payload);
+  void on_rzv_data(const pkt::PacketHeader& h, std::span<const std::byte> payload);
+  void on_fin(const pkt::PacketHeader& h);
+  void on_ae_data(const pkt::PacketHeader& h, std::span<const std::byte> payload);
+  void on_token(Rank source);
+  void begin_rendezvous_data(RecvState& r, std::uint32_t id);
+  void unstage(SourceState& src, RecvState& r);
+  void place(RecvState& r, std::uint64_t offset, std::span<const std::byte> data);
+  void data_arrived(std::uint32_t id, RecvState& r, std::uint64_t offset, std::span<const std::byte> data);
+  void complete(std::uint32_t id, RecvState& r);
+  void finish_receive(std::uint32_t id, RecvState& r);
+  void malformed(const pkt::PacketHeader& h, const char* why);
+  void release_pool(RecvState& r);
+
+  pkt::Endpoint& ep_;
+  Config config_;
+  int size_;
+  std::vector<std::pair<ArrivalHandler, void*>> handlers_;
+
+  std::vector<DestState> dests_;
+  std::vector<Rank> active_;
+  std::vector<Rank> visiting_;
+  std::size_t next_active_ = 0;
+  SlotTable<RzvSend> rzv_sends_;
+  SendMessage* rzv_head_ = nullptr;
+  SendMessage* rzv_tail_ = nullptr;
+  std::vector<Control> controls_;  // ring
+  std::size_t control_head_ = 0, control_count_ = 0;
+
+  std::vector<SourceState> sources_;
+  SlotTable<RecvState> recvs_;
+  std::size_t pool_in_use_ = 0;
+  std::uint32_t blocked_fifos_ = 0;
+  std::vector<Rank> held_sources_;
+  Statistics stats_;
+};
+
+}  // namespace bgl::msg

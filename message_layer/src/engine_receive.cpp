@@ -1,0 +1,316 @@
+// The receive side: dispatch on packet type, matching up-calls, placement at offsets, the
+// unexpected pool, completion, and validation of everything a peer's packet claims.
+#include <cstring>
+#include <stdexcept>
+
+#include "bgl/log.hpp"
+#include "engine.hpp"
+#include "placement.hpp"
+
+namespace bgl::msg {
+namespace {
+
+Protocol protocol_of(std::uint8_t first_packet_type) {
+  switch (first_packet_type) {
+    case wire::kOnePacket: return Protocol::one_packet;
+    case wire::kEagerFirst: return Protocol::eager;
+    case wire::kAeFirst: return Protocol::adaptive_eager;
+    default: return Protocol::rendezvous;
+  }
+}
+
+}  // namespace
+
+// Held adaptive-eager first packets whose predecessors have been matched now.
+bool MessageLayer::Engine::release_held() {
+  bool progress = false;
+  for (std::size_t i = 0; i < held_sources_.size();) {
+    SourceState& src = sources_[held_sources_[i]];
+    const pkt::Packet& p = *src.held;
+    const std::span<const std::byte> payload(p.payload.data(), p.header.payload_bytes);
+    const auto first = wire::load<wire::First>(payload);
+    if (first.seq != src.expected_seq || match(p.header, payload, first) == Taken::blocked) {
+      ++i;
+      continue;
+    }
+    src.held.reset();
+    held_sources_[i] = held_sources_.back();
+    held_sources_.pop_back();
+    progress = true;
+  }
+  return progress;
+}
+
+bool MessageLayer::Engine::receive_some() {
+  bool progress = !held_sources_.empty() && release_held();
+  for (int budget = kBudget; budget > 0; --budget) {
+    const auto f = ep_.poll(blocked_fifos_);
+    if (!f) break;
+    const pkt::PacketHeader& h = ep_.peek(*f);
+    if (dispatch(h, ep_.payload(*f)) == Taken::blocked) {
+      // Leave the packet where it is (backpressure towards its sender) until resources free up.
+      blocked_fifos_ |= 1u << f->index;
+      continue;
+    }
+    ep_.discard(*f);  // the data were copied straight from the FIFO slot to their destination
+    progress = true;
+    if (!held_sources_.empty()) release_held();
+  }
+  return progress;
+}
+
+MessageLayer::Engine::Taken MessageLayer::Engine::dispatch(const pkt::PacketHeader& h,
+                                                           std::span<const std::byte> payload) {
+  if (h.source_rank() >= static_cast<std::uint32_t>(size_)) {
+    malformed(h, "source rank outside the job");
+    return Taken::consumed;
+  }
+  switch (h.dispatch) {
+    case wire::kOnePacket:
+    case wire::kEagerFirst:
+    case wire::kScout:
+    case wire::kAeFirst: return on_first(h, payload);
+    case wire::kEagerData: on_eager_data(h, payload); break;
+    case wire::kRzvAck:
+      if (payload.size() != sizeof(wire::Ack)) malformed(h, "ack of the wrong size");
+      else on_ack(payload);
+      break;
+    case wire::kRzvData: on_rzv_data(h, payload); break;
+    case wire::kRzvFin: on_fin(h); break;
+    case wire::kAeData: on_ae_data(h, payload); break;
+    case wire::kAeToken: on_token(h.source_rank()); break;
+    default: malformed(h, "unknown packet type");
+  }
+  return Taken::consumed;
+}
+
+MessageLayer::Engine::Taken MessageLayer::Engine::on_first(const pkt::PacketHeader& h,
+                                                           std::span<const std::byte> payload) {
+  if (payload.size() < wire::kFirstBytes) return malformed(h, "first packet too short"), Taken::consumed;
+  const auto first = wire::load<wire::First>(payload);
+  const std::size_t prefix = wire::kFirstBytes + first.header_bytes;
+  if (first.header_bytes > kMaxUserHeader || prefix > payload.size())
+    return malformed(h, "user header larger than the packet"), Taken::consumed;
+  if (first.handler >= kMaxHandlers || !handlers_[first.handler].first)
+    return malformed(h, "no handler registered for the message"), Taken::consumed;
+  const Protocol protocol = protocol_of(h.dispatch);
+  const std::uint64_t bytes = first.bytes();
+  const auto chunk = payload.subspan(prefix);
+  const Rank source = h.source_rank();
+  SourceState& src = sources_[source];
+  if ((protocol == Protocol::one_packet && chunk.size() != bytes) ||
+      (protocol == Protocol::rendezvous && !chunk.empty()) || chunk.size() > bytes)
+    return malformed(h, "data size disagrees with the message size"), Taken::consumed;
+  if (protocol == Protocol::eager && src.eager != kNone)
+    return malformed(h, "eager message starts inside another"), Taken::consumed;
+  if (protocol == Protocol::adaptive_eager &&
+      (src.adaptive != kNone || ((h.word & wire::kParityBit) != 0) != src.parity))
+    return malformed(h, "adaptive-eager message out of turn"), Taken::consumed;
+  if (first.seq != src.expected_seq) {
+    // Only an adaptively routed first packet can overtake earlier messages of its sender, and the
+    // token allows one in flight: hold it until its predecessors are matched.
+    if (protocol != Protocol::adaptive_eager || src.held)
+      return malformed(h, "message out of sequence"), Taken::consumed;
+    src.held.emplace();
+    std::memcpy(&src.held->header, &h, sizeof h);
+    std::memcpy(src.held->payload.data(), payload.data(), payload.size());
+    held_sources_.push_back(source);
+    return Taken::consumed;
+  }
+  return match(h, payload, first);
+}
+
+MessageLayer::Engine::Taken MessageLayer::Engine::match(const pkt::PacketHeader& h,
+                                                        std::span<const std::byte> payload,
+                                                        const wire::First& first) {
+  const Protocol protocol = protocol_of(h.dispatch);
+  const std::uint64_t bytes = first.bytes();
+  const auto chunk = payload.subspan(wire::kFirstBytes + first.header_bytes);
+  const Rank source = h.source_rank();
+  SourceState& src = sources_[source];
+  // Resources first, so that the handler is called exactly once per message.
+  const std::uint64_t pool_need = protocol == Protocol::rendezvous ? 0 : bytes;
+  if (recvs_.full() || pool_in_use_ + pool_need > config_.pool_bytes) {
+    ++stats_.pool_waits;
+    return Taken::blocked;
+  }
+  std::uint32_t id = 0;
+  recvs_.acquire(id);
+  RecvState& r = *recvs_.find(id);
+  r.protocol = protocol;
+  r.source = source;
+  r.bytes = bytes;
+  r.sender_slot = h.word;
+  const auto [handler, context] = handlers_[first.handler];
+  const Arrival arrival{source, first.handler, payload.subspan(wire::kFirstBytes, first.header_bytes),
+                        bytes, protocol, RecvHandle{id}};
+  ++src.expected_seq;
+  r.target = handler(context, arrival);
+  if (r.target.kind == RecvTarget::Kind::later) {
+    r.unexpected = true;
+    if (pool_need) r.pool = std::make_unique_for_overwrite<std::byte[]>(pool_need);
+    pool_in_use_ += pool_need;
+    stats_.pool_bytes_max = std::max<std::uint64_t>(stats_.pool_bytes_max, pool_in_use_);
+    ++stats_.unexpected_messages;
+    stats_.unexpected_depth_max = std::max(stats_.unexpected_depth_max, ++stats_.unexpected_depth);
+  }
+  auto& counters = stats_.protocol[static_cast<std::size_t>(protocol)];
+  ++counters.packets_received;
+
+  switch (protocol) {
+    case Protocol::rendezvous:
+      if (!r.unexpected) begin_rendezvous_data(r, id);
+      break;
+    case Protocol::eager:
+      if (chunk.size() < bytes) src.eager = id;
+      data_arrived(id, r, 0, chunk);
+      break;
+    case Protocol::adaptive_eager:
+      src.adaptive = id;
+      src.parity = !src.parity;
+      unstage(src, r);
+      data_arrived(id, r, 0, chunk);
+      break;
+    case Protocol::one_packet: data_arrived(id, r, 0, chunk); break;
+  }
+  return Taken::consumed;
+}
+
+void MessageLayer::Engine::on_eager_data(const pkt::PacketHeader& h, std::span<const std::byte> payload) {
+  SourceState& src = sources_[h.source_rank()];
+  RecvState* r = src.eager == kNone ? nullptr : recvs_.find(src.eager);
+  if (!r) return malformed(h, "eager data without a message in progress");
+  if (h.word + payload.size() > r->bytes) return malformed(h, "eager data beyond the message");
+  ++stats_.protocol[static_cast<std::size_t>(Protocol::eager)].packets_received;
+  data_arrived(src.eager, *r, h.word, payload);
+}
+
+void MessageLayer::Engine::on_rzv_data(const pkt::PacketHeader& h, std::span<const std::byte> payload) {
+  RecvState* r = recvs_.find(h.word);
+  if (!r || r->protocol != Protocol::rendezvous || r->unexpected || r->source != h.source_rank())
+    return malformed(h, "rendezvous data for no matched message");
+  if (payload.size() < wire::kRzvIndexBytes) return malformed(h, "rendezvous data packet too short");
+  const std::uint64_t offset = std::uint64_t{wire::load<std::uint32_t>(payload)} * wire::kRzvChunk;
+  const auto data = payload.subspan(wire::kRzvIndexBytes);
+  if (offset + data.size() > r->bytes) return malformed(h, "rendezvous data beyond the message");
+  ++stats_.protocol[static_cast<std::size_t>(Protocol::rendezvous)].packets_received;
+  data_arrived(h.word, *r, offset, data);
+}
+
+void MessageLayer::Engine::on_ae_data(const pkt::PacketHeader& h, std::span<const std::byte> payload) {
+  SourceState& src = sources_[h.source_rank()];
+  const bool parity = (h.word & wire::kParityBit) != 0;
+  const std::uint64_t offset = h.word & ~wire::kParityBit;
+  ++stats_.protocol[static_cast<std::size_t>(Protocol::adaptive_eager)].packets_received;
+  RecvState* r = src.adaptive == kNone ? nullptr : recvs_.find(src.adaptive);
+  // The message in progress has the parity before the flip made when its first packet arrived.
+  if (r && parity != src.parity) {
+    if (offset + payload.size() > r->bytes) return malformed(h, "adaptive-eager data beyond the message");
+    data_arrived(src.adaptive, *r, offset, payload);
+    return;
+  }
+  if (r || parity != src.parity) return malformed(h, "adaptive-eager data out of turn");
+  // Overtook its first packet: keep it until the first packet says where it goes.
+  ++stats_.early_adaptive_packets;
+  if (src.staging.size() < offset + payload.size()) src.staging.resize(offset + payload.size());
+  std::memcpy(src.staging.data() + offset, payload.data(), payload.size());
+  src.staged.emplace_back(offset, static_cast<std::uint32_t>(payload.size()));
+}
+
+void MessageLayer::Engine::unstage(SourceState& src, RecvState& r) {
+  const std::uint32_t id = src.adaptive;
+  for (const auto& [offset, n] : src.staged) {
+    if (offset + n > r.bytes) {
+      spdlog::error("rank {}: early adaptive-eager data beyond the message from rank {}; dropped", rank(), r.source);
+      continue;
+    }
+    data_arrived(id, r, offset, {src.staging.data() + offset, n});
+    if (!recvs_.find(id)) break;  // completed (and released) by this data
+  }
+  src.staged.clear();
+}
+
+void MessageLayer::Engine::begin_rendezvous_data(RecvState& r, std::uint32_t id) {
+  send_control({r.source, wire::kRzvAck, 0, wire::Ack{r.sender_slot, id}});
+  if (r.bytes == 0) complete(id, r);
+}
+
+void MessageLayer::Engine::place(RecvState& r, std::uint64_t offset, std::span<const std::byte> data) {
+  if (r.unexpected) copy_into({r.pool.get(), r.bytes}, offset, data);
+  else if (r.target.kind == RecvTarget::Kind::iov) scatter_into(r.target.iov, offset, data);
+  else copy_into(r.target.buffer, offset, data);
+}
+
+void MessageLayer::Engine::data_arrived(std::uint32_t id, RecvState& r, std::uint64_t offset,
+                                        std::span<const std::byte> data) {
+  place(r, offset, data);
+  r.received += data.size();
+  if (r.received == r.bytes) complete(id, r);
+}
+
+void MessageLayer::Engine::complete(std::uint32_t id, RecvState& r) {
+  r.data_complete = true;
+  SourceState& src = sources_[r.source];
+  switch (r.protocol) {
+    case Protocol::eager:
+      if (src.eager == id) src.eager = kNone;
+      break;
+    case Protocol::adaptive_eager:
+      src.adaptive = kNone;
+      send_control({r.source, wire::kAeToken, 0, {}});
+      break;
+    case Protocol::rendezvous: send_control({r.source, wire::kRzvFin, r.sender_slot, {}}); break;
+    case Protocol::one_packet: break;
+  }
+  auto& c = stats_.protocol[static_cast<std::size_t>(r.protocol)];
+  ++c.messages_received;
+  c.bytes_received += r.bytes;
+  if (!r.unexpected) finish_receive(id, r);
+}
+
+void MessageLayer::Engine::finish_receive(std::uint32_t id, RecvState& r) {
+  const RecvTarget target = r.target;
+  // Data beyond the destination's size were dropped: report what fitted (MPI truncation).
+  const std::uint64_t capacity =
+      target.kind == RecvTarget::Kind::iov ? iov_bytes(target.iov) : target.buffer.size();
+  const std::uint64_t delivered = std::min(r.bytes, capacity);
+  recvs_.release(id);
+  blocked_fifos_ = 0;  // a receive slot is free again
+  if (target.done) target.done(target.context, RecvHandle{id}, delivered);
+}
+
+void MessageLayer::Engine::accept(RecvHandle handle, const RecvTarget& target) {
+  RecvState* r = recvs_.find(handle.id);
+  if (!r || !r->unexpected) throw std::invalid_argument("accept() of a message that is not waiting for a buffer");
+  if (target.kind == RecvTarget::Kind::later) throw std::invalid_argument("accept() needs a destination");
+  r->target = target;
+  r->unexpected = false;
+  --stats_.unexpected_depth;
+  if (r->pool) {
+    // Whatever arrived so far, at its offsets (the rest of the pool copy is overwritten by the
+    // packets still to come, which now go straight to the target).
+    place(*r, 0, {r->pool.get(), r->bytes});
+  }
+  release_pool(*r);
+  if (r->protocol == Protocol::rendezvous) begin_rendezvous_data(*r, handle.id);
+  else if (r->data_complete) finish_receive(handle.id, *r);
+}
+
+void MessageLayer::Engine::release_pool(RecvState& r) {
+  if (!r.pool) return;
+  pool_in_use_ -= r.bytes;
+  r.pool.reset();
+  blocked_fifos_ = 0;
+}
+
+void MessageLayer::Engine::malformed(const pkt::PacketHeader& h, const char* why) {
+  spdlog::error("rank {}: discarding packet from rank {}: {} [{}]", rank(), h.source_rank(), why, h.describe());
+}
+
+bool MessageLayer::Engine::advance() {
+  const bool received = receive_some();
+  const bool sent = send_some();
+  return received || sent;
+}
+
+}  // namespace bgl::msg

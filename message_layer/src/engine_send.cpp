@@ -1,0 +1,325 @@
+// The send side: per-destination queues, protocol steps, rendezvous data, control packets.
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "bgl/log.hpp"
+#include "engine.hpp"
+#include "placement.hpp"
+
+namespace bgl::msg {
+namespace {
+
+constexpr int kDataFifo = 6;     // adaptive data: order does not matter
+constexpr int kControlFifo = 7;  // acks, fins, tokens
+
+std::size_t one_packet_capacity(std::size_t header_bytes) {
+  return pkt::kMaxPayloadBytes - wire::kFirstBytes - header_bytes;
+}
+
+}  // namespace
+
+MessageLayer::Engine::Engine(pkt::Endpoint& endpoint, Config config)
+    : ep_(endpoint),
+      config_(config),
+      size_(endpoint.machine().mapping().size()),
+      handlers_(kMaxHandlers, {nullptr, nullptr}),
+      dests_(static_cast<std::size_t>(size_)),
+      rzv_sends_(config.max_rendezvous),
+      // Every receive produces at most two control packets (ack, then fin or token).
+      controls_(2 * std::size_t{config.max_receives} + 16),
+      sources_(static_cast<std::size_t>(size_)),
+      recvs_(config.max_receives) {
+  active_.reserve(static_cast<std::size_t>(size_));
+  visiting_.reserve(static_cast<std::size_t>(size_));
+}
+
+void MessageLayer::Engine::register_handler(HandlerId id, ArrivalHandler handler, void* context) {
+  if (id >= kMaxHandlers) throw std::invalid_argument("handler id must be below 64");
+  handlers_[id] = {handler, context};
+}
+
+Protocol MessageLayer::Engine::choose(const SendMessage& m) const {
+  if (m.protocol) return *m.protocol;
+  if (config_.limits.forced) return *config_.limits.forced;
+  const std::size_t bytes = m.data.size();
+  if (bytes <= one_packet_capacity(m.header.size())) return Protocol::one_packet;
+  if (bytes <= config_.limits.eager_limit)
+    return config_.limits.adaptive_eager ? Protocol::adaptive_eager : Protocol::eager;
+  return Protocol::rendezvous;
+}
+
+void MessageLayer::Engine::post(SendMessage& m) {
+  if (m.dest >= static_cast<Rank>(size_))
+    throw std::invalid_argument("message to rank " + std::to_string(m.dest) + " of a " +
+                                std::to_string(size_) + "-task job");
+  if (m.header.size() > kMaxUserHeader)
+    throw std::invalid_argument("user header of " + std::to_string(m.header.size()) +
+                                " bytes exceeds " + std::to_string(kMaxUserHeader));
+  if (m.handler >= kMaxHandlers) throw std::invalid_argument("handler id must be below 64");
+  const Protocol p = choose(m);
+  if (p == Protocol::one_packet && m.data.size() > one_packet_capacity(m.header.size()))
+    throw std::invalid_argument("one-packet protocol forced for " + std::to_string(m.data.size()) +
+                                " bytes; at most " + std::to_string(one_packet_capacity(m.header.size())) +
+                                " fit with this header");
+  if ((p == Protocol::eager || p == Protocol::adaptive_eager) && m.data.size() >= wire::kParityBit)
+    throw std::invalid_argument("eager protocols carry at most 2 GiB; use rendezvous");
+  auto& s = m.state;
+  s = SendMessage::State{};
+  s.protocol = p;
+  s.header_bytes = static_cast<std::uint8_t>(m.header.size());
+  if (!m.header.empty()) std::memcpy(s.header_copy, m.header.data(), m.header.size());
+  DestState& d = dests_[m.dest];
+  s.seq = d.next_seq++;
+  if (d.tail) d.tail->state.next = &m;
+  else d.head = &m;
+  d.tail = &m;
+  activate(m.dest);
+}
+
+void MessageLayer::Engine::activate(Rank dest) {
+  DestState& d = dests_[dest];
+  if (!d.active && d.head && may_start(d)) {
+    d.active = true;
+    active_.push_back(dest);
+  }
+}
+
+// Round-robin over destinations with queued messages; a destination's messages go strictly one
+// after another (so the receiver can attribute ordered data packets), then rendezvous data.
+bool MessageLayer::Engine::send_some() {
+  bool progress = flush_controls();
+  int budget = kBudget;
+  // Callbacks below may post messages (activating destinations): they land in the fresh active_.
+  visiting_.clear();
+  std::swap(visiting_, active_);
+  const std::size_t n = visiting_.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    const Rank dest = visiting_[(next_active_ + i) % n];
+    DestState& d = dests_[dest];
+    while (d.head && budget > 0) {
+      if (!may_start(d)) {
+        ++stats_.token_waits;
+        break;
+      }
+      SendMessage& m = *d.head;
+      const std::uint32_t before = m.state.packets;
+      const Step step = send_step(m, d);
+      budget -= static_cast<int>(m.state.packets - before);
+      progress |= m.state.packets != before;
+      if (step == Step::blocked) break;
+      if (step == Step::finished) {
+        d.head = m.state.next;
+        if (!d.head) d.tail = nullptr;
+        m.state.next = nullptr;
+        if (m.state.protocol != Protocol::rendezvous) finish_send(m);
+      }
+    }
+    d.active = d.head != nullptr && may_start(d);
+    if (d.active) active_.push_back(dest);
+  }
+  next_active_ = active_.empty() ? 0 : (next_active_ + 1) % active_.size();
+
+  while (rzv_head_ && budget > 0) {
+    SendMessage& m = *rzv_head_;
+    const std::uint32_t before = m.state.packets;
+    const Step step = send_rzv_data(m);
+    budget -= static_cast<int>(m.state.packets - before);
+    progress |= m.state.packets != before;
+    if (step != Step::finished) break;
+    rzv_head_ = m.state.next;
+    if (!rzv_head_) rzv_tail_ = nullptr;
+    m.state.next = nullptr;
+    finish_send(m);
+  }
+  return progress;
+}
+
+MessageLayer::Engine::Step MessageLayer::Engine::send_step(SendMessage& m, DestState& d) {
+  switch (m.state.protocol) {
+    case Protocol::one_packet: return send_one_packet(m);
+    case Protocol::eager: return send_eager(m, d, false);
+    case Protocol::adaptive_eager: return send_eager(m, d, true);
+    case Protocol::rendezvous: return send_scout(m);
+  }
+  return Step::blocked;
+}
+
+std::span<const std::byte> MessageLayer::Engine::first_prefix(const SendMessage& m, std::byte* buffer) const {
+  const std::uint64_t bytes = m.data.size();
+  const wire::First f{m.handler, m.state.header_bytes, m.state.seq, static_cast<std::uint32_t>(bytes),
+                      static_cast<std::uint32_t>(bytes >> 32)};
+  std::memcpy(buffer, &f, sizeof f);
+  std::memcpy(buffer + sizeof f, m.state.header_copy, m.state.header_bytes);
+  return {buffer, sizeof f + m.state.header_bytes};
+}
+
+// The next n data bytes at `offset`: a view of the caller's buffer, or gathered into `scratch`.
+std::span<const std::byte> MessageLayer::Engine::data_view(const SendMessage& m, std::size_t offset,
+                                                           std::size_t n, std::byte* scratch) const {
+  if (m.data.iov.empty()) return m.data.buffer.subspan(offset, n);
+  return {scratch, gather_from(m.data.iov, offset, {scratch, n})};
+}
+
+MessageLayer::Engine::Step MessageLayer::Engine::send_one_packet(SendMessage& m) {
+  std::byte prefix[pkt::kMaxPayloadBytes], scratch[pkt::kMaxPayloadBytes];
+  const auto head = first_prefix(m, prefix);
+  const auto data = data_view(m, 0, m.data.size(), scratch);
+  const pkt::PacketSpec spec{.dest = ep_.destination_of(m.dest), .dispatch = wire::kOnePacket};
+  if (ep_.inject(ordered_fifo(m.dest), spec, head, data) == pkt::InjectStatus::full) return Step::blocked;
+  ++m.state.packets;
+  m.state.offset = m.data.size();
+  return Step::finished;
+}
+
+MessageLayer::Engine::Step MessageLayer::Engine::send_eager(SendMessage& m, DestState& d, bool adaptive) {
+  auto& s = m.state;
+  const std::size_t bytes = m.data.size();
+  const int fifo = adaptive ? kDataFifo : ordered_fifo(m.dest);
+  pkt::PacketSpec spec{.dest = ep_.destination_of(m.dest),
+                       .routing = adaptive ? pkt::Routing::adaptive : pkt::Routing::deterministic};
+  if (adaptive && s.packets == 0) s.phase = d.parity;  // this message's parity bit
+  const std::uint32_t parity = adaptive && s.phase ? wire::kParityBit : 0;
+  std::byte prefix[pkt::kMaxPayloadBytes], scratch[pkt::kMaxPayloadBytes];
+  for (;;) {
+    std::span<const std::byte> head;
+    std::size_t room = pkt::kMaxPayloadBytes;
+    if (s.packets == 0) {
+      head = first_prefix(m, prefix);
+      room -= head.size();
+      spec.dispatch = adaptive ? wire::kAeFirst : wire::kEagerFirst;
+    } else {
+      spec.dispatch = adaptive ? wire::kAeData : wire::kEagerData;
+    }
+    spec.word = static_cast<std::uint32_t>(s.offset) | parity;
+    const std::size_t n = std::min(room, bytes - s.offset);
+    if (ep_.inject(fifo, spec, head, data_view(m, s.offset, n, scratch)) == pkt::InjectStatus::full)
+      return Step::blocked;
+    if (adaptive && s.packets == 0) {
+      d.token = false;  // until the receiver has this message
+      d.parity = !d.parity;
+    }
+    ++s.packets;
+    s.offset += n;
+    if (s.offset == bytes) return Step::finished;
+    if (s.packets % 16 == 0) return Step::more;  // let other destinations in
+  }
+}
+
+MessageLayer::Engine::Step MessageLayer::Engine::send_scout(SendMessage& m) {
+  auto& s = m.state;
+  if (!rzv_sends_.acquire(s.local_id)) return Step::blocked;  // table full: wait for fins
+  std::byte prefix[pkt::kMaxPayloadBytes];
+  const pkt::PacketSpec spec{.dest = ep_.destination_of(m.dest), .dispatch = wire::kScout, .word = s.local_id};
+  if (ep_.inject(ordered_fifo(m.dest), spec, first_prefix(m, prefix)) == pkt::InjectStatus::full) {
+    rzv_sends_.release(s.local_id);
+    return Step::blocked;
+  }
+  *rzv_sends_.find(s.local_id) = RzvSend{&m, m.remote_done != nullptr};
+  ++s.packets;
+  s.phase = 1;  // waiting for the ack
+  return Step::finished;
+}
+
+MessageLayer::Engine::Step MessageLayer::Engine::send_rzv_data(SendMessage& m) {
+  auto& s = m.state;
+  const std::size_t bytes = m.data.size();
+  const pkt::PacketSpec spec{.dest = ep_.destination_of(m.dest), .dispatch = wire::kRzvData,
+                             .word = s.remote_id, .routing = pkt::Routing::adaptive};
+  std::byte scratch[pkt::kMaxPayloadBytes];
+  for (int i = 0; i < 16 && s.offset < bytes; ++i) {
+    const auto index = static_cast<std::uint32_t>(s.offset / wire::kRzvChunk);
+    const std::size_t n = std::min(wire::kRzvChunk, bytes - s.offset);
+    const std::span<const std::byte> prefix(reinterpret_cast<const std::byte*>(&index), sizeof index);
+    if (ep_.inject(kDataFifo, spec, prefix, data_view(m, s.offset, n, scratch)) == pkt::InjectStatus::full)
+      return Step::blocked;
+    ++s.packets;
+    s.offset += n;
+  }
+  return s.offset == bytes ? Step::finished : Step::more;
+}
+
+void MessageLayer::Engine::finish_send(SendMessage& m) {
+  auto& c = stats_.protocol[static_cast<std::size_t>(m.state.protocol)];
+  ++c.messages_sent;
+  c.packets_sent += m.state.packets;
+  c.bytes_sent += m.data.size();
+  if (m.done) m.done(m);
+}
+
+void MessageLayer::Engine::on_ack(std::span<const std::byte> payload) {
+  const auto ack = wire::load<wire::Ack>(payload);
+  RzvSend* r = rzv_sends_.find(ack.sender_slot);
+  if (!r || !r->message || r->message->state.phase != 1) {
+    spdlog::error("rank {}: rendezvous ack for unknown send slot {:#x}; discarded", rank(), ack.sender_slot);
+    return;
+  }
+  SendMessage& m = *r->message;
+  m.state.remote_id = ack.receiver_slot;
+  m.state.phase = 2;
+  if (!r->notify_remote) r->message = nullptr;  // the caller may reuse it after done()
+  if (m.data.size() == 0) {
+    finish_send(m);
+    return;
+  }
+  if (rzv_tail_) rzv_tail_->state.next = &m;
+  else rzv_head_ = &m;
+  rzv_tail_ = &m;
+}
+
+void MessageLayer::Engine::on_fin(const pkt::PacketHeader& h) {
+  RzvSend* r = rzv_sends_.find(h.word);
+  if (!r) {
+    spdlog::error("rank {}: rendezvous fin from rank {} for unknown send slot {:#x}; discarded", rank(),
+                  h.source_rank(), h.word);
+    return;
+  }
+  SendMessage* m = r->notify_remote ? r->message : nullptr;
+  rzv_sends_.release(h.word);
+  if (m && m->remote_done) m->remote_done(*m);
+}
+
+void MessageLayer::Engine::on_token(Rank source) {
+  DestState& d = dests_[source];
+  if (d.token) {
+    spdlog::error("rank {}: adaptive-eager token from rank {} that was never lent; discarded", rank(), source);
+    return;
+  }
+  d.token = true;
+  activate(source);
+}
+
+void MessageLayer::Engine::send_control(const Control& c) {
+  ++stats_.control_packets_sent;
+  if (control_count_ == 0 && inject_control(c)) return;
+  if (control_count_ == controls_.size()) {
+    // Cannot happen: each receive slot owes at most two control packets.
+    spdlog::critical("rank {}: control queue overflow", rank());
+    std::abort();
+  }
+  controls_[(control_head_ + control_count_++) % controls_.size()] = c;
+}
+
+bool MessageLayer::Engine::inject_control(const Control& c) {
+  const pkt::PacketSpec spec{.dest = ep_.destination_of(c.dest), .dispatch = c.type, .word = c.word};
+  const std::span<const std::byte> ack(reinterpret_cast<const std::byte*>(&c.ack), sizeof c.ack);
+  const auto payload = c.type == wire::kRzvAck ? ack : std::span<const std::byte>{};
+  return ep_.inject(kControlFifo, spec, payload) == pkt::InjectStatus::ok;
+}
+
+bool MessageLayer::Engine::flush_controls() {
+  bool progress = false;
+  while (control_count_ > 0 && inject_control(controls_[control_head_])) {
+    control_head_ = (control_head_ + 1) % controls_.size();
+    --control_count_;
+    progress = true;
+  }
+  return progress;
+}
+
+bool MessageLayer::Engine::idle() const {
+  return active_.empty() && rzv_head_ == nullptr && rzv_sends_.in_use() == 0 && control_count_ == 0 &&
+         ep_.injection_idle();
+}
+
+}  // namespace bgl::msg

@@ -1,0 +1,92 @@
+#include "bgl/msg/message_layer.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "bgl/env.hpp"
+#include "bgl/torus/error.hpp"
+#include "engine.hpp"
+#include "placement.hpp"
+
+namespace bgl::msg {
+
+std::string_view to_string(Protocol p) {
+  switch (p) {
+    case Protocol::one_packet: return "one_packet";
+    case Protocol::eager: return "eager";
+    case Protocol::rendezvous: return "rendezvous";
+    case Protocol::adaptive_eager: return "adaptive_eager";
+  }
+  return "?";
+}
+
+std::optional<Protocol> parse_protocol(std::string_view text) {
+  for (int i = 0; i < kProtocols; ++i) {
+    const auto p = static_cast<Protocol>(i);
+    if (text == to_string(p)) return p;
+  }
+  if (text == "one-packet" || text == "onepacket") return Protocol::one_packet;
+  if (text == "rzv" || text == "rendezvous") return Protocol::rendezvous;
+  if (text == "adaptive-eager" || text == "ae") return Protocol::adaptive_eager;
+  return std::nullopt;
+}
+
+ProtocolLimits ProtocolLimits::from_environment() {
+  ProtocolLimits l;
+  if (auto v = env::get_int("BGL_ML_EAGER_LIMIT", 0, 1LL << 30)) l.eager_limit = static_cast<std::size_t>(*v);
+  if (auto v = env::get_int("BGL_ML_ADAPTIVE_EAGER", 0, 1)) l.adaptive_eager = *v != 0;
+  if (auto v = env::get("BGL_ML_PROTOCOL")) {
+    l.forced = parse_protocol(*v);
+    if (!l.forced)
+      throw ConfigError("BGL_ML_PROTOCOL='" + *v + "': expected one_packet, eager, rendezvous or adaptive_eager");
+  }
+  return l;
+}
+
+Config Config::from_environment() {
+  Config c;
+  c.limits = ProtocolLimits::from_environment();
+  if (auto v = env::get_int("BGL_ML_POOL_BYTES", 0, 1LL << 40)) c.pool_bytes = static_cast<std::size_t>(*v);
+  if (auto v = env::get_int("BGL_ML_MAX_RECVS", 1, 1 << 20)) c.max_receives = static_cast<std::uint32_t>(*v);
+  if (auto v = env::get_int("BGL_ML_MAX_RZV", 1, 1 << 20)) c.max_rendezvous = static_cast<std::uint32_t>(*v);
+  return c;
+}
+
+std::size_t SendData::size() const { return iov.empty() ? buffer.size() : iov_bytes(iov); }
+
+std::string Statistics::to_json() const {
+  nlohmann::json p = nlohmann::json::object();
+  for (int i = 0; i < kProtocols; ++i) {
+    const auto& c = protocol[static_cast<std::size_t>(i)];
+    p[std::string(msg::to_string(static_cast<Protocol>(i)))] = {
+        {"messages_sent", c.messages_sent},         {"packets_sent", c.packets_sent},
+        {"bytes_sent", c.bytes_sent},               {"messages_received", c.messages_received},
+        {"packets_received", c.packets_received},   {"bytes_received", c.bytes_received}};
+  }
+  return nlohmann::json{{"protocols", p},
+                        {"control_packets_sent", control_packets_sent},
+                        {"unexpected_messages", unexpected_messages},
+                        {"unexpected_depth", unexpected_depth},
+                        {"unexpected_depth_max", unexpected_depth_max},
+                        {"pool_bytes_max", pool_bytes_max},
+                        {"pool_waits", pool_waits},
+                        {"early_adaptive_packets", early_adaptive_packets},
+                        {"token_waits", token_waits}}
+      .dump();
+}
+
+MessageLayer::MessageLayer(pkt::Endpoint& endpoint, Config config)
+    : engine_(std::make_unique<Engine>(endpoint, config)) {}
+MessageLayer::~MessageLayer() = default;
+Rank MessageLayer::rank() const { return engine_->rank(); }
+int MessageLayer::size() const { return engine_->size(); }
+void MessageLayer::register_handler(HandlerId id, ArrivalHandler h, void* ctx) { engine_->register_handler(id, h, ctx); }
+void MessageLayer::post(SendMessage& m) { engine_->post(m); }
+void MessageLayer::accept(RecvHandle h, const RecvTarget& t) { engine_->accept(h, t); }
+bool MessageLayer::advance() { return engine_->advance(); }
+void MessageLayer::wait() { engine_->wait(); }
+bool MessageLayer::idle() const { return engine_->idle(); }
+Protocol MessageLayer::choose(const SendMessage& m) const { return engine_->choose(m); }
+const Statistics& MessageLayer::statistics() const { return engine_->statistics(); }
+const Config& MessageLayer::config() const { return engine_->config(); }
+
+}  // namespace bgl::msg

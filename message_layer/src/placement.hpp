@@ -1,0 +1,60 @@
+#pragma once
+// Writing a packet's data at its offset in a message's destination: one buffer, a scatter list, or
+// the unexpected pool. Data beyond the destination's size is dropped (and the message reported as
+// truncated by its shorter byte count).
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <span>
+
+namespace bgl::msg {
+
+inline std::size_t copy_into(std::span<std::byte> dst, std::size_t offset, std::span<const std::byte> src) {
+  if (offset >= dst.size() || src.empty()) return 0;
+  const std::size_t n = std::min(src.size(), dst.size() - offset);
+  std::memcpy(dst.data() + offset, src.data(), n);
+  return n;
+}
+
+inline std::size_t scatter_into(std::span<const iovec> iov, std::size_t offset, std::span<const std::byte> src) {
+  std::size_t done = 0;
+  for (const iovec& v : iov) {
+    if (done == src.size()) break;
+    if (offset >= v.iov_len) {
+      offset -= v.iov_len;
+      continue;
+    }
+    const std::size_t n = std::min(v.iov_len - offset, src.size() - done);
+    std::memcpy(static_cast<std::byte*>(v.iov_base) + offset, src.data() + done, n);
+    done += n;
+    offset = 0;
+  }
+  return done;
+}
+
+// Gathers up to dst.size() bytes starting at `offset` of a gather list; returns the count.
+inline std::size_t gather_from(std::span<const iovec> iov, std::size_t offset, std::span<std::byte> dst) {
+  std::size_t done = 0;
+  for (const iovec& v : iov) {
+    if (done == dst.size()) break;
+    if (offset >= v.iov_len) {
+      offset -= v.iov_len;
+      continue;
+    }
+    const std::size_t n = std::min(v.iov_len - offset, dst.size() - done);
+    std::memcpy(dst.data() + done, static_cast<const std::byte*>(v.iov_base) + offset, n);
+    done += n;
+    offset = 0;
+  }
+  return done;
+}
+
+inline std::size_t iov_bytes(std::span<const iovec> iov) {
+  std::size_t n = 0;
+  for (const iovec& v : iov) n += v.iov_len;
+  return n;
+}
+
+}  // namespace bgl::msg

@@ -1,0 +1,58 @@
+#pragma once
+// A fixed-capacity table of objects addressed by generation-tagged 32-bit ids, so that an id that
+// comes back in a packet can be checked cheaply: a stale or forged id finds nothing.
+#include <cstdint>
+#include <vector>
+
+namespace bgl::msg {
+
+template <class T>
+class SlotTable {
+ public:
+  static constexpr std::uint32_t kIndexBits = 20;
+  static constexpr std::uint32_t kMaxCapacity = 1u << kIndexBits;
+
+  explicit SlotTable(std::uint32_t capacity) : slots_(capacity) {
+    free_.reserve(capacity);
+    for (std::uint32_t i = capacity; i-- > 0;) free_.push_back(i);
+  }
+
+  // An id of a fresh slot (value reset to T{}), or false when the table is full.
+  bool acquire(std::uint32_t& id) {
+    if (free_.empty()) return false;
+    const std::uint32_t index = free_.back();
+    free_.pop_back();
+    Slot& s = slots_[index];
+    s.used = true;
+    s.value = T{};
+    id = index | (s.generation << kIndexBits);
+    return true;
+  }
+  T* find(std::uint32_t id) {
+    const std::uint32_t index = id & (kMaxCapacity - 1);
+    if (index >= slots_.size()) return nullptr;
+    Slot& s = slots_[index];
+    return s.used && (id >> kIndexBits) == s.generation ? &s.value : nullptr;
+  }
+  void release(std::uint32_t id) {
+    const std::uint32_t index = id & (kMaxCapacity - 1);
+    Slot& s = slots_[index];
+    s.used = false;
+    s.value = T{};
+    s.generation = (s.generation + 1) & ((1u << (32 - kIndexBits)) - 1);
+    free_.push_back(index);
+  }
+  std::uint32_t in_use() const { return static_cast<std::uint32_t>(slots_.size() - free_.size()); }
+  bool full() const { return free_.empty(); }
+
+ private:
+  struct Slot {
+    T value{};
+    std::uint32_t generation = 0;
+    bool used = false;
+  };
+  std::vector<Slot> slots_;
+  std::vector<std::uint32_t> free_;
+};
+
+}  // namespace bgl::msg
