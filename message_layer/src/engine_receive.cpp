@@ -276,7 +276,7 @@ void MessageLayer::Engine::finish_receive(std::uint32_t id, RecvState& r) {
   const std::uint64_t delivered = std::min(r.bytes, capacity);
   recvs_.release(id);
   blocked_fifos_ = 0;  // a receive slot is free again
-  if (target.done) target.done(target.context, RecvHandle{id}, delivered);
+  if (target.done) target.done(target.context, id, delivered);
 }
 
 void MessageLayer::Engine::accept(RecvHandle handle, const RecvTarget& target) {

@@ -65,7 +65,7 @@ struct Receiver {
     }
     return msg::RecvTarget::into(p.buffer, &Receiver::done, &p);
   }
-  static void done(void* ctx, msg::RecvHandle, std::size_t bytes) {
+  static void done(void* ctx, std::uint32_t, std::size_t bytes) {
     auto& p = *static_cast<Pending*>(ctx);
     CHECK(bytes == p.bytes);
     for (std::size_t i = 0; i < p.bytes; ++i) CHECK(p.buffer[i] == pattern(p.src, p.seq, i));

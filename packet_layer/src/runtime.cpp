@@ -1,12 +1,15 @@
 #include "bgl/pkt/runtime.hpp"
 
+#include <algorithm>
+#include <stdexcept>
+
 #include "bgl/env.hpp"
 #include "bgl/log.hpp"
 #include "bgl/torus/error.hpp"
 
 namespace bgl::pkt {
 
-Runtime Runtime::from_environment() {
+Runtime Runtime::from_environment(std::optional<torus::Rank> host_rank) {
   log::init("bgl");
   const auto name = env::get("BGL_SEGMENT");
   if (!name) {
@@ -19,8 +22,10 @@ Runtime Runtime::from_environment() {
   rt.segment_ = Segment::attach(fd, *name);
   rt.machine_ = std::make_unique<Machine>(Machine::attach(rt.segment_.bytes()));
   const int size = rt.machine_->mapping().size();
-  const auto rank = env::get_int("BGL_RANK", 0, size - 1);
+  const auto rank = host_rank ? std::optional<long long>(*host_rank) : env::get_int("BGL_RANK", 0, size - 1);
   if (!rank) throw ConfigError("BGL_RANK is not set; start this program with bglrun");
+  if (*rank < 0 || *rank >= size)
+    throw ConfigError("rank " + std::to_string(*rank) + " is outside the job's " + std::to_string(size) + " tasks");
   if (auto declared = env::get_int("BGL_SIZE", 1, 1 << 24); declared && *declared != size)
     throw ConfigError("BGL_SIZE=" + std::to_string(*declared) + " does not match the job's " +
                       std::to_string(size) + " tasks");
@@ -33,6 +38,18 @@ Runtime Runtime::from_environment() {
 
 Runtime::~Runtime() {
   if (endpoint_) endpoint_->publish_statistics();
+}
+
+void Runtime::allgather(std::span<const std::byte> mine, std::span<std::byte> all) {
+  if (mine.size() > kExchangeBytes || all.size() != mine.size() * static_cast<std::size_t>(size()))
+    throw std::invalid_argument("allgather: at most 256 bytes each, and size() times that in total");
+  std::copy(mine.begin(), mine.end(), machine_->task(rank_).exchange.begin());
+  barrier();
+  for (int r = 0; r < size(); ++r) {
+    const auto& slot = machine_->task(static_cast<torus::Rank>(r)).exchange;
+    std::copy_n(slot.begin(), mine.size(), all.begin() + static_cast<std::ptrdiff_t>(r * mine.size()));
+  }
+  barrier();  // nobody overwrites its slot before everybody has read it
 }
 
 void Runtime::barrier() {

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstring>
+
 namespace bgl::run {
 namespace {
 
@@ -38,6 +40,12 @@ std::string statistics_json(const pkt::Machine& m) {
     json t = {{"rank", r}, {"node", coord(c.mapping.coord(rank))}, {"t", c.mapping.location(rank).t}};
     t["published"] = slot.published.load() != 0;
     if (slot.published.load()) t["counters"] = counters(slot.counters);
+    // Layers above the packet layer leave their own statistics as JSON text in the task's slot.
+    const std::string report(slot.report.data(), strnlen(slot.report.data(), slot.report.size()));
+    if (!report.empty()) {
+      auto upper = json::parse(report, nullptr, /*allow_exceptions=*/false);
+      if (!upper.is_discarded()) t["message_layer"] = std::move(upper);
+    }
     tasks.push_back(std::move(t));
   }
   json links = json::array();

@@ -60,7 +60,8 @@ struct RecvHandle {
   std::uint32_t id = 0;
 };
 
-using RecvDone = void (*)(void* context, RecvHandle handle, std::size_t bytes);
+// `handle` is the RecvHandle's id (a plain integer so that C callers share this exact type).
+using RecvDone = void (*)(void* context, std::uint32_t handle, std::size_t bytes);
 
 // What the arrival handler answers: where the data goes and whom to tell when it is all there.
 struct RecvTarget {

@@ -2,6 +2,7 @@
 // The emulated partition as laid out in the job's segment: the job description, the rank mapping,
 // per node two FIFO groups of reception FIFOs with a doorbell each, per-link and per-task
 // statistics. The creator formats it; every task maps it and takes a view.
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <span>
@@ -36,10 +37,16 @@ struct TaskCounters {
   std::uint64_t sleeps = 0;             // doorbell sleeps while waiting
 };
 
+inline constexpr std::size_t kExchangeBytes = 256;
+
 struct alignas(64) TaskSlot {
   std::atomic<std::uint32_t> published{0};
   std::int32_t pid = 0;
   TaskCounters counters;
+  // A few bytes each task publishes for the others during start-up (bootstrap allgather).
+  std::array<std::byte, kExchangeBytes> exchange{};
+  // Statistics of the layers above, as a JSON object text (NUL-terminated), written at the end.
+  std::array<char, 2048> report{};
 };
 
 struct LinkTotals {

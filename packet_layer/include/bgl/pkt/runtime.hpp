@@ -2,6 +2,8 @@
 // What a program started by bglrun links against: reads the launcher's environment (BGL_RANK,
 // BGL_SIZE, BGL_SEGMENT, BGL_SEGMENT_FD), maps the job's segment and gives the task its endpoint.
 #include <memory>
+#include <optional>
+#include <span>
 
 #include "bgl/pkt/endpoint.hpp"
 #include "bgl/pkt/machine.hpp"
@@ -11,8 +13,9 @@ namespace bgl::pkt {
 
 class Runtime {
  public:
-  // Throws ConfigError with instructions when the program was not started by bglrun.
-  static Runtime from_environment();
+  // Throws ConfigError with instructions when the program was not started by bglrun. A host with
+  // its own process manager (e.g. MPICH's PMI) supplies the rank; otherwise BGL_RANK gives it.
+  static Runtime from_environment(std::optional<torus::Rank> rank = std::nullopt);
 
   Runtime(Runtime&&) noexcept = default;
   Runtime& operator=(Runtime&&) noexcept = default;
@@ -25,6 +28,9 @@ class Runtime {
   Endpoint& endpoint() { return *endpoint_; }
   // All tasks of the job.
   void barrier();
+  // Every task contributes `mine` (at most kExchangeBytes); `all` receives size() * mine.size()
+  // bytes in rank order. Collective: every task must call it with the same size.
+  void allgather(std::span<const std::byte> mine, std::span<std::byte> all);
 
  private:
   Runtime() = default;
