@@ -31,6 +31,8 @@ class MessageLayer::Engine {
 
  private:
   static constexpr std::uint32_t kNone = ~0u;
+  // Protocols whose sender keeps a rendezvous slot until the receiver's fin.
+  static bool slotted(Protocol p) { return p == Protocol::rendezvous || p == Protocol::virtual_node; }
   static constexpr int kBudget = 64;  // packets per direction per advance() call
 
   // --- send side ---
@@ -56,7 +58,7 @@ class MessageLayer::Engine {
   Step send_step(SendMessage& m, DestState& d);
   Step send_one_packet(SendMessage& m);
   Step send_eager(SendMessage& m, DestState& d, bool adaptive);
-  Step send_scout(SendMessage& m);
+  Step send_scout(SendMessage& m, bool virtual_node);
   Step send_rzv_data(SendMessage& m);
   std::span<const std::byte> first_prefix(const SendMessage& m, std::byte* buffer) const;
   std::span<const std::byte> data_view(const SendMessage& m, std::size_t offset, std::size_t n,
@@ -82,6 +84,7 @@ class MessageLayer::Engine {
     std::uint64_t bytes = 0;
     std::uint64_t received = 0;
     std::uint32_t sender_slot = 0;
+    wire::VnSource vn{};  // virtual-node protocol: where the data are
     RecvTarget target;
     std::unique_ptr<std::byte[]> pool;  // unexpected data until accept()
     bool unexpected = false;
@@ -112,6 +115,8 @@ class MessageLayer::Engine {
   void on_ae_data(const pkt::PacketHeader& h, std::span<const std::byte> payload);
   void on_token(Rank source);
   void begin_rendezvous_data(RecvState& r, std::uint32_t id);
+  void begin_receive(RecvState& r, std::uint32_t id);
+  bool copy_from_sender(RecvState& r);
   void unstage(SourceState& src, RecvState& r);
   void place(RecvState& r, std::uint64_t offset, std::span<const std::byte> data);
   void data_arrived(std::uint32_t id, RecvState& r, std::uint64_t offset, std::span<const std::byte> data);
@@ -123,6 +128,8 @@ class MessageLayer::Engine {
   pkt::Endpoint& ep_;
   Config config_;
   int size_;
+  std::optional<Rank> sibling_;  // virtual-node mode: the other task of this node
+  bool vn_copy_refused_ = false;  // process_vm_readv is not allowed here: stream instead
   std::vector<std::pair<ArrivalHandler, void*>> handlers_;
 
   std::vector<DestState> dests_;

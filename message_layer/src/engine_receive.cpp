@@ -1,5 +1,9 @@
 // The receive side: dispatch on packet type, matching up-calls, placement at offsets, the
 // unexpected pool, completion, and validation of everything a peer's packet claims.
+#include <sys/uio.h>
+
+#include <array>
+#include <cerrno>
 #include <cstring>
 #include <stdexcept>
 
@@ -15,6 +19,7 @@ Protocol protocol_of(std::uint8_t first_packet_type) {
     case wire::kOnePacket: return Protocol::one_packet;
     case wire::kEagerFirst: return Protocol::eager;
     case wire::kAeFirst: return Protocol::adaptive_eager;
+    case wire::kVnRts: return Protocol::virtual_node;
     default: return Protocol::rendezvous;
   }
 }
@@ -69,6 +74,7 @@ MessageLayer::Engine::Taken MessageLayer::Engine::dispatch(const pkt::PacketHead
     case wire::kOnePacket:
     case wire::kEagerFirst:
     case wire::kScout:
+    case wire::kVnRts:
     case wire::kAeFirst: return on_first(h, payload);
     case wire::kEagerData: on_eager_data(h, payload); break;
     case wire::kRzvAck:
@@ -99,7 +105,9 @@ MessageLayer::Engine::Taken MessageLayer::Engine::on_first(const pkt::PacketHead
   const Rank source = h.source_rank();
   SourceState& src = sources_[source];
   if ((protocol == Protocol::one_packet && chunk.size() != bytes) ||
-      (protocol == Protocol::rendezvous && !chunk.empty()) || chunk.size() > bytes)
+      (protocol == Protocol::rendezvous && !chunk.empty()) ||
+      (protocol == Protocol::virtual_node && chunk.size() != sizeof(wire::VnSource)) ||
+      (protocol != Protocol::virtual_node && chunk.size() > bytes))
     return malformed(h, "data size disagrees with the message size"), Taken::consumed;
   if (protocol == Protocol::eager && src.eager != kNone)
     return malformed(h, "eager message starts inside another"), Taken::consumed;
@@ -129,7 +137,7 @@ MessageLayer::Engine::Taken MessageLayer::Engine::match(const pkt::PacketHeader&
   const Rank source = h.source_rank();
   SourceState& src = sources_[source];
   // Resources first, so that the handler is called exactly once per message.
-  const std::uint64_t pool_need = protocol == Protocol::rendezvous ? 0 : bytes;
+  const std::uint64_t pool_need = slotted(protocol) ? 0 : bytes;
   if (recvs_.full() || pool_in_use_ + pool_need > config_.pool_bytes) {
     ++stats_.pool_waits;
     return Taken::blocked;
@@ -141,6 +149,7 @@ MessageLayer::Engine::Taken MessageLayer::Engine::match(const pkt::PacketHeader&
   r.source = source;
   r.bytes = bytes;
   r.sender_slot = h.word;
+  if (protocol == Protocol::virtual_node) r.vn = wire::load<wire::VnSource>(chunk);
   const auto [handler, context] = handlers_[first.handler];
   const Arrival arrival{source, first.handler, payload.subspan(wire::kFirstBytes, first.header_bytes),
                         bytes, protocol, RecvHandle{id}};
@@ -159,7 +168,8 @@ MessageLayer::Engine::Taken MessageLayer::Engine::match(const pkt::PacketHeader&
 
   switch (protocol) {
     case Protocol::rendezvous:
-      if (!r.unexpected) begin_rendezvous_data(r, id);
+    case Protocol::virtual_node:
+      if (!r.unexpected) begin_receive(r, id);
       break;
     case Protocol::eager:
       if (chunk.size() < bytes) src.eager = id;
@@ -187,13 +197,13 @@ void MessageLayer::Engine::on_eager_data(const pkt::PacketHeader& h, std::span<c
 
 void MessageLayer::Engine::on_rzv_data(const pkt::PacketHeader& h, std::span<const std::byte> payload) {
   RecvState* r = recvs_.find(h.word);
-  if (!r || r->protocol != Protocol::rendezvous || r->unexpected || r->source != h.source_rank())
+  if (!r || !slotted(r->protocol) || r->unexpected || r->source != h.source_rank())
     return malformed(h, "rendezvous data for no matched message");
   if (payload.size() < wire::kRzvIndexBytes) return malformed(h, "rendezvous data packet too short");
   const std::uint64_t offset = std::uint64_t{wire::load<std::uint32_t>(payload)} * wire::kRzvChunk;
   const auto data = payload.subspan(wire::kRzvIndexBytes);
   if (offset + data.size() > r->bytes) return malformed(h, "rendezvous data beyond the message");
-  ++stats_.protocol[static_cast<std::size_t>(Protocol::rendezvous)].packets_received;
+  ++stats_.protocol[static_cast<std::size_t>(r->protocol)].packets_received;
   data_arrived(h.word, *r, offset, data);
 }
 
@@ -230,6 +240,61 @@ void MessageLayer::Engine::unstage(SourceState& src, RecvState& r) {
   src.staged.clear();
 }
 
+// The destination is known: a virtual-node message is copied now, straight from the sender's
+// memory; a rendezvous (or a virtual-node message whose copy is refused) asks for the data.
+void MessageLayer::Engine::begin_receive(RecvState& r, std::uint32_t id) {
+  if (r.protocol == Protocol::virtual_node && copy_from_sender(r)) {
+    r.received = r.bytes;
+    complete(id, r);
+    return;
+  }
+  begin_rendezvous_data(r, id);
+}
+
+bool MessageLayer::Engine::copy_from_sender(RecvState& r) {
+  if (vn_copy_refused_) return false;
+  if (r.vn.pid != ep_.machine().task(r.source).pid) {
+    spdlog::error("rank {}: virtual-node message from rank {} names pid {}, not the task's; streaming it instead",
+                  rank(), r.source, r.vn.pid);
+    return false;
+  }
+  std::array<iovec, 64> local{};
+  std::size_t count = 0;
+  if (r.target.kind == RecvTarget::Kind::iov) {
+    std::uint64_t left = r.bytes;
+    for (const iovec& v : r.target.iov) {
+      if (left == 0 || count == local.size()) break;
+      local[count++] = {v.iov_base, static_cast<std::size_t>(std::min<std::uint64_t>(v.iov_len, left))};
+      left -= local[count - 1].iov_len;
+    }
+  } else {
+    local[count++] = {r.target.buffer.data(), static_cast<std::size_t>(std::min<std::uint64_t>(r.target.buffer.size(), r.bytes))};
+  }
+  const std::uint64_t want = iov_bytes({local.data(), count});
+  std::uint64_t done = 0;
+  // process_vm_readv may copy less than asked (large transfers): continue where it stopped.
+  while (done < want) {
+    std::size_t skip = done, first = 0;
+    while (skip >= local[first].iov_len) skip -= local[first++].iov_len;
+    std::array<iovec, 64> part{};
+    std::size_t n = 0;
+    for (std::size_t i = first; i < count; ++i, ++n) part[n] = local[i];
+    part[0].iov_base = static_cast<std::byte*>(part[0].iov_base) + skip;
+    part[0].iov_len -= skip;
+    const iovec remote{reinterpret_cast<void*>(r.vn.address + done), static_cast<std::size_t>(want - done)};
+    const ssize_t got = process_vm_readv(r.vn.pid, part.data(), n, &remote, 1, 0);
+    if (got <= 0) {
+      spdlog::warn("process_vm_readv from rank {} failed ({}); virtual-node messages stream through the "
+                   "virtual FIFO instead", r.source, std::strerror(errno));
+      vn_copy_refused_ = done == 0 && (errno == EPERM || errno == ENOSYS);
+      if (done == 0) return false;
+      break;
+    }
+    done += static_cast<std::uint64_t>(got);
+  }
+  return done == want;
+}
+
 void MessageLayer::Engine::begin_rendezvous_data(RecvState& r, std::uint32_t id) {
   send_control({r.source, wire::kRzvAck, 0, wire::Ack{r.sender_slot, id}});
   if (r.bytes == 0) complete(id, r);
@@ -259,7 +324,8 @@ void MessageLayer::Engine::complete(std::uint32_t id, RecvState& r) {
       src.adaptive = kNone;
       send_control({r.source, wire::kAeToken, 0, {}});
       break;
-    case Protocol::rendezvous: send_control({r.source, wire::kRzvFin, r.sender_slot, {}}); break;
+    case Protocol::rendezvous:
+    case Protocol::virtual_node: send_control({r.source, wire::kRzvFin, r.sender_slot, {}}); break;
     case Protocol::one_packet: break;
   }
   auto& c = stats_.protocol[static_cast<std::size_t>(r.protocol)];
@@ -292,7 +358,7 @@ void MessageLayer::Engine::accept(RecvHandle handle, const RecvTarget& target) {
     place(*r, 0, {r->pool.get(), r->bytes});
   }
   release_pool(*r);
-  if (r->protocol == Protocol::rendezvous) begin_rendezvous_data(*r, handle.id);
+  if (slotted(r->protocol)) begin_receive(*r, handle.id);
   else if (r->data_complete) finish_receive(handle.id, *r);
 }
 

@@ -1,4 +1,6 @@
 // The send side: per-destination queues, protocol steps, rendezvous data, control packets.
+#include <unistd.h>
+
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -31,6 +33,12 @@ MessageLayer::Engine::Engine(pkt::Endpoint& endpoint, Config config)
       sources_(static_cast<std::size_t>(size_)),
       recvs_(config.max_receives) {
   active_.reserve(static_cast<std::size_t>(size_));
+  vn_copy_refused_ = !config.vn_direct_copy;
+  const auto& machine = endpoint.machine();
+  if (machine.config().mode == pkt::NodeMode::virtual_node) {
+    const auto here = machine.mapping().location(endpoint.rank());
+    sibling_ = machine.mapping().rank_at(here.node, 1 - here.t);
+  }
   visiting_.reserve(static_cast<std::size_t>(size_));
 }
 
@@ -41,9 +49,12 @@ void MessageLayer::Engine::register_handler(HandlerId id, ArrivalHandler handler
 
 Protocol MessageLayer::Engine::choose(const SendMessage& m) const {
   if (m.protocol) return *m.protocol;
-  if (config_.limits.forced) return *config_.limits.forced;
+  const bool to_sibling = sibling_ && m.dest == *sibling_ && m.data.iov.empty();
+  if (config_.limits.forced && (*config_.limits.forced != Protocol::virtual_node || to_sibling))
+    return *config_.limits.forced;
   const std::size_t bytes = m.data.size();
   if (bytes <= one_packet_capacity(m.header.size())) return Protocol::one_packet;
+  if (to_sibling) return Protocol::virtual_node;
   if (bytes <= config_.limits.eager_limit)
     return config_.limits.adaptive_eager ? Protocol::adaptive_eager : Protocol::eager;
   return Protocol::rendezvous;
@@ -62,6 +73,9 @@ void MessageLayer::Engine::post(SendMessage& m) {
     throw std::invalid_argument("one-packet protocol forced for " + std::to_string(m.data.size()) +
                                 " bytes; at most " + std::to_string(one_packet_capacity(m.header.size())) +
                                 " fit with this header");
+  if (p == Protocol::virtual_node && (!sibling_ || m.dest != *sibling_ || !m.data.iov.empty()))
+    throw std::invalid_argument("the virtual-node protocol needs a contiguous message to this node's other "
+                                "task in virtual-node mode");
   if ((p == Protocol::eager || p == Protocol::adaptive_eager) && m.data.size() >= wire::kParityBit)
     throw std::invalid_argument("eager protocols carry at most 2 GiB; use rendezvous");
   auto& s = m.state;
@@ -112,7 +126,7 @@ bool MessageLayer::Engine::send_some() {
         d.head = m.state.next;
         if (!d.head) d.tail = nullptr;
         m.state.next = nullptr;
-        if (m.state.protocol != Protocol::rendezvous) finish_send(m);
+        if (!slotted(m.state.protocol)) finish_send(m);
       }
     }
     d.active = d.head != nullptr && may_start(d);
@@ -140,7 +154,8 @@ MessageLayer::Engine::Step MessageLayer::Engine::send_step(SendMessage& m, DestS
     case Protocol::one_packet: return send_one_packet(m);
     case Protocol::eager: return send_eager(m, d, false);
     case Protocol::adaptive_eager: return send_eager(m, d, true);
-    case Protocol::rendezvous: return send_scout(m);
+    case Protocol::rendezvous: return send_scout(m, false);
+    case Protocol::virtual_node: return send_scout(m, true);
   }
   return Step::blocked;
 }
@@ -206,12 +221,17 @@ MessageLayer::Engine::Step MessageLayer::Engine::send_eager(SendMessage& m, Dest
   }
 }
 
-MessageLayer::Engine::Step MessageLayer::Engine::send_scout(SendMessage& m) {
+// Rendezvous scout, or the virtual-node request that also says where the data are.
+MessageLayer::Engine::Step MessageLayer::Engine::send_scout(SendMessage& m, bool virtual_node) {
   auto& s = m.state;
   if (!rzv_sends_.acquire(s.local_id)) return Step::blocked;  // table full: wait for fins
   std::byte prefix[pkt::kMaxPayloadBytes];
-  const pkt::PacketSpec spec{.dest = ep_.destination_of(m.dest), .dispatch = wire::kScout, .word = s.local_id};
-  if (ep_.inject(ordered_fifo(m.dest), spec, first_prefix(m, prefix)) == pkt::InjectStatus::full) {
+  const pkt::PacketSpec spec{.dest = ep_.destination_of(m.dest),
+                             .dispatch = virtual_node ? wire::kVnRts : wire::kScout,
+                             .word = s.local_id};
+  const wire::VnSource source{reinterpret_cast<std::uintptr_t>(m.data.buffer.data()), getpid(), 0};
+  const auto where = virtual_node ? std::as_bytes(std::span(&source, 1)) : std::span<const std::byte>{};
+  if (ep_.inject(ordered_fifo(m.dest), spec, first_prefix(m, prefix), where) == pkt::InjectStatus::full) {
     rzv_sends_.release(s.local_id);
     return Step::blocked;
   }
@@ -274,9 +294,13 @@ void MessageLayer::Engine::on_fin(const pkt::PacketHeader& h) {
                   h.source_rank(), h.word);
     return;
   }
-  SendMessage* m = r->notify_remote ? r->message : nullptr;
+  SendMessage* m = r->message;
+  const bool notify = r->notify_remote;
+  // A fin without an ack: the receiver copied the data itself (virtual-node protocol).
+  const bool copied = m && m->state.phase == 1;
   rzv_sends_.release(h.word);
-  if (m && m->remote_done) m->remote_done(*m);
+  if (copied) finish_send(*m);  // may hand the message back to its owner...
+  if (notify && m->remote_done) m->remote_done(*m);  // ...unless it asked to hear this too
 }
 
 void MessageLayer::Engine::on_token(Rank source) {

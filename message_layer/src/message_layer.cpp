@@ -15,6 +15,7 @@ std::string_view to_string(Protocol p) {
     case Protocol::eager: return "eager";
     case Protocol::rendezvous: return "rendezvous";
     case Protocol::adaptive_eager: return "adaptive_eager";
+    case Protocol::virtual_node: return "virtual_node";
   }
   return "?";
 }
@@ -27,6 +28,7 @@ std::optional<Protocol> parse_protocol(std::string_view text) {
   if (text == "one-packet" || text == "onepacket") return Protocol::one_packet;
   if (text == "rzv" || text == "rendezvous") return Protocol::rendezvous;
   if (text == "adaptive-eager" || text == "ae") return Protocol::adaptive_eager;
+  if (text == "vn" || text == "virtual-node") return Protocol::virtual_node;
   return std::nullopt;
 }
 
@@ -37,7 +39,8 @@ ProtocolLimits ProtocolLimits::from_environment() {
   if (auto v = env::get("BGL_ML_PROTOCOL")) {
     l.forced = parse_protocol(*v);
     if (!l.forced)
-      throw ConfigError("BGL_ML_PROTOCOL='" + *v + "': expected one_packet, eager, rendezvous or adaptive_eager");
+      throw ConfigError("BGL_ML_PROTOCOL='" + *v +
+                        "': expected one_packet, eager, rendezvous, adaptive_eager or virtual_node");
   }
   return l;
 }
@@ -48,6 +51,7 @@ Config Config::from_environment() {
   if (auto v = env::get_int("BGL_ML_POOL_BYTES", 0, 1LL << 40)) c.pool_bytes = static_cast<std::size_t>(*v);
   if (auto v = env::get_int("BGL_ML_MAX_RECVS", 1, 1 << 20)) c.max_receives = static_cast<std::uint32_t>(*v);
   if (auto v = env::get_int("BGL_ML_MAX_RZV", 1, 1 << 20)) c.max_rendezvous = static_cast<std::uint32_t>(*v);
+  if (auto v = env::get_int("BGL_ML_VN_COPY", 0, 1)) c.vn_direct_copy = *v != 0;
   return c;
 }
 

@@ -21,7 +21,8 @@ enum Type : std::uint8_t {
   kAeFirst = 8,     // [First][user header][data...]                       adaptive, word = parity<<31
   kAeData = 9,      // [data]                                              adaptive, word = parity<<31 | offset
   kAeToken = 10,    // []                                                  returns the adaptive-eager token
-  kLastType = kAeToken,
+  kVnRts = 11,      // [First][user header][VnSource]  (virtual FIFO)      word = sender slot
+  kLastType = kVnRts,
 };
 
 struct First {
@@ -38,6 +39,13 @@ static_assert(sizeof(First) == 12);
 struct Ack {
   std::uint32_t sender_slot;
   std::uint32_t receiver_slot;
+};
+
+// Where a virtual-node message's data are: the sender's process and address.
+struct VnSource {
+  std::uint64_t address;
+  std::int32_t pid;
+  std::uint32_t reserved;
 };
 
 inline constexpr std::size_t kFirstBytes = sizeof(First);

@@ -52,6 +52,11 @@ Endpoint::Endpoint(const Machine& machine, torus::Rank rank, int group, const Wa
     peers_[n] = Peer{{static_cast<std::uint8_t>(c.x), static_cast<std::uint8_t>(c.y), static_cast<std::uint8_t>(c.z)},
                      static_cast<std::uint8_t>(last ? torus::index_of(*last) : kLocalFifo)};
   }
+  machine.task(rank).pid = static_cast<std::int32_t>(getpid());  // peers validate VN copies by it
+  if (machine.config().mode == NodeMode::virtual_node) {
+    virtual_out_ = &machine.virtual_fifo(node_, group);
+    virtual_in_ = &machine.virtual_fifo(node_, 1 - group);
+  }
   const std::uint32_t depth = injection_depth();
   for (auto& q : injection_) q.ring.resize(depth);
 }
@@ -96,6 +101,11 @@ void Endpoint::build_header(const PacketSpec& spec, std::size_t payload, PacketH
 
 std::uint8_t Endpoint::route_and_account(const PacketSpec& spec, std::uint8_t chunks) {
   const std::uint32_t bytes = chunks * static_cast<std::uint32_t>(kChunkBytes);
+  // The node's other task in virtual-node mode: through the scratchpad, no torus link.
+  if (virtual_out_ && spec.dest.node == node_ && spec.dest.group != group_ && !spec.deposit_line) {
+    ++counters_.virtual_packets;
+    return kVirtualFifo;
+  }
   if (!spec.deposit_line && spec.routing == Routing::deterministic) {
     auto& traffic = deterministic_traffic_[spec.dest.node];
     ++traffic.packets;
@@ -143,13 +153,8 @@ InjectStatus Endpoint::inject(int fifo, const PacketSpec& spec, std::span<const 
   const std::uint8_t index = route_and_account(spec, h.chunks);
   ++counters_.packets_injected;
   counters_.bytes_injected += h.packet_bytes();
-  if (q.count == 0 && !spec.deposit_line) {
-    const auto node = spec.dest.node;
-    if (machine_->fifo(node, spec.dest.group, index).try_push(h, payload, more)) {
-      machine_->doorbell(node, spec.dest.group).ring();
-      return InjectStatus::ok;
-    }
-  }
+  if (q.count == 0 && !spec.deposit_line && push(spec.dest.node, spec.dest.group, index, h, payload, more))
+    return InjectStatus::ok;
   enqueue(fifo, h, payload, more, index);
   drain(fifo);
   return InjectStatus::ok;
@@ -169,16 +174,30 @@ void Endpoint::enqueue(int fifo, const PacketHeader& h, std::span<const std::byt
   pending_mask_ |= 1u << fifo;
 }
 
+bool Endpoint::push(torus::NodeId node, std::uint8_t group, std::uint8_t index, const PacketHeader& h,
+                    std::span<const std::byte> payload, std::span<const std::byte> more) {
+  if (index == kVirtualFifo) {
+    if (virtual_out_->write_available() == 0) return false;
+    Packet p;
+    p.header = h;
+    if (!payload.empty()) std::memcpy(p.payload.data(), payload.data(), payload.size());
+    if (!more.empty()) std::memcpy(p.payload.data() + payload.size(), more.data(), more.size());
+    virtual_out_->push(p);
+  } else if (!machine_->fifo(node, group, index).try_push(h, payload, more)) {
+    return false;
+  }
+  machine_->doorbell(node, group).ring();
+  return true;
+}
+
 bool Endpoint::deliver(Pending& p) {
   const PacketHeader& h = p.packet.header;
   if (h.deposit()) return deliver_line(p);
   const auto node = machine_->shape().node_id(h.destination());
-  const std::span<const std::byte> payload(p.packet.payload.data(), h.payload_bytes);
-  if (!machine_->fifo(node, h.dest_group, p.fifo_index).try_push(h, payload)) {
+  if (!push(node, h.dest_group, p.fifo_index, h, {p.packet.payload.data(), h.payload_bytes}, {})) {
     ++counters_.delivery_stalls;
     return false;
   }
-  machine_->doorbell(node, h.dest_group).ring();
   return true;
 }
 
@@ -224,7 +243,7 @@ std::optional<FifoRef> Endpoint::poll(std::uint32_t skip) {
   for (;;) {
     const int index = find_nonempty(skip);
     if (index < 0) return std::nullopt;
-    const auto problem = check(fifos_[static_cast<std::size_t>(index)].front()->header);
+    const auto problem = check(current(FifoRef{static_cast<std::uint8_t>(index)})->header);
     if (problem == PacketHeader::Problem::none) return FifoRef{static_cast<std::uint8_t>(index)};
     reject(index, problem);
   }
@@ -234,16 +253,19 @@ std::optional<FifoRef> Endpoint::poll(std::uint32_t skip) {
 int Endpoint::find_nonempty(std::uint32_t skip) {
   if (!(skip >> kHighPriorityFifo & 1u) && fifos_[kHighPriorityFifo].front() != nullptr)
     return kHighPriorityFifo;
-  for (int scanned = 0; scanned < kHighPriorityFifo; ++scanned) {
-    const int index = next_poll_;
-    if (!(skip >> index & 1u) && fifos_[static_cast<std::size_t>(index)].front() != nullptr) {
+  // Round-robin positions 0..6 are the normal torus FIFOs, 7 the virtual FIFO (if any).
+  constexpr int kPositions = kHighPriorityFifo + 1;
+  for (int scanned = 0; scanned < kPositions; ++scanned) {
+    const int position = next_poll_;
+    const int index = position == kHighPriorityFifo ? kVirtualFifo : position;
+    if (!(skip >> index & 1u) && current(FifoRef{static_cast<std::uint8_t>(index)}) != nullptr) {
       if (++burst_ >= kPollBurst) {
         burst_ = 0;
-        next_poll_ = (index + 1) % kHighPriorityFifo;
+        next_poll_ = (position + 1) % kPositions;
       }
       return index;
     }
-    next_poll_ = (index + 1) % kHighPriorityFifo;
+    next_poll_ = (position + 1) % kPositions;
     burst_ = 0;
   }
   return -1;
@@ -258,11 +280,16 @@ PacketHeader::Problem Endpoint::check(const PacketHeader& h) const {
 }
 
 void Endpoint::reject(int index, PacketHeader::Problem problem) {
-  auto& fifo = fifos_[static_cast<std::size_t>(index)];
+  const FifoRef f{static_cast<std::uint8_t>(index)};
   spdlog::error("rank {}: discarding malformed packet from reception FIFO {}: {} [{}]", rank_, index,
-                to_string(problem), fifo.front()->header.describe());
+                to_string(problem), current(f)->header.describe());
   ++counters_.malformed;
-  fifo.pop();
+  pop(f);
+}
+
+void Endpoint::pop(FifoRef f) {
+  if (f.index == kVirtualFifo) virtual_in_->pop();
+  else fifos_[f.index].pop();
 }
 
 void Endpoint::receive(FifoRef f, std::span<std::byte> dst) {
@@ -274,19 +301,19 @@ void Endpoint::receive(FifoRef f, std::span<std::byte> dst) {
   if (n != 0) std::memcpy(dst.data(), p->payload.data(), n);
   ++counters_.packets_received;
   counters_.payload_bytes_received += n;
-  fifos_[f.index].pop();
+  pop(f);
 }
 
 void Endpoint::discard(FifoRef f) {
   ++counters_.packets_received;
   counters_.payload_bytes_received += current(f)->header.payload_bytes;
-  fifos_[f.index].pop();
+  pop(f);
 }
 
 bool Endpoint::reception_ready() const {
   for (const auto& f : fifos_)
     if (f.front() != nullptr) return true;
-  return false;
+  return virtual_front() != nullptr;
 }
 
 void Endpoint::wait() {

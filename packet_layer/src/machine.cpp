@@ -49,7 +49,7 @@ struct SegmentHeader {
 }  // namespace
 
 struct Machine::Layout {
-  std::size_t mapping, nodes, group, fifo, links, tasks, total;
+  std::size_t mapping, nodes, group, fifo, links, tasks, virtual_fifos, total;
   std::vector<std::size_t> regions;
 
   explicit Layout(const JobConfig& c) {
@@ -61,7 +61,11 @@ struct Machine::Layout {
     tasks = align_up(links + sizeof(LinkTotals) * static_cast<std::size_t>(c.shape.node_count()) *
                                  torus::kDirections,
                      64);
-    total = align_up(tasks + sizeof(TaskSlot) * static_cast<std::size_t>(c.ntasks()), 4096);
+    virtual_fifos = align_up(tasks + sizeof(TaskSlot) * static_cast<std::size_t>(c.ntasks()), 4096);
+    const std::size_t virtual_bytes = c.mode == NodeMode::virtual_node
+                                          ? static_cast<std::size_t>(c.shape.node_count()) * 2 * sizeof(VirtualFifo)
+                                          : 0;
+    total = align_up(virtual_fifos + virtual_bytes, 4096);
     if (c.regions.size() > kMaxRegions) throw ConfigError("too many segment regions");
     for (const auto& r : c.regions) {
       if (r.name.empty() || r.name.size() >= kRegionNameBytes)
@@ -82,6 +86,7 @@ Machine::Machine(std::span<std::byte> segment, JobConfig config)
   fifo_stride_ = l.fifo;
   links_offset_ = l.links;
   tasks_offset_ = l.tasks;
+  virtual_offset_ = l.virtual_fifos;
 }
 
 Machine Machine::format(std::span<std::byte> segment, const JobConfig& c) {
@@ -128,6 +133,10 @@ Machine Machine::format(std::span<std::byte> segment, const JobConfig& c) {
   }
   for (auto& link : m.links()) new (&link) LinkTotals{};
   for (int r = 0; r < c.ntasks(); ++r) new (&m.task(static_cast<torus::Rank>(r))) TaskSlot{};
+  if (c.mode == NodeMode::virtual_node) {
+    auto* rings = reinterpret_cast<VirtualFifo*>(segment.data() + l.virtual_fifos);
+    for (int i = 0; i < 2 * c.shape.node_count(); ++i) new (&rings[i]) VirtualFifo();
+  }
   // Publish last: a reader that sees the magic sees a fully formatted segment.
   std::atomic_thread_fence(std::memory_order_release);
   h->magic = kMagic;
@@ -196,6 +205,11 @@ std::span<std::byte> Machine::region(std::string_view name) const {
       return segment_.subspan(e.offset, e.bytes);
   }
   return {};
+}
+
+VirtualFifo& Machine::virtual_fifo(torus::NodeId node, int from) const {
+  auto* rings = std::launder(reinterpret_cast<VirtualFifo*>(segment_.data() + virtual_offset_));
+  return rings[static_cast<std::size_t>(node) * 2 + static_cast<std::size_t>(from)];
 }
 
 TaskSlot& Machine::task(torus::Rank rank) const {

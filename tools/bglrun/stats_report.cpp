@@ -20,7 +20,8 @@ json counters(const pkt::TaskCounters& c) {
           {"injection_full", c.injection_full},
           {"delivery_stalls", c.delivery_stalls},
           {"malformed", c.malformed},
-          {"sleeps", c.sleeps}};
+          {"sleeps", c.sleeps},
+          {"virtual_packets", c.virtual_packets}};
 }
 
 std::string_view fifo_name(int f) {

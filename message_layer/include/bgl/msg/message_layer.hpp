@@ -21,6 +21,7 @@ struct Config {
   std::size_t pool_bytes = 64u << 20;   // unexpected eager data (BGL_ML_POOL_BYTES)
   std::uint32_t max_receives = 4096;    // messages being received or unexpected (BGL_ML_MAX_RECVS)
   std::uint32_t max_rendezvous = 1024;  // rendezvous sends awaiting ack/fin (BGL_ML_MAX_RZV)
+  bool vn_direct_copy = true;           // VN protocol copies with process_vm_readv (BGL_ML_VN_COPY)
 
   static Config from_environment();
 };

@@ -13,8 +13,9 @@ enum class Protocol : std::uint8_t {
   eager,           // ordered packets, written at their offsets by the receiver
   rendezvous,      // ordered scout, receiver's ack, adaptive data straight into the buffer, fin
   adaptive_eager,  // adaptive packets only; a per-destination token keeps message order
+  virtual_node,    // to the node's other task (VN mode): the receiver copies from the sender's memory
 };
-inline constexpr int kProtocols = 4;
+inline constexpr int kProtocols = 5;
 
 std::string_view to_string(Protocol p);
 std::optional<Protocol> parse_protocol(std::string_view text);

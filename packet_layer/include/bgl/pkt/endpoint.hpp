@@ -116,7 +116,16 @@ class Endpoint {
   PacketHeader::Problem check(const PacketHeader& h) const;
   void reject(int index, PacketHeader::Problem problem);
 
-  const Packet* current(FifoRef f) const { return fifos_[f.index].front(); }
+  const Packet* current(FifoRef f) const {
+    return f.index == kVirtualFifo ? virtual_front() : fifos_[f.index].front();
+  }
+  const Packet* virtual_front() const {
+    return virtual_in_ && virtual_in_->read_available() ? &virtual_in_->front() : nullptr;
+  }
+  void pop(FifoRef f);
+  // Copies into the network: a torus reception FIFO, or the node's virtual FIFO.
+  bool push(torus::NodeId node, std::uint8_t group, std::uint8_t index, const PacketHeader& h,
+            std::span<const std::byte> payload, std::span<const std::byte> more);
   void build_header(const PacketSpec& spec, std::size_t payload, PacketHeader& h) const;
   std::uint8_t route_and_account(const PacketSpec& spec, std::uint8_t chunks);
   bool deliver(Pending& p);
@@ -132,6 +141,8 @@ class Endpoint {
   torus::NodeId node_;
   int group_;
   std::array<ReceptionFifo, kReceptionFifos> fifos_;
+  VirtualFifo* virtual_out_ = nullptr;  // virtual-node mode: to the node's other task
+  VirtualFifo* virtual_in_ = nullptr;   // and from it
   Doorbell* bell_;
   torus::Coord me_;
   std::vector<Peer> peers_;

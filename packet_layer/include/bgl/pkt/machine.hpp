@@ -13,6 +13,7 @@
 #include "bgl/pkt/job_barrier.hpp"
 #include "bgl/pkt/job_config.hpp"
 #include "bgl/pkt/reception_fifo.hpp"
+#include "bgl/pkt/virtual_fifo.hpp"
 
 namespace bgl::pkt {
 
@@ -23,6 +24,8 @@ inline constexpr int kLinkFifos = torus::kDirections;
 inline constexpr int kLocalFifo = 6;
 inline constexpr int kHighPriorityFifo = 7;
 inline constexpr int kReceptionFifos = 8;
+// Index of the virtual FIFO (from the node's other task, virtual-node mode) in a FifoRef.
+inline constexpr int kVirtualFifo = 8;
 
 // Per-task counters, written by the task when it finishes, read by the launcher.
 struct TaskCounters {
@@ -35,6 +38,7 @@ struct TaskCounters {
   std::uint64_t delivery_stalls = 0;    // a reception FIFO was full; the packet waited
   std::uint64_t malformed = 0;          // packets rejected by header validation
   std::uint64_t sleeps = 0;             // doorbell sleeps while waiting
+  std::uint64_t virtual_packets = 0;    // sent through the node's virtual FIFO (VN mode)
 };
 
 inline constexpr std::size_t kExchangeBytes = 256;
@@ -71,6 +75,8 @@ class Machine {
   JobBarrier& barrier() const;
   std::span<LinkTotals> links() const;  // node * 6 + direction
   TaskSlot& task(torus::Rank rank) const;
+  // Virtual-node mode: the ring from FIFO group `from` of `node` to the node's other group.
+  VirtualFifo& virtual_fifo(torus::NodeId node, int from) const;
   // A region requested in JobConfig::regions (64-byte aligned); empty span when there is none.
   std::span<std::byte> region(std::string_view name) const;
 
@@ -82,7 +88,7 @@ class Machine {
   std::span<std::byte> segment_;
   JobConfig config_;
   std::size_t nodes_offset_ = 0, group_stride_ = 0, fifo_stride_ = 0;
-  std::size_t links_offset_ = 0, tasks_offset_ = 0;
+  std::size_t links_offset_ = 0, tasks_offset_ = 0, virtual_offset_ = 0;
 };
 
 }  // namespace bgl::pkt
