@@ -151,4 +151,22 @@ int bgl_msg_barrier(bgl_msg_session_t* s) {
   return guarded([&] { s->session->bootstrap().barrier(); });
 }
 
+int bgl_msg_costart(bgl_msg_session_t* s, bgl_msg_unit_fn unit, void* arg, uint32_t* ticket) {
+  return guarded([&] {
+    Coprocessor* co = s->session->layer().coprocessor();
+    if (!co) throw bgl::ConfigError("costart needs coprocessor mode (bglrun --mode coprocessor)");
+    if (!unit || !ticket) throw std::invalid_argument("bgl_msg_costart: no unit or no place for the ticket");
+    *ticket = co->costart(unit, arg).id;
+  });
+}
+
+int bgl_msg_cojoin(bgl_msg_session_t* s, uint32_t ticket, int* result) {
+  return guarded([&] {
+    Coprocessor* co = s->session->layer().coprocessor();
+    if (!co) throw bgl::ConfigError("cojoin needs coprocessor mode (bglrun --mode coprocessor)");
+    const int r = co->cojoin(Coprocessor::Ticket{ticket});
+    if (result) *result = r;
+  });
+}
+
 }  // extern "C"

@@ -3,6 +3,7 @@
 // messages, the rendezvous table, the rendezvous data list, control packets) and a receive side
 // (per-source ordered streams, the table of messages being received, the unexpected pool).
 #include <cstdint>
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -28,6 +29,8 @@ class MessageLayer::Engine {
   Protocol choose(const SendMessage& m) const;
   const Statistics& statistics() const { return stats_; }
   const Config& config() const { return config_; }
+  Coprocessor* coprocessor() { return coprocessor_.get(); }
+  ~Engine();
 
  private:
   static constexpr std::uint32_t kNone = ~0u;
@@ -89,6 +92,15 @@ class MessageLayer::Engine {
     std::unique_ptr<std::byte[]> pool;  // unexpected data until accept()
     bool unexpected = false;
     bool data_complete = false;
+    bool on_coprocessor = false;
+  };
+  // Scratchpad descriptor of a rendezvous receive done by the coprocessor: the main task fills it
+  // and publishes `id`; the coprocessor writes the data and counts `received`.
+  struct CoReceive {
+    std::atomic<std::uint32_t> id{kNone};
+    std::byte* buffer = nullptr;
+    std::uint64_t bytes = 0;
+    std::atomic<std::uint64_t> received{0};
   };
   struct SourceState {
     std::uint32_t eager = kNone;     // eager message in progress (ordered stream)
@@ -123,6 +135,10 @@ class MessageLayer::Engine {
   void complete(std::uint32_t id, RecvState& r);
   void finish_receive(std::uint32_t id, RecvState& r);
   void malformed(const pkt::PacketHeader& h, const char* why);
+  void start_coprocessor();
+  bool coprocessor_eligible(const RecvState& r) const;
+  bool coprocessor_receive();   // runs on the coprocessor
+  bool coprocessor_complete();  // main task: coprocessor receives that are done
   void release_pool(RecvState& r);
 
   pkt::Endpoint& ep_;
@@ -147,6 +163,13 @@ class MessageLayer::Engine {
   std::size_t pool_in_use_ = 0;
   std::uint32_t blocked_fifos_ = 0;
   std::vector<Rank> held_sources_;
+
+  pkt::WaitPolicy co_policy_;
+  std::unique_ptr<pkt::Endpoint> co_endpoint_;       // FIFO group 1, used by the coprocessor only
+  std::unique_ptr<CoReceive[]> co_table_;            // indexed like recvs_
+  std::vector<std::uint32_t> co_active_;             // main task: receives on the coprocessor
+  std::atomic<std::uint64_t> co_packets_{0};
+  std::unique_ptr<Coprocessor> coprocessor_;         // last: its thread uses the members above
   Statistics stats_;
 };
 

@@ -197,7 +197,7 @@ void MessageLayer::Engine::on_eager_data(const pkt::PacketHeader& h, std::span<c
 
 void MessageLayer::Engine::on_rzv_data(const pkt::PacketHeader& h, std::span<const std::byte> payload) {
   RecvState* r = recvs_.find(h.word);
-  if (!r || !slotted(r->protocol) || r->unexpected || r->source != h.source_rank())
+  if (!r || !slotted(r->protocol) || r->unexpected || r->on_coprocessor || r->source != h.source_rank())
     return malformed(h, "rendezvous data for no matched message");
   if (payload.size() < wire::kRzvIndexBytes) return malformed(h, "rendezvous data packet too short");
   const std::uint64_t offset = std::uint64_t{wire::load<std::uint32_t>(payload)} * wire::kRzvChunk;
@@ -296,7 +296,19 @@ bool MessageLayer::Engine::copy_from_sender(RecvState& r) {
 }
 
 void MessageLayer::Engine::begin_rendezvous_data(RecvState& r, std::uint32_t id) {
-  send_control({r.source, wire::kRzvAck, 0, wire::Ack{r.sender_slot, id}});
+  std::uint32_t group = 0;
+  if (coprocessor_eligible(r)) {
+    CoReceive& d = co_table_[id & (SlotTable<int>::kMaxCapacity - 1)];
+    d.buffer = r.target.buffer.data();
+    d.bytes = r.bytes;
+    d.received.store(0, std::memory_order_relaxed);
+    d.id.store(id, std::memory_order_release);  // published before the ack can bring data
+    r.on_coprocessor = true;
+    co_active_.push_back(id);
+    ++stats_.coprocessor_messages;
+    group = 1;
+  }
+  send_control({r.source, wire::kRzvAck, 0, wire::Ack{r.sender_slot, id, group}});
   if (r.bytes == 0) complete(id, r);
 }
 
@@ -374,7 +386,7 @@ void MessageLayer::Engine::malformed(const pkt::PacketHeader& h, const char* why
 }
 
 bool MessageLayer::Engine::advance() {
-  const bool received = receive_some();
+  const bool received = receive_some() | (!co_active_.empty() && coprocessor_complete());
   const bool sent = send_some();
   return received || sent;
 }

@@ -35,6 +35,7 @@ MessageLayer::Engine::Engine(pkt::Endpoint& endpoint, Config config)
   active_.reserve(static_cast<std::size_t>(size_));
   vn_copy_refused_ = !config.vn_direct_copy;
   const auto& machine = endpoint.machine();
+  if (machine.config().mode == pkt::NodeMode::coprocessor) start_coprocessor();
   if (machine.config().mode == pkt::NodeMode::virtual_node) {
     const auto here = machine.mapping().location(endpoint.rank());
     sibling_ = machine.mapping().rank_at(here.node, 1 - here.t);
@@ -244,8 +245,9 @@ MessageLayer::Engine::Step MessageLayer::Engine::send_scout(SendMessage& m, bool
 MessageLayer::Engine::Step MessageLayer::Engine::send_rzv_data(SendMessage& m) {
   auto& s = m.state;
   const std::size_t bytes = m.data.size();
-  const pkt::PacketSpec spec{.dest = ep_.destination_of(m.dest), .dispatch = wire::kRzvData,
-                             .word = s.remote_id, .routing = pkt::Routing::adaptive};
+  pkt::PacketSpec spec{.dest = ep_.destination_of(m.dest), .dispatch = wire::kRzvData,
+                       .word = s.remote_id, .routing = pkt::Routing::adaptive};
+  spec.dest.group = s.data_group;
   std::byte scratch[pkt::kMaxPayloadBytes];
   for (int i = 0; i < 16 && s.offset < bytes; ++i) {
     const auto index = static_cast<std::uint32_t>(s.offset / wire::kRzvChunk);
@@ -274,8 +276,13 @@ void MessageLayer::Engine::on_ack(std::span<const std::byte> payload) {
     spdlog::error("rank {}: rendezvous ack for unknown send slot {:#x}; discarded", rank(), ack.sender_slot);
     return;
   }
+  if (ack.data_group >= pkt::kFifoGroups) {
+    spdlog::error("rank {}: rendezvous ack names FIFO group {}; discarded", rank(), ack.data_group);
+    return;
+  }
   SendMessage& m = *r->message;
   m.state.remote_id = ack.receiver_slot;
+  m.state.data_group = static_cast<std::uint8_t>(ack.data_group);
   m.state.phase = 2;
   if (!r->notify_remote) r->message = nullptr;  // the caller may reuse it after done()
   if (m.data.size() == 0) {
@@ -343,7 +350,7 @@ bool MessageLayer::Engine::flush_controls() {
 
 bool MessageLayer::Engine::idle() const {
   return active_.empty() && rzv_head_ == nullptr && rzv_sends_.in_use() == 0 && control_count_ == 0 &&
-         ep_.injection_idle();
+         co_active_.empty() && ep_.injection_idle();
 }
 
 }  // namespace bgl::msg

@@ -52,6 +52,7 @@ Config Config::from_environment() {
   if (auto v = env::get_int("BGL_ML_MAX_RECVS", 1, 1 << 20)) c.max_receives = static_cast<std::uint32_t>(*v);
   if (auto v = env::get_int("BGL_ML_MAX_RZV", 1, 1 << 20)) c.max_rendezvous = static_cast<std::uint32_t>(*v);
   if (auto v = env::get_int("BGL_ML_VN_COPY", 0, 1)) c.vn_direct_copy = *v != 0;
+  if (auto v = env::get_int("BGL_ML_COPROCESSOR_RECEIVE", 0, 1)) c.coprocessor_receive = *v != 0;
   return c;
 }
 
@@ -74,7 +75,10 @@ std::string Statistics::to_json() const {
                         {"pool_bytes_max", pool_bytes_max},
                         {"pool_waits", pool_waits},
                         {"early_adaptive_packets", early_adaptive_packets},
-                        {"token_waits", token_waits}}
+                        {"token_waits", token_waits},
+                        {"coprocessor_messages", coprocessor_messages},
+                        {"coprocessor_packets", coprocessor_packets},
+                        {"coherence_operations", coherence_operations}}
       .dump();
 }
 
@@ -92,5 +96,6 @@ bool MessageLayer::idle() const { return engine_->idle(); }
 Protocol MessageLayer::choose(const SendMessage& m) const { return engine_->choose(m); }
 const Statistics& MessageLayer::statistics() const { return engine_->statistics(); }
 const Config& MessageLayer::config() const { return engine_->config(); }
+Coprocessor* MessageLayer::coprocessor() { return engine_->coprocessor(); }
 
 }  // namespace bgl::msg

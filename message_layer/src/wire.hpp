@@ -39,6 +39,7 @@ static_assert(sizeof(First) == 12);
 struct Ack {
   std::uint32_t sender_slot;
   std::uint32_t receiver_slot;
+  std::uint32_t data_group;  // FIFO group the data go to (1: the receiver's coprocessor)
 };
 
 // Where a virtual-node message's data are: the sender's process and address.

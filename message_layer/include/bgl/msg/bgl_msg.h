@@ -106,6 +106,13 @@ int bgl_msg_advance(bgl_msg_session_t* session);
 void bgl_msg_wait(bgl_msg_session_t* session);
 int bgl_msg_barrier(bgl_msg_session_t* session);
 
+/* Coprocessor mode: run work units on the node's second processor. bgl_msg_costart returns
+ * BGL_MSG_ERR_CONFIG when the job is not in coprocessor mode; bgl_msg_cojoin waits for the unit
+ * and stores its result (-1000 if it failed) in *result. */
+typedef int (*bgl_msg_unit_fn)(void* arg);
+int bgl_msg_costart(bgl_msg_session_t* session, bgl_msg_unit_fn unit, void* arg, uint32_t* ticket);
+int bgl_msg_cojoin(bgl_msg_session_t* session, uint32_t ticket, int* result);
+
 #ifdef __cplusplus
 }
 #endif

@@ -9,6 +9,7 @@
 #include <memory>
 #include <span>
 
+#include "bgl/msg/coprocessor.hpp"
 #include "bgl/msg/messages.hpp"
 #include "bgl/msg/protocol.hpp"
 #include "bgl/msg/statistics.hpp"
@@ -22,6 +23,8 @@ struct Config {
   std::uint32_t max_receives = 4096;    // messages being received or unexpected (BGL_ML_MAX_RECVS)
   std::uint32_t max_rendezvous = 1024;  // rendezvous sends awaiting ack/fin (BGL_ML_MAX_RZV)
   bool vn_direct_copy = true;           // VN protocol copies with process_vm_readv (BGL_ML_VN_COPY)
+  // Coprocessor mode: the coprocessor receives eligible rendezvous data (BGL_ML_COPROCESSOR_RECEIVE).
+  bool coprocessor_receive = true;
 
   static Config from_environment();
 };
@@ -64,6 +67,8 @@ class MessageLayer {
   Protocol choose(const SendMessage& message) const;
   const Statistics& statistics() const;
   const Config& config() const;
+  // Coprocessor mode: the node's second processor, for costart()/cojoin(); nullptr otherwise.
+  Coprocessor* coprocessor();
 
  private:
   class Engine;

@@ -51,6 +51,7 @@ struct SendMessage {
     Protocol protocol = Protocol::one_packet;
     std::uint8_t phase = 0;
     std::uint8_t header_bytes = 0;
+    std::uint8_t data_group = 0;  // rendezvous: the receiver's FIFO group for the data
     std::byte header_copy[kMaxUserHeader];
   } state;
 };

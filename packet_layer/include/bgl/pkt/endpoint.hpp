@@ -74,6 +74,8 @@ class Endpoint {
   // Moves waiting injected packets on; true when all injection FIFOs are empty afterwards.
   bool advance();
   bool injection_idle() const { return pending_mask_ == 0; }
+  // Whether poll() would find a packet (cheap; for sleep decisions).
+  bool poll_ready() const { return reception_ready(); }
   // Blocks (spin, yield, doorbell sleep) until poll() has something or, when injected packets were
   // waiting, until some of them moved on (so a sender blocked by "full" can inject again).
   void wait();

@@ -1,0 +1,106 @@
+#include "bgl/msg/coprocessor.hpp"
+
+#include <stdexcept>
+
+#include "bgl/log.hpp"
+#include "bgl/pkt/futex.hpp"
+
+namespace bgl::msg {
+
+Coprocessor::Coprocessor(pkt::Doorbell& bell, const pkt::WaitPolicy& policy)
+    : bell_(bell), policy_(policy), slots_(kMaxTransient) {
+  free_.reserve(kMaxTransient);
+  for (std::uint32_t i = kMaxTransient; i-- > 0;) free_.push_back(i);
+  thread_ = std::thread([this] { run(); });
+}
+
+Coprocessor::~Coprocessor() {
+  stop_.store(true, std::memory_order_release);
+  bell_.rings.fetch_add(1, std::memory_order_release);
+  pkt::futex_wake_all(bell_.rings);
+  thread_.join();
+}
+
+void Coprocessor::add_permanent(Poll poll, Poll pending, void* arg) {
+  const std::size_t n = permanent_count_.load(std::memory_order_relaxed);
+  if (n == kMaxPermanent) throw std::runtime_error("too many permanent coprocessor units");
+  permanent_[n] = Permanent{poll, pending, arg};
+  permanent_count_.store(n + 1, std::memory_order_release);
+  bell_.ring();
+}
+
+Coprocessor::Ticket Coprocessor::costart(Unit unit, void* arg) {
+  if (free_.empty())
+    throw std::runtime_error("costart: " + std::to_string(kMaxTransient) + " units outstanding; cojoin some first");
+  const std::uint32_t id = free_.back();
+  free_.pop_back();
+  Slot& s = slots_[id];
+  s.unit = unit;
+  s.arg = arg;
+  s.result = 0;
+  s.error.clear();
+  s.state.store(kQueued, std::memory_order_relaxed);
+  queue_.push(id);  // cannot fail: at most kMaxTransient tickets exist
+  bell_.ring();
+  return Ticket{id};
+}
+
+int Coprocessor::cojoin(Ticket t) {
+  Slot& s = slots_.at(t.id);
+  if (s.state.load(std::memory_order_relaxed) == kFree) throw std::invalid_argument("cojoin of a ticket not started");
+  for (int i = 0; i < policy_.spin_rounds && s.state.load(std::memory_order_acquire) != kDone; ++i)
+    pkt::Backoff::cpu_relax();
+  // The coprocessor is a thread of this process: a (process-private) futex wait is what we need.
+  for (std::uint32_t v; (v = s.state.load(std::memory_order_acquire)) != kDone;) s.state.wait(v, std::memory_order_acquire);
+  const int result = s.result;
+  s.state.store(kFree, std::memory_order_relaxed);
+  free_.push_back(t.id);
+  return result;
+}
+
+const std::string& Coprocessor::error(Ticket t) const { return slots_.at(t.id).error; }
+
+bool Coprocessor::run_transients() {
+  bool worked = false;
+  std::uint32_t id;
+  while (queue_.pop(id)) {
+    Slot& s = slots_[id];
+    try {
+      s.result = s.unit(s.arg);
+    } catch (const std::exception& e) {
+      s.result = kUnitFailed;
+      s.error = e.what();
+      spdlog::error("coprocessor work unit failed: {}", e.what());
+    } catch (...) {
+      s.result = kUnitFailed;
+      s.error = "unknown exception";
+      spdlog::error("coprocessor work unit failed with an unknown exception");
+    }
+    units_run_.fetch_add(1, std::memory_order_relaxed);
+    s.state.store(kDone, std::memory_order_release);
+    s.state.notify_one();
+    worked = true;
+  }
+  return worked;
+}
+
+bool Coprocessor::has_work() const {
+  if (stop_.load(std::memory_order_acquire) || queue_.read_available() > 0) return true;
+  const std::size_t n = permanent_count_.load(std::memory_order_acquire);
+  for (std::size_t i = 0; i < n; ++i)
+    if (permanent_[i].pending && permanent_[i].pending(permanent_[i].arg)) return true;
+  return false;
+}
+
+void Coprocessor::run() {
+  pkt::Backoff backoff(policy_);
+  while (!stop_.load(std::memory_order_acquire)) {
+    bool worked = run_transients();
+    const std::size_t n = permanent_count_.load(std::memory_order_acquire);
+    for (std::size_t i = 0; i < n; ++i) worked |= permanent_[i].poll(permanent_[i].arg);
+    if (worked) backoff.reset();
+    else backoff.idle(bell_, [this] { return has_work(); });
+  }
+}
+
+}  // namespace bgl::msg

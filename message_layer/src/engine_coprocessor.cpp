@@ -1,0 +1,96 @@
+// Coprocessor mode: the communication unit that receives rendezvous data on the coprocessor's own
+// FIFO group, and the main task's side of it (completion after the software-coherence step).
+#include <cstring>
+
+#include "bgl/log.hpp"
+#include "engine.hpp"
+
+namespace bgl::msg {
+namespace {
+
+constexpr std::uint32_t slot_index(std::uint32_t id) { return id & (SlotTable<int>::kMaxCapacity - 1); }
+constexpr std::uintptr_t kCoherenceLine = 32;  // BG/L's L1 line: the unit of software coherence
+
+}  // namespace
+
+MessageLayer::Engine::~Engine() = default;
+
+void MessageLayer::Engine::start_coprocessor() {
+  const auto& machine = ep_.machine();
+  co_policy_ = pkt::WaitPolicy::for_job(size_ + 1);
+  co_table_ = std::make_unique<CoReceive[]>(config_.max_receives);
+  co_active_.reserve(config_.max_receives);
+  auto& bell = machine.doorbell(ep_.node(), 1);
+  coprocessor_ = std::make_unique<Coprocessor>(bell, co_policy_);
+  if (!config_.coprocessor_receive) return;
+  co_endpoint_ = std::make_unique<pkt::Endpoint>(machine, ep_.rank(), 1, co_policy_);
+  coprocessor_->add_permanent(
+      [](void* self) { return static_cast<Engine*>(self)->coprocessor_receive(); },
+      [](void* self) { return static_cast<Engine*>(self)->co_endpoint_->poll_ready(); }, this);
+}
+
+// The paper's condition: contiguous and cache-line aligned (and here: large enough for the data).
+bool MessageLayer::Engine::coprocessor_eligible(const RecvState& r) const {
+  return co_endpoint_ && r.bytes > 0 && r.target.kind == RecvTarget::Kind::buffer &&
+         r.target.buffer.size() >= r.bytes &&
+         reinterpret_cast<std::uintptr_t>(r.target.buffer.data()) % kCoherenceLine == 0;
+}
+
+bool MessageLayer::Engine::coprocessor_receive() {
+  bool worked = false;
+  for (int budget = kBudget; budget > 0; --budget) {
+    const auto f = co_endpoint_->poll();
+    if (!f) break;
+    const pkt::PacketHeader& h = co_endpoint_->peek(*f);
+    const auto payload = co_endpoint_->payload(*f);
+    CoReceive* d = h.dispatch == wire::kRzvData && payload.size() >= wire::kRzvIndexBytes &&
+                           slot_index(h.word) < config_.max_receives
+                       ? &co_table_[slot_index(h.word)]
+                       : nullptr;
+    if (!d || d->id.load(std::memory_order_acquire) != h.word) {
+      malformed(h, "coprocessor FIFO packet for no coprocessor receive");
+    } else {
+      const std::uint64_t offset = std::uint64_t{wire::load<std::uint32_t>(payload)} * wire::kRzvChunk;
+      const auto data = payload.subspan(wire::kRzvIndexBytes);
+      if (offset + data.size() > d->bytes) {
+        malformed(h, "coprocessor data beyond the message");
+      } else {
+        std::memcpy(d->buffer + offset, data.data(), data.size());
+        co_packets_.fetch_add(1, std::memory_order_relaxed);
+        // The last packet: release our writes and wake the main task, which completes it.
+        if (d->received.fetch_add(data.size(), std::memory_order_acq_rel) + data.size() == d->bytes)
+          ep_.machine().doorbell(ep_.node(), ep_.group()).ring();
+      }
+    }
+    co_endpoint_->discard(*f);
+    worked = true;
+  }
+  return worked;
+}
+
+bool MessageLayer::Engine::coprocessor_complete() {
+  bool progress = false;
+  for (std::size_t i = 0; i < co_active_.size();) {
+    const std::uint32_t id = co_active_[i];
+    CoReceive& d = co_table_[slot_index(id)];
+    if (d.received.load(std::memory_order_acquire) != d.bytes) {
+      ++i;
+      continue;
+    }
+    // The software-coherence step: make the coprocessor's writes visible to this processor. On
+    // BG/L both cores flush/invalidate the buffer's L1 lines; here an acquire fence, counted.
+    std::atomic_thread_fence(std::memory_order_acquire);
+    ++stats_.coherence_operations;
+    d.id.store(kNone, std::memory_order_relaxed);
+    co_active_[i] = co_active_.back();
+    co_active_.pop_back();
+    stats_.coprocessor_packets = co_packets_.load(std::memory_order_relaxed);
+    RecvState& r = *recvs_.find(id);
+    r.received = r.bytes;
+    complete(id, r);
+    progress = true;
+  }
+  return progress;
+}
+
+}  // namespace bgl::msg
