@@ -28,8 +28,12 @@ inline double seconds_since(Clock::time_point t) {
 struct Samples {
   std::vector<double> values;
   void add(double v) { values.push_back(v); }
-  double min() const { return values.empty() ? 0 : *std::min_element(values.begin(), values.end()); }
-  double max() const { return values.empty() ? 0 : *std::max_element(values.begin(), values.end()); }
+  double min() const {
+    return values.empty() ? 0 : *std::min_element(values.begin(), values.end());
+  }
+  double max() const {
+    return values.empty() ? 0 : *std::max_element(values.begin(), values.end());
+  }
   double median() const {
     if (values.empty()) return 0;
     auto v = values;
@@ -48,9 +52,12 @@ struct Args {
     a.rounds = default_rounds;
     for (int i = 1; i < argc; ++i) {
       const std::string_view s = argv[i];
-      if (s == "--json") a.json = true;
-      else if (s == "--rounds" && i + 1 < argc) a.rounds = static_cast<int>(env::parse_int(argv[++i], "--rounds", 1, 1000));
-      else a.rest.emplace_back(s);
+      if (s == "--json")
+        a.json = true;
+      else if (s == "--rounds" && i + 1 < argc)
+        a.rounds = static_cast<int>(env::parse_int(argv[++i], "--rounds", 1, 1000));
+      else
+        a.rest.emplace_back(s);
     }
     return a;
   }
@@ -67,7 +74,8 @@ class Table {
     nlohmann::json rows = nlohmann::json::array();
     for (const auto& r : rows_) {
       nlohmann::json o;
-      for (std::size_t i = 0; i < columns_.size() && i < r.size(); ++i) o[columns_[i]] = r[i];
+      for (std::size_t i = 0; i < columns_.size() && i < r.size(); ++i)
+        o[columns_[i]] = r[i];
       rows.push_back(o);
     }
     return {{"title", title_}, {"rows", rows}};
@@ -84,10 +92,13 @@ class Table {
       }
       return c.is_string() ? c.get<std::string>() : c.dump();
     };
-    for (std::size_t i = 0; i < columns_.size(); ++i) width[i] = columns_[i].size();
+    for (std::size_t i = 0; i < columns_.size(); ++i)
+      width[i] = columns_[i].size();
     for (const auto& r : rows_)
-      for (std::size_t i = 0; i < r.size() && i < width.size(); ++i) width[i] = std::max(width[i], text(r[i]).size());
-    for (std::size_t i = 0; i < columns_.size(); ++i) std::printf("%*s  ", static_cast<int>(width[i]), columns_[i].c_str());
+      for (std::size_t i = 0; i < r.size() && i < width.size(); ++i)
+        width[i] = std::max(width[i], text(r[i]).size());
+    for (std::size_t i = 0; i < columns_.size(); ++i)
+      std::printf("%*s  ", static_cast<int>(width[i]), columns_[i].c_str());
     std::printf("\n");
     for (const auto& r : rows_) {
       for (std::size_t i = 0; i < r.size() && i < width.size(); ++i)
@@ -111,7 +122,8 @@ class ScratchMemory {
     int fd = -1;
     if (rt.rank() == 0) {
       fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-      if (fd < 0 || ftruncate(fd, static_cast<off_t>(bytes)) != 0) throw ConfigError("cannot create " + name);
+      if (fd < 0 || ftruncate(fd, static_cast<off_t>(bytes)) != 0)
+        throw ConfigError("cannot create " + name);
     }
     rt.barrier();
     if (rt.rank() != 0) fd = shm_open(name.c_str(), O_RDWR, 0);

@@ -24,9 +24,11 @@ double floor_half_rtt(Line* lines, int rank, int iterations, std::uint64_t& seq)
     ++seq;
     if (rank == 0) {
       ping.value.store(seq, std::memory_order_release);
-      while (pong.value.load(std::memory_order_acquire) != seq) pkt::Backoff::cpu_relax();
+      while (pong.value.load(std::memory_order_acquire) != seq)
+        pkt::Backoff::cpu_relax();
     } else {
-      while (ping.value.load(std::memory_order_acquire) != seq) pkt::Backoff::cpu_relax();
+      while (ping.value.load(std::memory_order_acquire) != seq)
+        pkt::Backoff::cpu_relax();
       pong.value.store(seq, std::memory_order_release);
     }
   }
@@ -48,11 +50,13 @@ double packet_half_rtt(pkt::Endpoint& ep, int rank, std::size_t payload, int ite
   const auto start = bench::Clock::now();
   for (int i = 0; i < iterations; ++i) {
     if (rank == 0) {
-      while (ep.inject(0, spec, data) != pkt::InjectStatus::ok) {}
+      while (ep.inject(0, spec, data) != pkt::InjectStatus::ok) {
+      }
       bounce();
     } else {
       bounce();
-      while (ep.inject(0, spec, data) != pkt::InjectStatus::ok) {}
+      while (ep.inject(0, spec, data) != pkt::InjectStatus::ok) {
+      }
     }
   }
   return bench::seconds_since(start) / iterations / 2;
@@ -62,7 +66,8 @@ int run(int argc, char** argv) {
   const auto args = bench::Args::parse(argc, argv, 9);
   int iterations = 20000;
   for (std::size_t i = 0; i + 1 < args.rest.size(); ++i)
-    if (args.rest[i] == "--iterations") iterations = static_cast<int>(env::parse_int(args.rest[i + 1], "--iterations", 1, 1 << 30));
+    if (args.rest[i] == "--iterations")
+      iterations = static_cast<int>(env::parse_int(args.rest[i + 1], "--iterations", 1, 1 << 30));
   auto rt = pkt::Runtime::from_environment();
   if (rt.size() != 2) throw ConfigError("pl_pingpong needs exactly 2 tasks (bglrun -np 2)");
   const int rank = static_cast<int>(rt.rank());
@@ -78,7 +83,8 @@ int run(int argc, char** argv) {
       rt.barrier();
       floor[s].add(floor_half_rtt(lines, rank, iterations, seq));
       rt.barrier();
-      packet[s].add(packet_half_rtt(rt.endpoint(), rank, kSizes[s] - pkt::kHeaderBytes, iterations));
+      packet[s].add(
+          packet_half_rtt(rt.endpoint(), rank, kSizes[s] - pkt::kHeaderBytes, iterations));
     }
   }
   if (rank == 0) {
@@ -90,11 +96,13 @@ int run(int argc, char** argv) {
                     "floor_min_ns", "floor_median_ns", "ratio_median"});
     for (std::size_t s = 0; s < std::size(kSizes); ++s) {
       const double ratio = packet[s].median() / floor[s].median();
-      t.row({kSizes[s], kSizes[s] - pkt::kHeaderBytes, packet[s].min() * 1e9, packet[s].median() * 1e9,
-             floor[s].min() * 1e9, floor[s].median() * 1e9, ratio});
+      t.row({kSizes[s], kSizes[s] - pkt::kHeaderBytes, packet[s].min() * 1e9,
+             packet[s].median() * 1e9, floor[s].min() * 1e9, floor[s].median() * 1e9, ratio});
     }
-    if (args.json) std::printf("%s\n", t.to_json().dump(1).c_str());
-    else t.print();
+    if (args.json)
+      std::printf("%s\n", t.to_json().dump(1).c_str());
+    else
+      t.print();
   }
   return 0;
 }

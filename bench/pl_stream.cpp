@@ -30,11 +30,13 @@ double floor_stream(pkt::Runtime& rt, std::byte* scratch, std::uint64_t n) {
   if (rt.rank() == 0) {
     for (std::uint64_t i = 0; i < n; ++i) {
       slot[0] = static_cast<std::byte>(i);
-      while (!ring->push(slot)) pkt::Backoff::cpu_relax();
+      while (!ring->push(slot))
+        pkt::Backoff::cpu_relax();
     }
   } else {
     for (std::uint64_t i = 0; i < n; ++i)
-      while (!ring->pop(slot)) pkt::Backoff::cpu_relax();
+      while (!ring->pop(slot))
+        pkt::Backoff::cpu_relax();
   }
   const double t = bench::seconds_since(start);
   rt.barrier();
@@ -51,8 +53,10 @@ double packet_stream(pkt::Runtime& rt, std::size_t packet_bytes, std::uint64_t n
   const auto start = bench::Clock::now();
   if (rt.rank() == 0) {
     for (std::uint64_t i = 0; i < n; ++i)
-      while (ep.inject(0, spec, payload) != pkt::InjectStatus::ok) pkt::Backoff::cpu_relax();
-    while (!ep.advance()) pkt::Backoff::cpu_relax();
+      while (ep.inject(0, spec, payload) != pkt::InjectStatus::ok)
+        pkt::Backoff::cpu_relax();
+    while (!ep.advance())
+      pkt::Backoff::cpu_relax();
   } else {
     for (std::uint64_t i = 0; i < n;) {
       if (auto f = ep.poll()) {
@@ -78,7 +82,8 @@ int run(int argc, char** argv) {
   const auto args = bench::Args::parse(argc, argv, 5);
   std::uint64_t n = 1'000'000;
   for (std::size_t i = 0; i + 1 < args.rest.size(); ++i)
-    if (args.rest[i] == "--packets") n = static_cast<std::uint64_t>(env::parse_int(args.rest[i + 1], "--packets", 1, 1LL << 40));
+    if (args.rest[i] == "--packets")
+      n = static_cast<std::uint64_t>(env::parse_int(args.rest[i + 1], "--packets", 1, 1LL << 40));
   auto rt = pkt::Runtime::from_environment();
   if (rt.size() != 2) throw ConfigError("pl_stream needs exactly 2 tasks (bglrun -np 2)");
   bench::ScratchMemory scratch(rt, sizeof(FloorRing<256>) + 4096);
@@ -87,24 +92,28 @@ int run(int argc, char** argv) {
   packet_stream(rt, 64, n / 10);  // warm up
   for (int round = 0; round < args.rounds; ++round) {
     for (std::size_t s = 0; s < std::size(kSizes); ++s) {
-      floor[s].add(floor_by_index(rt, scratch.data(), s, n, std::make_index_sequence<std::size(kSizes)>()));
+      floor[s].add(
+          floor_by_index(rt, scratch.data(), s, n, std::make_index_sequence<std::size(kSizes)>()));
       packet[s].add(packet_stream(rt, kSizes[s], n));
     }
   }
   if (rt.rank() == 1) {
     bench::Table t("streaming " + std::to_string(n) + " packets to a nearest neighbour (" +
-                       std::to_string(args.rounds) + " rounds; Mpkt/s from the best and the median "
+                       std::to_string(args.rounds) +
+                       " rounds; Mpkt/s from the best and the median "
                        "round; GB/s of payload)",
                    {"packet_bytes", "packet_Mpps_best", "packet_Mpps_median", "packet_GBps_median",
                     "floor_Mpps_best", "floor_Mpps_median", "floor_GBps_median", "ratio_median"});
     for (std::size_t s = 0; s < std::size(kSizes); ++s) {
       const double payload = static_cast<double>(kSizes[s] - pkt::kHeaderBytes);
       const double pm = n / packet[s].median() / 1e6, fm = n / floor[s].median() / 1e6;
-      t.row({kSizes[s], n / packet[s].min() / 1e6, pm, pm * payload / 1e3, n / floor[s].min() / 1e6, fm,
-             fm * kSizes[s] / 1e3, pm / fm});
+      t.row({kSizes[s], n / packet[s].min() / 1e6, pm, pm * payload / 1e3, n / floor[s].min() / 1e6,
+             fm, fm * kSizes[s] / 1e3, pm / fm});
     }
-    if (args.json) std::printf("%s\n", t.to_json().dump(1).c_str());
-    else t.print();
+    if (args.json)
+      std::printf("%s\n", t.to_json().dump(1).c_str());
+    else
+      t.print();
   }
   return 0;
 }

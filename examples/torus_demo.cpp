@@ -14,7 +14,9 @@ namespace {
 using namespace bgl;
 
 std::string fifo_name(int index) {
-  if (index < pkt::kLinkFifos) return "arrived travelling " + std::string(torus::to_string(static_cast<torus::Direction>(index)));
+  if (index < pkt::kLinkFifos)
+    return "arrived travelling " +
+           std::string(torus::to_string(static_cast<torus::Direction>(index)));
   return index == pkt::kLocalFifo ? "local" : "high priority";
 }
 
@@ -30,7 +32,8 @@ int run() {
     const auto peer = static_cast<torus::Rank>((static_cast<int>(me) + k) % size);
     const std::string text = "hello from rank " + std::to_string(me);
     pkt::PacketSpec spec{.dest = ep.destination_of(peer), .dispatch = 1};
-    while (ep.inject(0, spec, std::as_bytes(std::span(text))) == pkt::InjectStatus::full) ep.wait();
+    while (ep.inject(0, spec, std::as_bytes(std::span(text))) == pkt::InjectStatus::full)
+      ep.wait();
   }
   const bool line = me == 0 && shape.extent(torus::Dim::x) > 1;
   if (line) {
@@ -38,9 +41,11 @@ int run() {
     const auto end = shape.node_id({shape.extent(torus::Dim::x) - 1, c.y, c.z});
     const std::string text = "deposit-bit broadcast along +x";
     pkt::PacketSpec spec{.dest = {end, 0}, .dispatch = 2, .deposit_line = torus::Direction::x_plus};
-    while (ep.inject(1, spec, std::as_bytes(std::span(text))) == pkt::InjectStatus::full) ep.wait();
+    while (ep.inject(1, spec, std::as_bytes(std::span(text))) == pkt::InjectStatus::full)
+      ep.wait();
   }
-  while (!ep.advance()) ep.wait();
+  while (!ep.advance())
+    ep.wait();
   rt.barrier();  // every packet is in some reception FIFO now
 
   std::vector<std::string> lines;
@@ -55,9 +60,11 @@ int run() {
   }
   for (int r = 0; r < size; ++r) {
     if (static_cast<int>(me) == r) {
-      std::printf("rank %u at %s t=%d received %zu packets:\n", me, torus::to_string(mapping.coord(me)).c_str(),
-                  mapping.location(me).t, lines.size());
-      for (const auto& l : lines) std::printf("%s\n", l.c_str());
+      std::printf("rank %u at %s t=%d received %zu packets:\n", me,
+                  torus::to_string(mapping.coord(me)).c_str(), mapping.location(me).t,
+                  lines.size());
+      for (const auto& l : lines)
+        std::printf("%s\n", l.c_str());
       std::fflush(stdout);
     }
     rt.barrier();

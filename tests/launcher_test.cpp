@@ -53,7 +53,8 @@ std::vector<int> wait_for_pids(const std::string& log, int n, double timeout) {
     const std::string text = read_file(log);
     const std::regex line("pid (\\d+) (\\d+)");
     int found = 0;
-    for (auto it = std::sregex_iterator(text.begin(), text.end(), line); it != std::sregex_iterator(); ++it) {
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), line);
+         it != std::sregex_iterator(); ++it) {
       const int rank = std::stoi((*it)[1]);
       if (rank < n && pids[static_cast<std::size_t>(rank)] == 0) ++found;
       if (rank < n) pids[static_cast<std::size_t>(rank)] = std::stoi((*it)[2]);
@@ -80,32 +81,37 @@ TEST(Launcher, ReturnsFirstFailingRanksCodeAndNamesIt) {
 
 TEST(Launcher, KillNineOfOneRankStopsJobAndCleansUpWithinFiveSeconds) {
   const std::string log = temp_path("kill9.log");
-  const int launcher = spawn_process({kBglrun, "-np", "8", "--shape", "2x2x2", kScenarios, "hang"}, log);
+  const int launcher =
+      spawn_process({kBglrun, "-np", "8", "--shape", "2x2x2", kScenarios, "hang"}, log);
   const auto pids = wait_for_pids(log, 8, 30);
   ASSERT_EQ(pids.size(), 8u) << read_file(log);
   EXPECT_TRUE(segment_of(launcher));
   const auto start = std::chrono::steady_clock::now();
   ASSERT_EQ(kill(pids[3], SIGKILL), 0);
   const int code = wait_process(launcher, 5);
-  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(code, 128 + SIGKILL) << read_file(log);
   EXPECT_LT(took, 5.0);
   EXPECT_THAT(read_file(log), HasSubstr("rank 3 on node (1,1,0) t=0"));
   EXPECT_THAT(read_file(log), HasSubstr("was killed by signal 9"));
   EXPECT_FALSE(segment_of(launcher));
-  for (int pid : pids) EXPECT_FALSE(process_alive(pid)) << "task pid " << pid << " survived";
+  for (int pid : pids)
+    EXPECT_FALSE(process_alive(pid)) << "task pid " << pid << " survived";
 }
 
 TEST(Launcher, InterruptStopsEveryTaskAndRemovesTheSegment) {
   const std::string log = temp_path("sigint.log");
-  const int launcher = spawn_process({kBglrun, "-np", "4", "--shape", "2x2x1", kScenarios, "hang"}, log);
+  const int launcher =
+      spawn_process({kBglrun, "-np", "4", "--shape", "2x2x1", kScenarios, "hang"}, log);
   const auto pids = wait_for_pids(log, 4, 30);
   ASSERT_EQ(pids.size(), 4u) << read_file(log);
   kill(launcher, SIGINT);
   EXPECT_EQ(wait_process(launcher, 5), 128 + SIGINT) << read_file(log);
   EXPECT_THAT(read_file(log), HasSubstr("received signal 2"));
   EXPECT_FALSE(segment_of(launcher));
-  for (int pid : pids) EXPECT_FALSE(process_alive(pid));
+  for (int pid : pids)
+    EXPECT_FALSE(process_alive(pid));
 }
 
 TEST(Launcher, TimeoutStopsTheJob) {
@@ -130,7 +136,9 @@ TEST(Launcher, ValidatesConfigurationBeforeStarting) {
   const std::string map = temp_path("bad.map");
   std::ofstream(map) << "# two tasks\n0 0 0\n0 0 0\n";
   const std::vector<Case> cases = {
-      {{"-np", "9", "--shape", "2x2x2", "true"}, {}, "9 tasks do not fit shape 2x2x2 in heater mode"},
+      {{"-np", "9", "--shape", "2x2x2", "true"},
+       {},
+       "9 tasks do not fit shape 2x2x2 in heater mode"},
       {{"-np", "17", "--shape", "2x2x2", "--mode", "vn", "true"}, {}, "17 tasks do not fit"},
       {{"-np", "2", "--mode", "turbo", "true"}, {}, "expected heater, coprocessor or vn"},
       {{"-np", "2", "true"}, {"BGL_MODE=turbo"}, "BGL_MODE='turbo'"},
@@ -152,7 +160,8 @@ TEST(Launcher, ValidatesConfigurationBeforeStarting) {
 }
 
 TEST(Launcher, DryRunPrintsTheMapping) {
-  const auto r = bglrun({"-np", "16", "--shape", "2x2x2", "--mode", "vn", "--mapping", "TXYZ", "--dry-run"});
+  const auto r =
+      bglrun({"-np", "16", "--shape", "2x2x2", "--mode", "vn", "--mapping", "TXYZ", "--dry-run"});
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("16 tasks on 2x2x2 (8 nodes), vn mode, mapping order TXYZ"));
   // t varies fastest: rank 1 is the second task of node (0,0,0), rank 2 is on (1,0,0).
@@ -162,7 +171,8 @@ TEST(Launcher, DryRunPrintsTheMapping) {
 
 TEST(Launcher, WritesStatisticsAsJson) {
   const std::string stats = temp_path("stats.json");
-  const auto r = bglrun({"-np", "8", "--shape", "2x2x2", "--stats", stats, kScenarios, "order", "100"});
+  const auto r =
+      bglrun({"-np", "8", "--shape", "2x2x2", "--stats", stats, kScenarios, "order", "100"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto j = nlohmann::json::parse(read_file(stats));
   EXPECT_EQ(j["job"]["shape"], "2x2x2");
@@ -172,7 +182,8 @@ TEST(Launcher, WritesStatisticsAsJson) {
     injected += t["counters"]["packets_injected"].get<std::uint64_t>();
     received += t["counters"]["packets_received"].get<std::uint64_t>();
   }
-  for (const auto& l : j["links"]) link_packets += l["packets"].get<std::uint64_t>();
+  for (const auto& l : j["links"])
+    link_packets += l["packets"].get<std::uint64_t>();
   EXPECT_EQ(injected, 8u * 7u * 100u);
   EXPECT_EQ(received, injected);
   // On a 2x2x2 torus each task has 3 peers at 1 hop, 3 at 2 and 1 at 3: 12 hops per round.
@@ -185,9 +196,11 @@ TEST(PacketLayer, DeterministicRoutingKeepsEveryPairsOrder) {
 }
 
 TEST(PacketLayer, OrderHoldsInVirtualNodeModeAndOnAMesh) {
-  const auto vn = bglrun({"-np", "16", "--shape", "2x2x2", "--mode", "vn", kScenarios, "order", "500"}, 120);
+  const auto vn =
+      bglrun({"-np", "16", "--shape", "2x2x2", "--mode", "vn", kScenarios, "order", "500"}, 120);
   EXPECT_EQ(vn.exit_code, 0) << vn.output;
-  const auto mesh = bglrun({"-np", "12", "--shape", "3x2x2", "--mesh", "xz", kScenarios, "order", "500"}, 120);
+  const auto mesh =
+      bglrun({"-np", "12", "--shape", "3x2x2", "--mesh", "xz", kScenarios, "order", "500"}, 120);
   EXPECT_EQ(mesh.exit_code, 0) << mesh.output;
 }
 
@@ -206,20 +219,23 @@ TEST(PacketLayer, DepositBitReachesEveryNodeOnTheLineOnce) {
   EXPECT_THAT(torus.output, HasSubstr("rank 7: 4000 deposit-bit copies"));  // on both lines
   EXPECT_THAT(torus.output, HasSubstr("rank 1: 2000 deposit-bit copies"));
   EXPECT_THAT(torus.output, HasSubstr("rank 8: 0 deposit-bit copies"));
-  const auto mesh = bglrun({"-np", "8", "--shape", "8x1x1", "--mesh", "x", kScenarios, "deposit", "2000"}, 120);
+  const auto mesh =
+      bglrun({"-np", "8", "--shape", "8x1x1", "--mesh", "x", kScenarios, "deposit", "2000"}, 120);
   EXPECT_EQ(mesh.exit_code, 0) << mesh.output;
   EXPECT_THAT(mesh.output, HasSubstr("rank 7: 2000 deposit-bit copies"));
 }
 
 TEST(PacketLayer, EightProducersOneFifoMillionPacketsNoLossNoDuplicates) {
   // 9x1x1 mesh: every packet to rank 0 travels -x last, into the same reception FIFO.
-  const auto r = bglrun({"-np", "9", "--shape", "9x1x1", "--mesh", "x", kScenarios, "flood", "125000"}, 300);
+  const auto r =
+      bglrun({"-np", "9", "--shape", "9x1x1", "--mesh", "x", kScenarios, "flood", "125000"}, 300);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("rank 0: 1000000 packets from 8 producers, reception FIFOs 0x2"));
 }
 
 TEST(PacketLayer, SixtyFourTasksOnTwoCoresCompleteAnAllToAll) {
-  const auto r = bglrun({"-np", "64", "--shape", "4x4x4", "--timeout", "240", kScenarios, "alltoall", "20"}, 300);
+  const auto r = bglrun(
+      {"-np", "64", "--shape", "4x4x4", "--timeout", "240", kScenarios, "alltoall", "20"}, 300);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("alltoall: 64 tasks x 20 packets to each peer: ok"));
 }

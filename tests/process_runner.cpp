@@ -18,12 +18,15 @@ using Clock = std::chrono::steady_clock;
 
 std::vector<char*> c_args(const std::vector<std::string>& argv) {
   std::vector<char*> out;
-  for (const auto& a : argv) out.push_back(const_cast<char*>(a.c_str()));
+  for (const auto& a : argv)
+    out.push_back(const_cast<char*>(a.c_str()));
   out.push_back(nullptr);
   return out;
 }
 
-int decode(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
+int decode(int status) {
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
 
 }  // namespace
 
@@ -39,7 +42,8 @@ ProcessResult run_process(const std::vector<std::string>& argv, double timeout_s
     dup2(pipefd[1], STDERR_FILENO);
     close(pipefd[0]);
     close(pipefd[1]);
-    for (const auto& e : env) putenv(const_cast<char*>(e.c_str()));
+    for (const auto& e : env)
+      putenv(const_cast<char*>(e.c_str()));
     auto args = c_args(argv);
     execvp(args[0], args.data());
     _exit(127);
@@ -49,7 +53,8 @@ ProcessResult run_process(const std::vector<std::string>& argv, double timeout_s
   const auto deadline = start + std::chrono::duration<double>(timeout_seconds);
   char buf[4096];
   for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) {
       r.timed_out = true;
       kill(-pid, SIGKILL);

@@ -44,7 +44,9 @@ int guarded(F&& f) {
   }
 }
 
-bgl_msg_send_t* c_of(SendMessage& m) { return static_cast<bgl_msg_send_t*>(m.context); }
+bgl_msg_send_t* c_of(SendMessage& m) {
+  return static_cast<bgl_msg_send_t*>(m.context);
+}
 
 RecvTarget to_cxx(const bgl_msg_recv_target_t& t) {
   RecvTarget r;
@@ -60,8 +62,9 @@ RecvTarget to_cxx(const bgl_msg_recv_target_t& t) {
 
 RecvTarget c_arrival(void* context, const Arrival& a) {
   const auto& h = *static_cast<const CHandler*>(context);
-  const bgl_msg_arrival_t arrival{a.source, a.handler, a.header.data(), a.header.size(), a.bytes,
-                                  static_cast<int>(a.protocol), {a.handle.id}};
+  const bgl_msg_arrival_t arrival{a.source,        a.handler, a.header.data(),
+                                  a.header.size(), a.bytes,   static_cast<int>(a.protocol),
+                                  {a.handle.id}};
   return to_cxx(h.fn(h.context, &arrival));
 }
 
@@ -69,7 +72,9 @@ RecvTarget c_arrival(void* context, const Arrival& a) {
 
 extern "C" {
 
-const char* bgl_msg_last_error(void) { return g_last_error.c_str(); }
+const char* bgl_msg_last_error(void) {
+  return g_last_error.c_str();
+}
 
 int bgl_msg_init(const bgl_msg_bootstrap_t* bootstrap, bgl_msg_session_t** out) {
   return guarded([&] {
@@ -86,16 +91,25 @@ int bgl_msg_init(const bgl_msg_bootstrap_t* bootstrap, bgl_msg_session_t** out) 
   });
 }
 
-void bgl_msg_finalize(bgl_msg_session_t* session) { delete session; }
+void bgl_msg_finalize(bgl_msg_session_t* session) {
+  delete session;
+}
 
-uint32_t bgl_msg_rank(const bgl_msg_session_t* s) { return s->session->rank(); }
-uint32_t bgl_msg_size(const bgl_msg_session_t* s) { return static_cast<uint32_t>(s->session->size()); }
-int bgl_msg_mode(const bgl_msg_session_t* s) { return static_cast<int>(s->session->mode()); }
+uint32_t bgl_msg_rank(const bgl_msg_session_t* s) {
+  return s->session->rank();
+}
+uint32_t bgl_msg_size(const bgl_msg_session_t* s) {
+  return static_cast<uint32_t>(s->session->size());
+}
+int bgl_msg_mode(const bgl_msg_session_t* s) {
+  return static_cast<int>(s->session->mode());
+}
 
 int bgl_msg_coords(const bgl_msg_session_t* s, uint32_t rank, int xyzt[4]) {
   return guarded([&] {
     const auto& m = s->session->mapping();
-    if (rank >= static_cast<uint32_t>(m.size())) throw std::invalid_argument("rank outside the job");
+    if (rank >= static_cast<uint32_t>(m.size()))
+      throw std::invalid_argument("rank outside the job");
     const auto c = m.coord(rank);
     xyzt[0] = c.x, xyzt[1] = c.y, xyzt[2] = c.z, xyzt[3] = m.location(rank).t;
   });
@@ -107,7 +121,8 @@ size_t bgl_msg_max_one_packet(size_t header_bytes) {
 
 int bgl_msg_register(bgl_msg_session_t* s, uint8_t handler, bgl_msg_arrival_fn fn, void* context) {
   return guarded([&] {
-    if (handler >= BGL_MSG_MAX_HANDLERS || !fn) throw std::invalid_argument("bad handler registration");
+    if (handler >= BGL_MSG_MAX_HANDLERS || !fn)
+      throw std::invalid_argument("bad handler registration");
     s->handlers[handler] = {fn, context};
     s->session->layer().register_handler(handler, &c_arrival, &s->handlers[handler]);
   });
@@ -123,7 +138,8 @@ int bgl_msg_post(bgl_msg_session_t* s, bgl_msg_send_t* send) {
     m.data.buffer = {static_cast<const std::byte*>(send->data), send->data ? send->bytes : 0};
     m.data.iov = {send->iov, send->iov ? send->iov_count : 0};
     if (send->protocol != BGL_MSG_AUTO) {
-      if (send->protocol < 0 || send->protocol >= kProtocols) throw std::invalid_argument("unknown protocol");
+      if (send->protocol < 0 || send->protocol >= kProtocols)
+        throw std::invalid_argument("unknown protocol");
       m.protocol = static_cast<Protocol>(send->protocol);
     }
     m.context = send;
@@ -138,15 +154,20 @@ int bgl_msg_post(bgl_msg_session_t* s, bgl_msg_send_t* send) {
   });
 }
 
-int bgl_msg_accept(bgl_msg_session_t* s, bgl_msg_recv_handle_t handle, const bgl_msg_recv_target_t* target) {
+int bgl_msg_accept(bgl_msg_session_t* s, bgl_msg_recv_handle_t handle,
+                   const bgl_msg_recv_target_t* target) {
   return guarded([&] {
     if (!target) throw std::invalid_argument("bgl_msg_accept: no target");
     s->session->layer().accept(RecvHandle{handle.id}, to_cxx(*target));
   });
 }
 
-int bgl_msg_advance(bgl_msg_session_t* s) { return s->session->layer().advance() ? 1 : 0; }
-void bgl_msg_wait(bgl_msg_session_t* s) { s->session->layer().wait(); }
+int bgl_msg_advance(bgl_msg_session_t* s) {
+  return s->session->layer().advance() ? 1 : 0;
+}
+void bgl_msg_wait(bgl_msg_session_t* s) {
+  s->session->layer().wait();
+}
 int bgl_msg_barrier(bgl_msg_session_t* s) {
   return guarded([&] { s->session->bootstrap().barrier(); });
 }
@@ -155,7 +176,8 @@ int bgl_msg_costart(bgl_msg_session_t* s, bgl_msg_unit_fn unit, void* arg, uint3
   return guarded([&] {
     Coprocessor* co = s->session->layer().coprocessor();
     if (!co) throw bgl::ConfigError("costart needs coprocessor mode (bglrun --mode coprocessor)");
-    if (!unit || !ticket) throw std::invalid_argument("bgl_msg_costart: no unit or no place for the ticket");
+    if (!unit || !ticket)
+      throw std::invalid_argument("bgl_msg_costart: no unit or no place for the ticket");
     *ticket = co->costart(unit, arg).id;
   });
 }

@@ -10,7 +10,8 @@ namespace bgl::msg {
 Coprocessor::Coprocessor(pkt::Doorbell& bell, const pkt::WaitPolicy& policy)
     : bell_(bell), policy_(policy), slots_(kMaxTransient) {
   free_.reserve(kMaxTransient);
-  for (std::uint32_t i = kMaxTransient; i-- > 0;) free_.push_back(i);
+  for (std::uint32_t i = kMaxTransient; i-- > 0;)
+    free_.push_back(i);
   thread_ = std::thread([this] { run(); });
 }
 
@@ -31,7 +32,8 @@ void Coprocessor::add_permanent(Poll poll, Poll pending, void* arg) {
 
 Coprocessor::Ticket Coprocessor::costart(Unit unit, void* arg) {
   if (free_.empty())
-    throw std::runtime_error("costart: " + std::to_string(kMaxTransient) + " units outstanding; cojoin some first");
+    throw std::runtime_error("costart: " + std::to_string(kMaxTransient) +
+                             " units outstanding; cojoin some first");
   const std::uint32_t id = free_.back();
   free_.pop_back();
   Slot& s = slots_[id];
@@ -47,18 +49,22 @@ Coprocessor::Ticket Coprocessor::costart(Unit unit, void* arg) {
 
 int Coprocessor::cojoin(Ticket t) {
   Slot& s = slots_.at(t.id);
-  if (s.state.load(std::memory_order_relaxed) == kFree) throw std::invalid_argument("cojoin of a ticket not started");
+  if (s.state.load(std::memory_order_relaxed) == kFree)
+    throw std::invalid_argument("cojoin of a ticket not started");
   for (int i = 0; i < policy_.spin_rounds && s.state.load(std::memory_order_acquire) != kDone; ++i)
     pkt::Backoff::cpu_relax();
   // The coprocessor is a thread of this process: a (process-private) futex wait is what we need.
-  for (std::uint32_t v; (v = s.state.load(std::memory_order_acquire)) != kDone;) s.state.wait(v, std::memory_order_acquire);
+  for (std::uint32_t v; (v = s.state.load(std::memory_order_acquire)) != kDone;)
+    s.state.wait(v, std::memory_order_acquire);
   const int result = s.result;
   s.state.store(kFree, std::memory_order_relaxed);
   free_.push_back(t.id);
   return result;
 }
 
-const std::string& Coprocessor::error(Ticket t) const { return slots_.at(t.id).error; }
+const std::string& Coprocessor::error(Ticket t) const {
+  return slots_.at(t.id).error;
+}
 
 bool Coprocessor::run_transients() {
   bool worked = false;
@@ -97,9 +103,12 @@ void Coprocessor::run() {
   while (!stop_.load(std::memory_order_acquire)) {
     bool worked = run_transients();
     const std::size_t n = permanent_count_.load(std::memory_order_acquire);
-    for (std::size_t i = 0; i < n; ++i) worked |= permanent_[i].poll(permanent_[i].arg);
-    if (worked) backoff.reset();
-    else backoff.idle(bell_, [this] { return has_work(); });
+    for (std::size_t i = 0; i < n; ++i)
+      worked |= permanent_[i].poll(permanent_[i].arg);
+    if (worked)
+      backoff.reset();
+    else
+      backoff.idle(bell_, [this] { return has_work(); });
   }
 }
 

@@ -2,8 +2,8 @@
 // The message layer's state machines: a send side (per-destination queues of caller-owned
 // messages, the rendezvous table, the rendezvous data list, control packets) and a receive side
 // (per-source ordered streams, the table of messages being received, the unexpected pool).
-#include <cstdint>
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -35,14 +35,16 @@ class MessageLayer::Engine {
  private:
   static constexpr std::uint32_t kNone = ~0u;
   // Protocols whose sender keeps a rendezvous slot until the receiver's fin.
-  static bool slotted(Protocol p) { return p == Protocol::rendezvous || p == Protocol::virtual_node; }
+  static bool slotted(Protocol p) {
+    return p == Protocol::rendezvous || p == Protocol::virtual_node;
+  }
   static constexpr int kBudget = 64;  // packets per direction per advance() call
 
   // --- send side ---
   struct DestState {
     SendMessage* head = nullptr;
     SendMessage* tail = nullptr;
-    bool token = true;   // adaptive eager: may start a message (receiver returned the token)
+    bool token = true;    // adaptive eager: may start a message (receiver returned the token)
     bool parity = false;  // adaptive eager: parity bit of the next message
     bool active = false;  // listed in active_
     std::uint16_t next_seq = 0;
@@ -56,7 +58,9 @@ class MessageLayer::Engine {
   void activate(Rank dest);
   // The head message may (continue to) send: a new message needs the adaptive-eager token back,
   // so that it cannot overtake an adaptive-eager message the receiver has not matched yet.
-  static bool may_start(const DestState& d) { return d.token || (d.head && d.head->state.packets > 0); }
+  static bool may_start(const DestState& d) {
+    return d.token || (d.head && d.head->state.packets > 0);
+  }
   bool send_some();
   Step send_step(SendMessage& m, DestState& d);
   Step send_one_packet(SendMessage& m);
@@ -118,7 +122,8 @@ class MessageLayer::Engine {
   bool receive_some();
   Taken dispatch(const pkt::PacketHeader& h, std::span<const std::byte> payload);
   Taken on_first(const pkt::PacketHeader& h, std::span<const std::byte> payload);
-  Taken match(const pkt::PacketHeader& h, std::span<const std::byte> payload, const wire::First& first);
+  Taken match(const pkt::PacketHeader& h, std::span<const std::byte> payload,
+              const wire::First& first);
   bool release_held();
   void on_eager_data(const pkt::PacketHeader& h, std::span<const std::byte> payload);
   void on_ack(std::span<const std::byte> payload);
@@ -131,7 +136,8 @@ class MessageLayer::Engine {
   bool copy_from_sender(RecvState& r);
   void unstage(SourceState& src, RecvState& r);
   void place(RecvState& r, std::uint64_t offset, std::span<const std::byte> data);
-  void data_arrived(std::uint32_t id, RecvState& r, std::uint64_t offset, std::span<const std::byte> data);
+  void data_arrived(std::uint32_t id, RecvState& r, std::uint64_t offset,
+                    std::span<const std::byte> data);
   void complete(std::uint32_t id, RecvState& r);
   void finish_receive(std::uint32_t id, RecvState& r);
   void malformed(const pkt::PacketHeader& h, const char* why);
@@ -144,7 +150,7 @@ class MessageLayer::Engine {
   pkt::Endpoint& ep_;
   Config config_;
   int size_;
-  std::optional<Rank> sibling_;  // virtual-node mode: the other task of this node
+  std::optional<Rank> sibling_;   // virtual-node mode: the other task of this node
   bool vn_copy_refused_ = false;  // process_vm_readv is not allowed here: stream instead
   std::vector<std::pair<ArrivalHandler, void*>> handlers_;
 
@@ -165,11 +171,11 @@ class MessageLayer::Engine {
   std::vector<Rank> held_sources_;
 
   pkt::WaitPolicy co_policy_;
-  std::unique_ptr<pkt::Endpoint> co_endpoint_;       // FIFO group 1, used by the coprocessor only
-  std::unique_ptr<CoReceive[]> co_table_;            // indexed like recvs_
-  std::vector<std::uint32_t> co_active_;             // main task: receives on the coprocessor
+  std::unique_ptr<pkt::Endpoint> co_endpoint_;  // FIFO group 1, used by the coprocessor only
+  std::unique_ptr<CoReceive[]> co_table_;       // indexed like recvs_
+  std::vector<std::uint32_t> co_active_;        // main task: receives on the coprocessor
   std::atomic<std::uint64_t> co_packets_{0};
-  std::unique_ptr<Coprocessor> coprocessor_;         // last: its thread uses the members above
+  std::unique_ptr<Coprocessor> coprocessor_;  // last: its thread uses the members above
   Statistics stats_;
 };
 

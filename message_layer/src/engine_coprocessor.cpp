@@ -8,7 +8,9 @@
 namespace bgl::msg {
 namespace {
 
-constexpr std::uint32_t slot_index(std::uint32_t id) { return id & (SlotTable<int>::kMaxCapacity - 1); }
+constexpr std::uint32_t slot_index(std::uint32_t id) {
+  return id & (SlotTable<int>::kMaxCapacity - 1);
+}
 constexpr std::uintptr_t kCoherenceLine = 32;  // BG/L's L1 line: the unit of software coherence
 
 }  // namespace
@@ -50,7 +52,8 @@ bool MessageLayer::Engine::coprocessor_receive() {
     if (!d || d->id.load(std::memory_order_acquire) != h.word) {
       malformed(h, "coprocessor FIFO packet for no coprocessor receive");
     } else {
-      const std::uint64_t offset = std::uint64_t{wire::load<std::uint32_t>(payload)} * wire::kRzvChunk;
+      const std::uint64_t offset =
+          std::uint64_t{wire::load<std::uint32_t>(payload)} * wire::kRzvChunk;
       const auto data = payload.subspan(wire::kRzvIndexBytes);
       if (offset + data.size() > d->bytes) {
         malformed(h, "coprocessor data beyond the message");

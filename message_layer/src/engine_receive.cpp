@@ -16,11 +16,16 @@ namespace {
 
 Protocol protocol_of(std::uint8_t first_packet_type) {
   switch (first_packet_type) {
-    case wire::kOnePacket: return Protocol::one_packet;
-    case wire::kEagerFirst: return Protocol::eager;
-    case wire::kAeFirst: return Protocol::adaptive_eager;
-    case wire::kVnRts: return Protocol::virtual_node;
-    default: return Protocol::rendezvous;
+    case wire::kOnePacket:
+      return Protocol::one_packet;
+    case wire::kEagerFirst:
+      return Protocol::eager;
+    case wire::kAeFirst:
+      return Protocol::adaptive_eager;
+    case wire::kVnRts:
+      return Protocol::virtual_node;
+    default:
+      return Protocol::rendezvous;
   }
 }
 
@@ -75,24 +80,39 @@ MessageLayer::Engine::Taken MessageLayer::Engine::dispatch(const pkt::PacketHead
     case wire::kEagerFirst:
     case wire::kScout:
     case wire::kVnRts:
-    case wire::kAeFirst: return on_first(h, payload);
-    case wire::kEagerData: on_eager_data(h, payload); break;
-    case wire::kRzvAck:
-      if (payload.size() != sizeof(wire::Ack)) malformed(h, "ack of the wrong size");
-      else on_ack(payload);
+    case wire::kAeFirst:
+      return on_first(h, payload);
+    case wire::kEagerData:
+      on_eager_data(h, payload);
       break;
-    case wire::kRzvData: on_rzv_data(h, payload); break;
-    case wire::kRzvFin: on_fin(h); break;
-    case wire::kAeData: on_ae_data(h, payload); break;
-    case wire::kAeToken: on_token(h.source_rank()); break;
-    default: malformed(h, "unknown packet type");
+    case wire::kRzvAck:
+      if (payload.size() != sizeof(wire::Ack))
+        malformed(h, "ack of the wrong size");
+      else
+        on_ack(payload);
+      break;
+    case wire::kRzvData:
+      on_rzv_data(h, payload);
+      break;
+    case wire::kRzvFin:
+      on_fin(h);
+      break;
+    case wire::kAeData:
+      on_ae_data(h, payload);
+      break;
+    case wire::kAeToken:
+      on_token(h.source_rank());
+      break;
+    default:
+      malformed(h, "unknown packet type");
   }
   return Taken::consumed;
 }
 
 MessageLayer::Engine::Taken MessageLayer::Engine::on_first(const pkt::PacketHeader& h,
                                                            std::span<const std::byte> payload) {
-  if (payload.size() < wire::kFirstBytes) return malformed(h, "first packet too short"), Taken::consumed;
+  if (payload.size() < wire::kFirstBytes)
+    return malformed(h, "first packet too short"), Taken::consumed;
   const auto first = wire::load<wire::First>(payload);
   const std::size_t prefix = wire::kFirstBytes + first.header_bytes;
   if (first.header_bytes > kMaxUserHeader || prefix > payload.size())
@@ -151,8 +171,9 @@ MessageLayer::Engine::Taken MessageLayer::Engine::match(const pkt::PacketHeader&
   r.sender_slot = h.word;
   if (protocol == Protocol::virtual_node) r.vn = wire::load<wire::VnSource>(chunk);
   const auto [handler, context] = handlers_[first.handler];
-  const Arrival arrival{source, first.handler, payload.subspan(wire::kFirstBytes, first.header_bytes),
-                        bytes, protocol, RecvHandle{id}};
+  const Arrival arrival{
+      source, first.handler, payload.subspan(wire::kFirstBytes, first.header_bytes),
+      bytes,  protocol,      RecvHandle{id}};
   ++src.expected_seq;
   r.target = handler(context, arrival);
   if (r.target.kind == RecvTarget::Kind::later) {
@@ -181,12 +202,15 @@ MessageLayer::Engine::Taken MessageLayer::Engine::match(const pkt::PacketHeader&
       unstage(src, r);
       data_arrived(id, r, 0, chunk);
       break;
-    case Protocol::one_packet: data_arrived(id, r, 0, chunk); break;
+    case Protocol::one_packet:
+      data_arrived(id, r, 0, chunk);
+      break;
   }
   return Taken::consumed;
 }
 
-void MessageLayer::Engine::on_eager_data(const pkt::PacketHeader& h, std::span<const std::byte> payload) {
+void MessageLayer::Engine::on_eager_data(const pkt::PacketHeader& h,
+                                         std::span<const std::byte> payload) {
   SourceState& src = sources_[h.source_rank()];
   RecvState* r = src.eager == kNone ? nullptr : recvs_.find(src.eager);
   if (!r) return malformed(h, "eager data without a message in progress");
@@ -195,11 +219,14 @@ void MessageLayer::Engine::on_eager_data(const pkt::PacketHeader& h, std::span<c
   data_arrived(src.eager, *r, h.word, payload);
 }
 
-void MessageLayer::Engine::on_rzv_data(const pkt::PacketHeader& h, std::span<const std::byte> payload) {
+void MessageLayer::Engine::on_rzv_data(const pkt::PacketHeader& h,
+                                       std::span<const std::byte> payload) {
   RecvState* r = recvs_.find(h.word);
-  if (!r || !slotted(r->protocol) || r->unexpected || r->on_coprocessor || r->source != h.source_rank())
+  if (!r || !slotted(r->protocol) || r->unexpected || r->on_coprocessor ||
+      r->source != h.source_rank())
     return malformed(h, "rendezvous data for no matched message");
-  if (payload.size() < wire::kRzvIndexBytes) return malformed(h, "rendezvous data packet too short");
+  if (payload.size() < wire::kRzvIndexBytes)
+    return malformed(h, "rendezvous data packet too short");
   const std::uint64_t offset = std::uint64_t{wire::load<std::uint32_t>(payload)} * wire::kRzvChunk;
   const auto data = payload.subspan(wire::kRzvIndexBytes);
   if (offset + data.size() > r->bytes) return malformed(h, "rendezvous data beyond the message");
@@ -207,7 +234,8 @@ void MessageLayer::Engine::on_rzv_data(const pkt::PacketHeader& h, std::span<con
   data_arrived(h.word, *r, offset, data);
 }
 
-void MessageLayer::Engine::on_ae_data(const pkt::PacketHeader& h, std::span<const std::byte> payload) {
+void MessageLayer::Engine::on_ae_data(const pkt::PacketHeader& h,
+                                      std::span<const std::byte> payload) {
   SourceState& src = sources_[h.source_rank()];
   const bool parity = (h.word & wire::kParityBit) != 0;
   const std::uint64_t offset = h.word & ~wire::kParityBit;
@@ -215,7 +243,8 @@ void MessageLayer::Engine::on_ae_data(const pkt::PacketHeader& h, std::span<cons
   RecvState* r = src.adaptive == kNone ? nullptr : recvs_.find(src.adaptive);
   // The message in progress has the parity before the flip made when its first packet arrived.
   if (r && parity != src.parity) {
-    if (offset + payload.size() > r->bytes) return malformed(h, "adaptive-eager data beyond the message");
+    if (offset + payload.size() > r->bytes)
+      return malformed(h, "adaptive-eager data beyond the message");
     data_arrived(src.adaptive, *r, offset, payload);
     return;
   }
@@ -231,7 +260,8 @@ void MessageLayer::Engine::unstage(SourceState& src, RecvState& r) {
   const std::uint32_t id = src.adaptive;
   for (const auto& [offset, n] : src.staged) {
     if (offset + n > r.bytes) {
-      spdlog::error("rank {}: early adaptive-eager data beyond the message from rank {}; dropped", rank(), r.source);
+      spdlog::error("rank {}: early adaptive-eager data beyond the message from rank {}; dropped",
+                    rank(), r.source);
       continue;
     }
     data_arrived(id, r, offset, {src.staging.data() + offset, n});
@@ -254,8 +284,10 @@ void MessageLayer::Engine::begin_receive(RecvState& r, std::uint32_t id) {
 bool MessageLayer::Engine::copy_from_sender(RecvState& r) {
   if (vn_copy_refused_) return false;
   if (r.vn.pid != ep_.machine().task(r.source).pid) {
-    spdlog::error("rank {}: virtual-node message from rank {} names pid {}, not the task's; streaming it instead",
-                  rank(), r.source, r.vn.pid);
+    spdlog::error(
+        "rank {}: virtual-node message from rank {} names pid {}, not the task's; streaming it "
+        "instead",
+        rank(), r.source, r.vn.pid);
     return false;
   }
   std::array<iovec, 64> local{};
@@ -264,28 +296,35 @@ bool MessageLayer::Engine::copy_from_sender(RecvState& r) {
     std::uint64_t left = r.bytes;
     for (const iovec& v : r.target.iov) {
       if (left == 0 || count == local.size()) break;
-      local[count++] = {v.iov_base, static_cast<std::size_t>(std::min<std::uint64_t>(v.iov_len, left))};
+      local[count++] = {v.iov_base,
+                        static_cast<std::size_t>(std::min<std::uint64_t>(v.iov_len, left))};
       left -= local[count - 1].iov_len;
     }
   } else {
-    local[count++] = {r.target.buffer.data(), static_cast<std::size_t>(std::min<std::uint64_t>(r.target.buffer.size(), r.bytes))};
+    local[count++] = {r.target.buffer.data(), static_cast<std::size_t>(std::min<std::uint64_t>(
+                                                  r.target.buffer.size(), r.bytes))};
   }
   const std::uint64_t want = iov_bytes({local.data(), count});
   std::uint64_t done = 0;
   // process_vm_readv may copy less than asked (large transfers): continue where it stopped.
   while (done < want) {
     std::size_t skip = done, first = 0;
-    while (skip >= local[first].iov_len) skip -= local[first++].iov_len;
+    while (skip >= local[first].iov_len)
+      skip -= local[first++].iov_len;
     std::array<iovec, 64> part{};
     std::size_t n = 0;
-    for (std::size_t i = first; i < count; ++i, ++n) part[n] = local[i];
+    for (std::size_t i = first; i < count; ++i, ++n)
+      part[n] = local[i];
     part[0].iov_base = static_cast<std::byte*>(part[0].iov_base) + skip;
     part[0].iov_len -= skip;
-    const iovec remote{reinterpret_cast<void*>(r.vn.address + done), static_cast<std::size_t>(want - done)};
+    const iovec remote{reinterpret_cast<void*>(r.vn.address + done),
+                       static_cast<std::size_t>(want - done)};
     const ssize_t got = process_vm_readv(r.vn.pid, part.data(), n, &remote, 1, 0);
     if (got <= 0) {
-      spdlog::warn("process_vm_readv from rank {} failed ({}); virtual-node messages stream through the "
-                   "virtual FIFO instead", r.source, std::strerror(errno));
+      spdlog::warn(
+          "process_vm_readv from rank {} failed ({}); virtual-node messages stream through the "
+          "virtual FIFO instead",
+          r.source, std::strerror(errno));
       vn_copy_refused_ = done == 0 && (errno == EPERM || errno == ENOSYS);
       if (done == 0) return false;
       break;
@@ -312,10 +351,14 @@ void MessageLayer::Engine::begin_rendezvous_data(RecvState& r, std::uint32_t id)
   if (r.bytes == 0) complete(id, r);
 }
 
-void MessageLayer::Engine::place(RecvState& r, std::uint64_t offset, std::span<const std::byte> data) {
-  if (r.unexpected) copy_into({r.pool.get(), r.bytes}, offset, data);
-  else if (r.target.kind == RecvTarget::Kind::iov) scatter_into(r.target.iov, offset, data);
-  else copy_into(r.target.buffer, offset, data);
+void MessageLayer::Engine::place(RecvState& r, std::uint64_t offset,
+                                 std::span<const std::byte> data) {
+  if (r.unexpected)
+    copy_into({r.pool.get(), r.bytes}, offset, data);
+  else if (r.target.kind == RecvTarget::Kind::iov)
+    scatter_into(r.target.iov, offset, data);
+  else
+    copy_into(r.target.buffer, offset, data);
 }
 
 void MessageLayer::Engine::data_arrived(std::uint32_t id, RecvState& r, std::uint64_t offset,
@@ -337,8 +380,11 @@ void MessageLayer::Engine::complete(std::uint32_t id, RecvState& r) {
       send_control({r.source, wire::kAeToken, 0, {}});
       break;
     case Protocol::rendezvous:
-    case Protocol::virtual_node: send_control({r.source, wire::kRzvFin, r.sender_slot, {}}); break;
-    case Protocol::one_packet: break;
+    case Protocol::virtual_node:
+      send_control({r.source, wire::kRzvFin, r.sender_slot, {}});
+      break;
+    case Protocol::one_packet:
+      break;
   }
   auto& c = stats_.protocol[static_cast<std::size_t>(r.protocol)];
   ++c.messages_received;
@@ -359,8 +405,10 @@ void MessageLayer::Engine::finish_receive(std::uint32_t id, RecvState& r) {
 
 void MessageLayer::Engine::accept(RecvHandle handle, const RecvTarget& target) {
   RecvState* r = recvs_.find(handle.id);
-  if (!r || !r->unexpected) throw std::invalid_argument("accept() of a message that is not waiting for a buffer");
-  if (target.kind == RecvTarget::Kind::later) throw std::invalid_argument("accept() needs a destination");
+  if (!r || !r->unexpected)
+    throw std::invalid_argument("accept() of a message that is not waiting for a buffer");
+  if (target.kind == RecvTarget::Kind::later)
+    throw std::invalid_argument("accept() needs a destination");
   r->target = target;
   r->unexpected = false;
   --stats_.unexpected_depth;
@@ -370,8 +418,10 @@ void MessageLayer::Engine::accept(RecvHandle handle, const RecvTarget& target) {
     place(*r, 0, {r->pool.get(), r->bytes});
   }
   release_pool(*r);
-  if (slotted(r->protocol)) begin_receive(*r, handle.id);
-  else if (r->data_complete) finish_receive(handle.id, *r);
+  if (slotted(r->protocol))
+    begin_receive(*r, handle.id);
+  else if (r->data_complete)
+    finish_receive(handle.id, *r);
 }
 
 void MessageLayer::Engine::release_pool(RecvState& r) {
@@ -382,7 +432,8 @@ void MessageLayer::Engine::release_pool(RecvState& r) {
 }
 
 void MessageLayer::Engine::malformed(const pkt::PacketHeader& h, const char* why) {
-  spdlog::error("rank {}: discarding packet from rank {}: {} [{}]", rank(), h.source_rank(), why, h.describe());
+  spdlog::error("rank {}: discarding packet from rank {}: {} [{}]", rank(), h.source_rank(), why,
+                h.describe());
 }
 
 bool MessageLayer::Engine::advance() {

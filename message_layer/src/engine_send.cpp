@@ -71,12 +71,13 @@ void MessageLayer::Engine::post(SendMessage& m) {
   if (m.handler >= kMaxHandlers) throw std::invalid_argument("handler id must be below 64");
   const Protocol p = choose(m);
   if (p == Protocol::one_packet && m.data.size() > one_packet_capacity(m.header.size()))
-    throw std::invalid_argument("one-packet protocol forced for " + std::to_string(m.data.size()) +
-                                " bytes; at most " + std::to_string(one_packet_capacity(m.header.size())) +
-                                " fit with this header");
+    throw std::invalid_argument(
+        "one-packet protocol forced for " + std::to_string(m.data.size()) + " bytes; at most " +
+        std::to_string(one_packet_capacity(m.header.size())) + " fit with this header");
   if (p == Protocol::virtual_node && (!sibling_ || m.dest != *sibling_ || !m.data.iov.empty()))
-    throw std::invalid_argument("the virtual-node protocol needs a contiguous message to this node's other "
-                                "task in virtual-node mode");
+    throw std::invalid_argument(
+        "the virtual-node protocol needs a contiguous message to this node's other "
+        "task in virtual-node mode");
   if ((p == Protocol::eager || p == Protocol::adaptive_eager) && m.data.size() >= wire::kParityBit)
     throw std::invalid_argument("eager protocols carry at most 2 GiB; use rendezvous");
   auto& s = m.state;
@@ -86,8 +87,10 @@ void MessageLayer::Engine::post(SendMessage& m) {
   if (!m.header.empty()) std::memcpy(s.header_copy, m.header.data(), m.header.size());
   DestState& d = dests_[m.dest];
   s.seq = d.next_seq++;
-  if (d.tail) d.tail->state.next = &m;
-  else d.head = &m;
+  if (d.tail)
+    d.tail->state.next = &m;
+  else
+    d.head = &m;
   d.tail = &m;
   activate(m.dest);
 }
@@ -152,19 +155,25 @@ bool MessageLayer::Engine::send_some() {
 
 MessageLayer::Engine::Step MessageLayer::Engine::send_step(SendMessage& m, DestState& d) {
   switch (m.state.protocol) {
-    case Protocol::one_packet: return send_one_packet(m);
-    case Protocol::eager: return send_eager(m, d, false);
-    case Protocol::adaptive_eager: return send_eager(m, d, true);
-    case Protocol::rendezvous: return send_scout(m, false);
-    case Protocol::virtual_node: return send_scout(m, true);
+    case Protocol::one_packet:
+      return send_one_packet(m);
+    case Protocol::eager:
+      return send_eager(m, d, false);
+    case Protocol::adaptive_eager:
+      return send_eager(m, d, true);
+    case Protocol::rendezvous:
+      return send_scout(m, false);
+    case Protocol::virtual_node:
+      return send_scout(m, true);
   }
   return Step::blocked;
 }
 
-std::span<const std::byte> MessageLayer::Engine::first_prefix(const SendMessage& m, std::byte* buffer) const {
+std::span<const std::byte> MessageLayer::Engine::first_prefix(const SendMessage& m,
+                                                              std::byte* buffer) const {
   const std::uint64_t bytes = m.data.size();
-  const wire::First f{m.handler, m.state.header_bytes, m.state.seq, static_cast<std::uint32_t>(bytes),
-                      static_cast<std::uint32_t>(bytes >> 32)};
+  const wire::First f{m.handler, m.state.header_bytes, m.state.seq,
+                      static_cast<std::uint32_t>(bytes), static_cast<std::uint32_t>(bytes >> 32)};
   std::memcpy(buffer, &f, sizeof f);
   std::memcpy(buffer + sizeof f, m.state.header_copy, m.state.header_bytes);
   return {buffer, sizeof f + m.state.header_bytes};
@@ -172,7 +181,8 @@ std::span<const std::byte> MessageLayer::Engine::first_prefix(const SendMessage&
 
 // The next n data bytes at `offset`: a view of the caller's buffer, or gathered into `scratch`.
 std::span<const std::byte> MessageLayer::Engine::data_view(const SendMessage& m, std::size_t offset,
-                                                           std::size_t n, std::byte* scratch) const {
+                                                           std::size_t n,
+                                                           std::byte* scratch) const {
   if (m.data.iov.empty()) return m.data.buffer.subspan(offset, n);
   return {scratch, gather_from(m.data.iov, offset, {scratch, n})};
 }
@@ -182,13 +192,15 @@ MessageLayer::Engine::Step MessageLayer::Engine::send_one_packet(SendMessage& m)
   const auto head = first_prefix(m, prefix);
   const auto data = data_view(m, 0, m.data.size(), scratch);
   const pkt::PacketSpec spec{.dest = ep_.destination_of(m.dest), .dispatch = wire::kOnePacket};
-  if (ep_.inject(ordered_fifo(m.dest), spec, head, data) == pkt::InjectStatus::full) return Step::blocked;
+  if (ep_.inject(ordered_fifo(m.dest), spec, head, data) == pkt::InjectStatus::full)
+    return Step::blocked;
   ++m.state.packets;
   m.state.offset = m.data.size();
   return Step::finished;
 }
 
-MessageLayer::Engine::Step MessageLayer::Engine::send_eager(SendMessage& m, DestState& d, bool adaptive) {
+MessageLayer::Engine::Step MessageLayer::Engine::send_eager(SendMessage& m, DestState& d,
+                                                            bool adaptive) {
   auto& s = m.state;
   const std::size_t bytes = m.data.size();
   const int fifo = adaptive ? kDataFifo : ordered_fifo(m.dest);
@@ -231,8 +243,10 @@ MessageLayer::Engine::Step MessageLayer::Engine::send_scout(SendMessage& m, bool
                              .dispatch = virtual_node ? wire::kVnRts : wire::kScout,
                              .word = s.local_id};
   const wire::VnSource source{reinterpret_cast<std::uintptr_t>(m.data.buffer.data()), getpid(), 0};
-  const auto where = virtual_node ? std::as_bytes(std::span(&source, 1)) : std::span<const std::byte>{};
-  if (ep_.inject(ordered_fifo(m.dest), spec, first_prefix(m, prefix), where) == pkt::InjectStatus::full) {
+  const auto where =
+      virtual_node ? std::as_bytes(std::span(&source, 1)) : std::span<const std::byte>{};
+  if (ep_.inject(ordered_fifo(m.dest), spec, first_prefix(m, prefix), where) ==
+      pkt::InjectStatus::full) {
     rzv_sends_.release(s.local_id);
     return Step::blocked;
   }
@@ -245,15 +259,19 @@ MessageLayer::Engine::Step MessageLayer::Engine::send_scout(SendMessage& m, bool
 MessageLayer::Engine::Step MessageLayer::Engine::send_rzv_data(SendMessage& m) {
   auto& s = m.state;
   const std::size_t bytes = m.data.size();
-  pkt::PacketSpec spec{.dest = ep_.destination_of(m.dest), .dispatch = wire::kRzvData,
-                       .word = s.remote_id, .routing = pkt::Routing::adaptive};
+  pkt::PacketSpec spec{.dest = ep_.destination_of(m.dest),
+                       .dispatch = wire::kRzvData,
+                       .word = s.remote_id,
+                       .routing = pkt::Routing::adaptive};
   spec.dest.group = s.data_group;
   std::byte scratch[pkt::kMaxPayloadBytes];
   for (int i = 0; i < 16 && s.offset < bytes; ++i) {
     const auto index = static_cast<std::uint32_t>(s.offset / wire::kRzvChunk);
     const std::size_t n = std::min(wire::kRzvChunk, bytes - s.offset);
-    const std::span<const std::byte> prefix(reinterpret_cast<const std::byte*>(&index), sizeof index);
-    if (ep_.inject(kDataFifo, spec, prefix, data_view(m, s.offset, n, scratch)) == pkt::InjectStatus::full)
+    const std::span<const std::byte> prefix(reinterpret_cast<const std::byte*>(&index),
+                                            sizeof index);
+    if (ep_.inject(kDataFifo, spec, prefix, data_view(m, s.offset, n, scratch)) ==
+        pkt::InjectStatus::full)
       return Step::blocked;
     ++s.packets;
     s.offset += n;
@@ -273,7 +291,8 @@ void MessageLayer::Engine::on_ack(std::span<const std::byte> payload) {
   const auto ack = wire::load<wire::Ack>(payload);
   RzvSend* r = rzv_sends_.find(ack.sender_slot);
   if (!r || !r->message || r->message->state.phase != 1) {
-    spdlog::error("rank {}: rendezvous ack for unknown send slot {:#x}; discarded", rank(), ack.sender_slot);
+    spdlog::error("rank {}: rendezvous ack for unknown send slot {:#x}; discarded", rank(),
+                  ack.sender_slot);
     return;
   }
   if (ack.data_group >= pkt::kFifoGroups) {
@@ -289,16 +308,18 @@ void MessageLayer::Engine::on_ack(std::span<const std::byte> payload) {
     finish_send(m);
     return;
   }
-  if (rzv_tail_) rzv_tail_->state.next = &m;
-  else rzv_head_ = &m;
+  if (rzv_tail_)
+    rzv_tail_->state.next = &m;
+  else
+    rzv_head_ = &m;
   rzv_tail_ = &m;
 }
 
 void MessageLayer::Engine::on_fin(const pkt::PacketHeader& h) {
   RzvSend* r = rzv_sends_.find(h.word);
   if (!r) {
-    spdlog::error("rank {}: rendezvous fin from rank {} for unknown send slot {:#x}; discarded", rank(),
-                  h.source_rank(), h.word);
+    spdlog::error("rank {}: rendezvous fin from rank {} for unknown send slot {:#x}; discarded",
+                  rank(), h.source_rank(), h.word);
     return;
   }
   SendMessage* m = r->message;
@@ -306,14 +327,15 @@ void MessageLayer::Engine::on_fin(const pkt::PacketHeader& h) {
   // A fin without an ack: the receiver copied the data itself (virtual-node protocol).
   const bool copied = m && m->state.phase == 1;
   rzv_sends_.release(h.word);
-  if (copied) finish_send(*m);  // may hand the message back to its owner...
+  if (copied) finish_send(*m);                       // may hand the message back to its owner...
   if (notify && m->remote_done) m->remote_done(*m);  // ...unless it asked to hear this too
 }
 
 void MessageLayer::Engine::on_token(Rank source) {
   DestState& d = dests_[source];
   if (d.token) {
-    spdlog::error("rank {}: adaptive-eager token from rank {} that was never lent; discarded", rank(), source);
+    spdlog::error("rank {}: adaptive-eager token from rank {} that was never lent; discarded",
+                  rank(), source);
     return;
   }
   d.token = true;
@@ -332,7 +354,8 @@ void MessageLayer::Engine::send_control(const Control& c) {
 }
 
 bool MessageLayer::Engine::inject_control(const Control& c) {
-  const pkt::PacketSpec spec{.dest = ep_.destination_of(c.dest), .dispatch = c.type, .word = c.word};
+  const pkt::PacketSpec spec{
+      .dest = ep_.destination_of(c.dest), .dispatch = c.type, .word = c.word};
   const std::span<const std::byte> ack(reinterpret_cast<const std::byte*>(&c.ack), sizeof c.ack);
   const auto payload = c.type == wire::kRzvAck ? ack : std::span<const std::byte>{};
   return ep_.inject(kControlFifo, spec, payload) == pkt::InjectStatus::ok;
@@ -349,8 +372,8 @@ bool MessageLayer::Engine::flush_controls() {
 }
 
 bool MessageLayer::Engine::idle() const {
-  return active_.empty() && rzv_head_ == nullptr && rzv_sends_.in_use() == 0 && control_count_ == 0 &&
-         co_active_.empty() && ep_.injection_idle();
+  return active_.empty() && rzv_head_ == nullptr && rzv_sends_.in_use() == 0 &&
+         control_count_ == 0 && co_active_.empty() && ep_.injection_idle();
 }
 
 }  // namespace bgl::msg

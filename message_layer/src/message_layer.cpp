@@ -11,11 +11,16 @@ namespace bgl::msg {
 
 std::string_view to_string(Protocol p) {
   switch (p) {
-    case Protocol::one_packet: return "one_packet";
-    case Protocol::eager: return "eager";
-    case Protocol::rendezvous: return "rendezvous";
-    case Protocol::adaptive_eager: return "adaptive_eager";
-    case Protocol::virtual_node: return "virtual_node";
+    case Protocol::one_packet:
+      return "one_packet";
+    case Protocol::eager:
+      return "eager";
+    case Protocol::rendezvous:
+      return "rendezvous";
+    case Protocol::adaptive_eager:
+      return "adaptive_eager";
+    case Protocol::virtual_node:
+      return "virtual_node";
   }
   return "?";
 }
@@ -34,13 +39,15 @@ std::optional<Protocol> parse_protocol(std::string_view text) {
 
 ProtocolLimits ProtocolLimits::from_environment() {
   ProtocolLimits l;
-  if (auto v = env::get_int("BGL_ML_EAGER_LIMIT", 0, 1LL << 30)) l.eager_limit = static_cast<std::size_t>(*v);
+  if (auto v = env::get_int("BGL_ML_EAGER_LIMIT", 0, 1LL << 30))
+    l.eager_limit = static_cast<std::size_t>(*v);
   if (auto v = env::get_int("BGL_ML_ADAPTIVE_EAGER", 0, 1)) l.adaptive_eager = *v != 0;
   if (auto v = env::get("BGL_ML_PROTOCOL")) {
     l.forced = parse_protocol(*v);
     if (!l.forced)
-      throw ConfigError("BGL_ML_PROTOCOL='" + *v +
-                        "': expected one_packet, eager, rendezvous, adaptive_eager or virtual_node");
+      throw ConfigError(
+          "BGL_ML_PROTOCOL='" + *v +
+          "': expected one_packet, eager, rendezvous, adaptive_eager or virtual_node");
   }
   return l;
 }
@@ -48,24 +55,32 @@ ProtocolLimits ProtocolLimits::from_environment() {
 Config Config::from_environment() {
   Config c;
   c.limits = ProtocolLimits::from_environment();
-  if (auto v = env::get_int("BGL_ML_POOL_BYTES", 0, 1LL << 40)) c.pool_bytes = static_cast<std::size_t>(*v);
-  if (auto v = env::get_int("BGL_ML_MAX_RECVS", 1, 1 << 20)) c.max_receives = static_cast<std::uint32_t>(*v);
-  if (auto v = env::get_int("BGL_ML_MAX_RZV", 1, 1 << 20)) c.max_rendezvous = static_cast<std::uint32_t>(*v);
+  if (auto v = env::get_int("BGL_ML_POOL_BYTES", 0, 1LL << 40))
+    c.pool_bytes = static_cast<std::size_t>(*v);
+  if (auto v = env::get_int("BGL_ML_MAX_RECVS", 1, 1 << 20))
+    c.max_receives = static_cast<std::uint32_t>(*v);
+  if (auto v = env::get_int("BGL_ML_MAX_RZV", 1, 1 << 20))
+    c.max_rendezvous = static_cast<std::uint32_t>(*v);
   if (auto v = env::get_int("BGL_ML_VN_COPY", 0, 1)) c.vn_direct_copy = *v != 0;
   if (auto v = env::get_int("BGL_ML_COPROCESSOR_RECEIVE", 0, 1)) c.coprocessor_receive = *v != 0;
   return c;
 }
 
-std::size_t SendData::size() const { return iov.empty() ? buffer.size() : iov_bytes(iov); }
+std::size_t SendData::size() const {
+  return iov.empty() ? buffer.size() : iov_bytes(iov);
+}
 
 std::string Statistics::to_json() const {
   nlohmann::json p = nlohmann::json::object();
   for (int i = 0; i < kProtocols; ++i) {
     const auto& c = protocol[static_cast<std::size_t>(i)];
     p[std::string(msg::to_string(static_cast<Protocol>(i)))] = {
-        {"messages_sent", c.messages_sent},         {"packets_sent", c.packets_sent},
-        {"bytes_sent", c.bytes_sent},               {"messages_received", c.messages_received},
-        {"packets_received", c.packets_received},   {"bytes_received", c.bytes_received}};
+        {"messages_sent", c.messages_sent},
+        {"packets_sent", c.packets_sent},
+        {"bytes_sent", c.bytes_sent},
+        {"messages_received", c.messages_received},
+        {"packets_received", c.packets_received},
+        {"bytes_received", c.bytes_received}};
   }
   return nlohmann::json{{"protocols", p},
                         {"control_packets_sent", control_packets_sent},
@@ -85,17 +100,41 @@ std::string Statistics::to_json() const {
 MessageLayer::MessageLayer(pkt::Endpoint& endpoint, Config config)
     : engine_(std::make_unique<Engine>(endpoint, config)) {}
 MessageLayer::~MessageLayer() = default;
-Rank MessageLayer::rank() const { return engine_->rank(); }
-int MessageLayer::size() const { return engine_->size(); }
-void MessageLayer::register_handler(HandlerId id, ArrivalHandler h, void* ctx) { engine_->register_handler(id, h, ctx); }
-void MessageLayer::post(SendMessage& m) { engine_->post(m); }
-void MessageLayer::accept(RecvHandle h, const RecvTarget& t) { engine_->accept(h, t); }
-bool MessageLayer::advance() { return engine_->advance(); }
-void MessageLayer::wait() { engine_->wait(); }
-bool MessageLayer::idle() const { return engine_->idle(); }
-Protocol MessageLayer::choose(const SendMessage& m) const { return engine_->choose(m); }
-const Statistics& MessageLayer::statistics() const { return engine_->statistics(); }
-const Config& MessageLayer::config() const { return engine_->config(); }
-Coprocessor* MessageLayer::coprocessor() { return engine_->coprocessor(); }
+Rank MessageLayer::rank() const {
+  return engine_->rank();
+}
+int MessageLayer::size() const {
+  return engine_->size();
+}
+void MessageLayer::register_handler(HandlerId id, ArrivalHandler h, void* ctx) {
+  engine_->register_handler(id, h, ctx);
+}
+void MessageLayer::post(SendMessage& m) {
+  engine_->post(m);
+}
+void MessageLayer::accept(RecvHandle h, const RecvTarget& t) {
+  engine_->accept(h, t);
+}
+bool MessageLayer::advance() {
+  return engine_->advance();
+}
+void MessageLayer::wait() {
+  engine_->wait();
+}
+bool MessageLayer::idle() const {
+  return engine_->idle();
+}
+Protocol MessageLayer::choose(const SendMessage& m) const {
+  return engine_->choose(m);
+}
+const Statistics& MessageLayer::statistics() const {
+  return engine_->statistics();
+}
+const Config& MessageLayer::config() const {
+  return engine_->config();
+}
+Coprocessor* MessageLayer::coprocessor() {
+  return engine_->coprocessor();
+}
 
 }  // namespace bgl::msg

@@ -11,14 +11,16 @@
 
 namespace bgl::msg {
 
-inline std::size_t copy_into(std::span<std::byte> dst, std::size_t offset, std::span<const std::byte> src) {
+inline std::size_t copy_into(std::span<std::byte> dst, std::size_t offset,
+                             std::span<const std::byte> src) {
   if (offset >= dst.size() || src.empty()) return 0;
   const std::size_t n = std::min(src.size(), dst.size() - offset);
   std::memcpy(dst.data() + offset, src.data(), n);
   return n;
 }
 
-inline std::size_t scatter_into(std::span<const iovec> iov, std::size_t offset, std::span<const std::byte> src) {
+inline std::size_t scatter_into(std::span<const iovec> iov, std::size_t offset,
+                                std::span<const std::byte> src) {
   std::size_t done = 0;
   for (const iovec& v : iov) {
     if (done == src.size()) break;
@@ -35,7 +37,8 @@ inline std::size_t scatter_into(std::span<const iovec> iov, std::size_t offset, 
 }
 
 // Gathers up to dst.size() bytes starting at `offset` of a gather list; returns the count.
-inline std::size_t gather_from(std::span<const iovec> iov, std::size_t offset, std::span<std::byte> dst) {
+inline std::size_t gather_from(std::span<const iovec> iov, std::size_t offset,
+                               std::span<std::byte> dst) {
   std::size_t done = 0;
   for (const iovec& v : iov) {
     if (done == dst.size()) break;
@@ -53,7 +56,8 @@ inline std::size_t gather_from(std::span<const iovec> iov, std::size_t offset, s
 
 inline std::size_t iov_bytes(std::span<const iovec> iov) {
   std::size_t n = 0;
-  for (const iovec& v : iov) n += v.iov_len;
+  for (const iovec& v : iov)
+    n += v.iov_len;
   return n;
 }
 

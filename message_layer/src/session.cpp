@@ -31,7 +31,8 @@ std::unique_ptr<Session> Session::from_launcher(const Config& config) {
   return session;
 }
 
-std::unique_ptr<Session> Session::with_bootstrap(std::unique_ptr<Bootstrap> host, const Config& config) {
+std::unique_ptr<Session> Session::with_bootstrap(std::unique_ptr<Bootstrap> host,
+                                                 const Config& config) {
   auto runtime = pkt::Runtime::from_environment(host->rank());
   if (runtime.size() != host->size())
     throw ConfigError("the process manager started " + std::to_string(host->size()) +
@@ -51,20 +52,23 @@ Session::Session(pkt::Runtime runtime, std::unique_ptr<Bootstrap> bootstrap, con
 // otherwise exchange packets with strangers.
 void Session::check_agreement() {
   const std::string name = env::get("BGL_SEGMENT").value_or("");
-  const std::uint64_t mine = std::hash<std::string>{}(name) ^ static_cast<std::uint64_t>(runtime_.size());
+  const std::uint64_t mine =
+      std::hash<std::string>{}(name) ^ static_cast<std::uint64_t>(runtime_.size());
   std::vector<std::uint64_t> all(static_cast<std::size_t>(bootstrap_->size()));
   bootstrap_->allgather(std::as_bytes(std::span(&mine, 1)), std::as_writable_bytes(std::span(all)));
   for (std::size_t r = 0; r < all.size(); ++r)
     if (all[r] != mine)
-      throw ConfigError("task " + std::to_string(r) + " attached a different emulated job than task " +
-                        std::to_string(rank()));
+      throw ConfigError("task " + std::to_string(r) +
+                        " attached a different emulated job than task " + std::to_string(rank()));
 }
 
 Session::~Session() {
   const std::string json = layer_->statistics().to_json();
   auto& report = runtime_.machine().task(rank()).report;
-  if (json.size() < report.size()) std::memcpy(report.data(), json.c_str(), json.size() + 1);
-  else spdlog::warn("message-layer statistics too large for the job report ({} bytes)", json.size());
+  if (json.size() < report.size())
+    std::memcpy(report.data(), json.c_str(), json.size() + 1);
+  else
+    spdlog::warn("message-layer statistics too large for the job report ({} bytes)", json.size());
   layer_.reset();
 }
 

@@ -14,7 +14,8 @@ class SlotTable {
 
   explicit SlotTable(std::uint32_t capacity) : slots_(capacity) {
     free_.reserve(capacity);
-    for (std::uint32_t i = capacity; i-- > 0;) free_.push_back(i);
+    for (std::uint32_t i = capacity; i-- > 0;)
+      free_.push_back(i);
   }
 
   // An id of a fresh slot (value reset to T{}), or false when the table is full.

@@ -14,21 +14,25 @@ enum Type : std::uint8_t {
   kOnePacket = 1,   // [First][user header][data]                          ordered
   kEagerFirst = 2,  // [First][user header][data...]                       ordered, word = 0
   kEagerData = 3,   // [data]                                              ordered, word = offset
-  kScout = 4,       // [First][user header]                                ordered, word = sender slot
-  kRzvAck = 5,      // [Ack]                                               word = 0
-  kRzvData = 6,     // [u32 chunk index][data]                             adaptive, word = receiver slot
-  kRzvFin = 7,      // []                                                  word = sender slot
-  kAeFirst = 8,     // [First][user header][data...]                       adaptive, word = parity<<31
-  kAeData = 9,      // [data]                                              adaptive, word = parity<<31 | offset
-  kAeToken = 10,    // []                                                  returns the adaptive-eager token
-  kVnRts = 11,      // [First][user header][VnSource]  (virtual FIFO)      word = sender slot
+  kScout = 4,   // [First][user header]                                ordered, word = sender slot
+  kRzvAck = 5,  // [Ack]                                               word = 0
+  kRzvData =
+      6,  // [u32 chunk index][data]                             adaptive, word = receiver slot
+  kRzvFin = 7,   // []                                                  word = sender slot
+  kAeFirst = 8,  // [First][user header][data...]                       adaptive, word = parity<<31
+  kAeData = 9,  // [data]                                              adaptive, word = parity<<31 |
+                // offset
+  kAeToken =
+      10,  // []                                                  returns the adaptive-eager token
+  kVnRts = 11,  // [First][user header][VnSource]  (virtual FIFO)      word = sender slot
   kLastType = kVnRts,
 };
 
 struct First {
   std::uint8_t handler;
   std::uint8_t header_bytes;
-  std::uint16_t seq;  // per (source, destination) message number: restores order for adaptive firsts
+  std::uint16_t
+      seq;  // per (source, destination) message number: restores order for adaptive firsts
   std::uint32_t bytes_low;
   std::uint32_t bytes_high;
 

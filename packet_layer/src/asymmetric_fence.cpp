@@ -8,24 +8,29 @@
 
 namespace bgl::pkt {
 
-bool g_asymmetric_fences = false;
+std::atomic<bool> g_asymmetric_fences{false};
 
 namespace {
 
-long membarrier(int command) { return syscall(SYS_membarrier, command, 0, 0); }
+long membarrier(int command) {
+  return syscall(SYS_membarrier, command, 0, 0);
+}
 
 }  // namespace
 
 bool enable_asymmetric_fences() {
-  if (g_asymmetric_fences) return true;
+  if (g_asymmetric_fences.load()) return true;
   const long supported = membarrier(MEMBARRIER_CMD_QUERY);
-  if (supported < 0 || !(supported & MEMBARRIER_CMD_GLOBAL_EXPEDITED) || !(supported & MEMBARRIER_CMD_GLOBAL))
+  if (supported < 0 || !(supported & MEMBARRIER_CMD_GLOBAL_EXPEDITED) ||
+      !(supported & MEMBARRIER_CMD_GLOBAL))
     return false;
-  g_asymmetric_fences = membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) == 0;
-  return g_asymmetric_fences;
+  g_asymmetric_fences.store(membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) == 0);
+  return g_asymmetric_fences.load();
 }
 
-bool asymmetric_fences_enabled() { return g_asymmetric_fences; }
+bool asymmetric_fences_enabled() {
+  return g_asymmetric_fences.load();
+}
 
 void heavy_fence() {
   std::atomic_thread_fence(std::memory_order_seq_cst);

@@ -8,7 +8,9 @@
 
 namespace bgl::pkt {
 
-void Backoff::yield() { sched_yield(); }
+void Backoff::yield() {
+  sched_yield();
+}
 
 WaitPolicy WaitPolicy::for_job(int tasks) {
   WaitPolicy p;
@@ -20,7 +22,8 @@ WaitPolicy WaitPolicy::for_job(int tasks) {
   }
   if (auto v = env::get_int("BGL_SPIN", 0, 100'000'000)) p.spin_rounds = static_cast<int>(*v);
   if (auto v = env::get_int("BGL_YIELD", 0, 100'000'000)) p.yield_rounds = static_cast<int>(*v);
-  if (auto v = env::get_int("BGL_SLEEP_US", 1, 10'000'000)) p.max_sleep = std::chrono::microseconds(*v);
+  if (auto v = env::get_int("BGL_SLEEP_US", 1, 10'000'000))
+    p.max_sleep = std::chrono::microseconds(*v);
   return p;
 }
 
@@ -34,7 +37,8 @@ void JobBarrier::arrive_and_wait(std::uint32_t participants, const WaitPolicy& p
   }
   Backoff backoff(policy);
   const auto passed = [&] { return bell.rings.load(std::memory_order_acquire) != generation; };
-  while (!passed()) backoff.idle(bell, passed);
+  while (!passed())
+    backoff.idle(bell, passed);
 }
 
 }  // namespace bgl::pkt

@@ -26,9 +26,21 @@ std::uint32_t injection_depth() {
 
 }  // namespace
 
+namespace {
+
+torus::Rank checked_rank(const Machine& machine, torus::Rank rank, int group) {
+  if (rank >= static_cast<torus::Rank>(machine.mapping().size()))
+    throw std::invalid_argument("endpoint for rank " + std::to_string(rank) + " of a " +
+                                std::to_string(machine.mapping().size()) + "-task job");
+  if (group < 0 || group >= kFifoGroups) throw std::invalid_argument("FIFO group must be 0 or 1");
+  return rank;
+}
+
+}  // namespace
+
 Endpoint::Endpoint(const Machine& machine, torus::Rank rank, int group, const WaitPolicy& policy)
     : machine_(&machine),
-      rank_(rank),
+      rank_(checked_rank(machine, rank, group)),
       node_(machine.mapping().location(rank).node),
       group_(group),
       bell_(&machine.doorbell(node_, group)),
@@ -36,7 +48,6 @@ Endpoint::Endpoint(const Machine& machine, torus::Rank rank, int group, const Wa
       rng_(machine.config().seed * 0x9e3779b97f4a7c15ULL + rank + 1),
       links_(machine.shape()),
       backoff_(policy) {
-  if (group < 0 || group >= kFifoGroups) throw std::invalid_argument("FIFO group must be 0 or 1");
   if (!enable_asymmetric_fences())
     spdlog::debug("membarrier(2) unavailable: producers fence every packet (slower streaming)");
   for (int i = 0; i < kReceptionFifos; ++i) {
@@ -49,7 +60,8 @@ Endpoint::Endpoint(const Machine& machine, torus::Rank rank, int group, const Wa
   for (torus::NodeId n = 0; n < peers_.size(); ++n) {
     const auto c = shape.coord(n);
     const auto last = torus::deterministic_route(shape, node_, n).last();
-    peers_[n] = Peer{{static_cast<std::uint8_t>(c.x), static_cast<std::uint8_t>(c.y), static_cast<std::uint8_t>(c.z)},
+    peers_[n] = Peer{{static_cast<std::uint8_t>(c.x), static_cast<std::uint8_t>(c.y),
+                      static_cast<std::uint8_t>(c.z)},
                      static_cast<std::uint8_t>(last ? torus::index_of(*last) : kLocalFifo)};
   }
   machine.task(rank).pid = static_cast<std::int32_t>(getpid());  // peers validate VN copies by it
@@ -58,7 +70,8 @@ Endpoint::Endpoint(const Machine& machine, torus::Rank rank, int group, const Wa
     virtual_in_ = &machine.virtual_fifo(node_, 1 - group);
   }
   const std::uint32_t depth = injection_depth();
-  for (auto& q : injection_) q.ring.resize(depth);
+  for (auto& q : injection_)
+    q.ring.resize(depth);
 }
 
 Destination Endpoint::destination_of(torus::Rank rank) const {
@@ -71,7 +84,8 @@ void Endpoint::check_spec(const PacketSpec& spec, std::size_t payload) const {
   if (payload > kMaxPayloadBytes)
     throw std::invalid_argument("packet payload of " + std::to_string(payload) +
                                 " bytes exceeds 240");
-  if (spec.dest.node >= static_cast<torus::NodeId>(shape.node_count()) || spec.dest.group >= kFifoGroups)
+  if (spec.dest.node >= static_cast<torus::NodeId>(shape.node_count()) ||
+      spec.dest.group >= kFifoGroups)
     throw std::invalid_argument("packet destination outside the partition");
   if (spec.deposit_line) {
     if (spec.routing != Routing::deterministic)
@@ -87,8 +101,8 @@ void Endpoint::build_header(const PacketSpec& spec, std::size_t payload, PacketH
   h.flags = static_cast<std::uint8_t>(
       (spec.routing == Routing::adaptive ? PacketHeader::kAdaptive : 0) |
       (spec.high_priority ? PacketHeader::kHighPriority : 0) |
-      (spec.deposit_line ? PacketHeader::kDeposit | (torus::index_of(*spec.deposit_line)
-                                                     << PacketHeader::kLineDirShift)
+      (spec.deposit_line ? PacketHeader::kDeposit |
+                               (torus::index_of(*spec.deposit_line) << PacketHeader::kLineDirShift)
                          : 0));
   h.chunks = chunks_for(payload);
   h.payload_bytes = static_cast<std::uint8_t>(payload);
@@ -101,8 +115,10 @@ void Endpoint::build_header(const PacketSpec& spec, std::size_t payload, PacketH
 
 std::uint8_t Endpoint::route_and_account(const PacketSpec& spec, std::uint8_t chunks) {
   const std::uint32_t bytes = chunks * static_cast<std::uint32_t>(kChunkBytes);
-  // The node's other task in virtual-node mode: through the scratchpad, no torus link.
-  if (virtual_out_ && spec.dest.node == node_ && spec.dest.group != group_ && !spec.deposit_line) {
+  // The node's other task in virtual-node mode: through the scratchpad, no torus link
+  // (high-priority packets keep their own FIFO, so they still overtake normal traffic).
+  if (virtual_out_ && spec.dest.node == node_ && spec.dest.group != group_ && !spec.deposit_line &&
+      !spec.high_priority) {
     ++counters_.virtual_packets;
     return kVirtualFifo;
   }
@@ -115,7 +131,8 @@ std::uint8_t Endpoint::route_and_account(const PacketSpec& spec, std::uint8_t ch
   const auto& shape = machine_->shape();
   torus::Route route;
   if (spec.deposit_line) {
-    route = torus::line_route(shape, *torus::make_line(shape, node_, spec.dest.node, *spec.deposit_line).line);
+    route = torus::line_route(
+        shape, *torus::make_line(shape, node_, spec.dest.node, *spec.deposit_line).line);
   } else {
     route = torus::adaptive_route(shape, node_, spec.dest.node, rng_);
   }
@@ -130,7 +147,9 @@ void Endpoint::fold_deterministic_traffic() const {
   for (torus::NodeId n = 0; n < deterministic_traffic_.size(); ++n) {
     auto& traffic = deterministic_traffic_[n];
     if (traffic.packets == 0) continue;
-    torus::deterministic_route(shape, node_, n).for_each_link(shape, [&](torus::Link l) { links_.add(l, traffic); });
+    torus::deterministic_route(shape, node_, n).for_each_link(shape, [&](torus::Link l) {
+      links_.add(l, traffic);
+    });
     traffic = {};
   }
 }
@@ -153,7 +172,8 @@ InjectStatus Endpoint::inject(int fifo, const PacketSpec& spec, std::span<const 
   const std::uint8_t index = route_and_account(spec, h.chunks);
   ++counters_.packets_injected;
   counters_.bytes_injected += h.packet_bytes();
-  if (q.count == 0 && !spec.deposit_line && push(spec.dest.node, spec.dest.group, index, h, payload, more))
+  if (q.count == 0 && !spec.deposit_line &&
+      push(spec.dest.node, spec.dest.group, index, h, payload, more))
     return InjectStatus::ok;
   enqueue(fifo, h, payload, more, index);
   drain(fifo);
@@ -166,7 +186,8 @@ void Endpoint::enqueue(int fifo, const PacketHeader& h, std::span<const std::byt
   Pending& p = q.ring[(q.head + q.count) % q.ring.size()];
   p.packet.header = h;
   if (!payload.empty()) std::memcpy(p.packet.payload.data(), payload.data(), payload.size());
-  if (!more.empty()) std::memcpy(p.packet.payload.data() + payload.size(), more.data(), more.size());
+  if (!more.empty())
+    std::memcpy(p.packet.payload.data() + payload.size(), more.data(), more.size());
   p.fifo_index = index;
   p.delivered = 0;
   ++q.count;
@@ -174,8 +195,9 @@ void Endpoint::enqueue(int fifo, const PacketHeader& h, std::span<const std::byt
   pending_mask_ |= 1u << fifo;
 }
 
-bool Endpoint::push(torus::NodeId node, std::uint8_t group, std::uint8_t index, const PacketHeader& h,
-                    std::span<const std::byte> payload, std::span<const std::byte> more) {
+bool Endpoint::push(torus::NodeId node, std::uint8_t group, std::uint8_t index,
+                    const PacketHeader& h, std::span<const std::byte> payload,
+                    std::span<const std::byte> more) {
   if (index == kVirtualFifo) {
     if (virtual_out_->write_available() == 0) return false;
     Packet p;
@@ -208,7 +230,8 @@ bool Endpoint::deliver_line(Pending& p) {
   const auto dest = shape.node_id(h.destination());
   const std::span<const std::byte> payload(p.packet.payload.data(), h.payload_bytes);
   torus::NodeId at = node_;
-  for (int i = 0; i <= p.delivered; ++i) at = *shape.neighbour(at, dir);
+  for (int i = 0; i <= p.delivered; ++i)
+    at = *shape.neighbour(at, dir);
   for (;;) {
     if (!machine_->fifo(at, h.dest_group, p.fifo_index).try_push(h, payload)) {
       ++counters_.delivery_stalls;
@@ -234,7 +257,8 @@ void Endpoint::drain(int fifo) {
 }
 
 bool Endpoint::advance() {
-  for (std::uint32_t mask = pending_mask_; mask != 0; mask &= mask - 1) drain(__builtin_ctz(mask));
+  for (std::uint32_t mask = pending_mask_; mask != 0; mask &= mask - 1)
+    drain(__builtin_ctz(mask));
   return pending_mask_ == 0;
 }
 
@@ -281,15 +305,17 @@ PacketHeader::Problem Endpoint::check(const PacketHeader& h) const {
 
 void Endpoint::reject(int index, PacketHeader::Problem problem) {
   const FifoRef f{static_cast<std::uint8_t>(index)};
-  spdlog::error("rank {}: discarding malformed packet from reception FIFO {}: {} [{}]", rank_, index,
-                to_string(problem), current(f)->header.describe());
+  spdlog::error("rank {}: discarding malformed packet from reception FIFO {}: {} [{}]", rank_,
+                index, to_string(problem), current(f)->header.describe());
   ++counters_.malformed;
   pop(f);
 }
 
 void Endpoint::pop(FifoRef f) {
-  if (f.index == kVirtualFifo) virtual_in_->pop();
-  else fifos_[f.index].pop();
+  if (f.index == kVirtualFifo)
+    virtual_in_->pop();
+  else
+    fifos_[f.index].pop();
 }
 
 void Endpoint::receive(FifoRef f, std::span<std::byte> dst) {
@@ -324,7 +350,8 @@ void Endpoint::wait() {
     if (pending_mask_) advance();
     if (pending_packets_ < pending) return;
     if (backoff_.sleeping()) ++counters_.sleeps;
-    backoff_.idle(*bell_, ready, pending_mask_ ? kPendingSleepCap : std::chrono::microseconds::max());
+    backoff_.idle(*bell_, ready,
+                  pending_mask_ ? kPendingSleepCap : std::chrono::microseconds::max());
   }
 }
 

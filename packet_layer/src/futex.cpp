@@ -12,7 +12,8 @@ namespace {
 
 long futex(std::atomic<std::uint32_t>& word, int op, std::uint32_t value, const timespec* timeout) {
   static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
-  return syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), op, value, timeout, nullptr, 0);
+  return syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), op, value, timeout, nullptr,
+                 0);
 }
 
 }  // namespace
@@ -24,6 +25,8 @@ void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected,
   futex(word, FUTEX_WAIT, expected, &ts);  // shared (not _PRIVATE): waiters are in other processes
 }
 
-void futex_wake_all(std::atomic<std::uint32_t>& word) { futex(word, FUTEX_WAKE, INT_MAX, nullptr); }
+void futex_wake_all(std::atomic<std::uint32_t>& word) {
+  futex(word, FUTEX_WAKE, INT_MAX, nullptr);
+}
 
 }  // namespace bgl::pkt

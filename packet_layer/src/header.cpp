@@ -28,15 +28,24 @@ PacketHeader::Problem PacketHeader::validate(const torus::Shape& shape, int grou
 
 std::string_view to_string(PacketHeader::Problem p) {
   switch (p) {
-    case PacketHeader::Problem::none: return "well formed";
-    case PacketHeader::Problem::check_byte: return "header check byte mismatch";
-    case PacketHeader::Problem::size: return "size is not 1..8 chunks";
-    case PacketHeader::Problem::payload_size: return "payload larger than the packet";
-    case PacketHeader::Problem::destination: return "destination outside the partition";
-    case PacketHeader::Problem::group: return "FIFO group out of range";
-    case PacketHeader::Problem::deposit: return "invalid deposit-bit line";
-    case PacketHeader::Problem::wrong_node: return "packet for another node";
-    case PacketHeader::Problem::wrong_group: return "packet for another FIFO group";
+    case PacketHeader::Problem::none:
+      return "well formed";
+    case PacketHeader::Problem::check_byte:
+      return "header check byte mismatch";
+    case PacketHeader::Problem::size:
+      return "size is not 1..8 chunks";
+    case PacketHeader::Problem::payload_size:
+      return "payload larger than the packet";
+    case PacketHeader::Problem::destination:
+      return "destination outside the partition";
+    case PacketHeader::Problem::group:
+      return "FIFO group out of range";
+    case PacketHeader::Problem::deposit:
+      return "invalid deposit-bit line";
+    case PacketHeader::Problem::wrong_node:
+      return "packet for another node";
+    case PacketHeader::Problem::wrong_group:
+      return "packet for another FIFO group";
   }
   return "?";
 }

@@ -46,7 +46,13 @@ void JobOptions::merge_environment() {
   fill(mapping, "BGL_MAPPING");
   fill(mapfile, "BGL_MAPFILE");
   if (!fifo_packets) {
-    if (auto v = env::get_int("BGL_FIFO_PACKETS", 1, kMaxFifoPackets)) fifo_packets = static_cast<int>(*v);
+    if (auto v = env::get_int("BGL_FIFO_PACKETS", 2, kMaxFifoPackets)) {
+      if ((*v & (*v - 1)) != 0)
+        throw ConfigError("BGL_FIFO_PACKETS='" + std::to_string(*v) +
+                          "': expected a power of two in [2, " + std::to_string(kMaxFifoPackets) +
+                          "]");
+      fifo_packets = static_cast<int>(*v);
+    }
   }
   if (!seed) {
     if (auto v = env::get_int("BGL_SEED", 0, std::numeric_limits<long long>::max()))
@@ -65,9 +71,11 @@ JobConfig JobConfig::resolve(const JobOptions& o) {
   const int ntasks = *o.ntasks;
   const NodeMode mode = o.mode ? parse_node_mode(*o.mode, "mode") : NodeMode::heater;
   const int tpn = tasks_per_node(mode);
-  const int max_tasks = torus::Shape::kMaxExtent * torus::Shape::kMaxExtent * torus::Shape::kMaxExtent * tpn;
+  const int max_tasks =
+      torus::Shape::kMaxExtent * torus::Shape::kMaxExtent * torus::Shape::kMaxExtent * tpn;
   if (ntasks < 1 || ntasks > max_tasks)
-    throw ConfigError("-np " + std::to_string(ntasks) + ": expected 1.." + std::to_string(max_tasks));
+    throw ConfigError("-np " + std::to_string(ntasks) + ": expected 1.." +
+                      std::to_string(max_tasks));
 
   std::optional<torus::Shape> shape;
   if (o.shape) {
@@ -82,8 +90,9 @@ JobConfig JobConfig::resolve(const JobOptions& o) {
                       std::to_string(shape->node_count() * tpn) + " task slots)");
   }
   if (o.mapping && o.mapfile)
-    throw ConfigError("give either a mapping order (--mapping/BGL_MAPPING) or a mapping file "
-                      "(--mapfile/BGL_MAPFILE), not both");
+    throw ConfigError(
+        "give either a mapping order (--mapping/BGL_MAPPING) or a mapping file "
+        "(--mapfile/BGL_MAPFILE), not both");
 
   const int fifo = o.fifo_packets.value_or(kDefaultFifoPackets);
   if (fifo < 2 || fifo > kMaxFifoPackets || (fifo & (fifo - 1)) != 0)
@@ -100,8 +109,13 @@ JobConfig JobConfig::resolve(const JobOptions& o) {
     source = "order " + order;
     return torus::Mapping::from_order(*shape, tpn, order, ntasks);
   }();
-  return JobConfig{*shape, mode, std::move(mapping), static_cast<std::uint32_t>(fifo),
-                   o.seed.value_or(0x5eed), std::move(source), {}};
+  return JobConfig{*shape,
+                   mode,
+                   std::move(mapping),
+                   static_cast<std::uint32_t>(fifo),
+                   o.seed.value_or(0x5eed),
+                   std::move(source),
+                   {}};
 }
 
 std::string JobConfig::summary() const {

@@ -11,7 +11,9 @@ namespace {
 constexpr std::uint64_t kMagic = 0x3130554d454c4742ULL;  // "BGLEMU01"
 constexpr std::uint32_t kVersion = 1;
 
-constexpr std::size_t align_up(std::size_t n, std::size_t a) { return (n + a - 1) / a * a; }
+constexpr std::size_t align_up(std::size_t n, std::size_t a) {
+  return (n + a - 1) / a * a;
+}
 
 constexpr int kMaxRegions = 8;
 constexpr std::size_t kRegionNameBytes = 16;
@@ -62,9 +64,10 @@ struct Machine::Layout {
                                  torus::kDirections,
                      64);
     virtual_fifos = align_up(tasks + sizeof(TaskSlot) * static_cast<std::size_t>(c.ntasks()), 4096);
-    const std::size_t virtual_bytes = c.mode == NodeMode::virtual_node
-                                          ? static_cast<std::size_t>(c.shape.node_count()) * 2 * sizeof(VirtualFifo)
-                                          : 0;
+    const std::size_t virtual_bytes =
+        c.mode == NodeMode::virtual_node
+            ? static_cast<std::size_t>(c.shape.node_count()) * 2 * sizeof(VirtualFifo)
+            : 0;
     total = align_up(virtual_fifos + virtual_bytes, 4096);
     if (c.regions.size() > kMaxRegions) throw ConfigError("too many segment regions");
     for (const auto& r : c.regions) {
@@ -76,7 +79,9 @@ struct Machine::Layout {
   }
 };
 
-std::size_t Machine::segment_bytes(const JobConfig& config) { return Layout(config).total; }
+std::size_t Machine::segment_bytes(const JobConfig& config) {
+  return Layout(config).total;
+}
 
 Machine::Machine(std::span<std::byte> segment, JobConfig config)
     : segment_(segment), config_(std::move(config)) {
@@ -128,14 +133,18 @@ Machine Machine::format(std::span<std::byte> segment, const JobConfig& c) {
       std::byte* region = m.group_region(n, g);
       new (region) Doorbell{};
       for (int i = 0; i < kReceptionFifos; ++i)
-        ReceptionFifo::format(region + align_up(sizeof(Doorbell), 4096) + i * l.fifo, c.fifo_packets);
+        ReceptionFifo::format(region + align_up(sizeof(Doorbell), 4096) + i * l.fifo,
+                              c.fifo_packets);
     }
   }
-  for (auto& link : m.links()) new (&link) LinkTotals{};
-  for (int r = 0; r < c.ntasks(); ++r) new (&m.task(static_cast<torus::Rank>(r))) TaskSlot{};
+  for (auto& link : m.links())
+    new (&link) LinkTotals{};
+  for (int r = 0; r < c.ntasks(); ++r)
+    new (&m.task(static_cast<torus::Rank>(r))) TaskSlot{};
   if (c.mode == NodeMode::virtual_node) {
     auto* rings = reinterpret_cast<VirtualFifo*>(segment.data() + l.virtual_fifos);
-    for (int i = 0; i < 2 * c.shape.node_count(); ++i) new (&rings[i]) VirtualFifo();
+    for (int i = 0; i < 2 * c.shape.node_count(); ++i)
+      new (&rings[i]) VirtualFifo();
   }
   // Publish last: a reader that sees the magic sees a fully formatted segment.
   std::atomic_thread_fence(std::memory_order_release);
@@ -153,16 +162,34 @@ Machine Machine::attach(std::span<std::byte> segment) {
   if (h->total_bytes > segment.size()) throw ConfigError("shared-memory segment is truncated");
   const torus::Shape shape({h->extent[0], h->extent[1], h->extent[2]},
                            {h->torus[0] != 0, h->torus[1] != 0, h->torus[2] != 0});
+  // Everything below indexes memory with these numbers: check them before trusting any.
+  if (h->mode > static_cast<std::uint8_t>(NodeMode::virtual_node))
+    throw ConfigError("shared-memory segment has an unknown node mode");
   const auto mode = static_cast<NodeMode>(h->mode);
+  if (h->ntasks < 1 || h->ntasks > shape.node_count() * tasks_per_node(mode))
+    throw ConfigError("shared-memory segment has an impossible task count");
+  if (h->fifo_packets < 2 || h->fifo_packets > (1u << 16) ||
+      (h->fifo_packets & (h->fifo_packets - 1)) != 0)
+    throw ConfigError("shared-memory segment has an impossible FIFO size");
+  if (h->mapping_offset < sizeof(SegmentHeader) ||
+      h->mapping_offset + sizeof(MappingEntry) * static_cast<std::uint64_t>(h->ntasks) >
+          h->nodes_offset ||
+      h->nodes_offset > h->total_bytes)
+    throw ConfigError("shared-memory segment has a corrupt layout");
   const auto* table = reinterpret_cast<const MappingEntry*>(segment.data() + h->mapping_offset);
   std::vector<torus::TaskLocation> locations(static_cast<std::size_t>(h->ntasks));
   for (int r = 0; r < h->ntasks; ++r)
     locations[static_cast<std::size_t>(r)] = {table[r].node, static_cast<int>(table[r].t)};
   auto mapping = torus::Mapping::from_locations(shape, tasks_per_node(mode), std::move(locations));
-  JobConfig c{shape, mode, std::move(mapping), h->fifo_packets, h->seed,
+  JobConfig c{shape,
+              mode,
+              std::move(mapping),
+              h->fifo_packets,
+              h->seed,
               std::string(h->mapping_source, strnlen(h->mapping_source, sizeof h->mapping_source)),
               {}};
-  if (h->region_count > kMaxRegions) throw ConfigError("shared-memory segment has a corrupt region table");
+  if (h->region_count > kMaxRegions)
+    throw ConfigError("shared-memory segment has a corrupt region table");
   for (std::uint32_t i = 0; i < h->region_count; ++i) {
     const auto& e = h->regions[i];
     c.regions.push_back({std::string(e.name, strnlen(e.name, kRegionNameBytes)), e.bytes});
@@ -175,7 +202,8 @@ Machine Machine::attach(std::span<std::byte> segment) {
 
 std::byte* Machine::group_region(torus::NodeId node, int group) const {
   return segment_.data() + nodes_offset_ +
-         (static_cast<std::size_t>(node) * kFifoGroups + static_cast<std::size_t>(group)) * group_stride_;
+         (static_cast<std::size_t>(node) * kFifoGroups + static_cast<std::size_t>(group)) *
+             group_stride_;
 }
 
 ReceptionFifo Machine::fifo(torus::NodeId node, int group, int index) const {

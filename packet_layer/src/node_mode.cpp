@@ -8,9 +8,12 @@ namespace bgl::pkt {
 
 std::string_view to_string(NodeMode m) {
   switch (m) {
-    case NodeMode::heater: return "heater";
-    case NodeMode::coprocessor: return "coprocessor";
-    case NodeMode::virtual_node: return "vn";
+    case NodeMode::heater:
+      return "heater";
+    case NodeMode::coprocessor:
+      return "coprocessor";
+    case NodeMode::virtual_node:
+      return "vn";
   }
   return "?";
 }
@@ -18,7 +21,8 @@ std::string_view to_string(NodeMode m) {
 NodeMode parse_node_mode(std::string_view text, std::string_view source) {
   if (text == "heater") return NodeMode::heater;
   if (text == "coprocessor" || text == "co") return NodeMode::coprocessor;
-  if (text == "vn" || text == "virtual_node" || text == "virtual-node") return NodeMode::virtual_node;
+  if (text == "vn" || text == "virtual_node" || text == "virtual-node")
+    return NodeMode::virtual_node;
   throw ConfigError(std::string(source) + "='" + std::string(text) +
                     "': expected heater, coprocessor or vn");
 }

@@ -6,7 +6,9 @@
 namespace bgl::pkt {
 namespace {
 
-constexpr std::size_t align_up(std::size_t n, std::size_t a) { return (n + a - 1) / a * a; }
+constexpr std::size_t align_up(std::size_t n, std::size_t a) {
+  return (n + a - 1) / a * a;
+}
 constexpr std::size_t kControlBytes = align_up(sizeof(FifoControl), 64);
 std::size_t seq_bytes(std::uint32_t capacity) {
   return align_up(capacity * sizeof(std::atomic<std::uint64_t>), 64);
@@ -24,7 +26,8 @@ std::size_t ReceptionFifo::region_bytes(std::uint32_t capacity) {
 void ReceptionFifo::format(std::byte* region, std::uint32_t capacity) {
   new (region) FifoControl{};
   auto* seq = reinterpret_cast<std::atomic<std::uint64_t>*>(region + kControlBytes);
-  for (std::uint32_t i = 0; i < capacity; ++i) new (&seq[i]) std::atomic<std::uint64_t>(i);
+  for (std::uint32_t i = 0; i < capacity; ++i)
+    new (&seq[i]) std::atomic<std::uint64_t>(i);
 }
 
 ReceptionFifo::ReceptionFifo(std::byte* region, std::uint32_t capacity)
@@ -59,14 +62,16 @@ bool ReceptionFifo::try_push(const PacketHeader& header, std::span<const std::by
 
 void ReceptionFifo::pop() {
   const std::uint64_t pos = head_;
-  seq_[pos & mask_].store(pos + mask_ + 1, std::memory_order_release);
-  head_ = pos + 1;
-  control_->head.store(head_, std::memory_order_relaxed);
-  if (head_ % kHighWaterSampling == 0) {
+  // Sample the depth before freeing the slot: afterwards a producer may already reuse it, and the
+  // depth would read one more than the FIFO can hold.
+  if ((pos + 1) % kHighWaterSampling == 0) {
     const std::uint64_t depth = control_->tail.load(std::memory_order_relaxed) - pos;
     if (depth > control_->high_water.load(std::memory_order_relaxed))
       control_->high_water.store(depth, std::memory_order_relaxed);
   }
+  seq_[pos & mask_].store(pos + mask_ + 1, std::memory_order_release);
+  head_ = pos + 1;
+  control_->head.store(head_, std::memory_order_relaxed);
 }
 
 }  // namespace bgl::pkt

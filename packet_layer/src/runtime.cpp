@@ -22,10 +22,12 @@ Runtime Runtime::from_environment(std::optional<torus::Rank> host_rank) {
   rt.segment_ = Segment::attach(fd, *name);
   rt.machine_ = std::make_unique<Machine>(Machine::attach(rt.segment_.bytes()));
   const int size = rt.machine_->mapping().size();
-  const auto rank = host_rank ? std::optional<long long>(*host_rank) : env::get_int("BGL_RANK", 0, size - 1);
+  const auto rank =
+      host_rank ? std::optional<long long>(*host_rank) : env::get_int("BGL_RANK", 0, size - 1);
   if (!rank) throw ConfigError("BGL_RANK is not set; start this program with bglrun");
   if (*rank < 0 || *rank >= size)
-    throw ConfigError("rank " + std::to_string(*rank) + " is outside the job's " + std::to_string(size) + " tasks");
+    throw ConfigError("rank " + std::to_string(*rank) + " is outside the job's " +
+                      std::to_string(size) + " tasks");
   if (auto declared = env::get_int("BGL_SIZE", 1, 1 << 24); declared && *declared != size)
     throw ConfigError("BGL_SIZE=" + std::to_string(*declared) + " does not match the job's " +
                       std::to_string(size) + " tasks");
@@ -42,12 +44,14 @@ Runtime::~Runtime() {
 
 void Runtime::allgather(std::span<const std::byte> mine, std::span<std::byte> all) {
   if (mine.size() > kExchangeBytes || all.size() != mine.size() * static_cast<std::size_t>(size()))
-    throw std::invalid_argument("allgather: at most 256 bytes each, and size() times that in total");
+    throw std::invalid_argument(
+        "allgather: at most 256 bytes each, and size() times that in total");
   std::copy(mine.begin(), mine.end(), machine_->task(rank_).exchange.begin());
   barrier();
   for (int r = 0; r < size(); ++r) {
     const auto& slot = machine_->task(static_cast<torus::Rank>(r)).exchange;
-    std::copy_n(slot.begin(), mine.size(), all.begin() + static_cast<std::ptrdiff_t>(r * mine.size()));
+    std::copy_n(slot.begin(), mine.size(),
+                all.begin() + static_cast<std::ptrdiff_t>(r * mine.size()));
   }
   barrier();  // nobody overwrites its slot before everybody has read it
 }

@@ -41,7 +41,8 @@ Segment Segment::create(std::size_t bytes) {
   // shm_open sets FD_CLOEXEC; the tasks inherit this descriptor across exec.
   if (fcntl(s.fd_, F_SETFD, 0) != 0) fail("cannot share segment descriptor " + s.name_);
   if (ftruncate(s.fd_, static_cast<off_t>(bytes)) != 0)
-    fail("cannot size shared-memory segment " + s.name_ + " to " + std::to_string(bytes) + " bytes");
+    fail("cannot size shared-memory segment " + s.name_ + " to " + std::to_string(bytes) +
+         " bytes");
   s.size_ = bytes;
   s.base_ = map(s.fd_, bytes, s.name_);
   return s;
@@ -52,7 +53,7 @@ Segment Segment::attach(int fd, const std::string& name) {
   s.name_ = name;
   s.fd_ = fd >= 0 ? fd : shm_open(name.c_str(), O_RDWR, 0);
   if (s.fd_ < 0) fail("cannot open shared-memory segment " + name);
-  struct stat st{};
+  struct stat st {};
   if (fstat(s.fd_, &st) != 0) fail("cannot stat shared-memory segment " + name);
   s.size_ = static_cast<std::size_t>(st.st_size);
   if (s.size_ == 0) throw ConfigError("shared-memory segment " + name + " is empty");
@@ -92,7 +93,9 @@ Segment& Segment::operator=(Segment&& o) noexcept {
   return *this;
 }
 
-Segment::~Segment() { release(); }
+Segment::~Segment() {
+  release();
+}
 
 void Segment::unlink() {
   if (owner_) shm_unlink(name_.c_str());

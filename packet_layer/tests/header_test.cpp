@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstring>
 #include <ostream>
+#include <string>
 #include <type_traits>
 
 namespace bgl::pkt {

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "bgl/env.hpp"
 #include "bgl/pkt/node_mode.hpp"

@@ -30,13 +30,16 @@ using pkt::FifoRef;
 using pkt::PacketSpec;
 
 // Payload of packet `seq` from `source`: a size that varies with seq and bytes derived from both.
-std::size_t payload_size(std::uint32_t seq) { return (seq * 37u) % (pkt::kMaxPayloadBytes + 1); }
+std::size_t payload_size(std::uint32_t seq) {
+  return (seq * 37u) % (pkt::kMaxPayloadBytes + 1);
+}
 std::byte pattern(std::uint32_t source, std::uint32_t seq, std::size_t i) {
   return static_cast<std::byte>((source * 131u + seq * 7u + i) & 0xff);
 }
 std::vector<std::byte> make_payload(std::uint32_t source, std::uint32_t seq) {
   std::vector<std::byte> p(payload_size(seq));
-  for (std::size_t i = 0; i < p.size(); ++i) p[i] = pattern(source, seq, i);
+  for (std::size_t i = 0; i < p.size(); ++i)
+    p[i] = pattern(source, seq, i);
   return p;
 }
 bool payload_ok(std::span<const std::byte> p, std::uint32_t source, std::uint32_t seq) {
@@ -65,7 +68,8 @@ struct Receiver {
     ++received;
   }
   void drain() {
-    while (auto f = ep.poll()) on_packet(*f);
+    while (auto f = ep.poll())
+      on_packet(*f);
   }
 };
 
@@ -79,7 +83,8 @@ int order(pkt::Runtime& rt, std::uint32_t n) {
       const auto dest = static_cast<torus::Rank>((me + k) % size);
       PacketSpec spec{.dest = ep.destination_of(dest), .dispatch = 1, .word = seq};
       const auto payload = make_payload(static_cast<std::uint32_t>(me), seq);
-      test::inject_draining(ep, static_cast<int>(dest % pkt::kInjectionFifos), spec, payload, on_packet);
+      test::inject_draining(ep, static_cast<int>(dest % pkt::kInjectionFifos), spec, payload,
+                            on_packet);
     }
     rx.drain();
   }
@@ -88,10 +93,12 @@ int order(pkt::Runtime& rt, std::uint32_t n) {
     rx.drain();
     if (rx.received < expected) ep.wait();
   }
-  while (!ep.advance()) ep.wait();
+  while (!ep.advance())
+    ep.wait();
   rt.barrier();
   BGL_CHECK(!ep.poll(), me);  // nothing extra
-  for (int s = 0; s < size; ++s) BGL_CHECK(rx.next[static_cast<std::size_t>(s)] == (s == me ? 0 : n), me);
+  for (int s = 0; s < size; ++s)
+    BGL_CHECK(rx.next[static_cast<std::size_t>(s)] == (s == me ? 0 : n), me);
   return 0;
 }
 
@@ -104,9 +111,11 @@ int adaptive(pkt::Runtime& rt, std::uint32_t n) {
       for (std::uint32_t seq = 0; seq < n; ++seq) {
         PacketSpec spec{.dest = ep.destination_of(last), .word = seq, .routing = routing};
         const auto payload = make_payload(0, seq);
-        while (ep.inject(0, spec, payload) == pkt::InjectStatus::full) ep.wait();
+        while (ep.inject(0, spec, payload) == pkt::InjectStatus::full)
+          ep.wait();
       }
-      while (!ep.advance()) ep.wait();
+      while (!ep.advance())
+        ep.wait();
       rt.barrier();
     }
   } else if (static_cast<torus::Rank>(me) == last) {
@@ -201,11 +210,14 @@ int deposit(pkt::Runtime& rt, std::uint32_t n) {
         test::inject_draining(ep, 0, spec, make_payload(0, seq), receive);
       }
     }
-    while (!ep.advance()) ep.wait();
+    while (!ep.advance())
+      ep.wait();
   }
   while (got < expected) {
-    if (auto f = ep.poll()) receive(*f);
-    else ep.wait();
+    if (auto f = ep.poll())
+      receive(*f);
+    else
+      ep.wait();
   }
   rt.barrier();
   BGL_CHECK(!ep.poll(), me);
@@ -238,9 +250,11 @@ int flood(pkt::Runtime& rt, std::uint32_t n) {
     for (std::uint32_t seq = 0; seq < n; ++seq) {
       PacketSpec spec{.dest = ep.destination_of(0), .dispatch = 2, .word = seq};
       const auto payload = make_payload(static_cast<std::uint32_t>(me), seq);
-      while (ep.inject(0, spec, payload) == pkt::InjectStatus::full) ep.wait();
+      while (ep.inject(0, spec, payload) == pkt::InjectStatus::full)
+        ep.wait();
     }
-    while (!ep.advance()) ep.wait();
+    while (!ep.advance())
+      ep.wait();
     rt.barrier();
   }
   return 0;
@@ -263,17 +277,21 @@ int alltoall(pkt::Runtime& rt, std::uint32_t n) {
   for (std::uint32_t seq = 0; seq < n; ++seq) {
     for (int k = 1; k < size; ++k) {
       const auto dest = static_cast<torus::Rank>((me + k) % size);
-      PacketSpec spec{.dest = ep.destination_of(dest), .word = seq, .routing = pkt::Routing::adaptive};
+      PacketSpec spec{
+          .dest = ep.destination_of(dest), .word = seq, .routing = pkt::Routing::adaptive};
       test::inject_draining(ep, k % pkt::kInjectionFifos, spec,
                             make_payload(static_cast<std::uint32_t>(me), seq), receive);
     }
   }
   while (got < expected || !ep.advance()) {
-    if (auto f = ep.poll()) receive(*f);
-    else ep.wait();
+    if (auto f = ep.poll())
+      receive(*f);
+    else
+      ep.wait();
   }
   rt.barrier();
-  for (int s = 0; s < size; ++s) BGL_CHECK(count[static_cast<std::size_t>(s)] == (s == me ? 0 : n), me);
+  for (int s = 0; s < size; ++s)
+    BGL_CHECK(count[static_cast<std::size_t>(s)] == (s == me ? 0 : n), me);
   if (me == 0) std::printf("alltoall: %d tasks x %u packets to each peer: ok\n", size, n);
   return 0;
 }
@@ -281,11 +299,14 @@ int alltoall(pkt::Runtime& rt, std::uint32_t n) {
 [[noreturn]] void hang(pkt::Runtime& rt) {
   std::printf("pid %u %d\n", rt.rank(), static_cast<int>(getpid()));
   std::fflush(stdout);
-  for (;;) rt.endpoint().wait();
+  for (;;)
+    rt.endpoint().wait();
 }
 
 int run(int argc, char** argv) {
-  if (argc < 2) throw ConfigError("usage: packet_scenarios order|adaptive|deposit|flood|alltoall|hang|fail ...");
+  if (argc < 2)
+    throw ConfigError(
+        "usage: packet_scenarios order|adaptive|deposit|flood|alltoall|hang|fail ...");
   auto rt = pkt::Runtime::from_environment();
   const std::string_view what = argv[1];
   const auto arg = [&](int i, std::uint32_t fallback) {

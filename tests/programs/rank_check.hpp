@@ -32,7 +32,7 @@ void inject_draining(pkt::Endpoint& ep, int fifo, const pkt::PacketSpec& spec,
 
 }  // namespace bgl::test
 
-#define BGL_CHECK(cond, rank)                                   \
-  do {                                                          \
+#define BGL_CHECK(cond, rank)                                          \
+  do {                                                                 \
     if (!(cond)) ::bgl::test::fail(__FILE__, __LINE__, #cond, (rank)); \
   } while (0)

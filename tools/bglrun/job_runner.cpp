@@ -26,7 +26,8 @@ sigset_t launcher_signals() {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGCHLD);
-  for (int s : kForwardedSignals) sigaddset(&set, s);
+  for (int s : kForwardedSignals)
+    sigaddset(&set, s);
   return set;
 }
 
@@ -53,13 +54,14 @@ JobRunner::JobRunner(const pkt::Machine& machine, const pkt::Segment& segment, R
 std::string JobRunner::describe(int rank) const {
   const auto& m = machine_.mapping();
   const auto r = static_cast<torus::Rank>(rank);
-  return "rank " + std::to_string(rank) + " on node " + torus::to_string(m.coord(r)) + " t=" +
-         std::to_string(m.location(r).t) + " (pid " + std::to_string(tasks_[r].pid) + ")";
+  return "rank " + std::to_string(rank) + " on node " + torus::to_string(m.coord(r)) +
+         " t=" + std::to_string(m.location(r).t) + " (pid " + std::to_string(tasks_[r].pid) + ")";
 }
 
 int JobRunner::running_count() const {
   int n = 0;
-  for (const auto& t : tasks_) n += t.running;
+  for (const auto& t : tasks_)
+    n += t.running;
   return n;
 }
 
@@ -68,7 +70,8 @@ void JobRunner::start_tasks() {
   const std::string size = std::to_string(tasks_.size());
   const std::string fd = std::to_string(segment_.fd());
   std::vector<char*> argv;
-  for (const auto& a : settings_.command) argv.push_back(const_cast<char*>(a.c_str()));
+  for (const auto& a : settings_.command)
+    argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   sigset_t none;
   sigemptyset(&none);
@@ -109,8 +112,10 @@ void JobRunner::stop(int signal, const std::string& why) {
   if (!stopping_) {
     stopping_ = true;
     const int others = running_count();
-    if (others > 0) std::fprintf(stderr, "bglrun: %s; stopping the other %d tasks\n", why.c_str(), others);
-    else std::fprintf(stderr, "bglrun: %s\n", why.c_str());
+    if (others > 0)
+      std::fprintf(stderr, "bglrun: %s; stopping the other %d tasks\n", why.c_str(), others);
+    else
+      std::fprintf(stderr, "bglrun: %s\n", why.c_str());
   }
   if (group_ > 0) killpg(group_, signal);
 }
@@ -147,7 +152,7 @@ int JobRunner::run() {
     siginfo_t info;
     const timespec tick{0, 50'000'000};
     const int sig = sigtimedwait(&set, &info, &tick);
-    for (int status; ;) {
+    for (int status;;) {
       const pid_t pid = waitpid(-1, &status, WNOHANG);
       if (pid <= 0) break;
       on_exit(pid, status);
@@ -160,9 +165,11 @@ int JobRunner::run() {
       exit_status_ = 124;
       stop(SIGTERM, "the job timed out after " + std::to_string(settings_.timeout_seconds) + " s");
     }
-    if (stopping_ && kill_at == Clock::time_point::max()) kill_at = now + seconds(settings_.kill_grace_seconds);
+    if (stopping_ && kill_at == Clock::time_point::max())
+      kill_at = now + seconds(settings_.kill_grace_seconds);
     if (now >= kill_at && !killed) {
-      spdlog::warn("tasks still running {} s after SIGTERM; sending SIGKILL", settings_.kill_grace_seconds);
+      spdlog::warn("tasks still running {} s after SIGTERM; sending SIGKILL",
+                   settings_.kill_grace_seconds);
       killpg(group_, SIGKILL);
       killed = true;
     }

@@ -7,11 +7,13 @@
 #include <fstream>
 #include <iostream>
 
+#include "bgl/collnet/region.hpp"
 #include "bgl/log.hpp"
 #include "bgl/pkt/machine.hpp"
 #include "bgl/pkt/segment.hpp"
 #include "bgl/torus/error.hpp"
 #include "job_runner.hpp"
+#include "mpiexec_launch.hpp"
 #include "options.hpp"
 #include "stats_report.hpp"
 
@@ -50,6 +52,7 @@ int launch(int argc, char** argv) {
   const auto o = run::parse_command_line(argc, argv);
   if (o.help) {
     std::fputs(run::usage(), stdout);
+    std::fputs(run::mpiexec_usage(), stdout);
     return 0;
   }
   if (o.version) {
@@ -57,21 +60,25 @@ int launch(int argc, char** argv) {
     return 0;
   }
   if (o.log_level) log::set_level(*o.log_level, "--log-level");
-  const auto config = pkt::JobConfig::resolve(o.job);
+  auto config = pkt::JobConfig::resolve(o.job);
+  config.regions.push_back({std::string(collnet::kRegionName), collnet::region_bytes(config)});
   if (o.dry_run || o.show_mapping) print_mapping(config);
   if (o.dry_run) return 0;
   if (!executable(o.command.front()))
     throw ConfigError("program '" + o.command.front() + "' not found or not executable");
+  const auto mpiexec = run::choose_mpiexec(o.launcher, o.command);
 
   if (const int stale = pkt::Segment::remove_stale())
     spdlog::warn("removed {} shared-memory segments left by launchers that were killed", stale);
   auto segment = pkt::Segment::create(pkt::Machine::segment_bytes(config));
   const auto machine = pkt::Machine::format(segment.bytes(), config);
+  collnet::format(machine);
   spdlog::info("{}; segment {} ({} MiB virtual)", config.summary(), segment.name(),
                segment.bytes().size() >> 20);
 
-  run::JobRunner runner(machine, segment, {o.command, o.timeout_seconds, o.kill_grace_seconds});
-  const int status = runner.run();
+  const run::RunSettings settings{o.command, o.timeout_seconds, o.kill_grace_seconds};
+  const int status = mpiexec ? run::run_with_mpiexec(machine, segment, settings, *mpiexec)
+                             : run::JobRunner(machine, segment, settings).run();
   spdlog::info("{}", run::statistics_summary(machine));
   if (o.stats_file) {
     std::ofstream out(*o.stats_file);

@@ -10,9 +10,9 @@ namespace {
 
 // Flags that take a value, as "--flag value" or "--flag=value".
 bool takes_value(std::string_view f) {
-  for (std::string_view v : {"-np", "-n", "--np", "--shape", "--mesh", "--mode", "--mapping",
-                             "--mapfile", "--timeout", "--fifo-packets", "--seed", "--stats",
-                             "--log-level", "--kill-grace"})
+  for (std::string_view v :
+       {"-np", "-n", "--np", "--shape", "--mesh", "--mode", "--mapping", "--mapfile", "--timeout",
+        "--fifo-packets", "--seed", "--stats", "--log-level", "--kill-grace", "--launcher"})
     if (f == v) return true;
   return false;
 }
@@ -43,6 +43,8 @@ void apply(LauncherOptions& o, std::string_view flag, const std::string& value) 
     o.stats_file = value;
   } else if (flag == "--log-level") {
     o.log_level = value;
+  } else if (flag == "--launcher") {
+    o.launcher = value;
   }
 }
 
@@ -111,14 +113,16 @@ LauncherOptions parse_command_line(int argc, char** argv) {
       throw ConfigError("unknown option '" + std::string(arg) + "' (see bglrun --help)");
     }
   }
-  for (; i < argc; ++i) o.command.emplace_back(argv[i]);
+  for (; i < argc; ++i)
+    o.command.emplace_back(argv[i]);
   if (o.help || o.version) return o;
 
   o.job.merge_environment();
   if (o.timeout_seconds == 0) {
     if (auto v = env::get("BGL_TIMEOUT")) o.timeout_seconds = env::parse_seconds(*v, "BGL_TIMEOUT");
   }
-  if (auto v = env::get("BGL_KILL_GRACE")) o.kill_grace_seconds = env::parse_seconds(*v, "BGL_KILL_GRACE");
+  if (auto v = env::get("BGL_KILL_GRACE"))
+    o.kill_grace_seconds = env::parse_seconds(*v, "BGL_KILL_GRACE");
   if (!o.stats_file) o.stats_file = env::get("BGL_STATS");
   if (!o.job.ntasks) throw ConfigError("missing -np N (the number of tasks)");
   if (o.command.empty() && !o.dry_run) throw ConfigError("missing the program to run");

@@ -9,10 +9,11 @@ namespace bgl::run {
 
 struct LauncherOptions {
   pkt::JobOptions job;
-  double timeout_seconds = 0;      // 0: none
-  double kill_grace_seconds = 2;   // between SIGTERM and SIGKILL when stopping a job
+  double timeout_seconds = 0;     // 0: none
+  double kill_grace_seconds = 2;  // between SIGTERM and SIGKILL when stopping a job
   std::optional<std::string> stats_file;
   std::optional<std::string> log_level;
+  std::optional<std::string> launcher;  // --launcher auto|mpiexec|direct (mpiexec_launch.hpp)
   bool dry_run = false;
   bool show_mapping = false;
   bool help = false;

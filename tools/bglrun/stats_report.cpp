@@ -9,7 +9,9 @@ namespace {
 
 using nlohmann::json;
 
-json coord(torus::Coord c) { return json::array({c.x, c.y, c.z}); }
+json coord(torus::Coord c) {
+  return json::array({c.x, c.y, c.z});
+}
 
 json counters(const pkt::TaskCounters& c) {
   return {{"packets_injected", c.packets_injected},
@@ -38,7 +40,8 @@ std::string statistics_json(const pkt::Machine& m) {
   for (int r = 0; r < c.ntasks(); ++r) {
     const auto rank = static_cast<torus::Rank>(r);
     const auto& slot = m.task(rank);
-    json t = {{"rank", r}, {"node", coord(c.mapping.coord(rank))}, {"t", c.mapping.location(rank).t}};
+    json t = {
+        {"rank", r}, {"node", coord(c.mapping.coord(rank))}, {"t", c.mapping.location(rank).t}};
     t["published"] = slot.published.load() != 0;
     if (slot.published.load()) t["counters"] = counters(slot.counters);
     // Layers above the packet layer leave their own statistics as JSON text in the task's slot.
@@ -53,10 +56,11 @@ std::string statistics_json(const pkt::Machine& m) {
   const auto totals = m.links();
   for (std::size_t i = 0; i < totals.size(); ++i) {
     if (totals[i].packets.load() == 0) continue;
-    links.push_back({{"node", coord(shape.coord(static_cast<torus::NodeId>(i / torus::kDirections)))},
-                     {"dir", torus::to_string(static_cast<torus::Direction>(i % torus::kDirections))},
-                     {"packets", totals[i].packets.load()},
-                     {"bytes", totals[i].bytes.load()}});
+    links.push_back(
+        {{"node", coord(shape.coord(static_cast<torus::NodeId>(i / torus::kDirections)))},
+         {"dir", torus::to_string(static_cast<torus::Direction>(i % torus::kDirections))},
+         {"packets", totals[i].packets.load()},
+         {"bytes", totals[i].bytes.load()}});
   }
   json fifos = json::array();
   for (torus::NodeId n = 0; n < static_cast<torus::NodeId>(shape.node_count()); ++n) {
@@ -101,8 +105,8 @@ std::string statistics_summary(const pkt::Machine& m) {
   if (busiest > 0) {
     const auto node = static_cast<torus::NodeId>(busiest_index / torus::kDirections);
     const auto dir = static_cast<torus::Direction>(busiest_index % torus::kDirections);
-    s += "; busiest link " + torus::to_string(m.shape().coord(node)) + std::string(torus::to_string(dir)) +
-         " carried " + std::to_string(busiest) + " bytes";
+    s += "; busiest link " + torus::to_string(m.shape().coord(node)) +
+         std::string(torus::to_string(dir)) + " carried " + std::to_string(busiest) + " bytes";
   }
   return s;
 }

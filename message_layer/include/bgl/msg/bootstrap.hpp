@@ -26,7 +26,9 @@ class LauncherBootstrap final : public Bootstrap {
   Rank rank() const override { return rt_.rank(); }
   int size() const override { return rt_.size(); }
   void barrier() override { rt_.barrier(); }
-  void allgather(std::span<const std::byte> mine, std::span<std::byte> all) override { rt_.allgather(mine, all); }
+  void allgather(std::span<const std::byte> mine, std::span<std::byte> all) override {
+    rt_.allgather(mine, all);
+  }
 
  private:
   pkt::Runtime& rt_;

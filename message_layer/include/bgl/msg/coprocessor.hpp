@@ -18,8 +18,8 @@ namespace bgl::msg {
 
 class Coprocessor {
  public:
-  using Unit = int (*)(void* arg);       // a transient unit's result: 0 for success, else an error
-  using Poll = bool (*)(void* arg);      // a permanent unit: true if it did some work
+  using Unit = int (*)(void* arg);   // a transient unit's result: 0 for success, else an error
+  using Poll = bool (*)(void* arg);  // a permanent unit: true if it did some work
   static constexpr int kUnitFailed = -1000;  // cojoin() result when the unit threw
   static constexpr std::uint32_t kMaxTransient = 256;
   static constexpr std::size_t kMaxPermanent = 8;

@@ -23,7 +23,8 @@ struct Config {
   std::uint32_t max_receives = 4096;    // messages being received or unexpected (BGL_ML_MAX_RECVS)
   std::uint32_t max_rendezvous = 1024;  // rendezvous sends awaiting ack/fin (BGL_ML_MAX_RZV)
   bool vn_direct_copy = true;           // VN protocol copies with process_vm_readv (BGL_ML_VN_COPY)
-  // Coprocessor mode: the coprocessor receives eligible rendezvous data (BGL_ML_COPROCESSOR_RECEIVE).
+  // Coprocessor mode: the coprocessor receives eligible rendezvous data
+  // (BGL_ML_COPROCESSOR_RECEIVE).
   bool coprocessor_receive = true;
 
   static Config from_environment();

@@ -73,8 +73,12 @@ struct RecvTarget {
   RecvDone done = nullptr;
   void* context = nullptr;
 
-  static RecvTarget into(std::span<std::byte> b, RecvDone d, void* ctx) { return {Kind::buffer, b, {}, d, ctx}; }
-  static RecvTarget scatter(std::span<const iovec> v, RecvDone d, void* ctx) { return {Kind::iov, {}, v, d, ctx}; }
+  static RecvTarget into(std::span<std::byte> b, RecvDone d, void* ctx) {
+    return {Kind::buffer, b, {}, d, ctx};
+  }
+  static RecvTarget scatter(std::span<const iovec> v, RecvDone d, void* ctx) {
+    return {Kind::iov, {}, v, d, ctx};
+  }
   // Unexpected: eager data are kept in the layer's bounded pool, a rendezvous waits; the caller
   // hands over the destination later with MessageLayer::accept().
   static RecvTarget later() { return {}; }

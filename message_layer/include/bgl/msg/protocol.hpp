@@ -13,7 +13,7 @@ enum class Protocol : std::uint8_t {
   eager,           // ordered packets, written at their offsets by the receiver
   rendezvous,      // ordered scout, receiver's ack, adaptive data straight into the buffer, fin
   adaptive_eager,  // adaptive packets only; a per-destination token keeps message order
-  virtual_node,    // to the node's other task (VN mode): the receiver copies from the sender's memory
+  virtual_node,  // to the node's other task (VN mode): the receiver copies from the sender's memory
 };
 inline constexpr int kProtocols = 5;
 
@@ -23,8 +23,8 @@ std::optional<Protocol> parse_protocol(std::string_view text);
 struct ProtocolLimits {
   // Largest data size sent as one packet (with the default header budget: 240 - 12 - header).
   std::size_t eager_limit = 16 * 1024;  // larger messages use rendezvous
-  bool adaptive_eager = false;          // use adaptive eager instead of eager (BGL_ML_ADAPTIVE_EAGER)
-  std::optional<Protocol> forced;       // every message uses this protocol (BGL_ML_PROTOCOL)
+  bool adaptive_eager = false;     // use adaptive eager instead of eager (BGL_ML_ADAPTIVE_EAGER)
+  std::optional<Protocol> forced;  // every message uses this protocol (BGL_ML_PROTOCOL)
 
   // BGL_ML_EAGER_LIMIT, BGL_ML_ADAPTIVE_EAGER, BGL_ML_PROTOCOL; ConfigError names bad values.
   static ProtocolLimits from_environment();

@@ -20,14 +20,14 @@ struct Statistics {
   std::array<ProtocolCounters, kProtocols> protocol{};
   std::uint64_t control_packets_sent = 0;  // acks, fins, tokens
   std::uint64_t unexpected_messages = 0;
-  std::uint64_t unexpected_depth = 0;      // messages waiting for accept() now
+  std::uint64_t unexpected_depth = 0;  // messages waiting for accept() now
   std::uint64_t unexpected_depth_max = 0;
   std::uint64_t pool_bytes_in_use = 0;
   std::uint64_t pool_bytes_max = 0;
-  std::uint64_t pool_waits = 0;            // an arrival waited (backpressure) for pool space
+  std::uint64_t pool_waits = 0;              // an arrival waited (backpressure) for pool space
   std::uint64_t early_adaptive_packets = 0;  // adaptive-eager data that overtook its first packet
-  std::uint64_t token_waits = 0;           // a send waited for an adaptive-eager token
-  std::uint64_t coprocessor_messages = 0;  // rendezvous data received by the coprocessor
+  std::uint64_t token_waits = 0;             // a send waited for an adaptive-eager token
+  std::uint64_t coprocessor_messages = 0;    // rendezvous data received by the coprocessor
   std::uint64_t coprocessor_packets = 0;
   std::uint64_t coherence_operations = 0;  // software-coherence steps after coprocessor receives
 

@@ -4,6 +4,8 @@
 // packet stalls the producer until the packet's cache-missing stores drain, which halves streaming
 // throughput. With membarrier(2) the sleeper, which is about to block anyway, forces the fence on
 // every running task of the job instead, and producers publish with plain stores.
+#include <atomic>
+
 namespace bgl::pkt {
 
 // Registers this process for expedited global membarriers. Idempotent; false (and producers keep
@@ -13,8 +15,8 @@ bool asymmetric_fences_enabled();
 
 // Producer side: orders the preceding publication before the following sleeper check.
 inline void light_fence() {
-  extern bool g_asymmetric_fences;
-  if (g_asymmetric_fences) {
+  extern std::atomic<bool> g_asymmetric_fences;
+  if (g_asymmetric_fences.load(std::memory_order_relaxed)) {
     __atomic_signal_fence(__ATOMIC_SEQ_CST);  // the compiler must not reorder; the CPU may
   } else {
     __atomic_thread_fence(__ATOMIC_SEQ_CST);

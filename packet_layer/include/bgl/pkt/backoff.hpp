@@ -1,7 +1,7 @@
 #pragma once
-// How a task waits when there is nothing to do: poll (spin) a while, then yield the core, then sleep
-// on a doorbell. With many more tasks than cores (64 ranks on 2 cores) spinning starves the task
-// that would make progress, so the spin budget shrinks with oversubscription.
+// How a task waits when there is nothing to do: poll (spin) a while, then yield the core, then
+// sleep on a doorbell. With many more tasks than cores (64 ranks on 2 cores) spinning starves the
+// task that would make progress, so the spin budget shrinks with oversubscription.
 #include <chrono>
 #include <cstdint>
 
@@ -26,7 +26,8 @@ class Backoff {
   void reset() { rounds_ = 0; }
   // One idle round: spin, yield, or sleep on `bell` unless `ready()` (checked after announcing).
   template <class Ready>
-  void idle(Doorbell& bell, Ready&& ready, std::chrono::microseconds cap = std::chrono::microseconds::max()) {
+  void idle(Doorbell& bell, Ready&& ready,
+            std::chrono::microseconds cap = std::chrono::microseconds::max()) {
     if (rounds_ < policy_->spin_rounds) {
       ++rounds_;
       cpu_relax();

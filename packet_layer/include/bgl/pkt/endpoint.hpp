@@ -4,11 +4,11 @@
 // its destination, or discard it. Nothing here allocates or locks after construction.
 //
 // Emulated network: injecting moves a packet across the torus in one step into the reception FIFO
-// its route ends in (final-hop direction; local; high priority), accounting every link on the route.
-// When that FIFO is full the packet waits at the head of its injection FIFO, as on the real machine,
-// and later packets of that injection FIFO wait behind it; the task's own packet-layer calls
-// (inject, poll, advance, wait) move waiting packets on. inject() reports "full" only when the
-// injection FIFO itself is full: backpressure, never loss.
+// its route ends in (final-hop direction; local; high priority), accounting every link on the
+// route. When that FIFO is full the packet waits at the head of its injection FIFO, as on the real
+// machine, and later packets of that injection FIFO wait behind it; the task's own packet-layer
+// calls (inject, poll, advance, wait) move waiting packets on. inject() reports "full" only when
+// the injection FIFO itself is full: backpressure, never loss.
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -55,8 +55,8 @@ class Endpoint {
   // Copies the packet into the network; its payload is `payload` followed by `more` (so a protocol
   // prefix and user data need not be assembled first). Throws std::invalid_argument for a
   // malformed request (payload > 240 bytes, destination outside the partition, bad deposit line).
-  InjectStatus inject(int injection_fifo, const PacketSpec& spec, std::span<const std::byte> payload,
-                      std::span<const std::byte> more = {});
+  InjectStatus inject(int injection_fifo, const PacketSpec& spec,
+                      std::span<const std::byte> payload, std::span<const std::byte> more = {});
 
   // The next reception FIFO with a packet: high priority first, then round-robin over the others.
   // Packets with malformed headers are logged, counted and discarded here. FIFOs whose bit is set

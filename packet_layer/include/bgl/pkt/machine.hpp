@@ -33,12 +33,12 @@ struct TaskCounters {
   std::uint64_t bytes_injected = 0;  // whole packets (32-byte chunks)
   std::uint64_t packets_received = 0;
   std::uint64_t payload_bytes_received = 0;
-  std::uint64_t deposit_copies = 0;     // extra copies delivered along deposit-bit lines
-  std::uint64_t injection_full = 0;     // inject() answered "full" (backpressure seen by the caller)
-  std::uint64_t delivery_stalls = 0;    // a reception FIFO was full; the packet waited
-  std::uint64_t malformed = 0;          // packets rejected by header validation
-  std::uint64_t sleeps = 0;             // doorbell sleeps while waiting
-  std::uint64_t virtual_packets = 0;    // sent through the node's virtual FIFO (VN mode)
+  std::uint64_t deposit_copies = 0;   // extra copies delivered along deposit-bit lines
+  std::uint64_t injection_full = 0;   // inject() answered "full" (backpressure seen by the caller)
+  std::uint64_t delivery_stalls = 0;  // a reception FIFO was full; the packet waited
+  std::uint64_t malformed = 0;        // packets rejected by header validation
+  std::uint64_t sleeps = 0;           // doorbell sleeps while waiting
+  std::uint64_t virtual_packets = 0;  // sent through the node's virtual FIFO (VN mode)
 };
 
 inline constexpr std::size_t kExchangeBytes = 256;

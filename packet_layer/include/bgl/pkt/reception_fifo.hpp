@@ -20,10 +20,10 @@ namespace bgl::pkt {
 // Shared part of one FIFO: placed at the start of its region, followed by the sequence array and
 // the slots.
 struct FifoControl {
-  alignas(64) std::atomic<std::uint64_t> tail{0};        // producers
-  std::atomic<std::uint64_t> full_events{0};             // producers, rare
-  alignas(64) std::atomic<std::uint64_t> head{0};        // consumer (read by statistics)
-  std::atomic<std::uint64_t> high_water{0};              // consumer
+  alignas(64) std::atomic<std::uint64_t> tail{0};  // producers
+  std::atomic<std::uint64_t> full_events{0};       // producers, rare
+  alignas(64) std::atomic<std::uint64_t> head{0};  // consumer (read by statistics)
+  std::atomic<std::uint64_t> high_water{0};        // consumer
 };
 
 class ReceptionFifo {

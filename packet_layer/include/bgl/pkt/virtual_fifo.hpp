@@ -12,6 +12,7 @@ namespace bgl::pkt {
 
 inline constexpr std::size_t kVirtualFifoPackets = 128;
 
-using VirtualFifo = boost::lockfree::spsc_queue<Packet, boost::lockfree::capacity<kVirtualFifoPackets>>;
+using VirtualFifo =
+    boost::lockfree::spsc_queue<Packet, boost::lockfree::capacity<kVirtualFifoPackets>>;
 
 }  // namespace bgl::pkt

@@ -18,8 +18,8 @@ struct Link {
   bool operator==(const Link&) const = default;
 };
 
-// A path through the torus as the sequence of directions taken from `source`. Fixed capacity so that
-// computing a route on the packet hot path never allocates.
+// A path through the torus as the sequence of directions taken from `source`. Fixed capacity so
+// that computing a route on the packet hot path never allocates.
 class Route {
  public:
   static constexpr int kMaxHops = 3 * Shape::kMaxExtent;
@@ -29,7 +29,9 @@ class Route {
 
   NodeId source() const { return source_; }
   int hops() const { return hops_; }
-  std::span<const Direction> steps() const { return {steps_.data(), static_cast<std::size_t>(hops_)}; }
+  std::span<const Direction> steps() const {
+    return {steps_.data(), static_cast<std::size_t>(hops_)};
+  }
   // Direction of the last hop; nullopt for a zero-hop route (source == destination).
   std::optional<Direction> last() const {
     return hops_ ? std::optional<Direction>(steps_[hops_ - 1]) : std::nullopt;
@@ -62,8 +64,8 @@ struct Line {
   int length = 0;  // hops from source to destination, >= 1
 };
 
-// Validates a deposit-bit line: source and destination must differ in exactly one coordinate, and on
-// a mesh `dir` must point from source towards destination. Returns an explanation on failure.
+// Validates a deposit-bit line: source and destination must differ in exactly one coordinate, and
+// on a mesh `dir` must point from source towards destination. Returns an explanation on failure.
 struct LineOrError {
   std::optional<Line> line;
   std::string error;

@@ -39,7 +39,9 @@ class Shape {
   int node_count() const { return extent_[0] * extent_[1] * extent_[2]; }
 
   bool contains(Coord c) const;
-  NodeId node_id(Coord c) const { return static_cast<NodeId>(c.x + extent_[0] * (c.y + extent_[1] * c.z)); }
+  NodeId node_id(Coord c) const {
+    return static_cast<NodeId>(c.x + extent_[0] * (c.y + extent_[1] * c.z));
+  }
   Coord coord(NodeId id) const;
 
   // The node at the other end of `node`'s link in direction d; nullopt at the edge of a mesh, and

@@ -1,0 +1,519 @@
+#include "mpiexec_launch.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string_view>
+
+#include "bgl/env.hpp"
+#include "bgl/log.hpp"
+#include "bgl/torus/error.hpp"
+
+namespace bgl::run {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string find_in_path(const std::string& program) {
+  if (program.find('/') != std::string::npos) return program;
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/bin:/bin";
+  for (std::size_t start = 0; start <= dirs.size();) {
+    const auto end = std::min(dirs.find(':', start), dirs.size());
+    const std::string dir = end > start ? dirs.substr(start, end - start) : ".";
+    if (access((dir + "/" + program).c_str(), X_OK) == 0) return dir + "/" + program;
+    start = end + 1;
+  }
+  return program;
+}
+
+// Output of a short command (argv[0] is a path), with stderr discarded; empty on failure.
+std::string capture(const std::vector<std::string>& command) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return {};
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return {};
+  }
+  if (pid == 0) {
+    dup2(fds[1], STDOUT_FILENO);
+    const int devnull = open("/dev/null", O_WRONLY);
+    if (devnull >= 0) dup2(devnull, STDERR_FILENO);
+    std::vector<char*> argv;
+    for (const auto& a : command)
+      argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? out : std::string{};
+}
+
+// The libmpi the program loads, when that libmpi loads libbglml (our device); else empty.
+std::string bgl_libmpi_of(const std::string& program) {
+  const std::string out = capture({"/usr/bin/ldd", program});
+  std::istringstream lines(out);
+  std::string libmpi;
+  bool bglml = false;
+  for (std::string line; std::getline(lines, line);) {
+    const auto arrow = line.find("=> ");
+    if (arrow == std::string::npos) continue;
+    const std::string name = line.substr(0, arrow);
+    std::string path = line.substr(arrow + 3);
+    path = path.substr(0, path.find(' '));
+    if (name.find("libmpi.so") != std::string::npos) libmpi = path;
+    if (name.find("libbglml.so") != std::string::npos) bglml = true;
+  }
+  return bglml ? libmpi : std::string{};
+}
+
+std::string signal_name(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  const char* text = strsignal(sig);
+  return std::string("signal ") + std::to_string(sig) + " (SIG" + (abbrev ? abbrev : "?") + ": " +
+         (text ? text : "?") + ")";
+}
+
+Clock::duration seconds(double s) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+}
+
+// Children of this process (the job's processes that outlived their parents are re-parented to
+// bglrun, a child subreaper).
+std::vector<pid_t> children() {
+  std::vector<pid_t> out;
+  const pid_t self = getpid();
+  DIR* proc = opendir("/proc");
+  if (!proc) return out;
+  while (const dirent* e = readdir(proc)) {
+    char* end = nullptr;
+    const long pid = std::strtol(e->d_name, &end, 10);
+    if (*end != '\0' || pid <= 0) continue;
+    std::ifstream stat("/proc/" + std::string(e->d_name) + "/stat");
+    std::string text;
+    std::getline(stat, text);
+    const auto close_paren = text.rfind(')');
+    if (close_paren == std::string::npos) continue;
+    std::istringstream fields(text.substr(close_paren + 2));
+    char state = 0;
+    long ppid = 0;
+    fields >> state >> ppid;
+    if (ppid == self) out.push_back(static_cast<pid_t>(pid));
+  }
+  closedir(proc);
+  return out;
+}
+
+class MpiexecJob {
+ public:
+  MpiexecJob(const pkt::Machine& machine, const pkt::Segment& segment, const RunSettings& settings,
+             std::string mpiexec)
+      : machine_(machine),
+        segment_(segment),
+        settings_(settings),
+        mpiexec_(std::move(mpiexec)),
+        pidfds_(static_cast<std::size_t>(machine.mapping().size()), -1) {}
+
+  int run();
+
+ private:
+  void start();
+  void forward_output();
+  void emit(const char* data, std::size_t n);
+  void end_of_line();
+  void watch_ranks();
+  void rank_ended(int rank);
+  void stop(int sig, const std::string& why);
+  void reap();
+  void kill_leftovers();
+  int report();
+  std::string describe(int rank) const;
+
+  const pkt::Machine& machine_;
+  const pkt::Segment& segment_;
+  const RunSettings& settings_;
+  std::string mpiexec_;
+  pid_t child_ = -1;
+  int out_ = -1;  // mpiexec's stdout (ours to forward)
+  bool child_done_ = false;
+  int child_status_ = 0;
+  bool stopping_ = false;
+  int exit_status_ = -1;
+  // Output forwarding: lines that may be Hydra's own ("[mpiexec@host] ...") are held until their
+  // end so that the exit-code line can be taken out; everything else passes at once.
+  std::string line_;
+  bool holding_ = true;  // at the start of a line, or inside a held line
+  // Ranks: a pidfd per rank once the rank has recorded its pid (when it attached the segment);
+  // the first rank to end without having finished MPI (no statistics published) is the culprit.
+  std::vector<int> pidfds_;
+  int first_failed_ = -1;
+  std::vector<int> exit_codes_;  // Hydra's raw wait statuses in rank order (-print-all-exitcodes)
+};
+
+std::string MpiexecJob::describe(int r) const {
+  const auto& m = machine_.mapping();
+  const auto rank = static_cast<torus::Rank>(r);
+  const pid_t pid = machine_.task(rank).pid;
+  return "rank " + std::to_string(r) + " on node " + torus::to_string(m.coord(rank)) +
+         " t=" + std::to_string(m.location(rank).t) +
+         (pid ? " (pid " + std::to_string(pid) + ")" : "");
+}
+
+void MpiexecJob::start() {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0)
+    throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  std::vector<std::string> args{mpiexec_, "-launcher",
+                                "fork",   "-print-all-exitcodes",
+                                "-n",     std::to_string(machine_.mapping().size())};
+  args.insert(args.end(), settings_.command.begin(), settings_.command.end());
+  std::vector<char*> argv;
+  for (const auto& a : args)
+    argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const std::string size = std::to_string(machine_.mapping().size());
+  const pid_t launcher = getpid();
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != launcher) _exit(127);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    dup2(fds[1], STDOUT_FILENO);
+    const int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0) dup2(devnull, STDIN_FILENO);
+    close(segment_.fd());  // ranks attach by name
+    unsetenv("BGL_SEGMENT_FD");
+    unsetenv("BGL_RANK");
+    setenv("BGL_SEGMENT", segment_.name().c_str(), 1);
+    setenv("BGL_SIZE", size.c_str(), 1);
+    execv(argv[0], argv.data());
+    std::fprintf(stderr, "bglrun: cannot execute '%s': %s\n", argv[0], std::strerror(errno));
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  close(fds[1]);
+  out_ = fds[0];
+  child_ = pid;
+  spdlog::info("started {} (pid {}) for {} ranks", mpiexec_, pid, machine_.mapping().size());
+}
+
+void write_all(const char* data, std::size_t n) {
+  for (std::size_t done = 0; done < n;) {
+    const ssize_t w = write(STDOUT_FILENO, data + done, n - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return;  // our stdout is gone: keep draining mpiexec anyway
+    done += static_cast<std::size_t>(w);
+  }
+}
+
+void MpiexecJob::end_of_line() {
+  // "[mpiexec@host] Exit codes: [host] 0,0,9,0" (wait statuses, in rank order on one host).
+  const auto at = line_.find("Exit codes: ");
+  if (line_.starts_with("[mpiexec@") && at != std::string::npos) {
+    const auto list = line_.rfind("] ");
+    std::istringstream in(list == std::string::npos ? std::string() : line_.substr(list + 2));
+    exit_codes_.clear();
+    for (std::string item; std::getline(in, item, ',');)
+      exit_codes_.push_back(std::atoi(item.c_str()));
+    line_.clear();
+    return;
+  }
+  write_all(line_.data(), line_.size());
+  line_.clear();
+}
+
+void MpiexecJob::emit(const char* data, std::size_t n) {
+  static constexpr std::string_view kHydra = "[mpiexec@";
+  std::size_t i = 0;
+  while (i < n) {
+    if (holding_) {
+      const char c = data[i++];
+      line_.push_back(c);
+      if (c == '\n') {
+        end_of_line();
+        continue;
+      }
+      if (line_.size() <= kHydra.size() && !kHydra.starts_with(line_)) {
+        write_all(line_.data(), line_.size());  // not Hydra's: pass the rest of the line at once
+        line_.clear();
+        holding_ = false;
+      }
+      continue;
+    }
+    const char* nl = static_cast<const char*>(std::memchr(data + i, '\n', n - i));
+    const std::size_t upto = nl ? static_cast<std::size_t>(nl - data) + 1 : n;
+    write_all(data + i, upto - i);
+    i = upto;
+    if (nl) holding_ = true;
+  }
+}
+
+void MpiexecJob::forward_output() {
+  char buf[65536];
+  const ssize_t n = read(out_, buf, sizeof buf);
+  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+  if (n <= 0) {
+    close(out_);
+    out_ = -1;
+    if (!line_.empty()) end_of_line();
+    return;
+  }
+  emit(buf, static_cast<std::size_t>(n));
+}
+
+void MpiexecJob::watch_ranks() {
+  for (std::size_t r = 0; r < pidfds_.size(); ++r) {
+    if (pidfds_[r] != -1) continue;
+    const pid_t pid = machine_.task(static_cast<torus::Rank>(r)).pid;
+    if (pid <= 0) continue;
+    const int fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+    pidfds_[r] = fd >= 0 ? fd : -2;  // -2: gone already (or no pidfd support)
+    if (fd < 0) rank_ended(static_cast<int>(r));
+  }
+}
+
+void MpiexecJob::rank_ended(int rank) {
+  const auto& slot = machine_.task(static_cast<torus::Rank>(rank));
+  if (slot.published.load(std::memory_order_acquire) != 0) return;  // finished MPI normally
+  if (first_failed_ < 0) {
+    first_failed_ = rank;
+    spdlog::info("{} ended before finishing MPI", describe(rank));
+  }
+}
+
+void MpiexecJob::stop(int sig, const std::string& why) {
+  if (!stopping_) {
+    stopping_ = true;
+    std::fprintf(stderr, "bglrun: %s; stopping the job\n", why.c_str());
+  }
+  if (!child_done_) kill(child_, sig);
+}
+
+void MpiexecJob::reap() {
+  for (int status;;) {
+    const pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid <= 0) return;
+    if (pid == child_) {
+      child_done_ = true;
+      child_status_ = status;
+    }
+  }
+}
+
+void MpiexecJob::kill_leftovers() {
+  // Hydra's processes run in sessions of their own; whatever survived mpiexec is now our child.
+  for (int round = 0; round < 50; ++round) {
+    const auto left = children();
+    if (left.empty()) return;
+    if (round == 0)
+      spdlog::warn("{} processes of the job outlived mpiexec; killing them", left.size());
+    for (pid_t p : left)
+      kill(p, SIGKILL);
+    usleep(20'000);
+    reap();
+  }
+  spdlog::error("processes of the job survive SIGKILL");
+}
+
+int MpiexecJob::report() {
+  // The culprit: the first rank that ended without finishing MPI; else, from Hydra's statuses, a
+  // rank that exited with an error, else one killed by a signal other than Hydra's SIGKILL.
+  int culprit = first_failed_;
+  const auto status_of = [&](int r) -> std::optional<int> {
+    if (r >= 0 && static_cast<std::size_t>(r) < exit_codes_.size())
+      return exit_codes_[static_cast<std::size_t>(r)];
+    return std::nullopt;
+  };
+  for (std::size_t r = 0; culprit < 0 && r < exit_codes_.size(); ++r)
+    if (WIFEXITED(exit_codes_[r]) && WEXITSTATUS(exit_codes_[r]) != 0)
+      culprit = static_cast<int>(r);
+  for (std::size_t r = 0; culprit < 0 && r < exit_codes_.size(); ++r)
+    if (WIFSIGNALED(exit_codes_[r]) && WTERMSIG(exit_codes_[r]) != SIGKILL)
+      culprit = static_cast<int>(r);
+  for (std::size_t r = 0; culprit < 0 && r < exit_codes_.size(); ++r)
+    if (exit_codes_[r] != 0) culprit = static_cast<int>(r);
+  if (culprit < 0) return -1;
+
+  std::string what = describe(culprit);
+  int code = 1;
+  if (const auto s = status_of(culprit)) {
+    if (WIFSIGNALED(*s)) {
+      what += " was killed by " + signal_name(WTERMSIG(*s));
+      code = 128 + WTERMSIG(*s);
+    } else if (WIFEXITED(*s) && WEXITSTATUS(*s) != 0) {
+      what += " exited with code " + std::to_string(WEXITSTATUS(*s));
+      code = WEXITSTATUS(*s);
+    } else {
+      what += " ended before MPI_Finalize";
+    }
+  } else {
+    what += " ended before MPI_Finalize";
+  }
+  std::fprintf(stderr, "bglrun: %s; the job was stopped\n", what.c_str());
+  return code;
+}
+
+int MpiexecJob::run() {
+  const sigset_t set = launcher_signals();
+  sigset_t previous;
+  sigprocmask(SIG_BLOCK, &set, &previous);
+  const int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (sfd < 0) throw std::runtime_error(std::string("signalfd: ") + std::strerror(errno));
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  start();
+
+  const auto begin = Clock::now();
+  const auto deadline = settings_.timeout_seconds > 0 ? begin + seconds(settings_.timeout_seconds)
+                                                      : Clock::time_point::max();
+  auto kill_at = Clock::time_point::max();
+  auto drain_until = Clock::time_point::max();
+  bool killed = false;
+  std::vector<pollfd> fds;
+  std::vector<int> fd_rank;
+  for (;;) {
+    watch_ranks();
+    fds.assign({{sfd, POLLIN, 0}, {out_, POLLIN, 0}});
+    fd_rank.assign(2, -1);
+    for (std::size_t r = 0; r < pidfds_.size(); ++r)
+      if (pidfds_[r] >= 0) {
+        fds.push_back({pidfds_[r], POLLIN, 0});
+        fd_rank.push_back(static_cast<int>(r));
+      }
+    poll(fds.data(), fds.size(), 50);
+    for (std::size_t i = 2; i < fds.size(); ++i)
+      if (fds[i].revents) {
+        const int r = fd_rank[i];
+        close(pidfds_[static_cast<std::size_t>(r)]);
+        pidfds_[static_cast<std::size_t>(r)] = -2;
+        rank_ended(r);
+      }
+    if (out_ >= 0 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) forward_output();
+    for (signalfd_siginfo si; read(sfd, &si, sizeof si) == static_cast<ssize_t>(sizeof si);) {
+      const int sig = static_cast<int>(si.ssi_signo);
+      if (sig == SIGCHLD) continue;
+      if (!stopping_) exit_status_ = 128 + sig;
+      stop(sig == SIGQUIT || sig == SIGHUP ? SIGTERM : sig, "received " + signal_name(sig));
+    }
+    reap();
+    const auto now = Clock::now();
+    if (now >= deadline && !stopping_) {
+      exit_status_ = 124;
+      stop(SIGINT, "the job timed out after " + std::to_string(settings_.timeout_seconds) + " s");
+    }
+    if (stopping_ && kill_at == Clock::time_point::max())
+      kill_at = now + seconds(settings_.kill_grace_seconds);
+    if (now >= kill_at && !killed) {
+      if (!child_done_) {
+        spdlog::warn("mpiexec still running {} s after it was told to stop; killing the job",
+                     settings_.kill_grace_seconds);
+        killpg(child_, SIGKILL);
+      }
+      for (pid_t p : children())
+        kill(p, SIGKILL);
+      killed = true;
+    }
+    if (child_done_) {
+      if (out_ < 0) break;
+      // Something of the job still holds mpiexec's stdout: give it a moment, then stop reading.
+      if (drain_until == Clock::time_point::max()) drain_until = now + std::chrono::seconds(1);
+      if (now >= drain_until) {
+        close(out_);
+        out_ = -1;
+        break;
+      }
+    }
+  }
+  if (!line_.empty()) end_of_line();
+  kill_leftovers();
+  for (int fd : pidfds_)
+    if (fd >= 0) close(fd);
+  close(sfd);
+  prctl(PR_SET_CHILD_SUBREAPER, 0);
+  sigprocmask(SIG_SETMASK, &previous, nullptr);
+
+  const int culprit_status = report();
+  if (exit_status_ >= 0) return exit_status_;  // signal or timeout
+  if (culprit_status >= 0) return culprit_status;
+  if (WIFEXITED(child_status_)) {
+    const int code = WEXITSTATUS(child_status_);
+    if (code != 0) std::fprintf(stderr, "bglrun: mpiexec exited with code %d\n", code);
+    return code;
+  }
+  std::fprintf(stderr, "bglrun: mpiexec was killed by %s\n",
+               signal_name(WTERMSIG(child_status_)).c_str());
+  return 128 + WTERMSIG(child_status_);
+}
+
+}  // namespace
+
+const char* mpiexec_usage() {
+  return R"(
+MPI programs (MPICH built with the bgl device, tools/build_mpich.sh) start through Hydra's mpiexec:
+  --launcher L           auto | mpiexec | direct (BGL_LAUNCHER; default auto: mpiexec when the
+                         program loads a libmpi that loads libbglml). mpiexec is BGL_MPIEXEC or the
+                         one in that MPICH prefix; ranks take their rank from PMI.
+)";
+}
+
+std::optional<std::string> choose_mpiexec(const std::optional<std::string>& choice,
+                                          const std::vector<std::string>& command) {
+  std::string how = choice.value_or(env::get("BGL_LAUNCHER").value_or("auto"));
+  if (how != "auto" && how != "mpiexec" && how != "direct")
+    throw ConfigError("--launcher '" + how + "': expected auto, mpiexec or direct");
+  if (how == "direct") return std::nullopt;
+  const std::string program = find_in_path(command.front());
+  const std::string libmpi = bgl_libmpi_of(program);
+  if (how == "auto" && libmpi.empty()) return std::nullopt;
+  if (auto m = env::get("BGL_MPIEXEC")) {
+    if (access(m->c_str(), X_OK) != 0)
+      throw ConfigError("BGL_MPIEXEC='" + *m + "' is not executable");
+    return *m;
+  }
+  if (!libmpi.empty()) {
+    const std::string lib_dir = libmpi.substr(0, libmpi.rfind('/'));
+    const std::string mpiexec = lib_dir + "/../bin/mpiexec";
+    if (access(mpiexec.c_str(), X_OK) == 0) return mpiexec;
+  }
+  throw ConfigError("cannot find the mpiexec for '" + command.front() +
+                    "' (it does not load MPICH with the bgl device); set BGL_MPIEXEC");
+}
+
+int run_with_mpiexec(const pkt::Machine& machine, const pkt::Segment& segment,
+                     const RunSettings& settings, const std::string& mpiexec) {
+  return MpiexecJob(machine, segment, settings, mpiexec).run();
+}
+
+}  // namespace bgl::run

@@ -1,0 +1,38 @@
+#pragma once
+// Running an MPI program (linked with MPICH built with the bgl device, tools/build_mpich.sh)
+// through Hydra's mpiexec from the same MPICH prefix: bglrun creates and formats the job's segment
+// as for any program, then starts `mpiexec -n N program...` as its only child with BGL_SEGMENT and
+// BGL_SIZE in the environment; each rank takes its rank from PMI and attaches the segment by name.
+//
+// bglrun supervises mpiexec like its own tasks: it forwards SIGINT/SIGTERM/SIGHUP/SIGQUIT,
+// enforces the timeout (SIGTERM to mpiexec, SIGKILL to everything after the grace period), reads
+// Hydra's report of a failed process to name the rank (ranks record their pid in the segment when
+// they attach), and, being a child subreaper, kills whatever processes of the job outlive
+// mpiexec, so that no process is left behind; main removes the segment.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bgl/pkt/machine.hpp"
+#include "bgl/pkt/segment.hpp"
+#include "job_runner.hpp"
+
+namespace bgl::run {
+
+// The help text for --launcher.
+const char* mpiexec_usage();
+
+// Decides how to start `command`: `choice` is --launcher's value or BGL_LAUNCHER (direct, mpiexec
+// or auto; default auto). auto uses mpiexec when the program is dynamically linked with a libmpi
+// that links libbglml (the bgl device). Returns the mpiexec to use (BGL_MPIEXEC, else the one in
+// the bin/ next to that libmpi's lib/), or nothing for a direct launch. Throws ConfigError when
+// mpiexec was asked for but cannot be found.
+std::optional<std::string> choose_mpiexec(const std::optional<std::string>& choice,
+                                          const std::vector<std::string>& command);
+
+// Runs the job through mpiexec; returns bglrun's exit status like JobRunner::run(): 0, the
+// failing rank's exit code, 128 + signal, or 124 for a timeout.
+int run_with_mpiexec(const pkt::Machine& machine, const pkt::Segment& segment,
+                     const RunSettings& settings, const std::string& mpiexec);
+
+}  // namespace bgl::run
