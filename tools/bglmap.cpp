@@ -29,15 +29,24 @@ int run(int argc, char** argv) {
       if (i + 1 >= argc) throw ConfigError("option " + std::string(a) + " needs a value");
       return argv[++i];
     };
-    if (a == "-np" || a == "-n") o.ntasks = static_cast<int>(env::parse_int(value(), a, 1, 1 << 20));
-    else if (a == "--shape") o.shape = value();
-    else if (a == "--mesh") o.mesh = value();
-    else if (a == "--mode") o.mode = value();
-    else if (a == "--mapping") o.mapping = value();
-    else if (a == "--mapfile") o.mapfile = value();
-    else if (a == "--check") check = true;
-    else if (a == "-h" || a == "--help") return std::fputs(kUsage, stdout), 0;
-    else throw ConfigError("unknown option '" + std::string(a) + "'\n" + kUsage);
+    if (a == "-np" || a == "-n")
+      o.ntasks = static_cast<int>(env::parse_int(value(), a, 1, 1 << 20));
+    else if (a == "--shape")
+      o.shape = value();
+    else if (a == "--mesh")
+      o.mesh = value();
+    else if (a == "--mode")
+      o.mode = value();
+    else if (a == "--mapping")
+      o.mapping = value();
+    else if (a == "--mapfile")
+      o.mapfile = value();
+    else if (a == "--check")
+      check = true;
+    else if (a == "-h" || a == "--help")
+      return std::fputs(kUsage, stdout), 0;
+    else
+      throw ConfigError("unknown option '" + std::string(a) + "'\n" + kUsage);
   }
   o.merge_environment();
   const auto c = pkt::JobConfig::resolve(o);
