@@ -19,39 +19,40 @@ inline std::size_t copy_into(std::span<std::byte> dst, std::size_t offset,
   return n;
 }
 
-inline std::size_t scatter_into(std::span<const iovec> iov, std::size_t offset,
-                                std::span<const std::byte> src) {
+// Calls piece(address, length, position) for the parts of the flattened list `iov` that cover
+// [offset, offset + n); position counts from `offset`. Returns the bytes covered.
+template <class Piece>
+std::size_t for_each_piece(std::span<const iovec> iov, std::size_t offset, std::size_t n,
+                           Piece&& piece) {
   std::size_t done = 0;
   for (const iovec& v : iov) {
-    if (done == src.size()) break;
+    if (done == n) break;
     if (offset >= v.iov_len) {
       offset -= v.iov_len;
       continue;
     }
-    const std::size_t n = std::min(v.iov_len - offset, src.size() - done);
-    std::memcpy(static_cast<std::byte*>(v.iov_base) + offset, src.data() + done, n);
-    done += n;
+    const std::size_t k = std::min(v.iov_len - offset, n - done);
+    piece(static_cast<std::byte*>(v.iov_base) + offset, k, done);
+    done += k;
     offset = 0;
   }
   return done;
 }
 
+inline std::size_t scatter_into(std::span<const iovec> iov, std::size_t offset,
+                                std::span<const std::byte> src) {
+  return for_each_piece(iov, offset, src.size(), [&](std::byte* p, std::size_t k, std::size_t at) {
+    std::memcpy(p, src.data() + at, k);
+  });
+}
+
 // Gathers up to dst.size() bytes starting at `offset` of a gather list; returns the count.
 inline std::size_t gather_from(std::span<const iovec> iov, std::size_t offset,
                                std::span<std::byte> dst) {
-  std::size_t done = 0;
-  for (const iovec& v : iov) {
-    if (done == dst.size()) break;
-    if (offset >= v.iov_len) {
-      offset -= v.iov_len;
-      continue;
-    }
-    const std::size_t n = std::min(v.iov_len - offset, dst.size() - done);
-    std::memcpy(dst.data() + done, static_cast<const std::byte*>(v.iov_base) + offset, n);
-    done += n;
-    offset = 0;
-  }
-  return done;
+  return for_each_piece(iov, offset, dst.size(),
+                        [&](const std::byte* p, std::size_t k, std::size_t at) {
+                          std::memcpy(dst.data() + at, p, k);
+                        });
 }
 
 inline std::size_t iov_bytes(std::span<const iovec> iov) {
