@@ -335,7 +335,7 @@ bool MessageLayer::Engine::copy_from_sender(RecvState& r) {
 }
 
 void MessageLayer::Engine::begin_rendezvous_data(RecvState& r, std::uint32_t id) {
-  std::uint32_t group = 0;
+  auto group = static_cast<std::uint32_t>(ep_.group());  // this task's FIFO group (its t in VN mode)
   if (coprocessor_eligible(r)) {
     CoReceive& d = co_table_[id & (SlotTable<int>::kMaxCapacity - 1)];
     d.buffer = r.target.buffer.data();

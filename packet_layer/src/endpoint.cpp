@@ -346,12 +346,18 @@ void Endpoint::wait() {
   backoff_.reset();
   const std::uint32_t pending = pending_packets_;
   const auto ready = [this] { return reception_ready(); };
+  const auto cap = pending_mask_ ? kPendingSleepCap : std::chrono::microseconds::max();
   while (!ready()) {
     if (pending_mask_) advance();
     if (pending_packets_ < pending) return;
-    if (backoff_.sleeping()) ++counters_.sleeps;
-    backoff_.idle(*bell_, ready,
-                  pending_mask_ ? kPendingSleepCap : std::chrono::microseconds::max());
+    if (backoff_.sleeping()) {
+      // One sleep, then back to the caller: a ring may announce something other than a packet
+      // (a coprocessor finishing a receive), which only the caller's progress loop can see.
+      ++counters_.sleeps;
+      bell_->sleep_unless(ready, std::min(cap, backoff_.policy().max_sleep));
+      return;
+    }
+    backoff_.idle(*bell_, ready, cap);
   }
 }
 

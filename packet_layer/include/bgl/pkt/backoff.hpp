@@ -39,6 +39,7 @@ class Backoff {
     }
   }
   bool sleeping() const { return rounds_ >= policy_->spin_rounds + policy_->yield_rounds; }
+  const WaitPolicy& policy() const { return *policy_; }
 
   static void cpu_relax() { __builtin_ia32_pause(); }
   static void yield();
