@@ -51,6 +51,7 @@ class MessageLayer::Engine {
   };
   struct RzvSend {
     SendMessage* message = nullptr;
+    Rank dest = 0;  // acks and fins must come from here
     bool notify_remote = false;
   };
   enum class Step : std::uint8_t { blocked, more, finished };
@@ -126,7 +127,7 @@ class MessageLayer::Engine {
               const wire::First& first);
   bool release_held();
   void on_eager_data(const pkt::PacketHeader& h, std::span<const std::byte> payload);
-  void on_ack(std::span<const std::byte> payload);
+  void on_ack(Rank source, std::span<const std::byte> payload);
   void on_rzv_data(const pkt::PacketHeader& h, std::span<const std::byte> payload);
   void on_fin(const pkt::PacketHeader& h);
   void on_ae_data(const pkt::PacketHeader& h, std::span<const std::byte> payload);
@@ -157,6 +158,7 @@ class MessageLayer::Engine {
   std::vector<DestState> dests_;
   std::vector<Rank> active_;
   std::vector<Rank> visiting_;
+  std::size_t queued_ = 0;  // posted messages not yet out of their destination queue
   std::size_t next_active_ = 0;
   SlotTable<RzvSend> rzv_sends_;
   SendMessage* rzv_head_ = nullptr;

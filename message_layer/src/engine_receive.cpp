@@ -89,7 +89,7 @@ MessageLayer::Engine::Taken MessageLayer::Engine::dispatch(const pkt::PacketHead
       if (payload.size() != sizeof(wire::Ack))
         malformed(h, "ack of the wrong size");
       else
-        on_ack(payload);
+        on_ack(h.source_rank(), payload);
       break;
     case wire::kRzvData:
       on_rzv_data(h, payload);
@@ -180,6 +180,7 @@ MessageLayer::Engine::Taken MessageLayer::Engine::match(const pkt::PacketHeader&
     r.unexpected = true;
     if (pool_need) r.pool = std::make_unique_for_overwrite<std::byte[]>(pool_need);
     pool_in_use_ += pool_need;
+    stats_.pool_bytes_in_use = pool_in_use_;
     stats_.pool_bytes_max = std::max<std::uint64_t>(stats_.pool_bytes_max, pool_in_use_);
     ++stats_.unexpected_messages;
     stats_.unexpected_depth_max = std::max(stats_.unexpected_depth_max, ++stats_.unexpected_depth);
@@ -293,6 +294,7 @@ bool MessageLayer::Engine::copy_from_sender(RecvState& r) {
   std::array<iovec, 64> local{};
   std::size_t count = 0;
   if (r.target.kind == RecvTarget::Kind::iov) {
+    if (r.target.iov.size() > local.size()) return false;  // too many pieces for one call: stream
     std::uint64_t left = r.bytes;
     for (const iovec& v : r.target.iov) {
       if (left == 0 || count == local.size()) break;
@@ -427,6 +429,7 @@ void MessageLayer::Engine::accept(RecvHandle handle, const RecvTarget& target) {
 void MessageLayer::Engine::release_pool(RecvState& r) {
   if (!r.pool) return;
   pool_in_use_ -= r.bytes;
+  stats_.pool_bytes_in_use = pool_in_use_;
   r.pool.reset();
   blocked_fifos_ = 0;
 }

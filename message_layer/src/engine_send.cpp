@@ -87,6 +87,7 @@ void MessageLayer::Engine::post(SendMessage& m) {
   if (!m.header.empty()) std::memcpy(s.header_copy, m.header.data(), m.header.size());
   DestState& d = dests_[m.dest];
   s.seq = d.next_seq++;
+  ++queued_;
   if (d.tail)
     d.tail->state.next = &m;
   else
@@ -127,6 +128,7 @@ bool MessageLayer::Engine::send_some() {
       progress |= m.state.packets != before;
       if (step == Step::blocked) break;
       if (step == Step::finished) {
+        --queued_;
         d.head = m.state.next;
         if (!d.head) d.tail = nullptr;
         m.state.next = nullptr;
@@ -250,7 +252,7 @@ MessageLayer::Engine::Step MessageLayer::Engine::send_scout(SendMessage& m, bool
     rzv_sends_.release(s.local_id);
     return Step::blocked;
   }
-  *rzv_sends_.find(s.local_id) = RzvSend{&m, m.remote_done != nullptr};
+  *rzv_sends_.find(s.local_id) = RzvSend{&m, m.dest, m.remote_done != nullptr};
   ++s.packets;
   s.phase = 1;  // waiting for the ack
   return Step::finished;
@@ -287,10 +289,10 @@ void MessageLayer::Engine::finish_send(SendMessage& m) {
   if (m.done) m.done(m);
 }
 
-void MessageLayer::Engine::on_ack(std::span<const std::byte> payload) {
+void MessageLayer::Engine::on_ack(Rank source, std::span<const std::byte> payload) {
   const auto ack = wire::load<wire::Ack>(payload);
   RzvSend* r = rzv_sends_.find(ack.sender_slot);
-  if (!r || !r->message || r->message->state.phase != 1) {
+  if (!r || !r->message || r->message->state.phase != 1 || r->dest != source) {
     spdlog::error("rank {}: rendezvous ack for unknown send slot {:#x}; discarded", rank(),
                   ack.sender_slot);
     return;
@@ -317,7 +319,7 @@ void MessageLayer::Engine::on_ack(std::span<const std::byte> payload) {
 
 void MessageLayer::Engine::on_fin(const pkt::PacketHeader& h) {
   RzvSend* r = rzv_sends_.find(h.word);
-  if (!r) {
+  if (!r || r->dest != h.source_rank()) {
     spdlog::error("rank {}: rendezvous fin from rank {} for unknown send slot {:#x}; discarded",
                   rank(), h.source_rank(), h.word);
     return;
@@ -372,7 +374,7 @@ bool MessageLayer::Engine::flush_controls() {
 }
 
 bool MessageLayer::Engine::idle() const {
-  return active_.empty() && rzv_head_ == nullptr && rzv_sends_.in_use() == 0 &&
+  return queued_ == 0 && active_.empty() && rzv_head_ == nullptr && rzv_sends_.in_use() == 0 &&
          control_count_ == 0 && co_active_.empty() && ep_.injection_idle();
 }
 

@@ -1,160 +1,861 @@
-// Task program for the message layer's multi-process tests (run under bglrun).
-//   ml_scenarios mix ROUNDS [SIZES...]    every task sends every other task one message per size per
-//                                         round, protocols by size (or BGL_ML_PROTOCOL); receivers
-//                                         check contents and per-source order; every other message
-//                                         is taken as unexpected and accepted later
+// Task program for the message layer's multi-process tests, run by bglrun (driven from
+// ml_launcher_test.cpp). Every task initialises through msg::Session::from_launcher(), the real
+// start-up path; a failed check prints the rank, file:line and what failed, and exits 1 (bglrun
+// then stops the job and names the rank).
+//
+//   ml_scenarios pingpong SIZES     rank 0 and the last rank exchange messages of every boundary
+//                                   size at every alignment pair (SIZES: small = up to 1500 bytes,
+//                                   boundary = up to 64 KiB and 1 MiB, huge = one 64 MiB message);
+//                                   the last rank echoes each message back; every other message is
+//                                   unexpected (accepted later). Protocols: the layer's choice
+//                                   (BGL_ML_PROTOCOL, BGL_ML_ADAPTIVE_EAGER, BGL_ML_EAGER_LIMIT).
+//   ml_scenarios mix MODE           every task sends every other task (and itself) a stream of
+//                                   messages: MODE all = every sequence of three protocols valid
+//                                   for the pair, forced per message; auto = the layer's choice.
+//                                   Receivers check the order (MPI non-overtaking) and contents;
+//                                   every third message is unexpected.
+//   ml_scenarios stress SEED N MAX  N random messages per task: random destinations (oneself
+//                                   included), sizes up to MAX, protocols, alignments, gather
+//                                   lists, scatter targets, truncation, unexpected; checksummed.
+//   ml_scenarios big BYTES          one message of BYTES from rank 0 to the last rank, checksummed
+//   ml_scenarios backpressure N     every rank > 0 sends rank 0 N unexpected messages; rank 0
+//                                   accepts them slowly (BGL_ML_POOL_BYTES small: backpressure)
+//   ml_scenarios unexpected_rzv     a rendezvous message waits (sender not done) until accepted
+//   ml_scenarios stats              known message counts per protocol, for bglrun --stats
+//   ml_scenarios errors             bad input: std::invalid_argument with clear messages
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <functional>
+#include <map>
+#include <random>
+#include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
-#include "bgl/msg/message_layer.hpp"
-#include "bgl/pkt/runtime.hpp"
+#include "bgl/msg/session.hpp"
+#include "bgl/torus/distance.hpp"
 #include "bgl/torus/error.hpp"
+#include "ml_harness.hpp"
 
 namespace {
 
 using namespace bgl;
-
-#define CHECK(cond)                                                                     \
-  do {                                                                                  \
-    if (!(cond)) {                                                                      \
-      std::fprintf(stderr, "CHECK FAILED rank %u %s:%d: %s\n", g_rank, __FILE__, __LINE__, #cond); \
-      std::exit(1);                                                                     \
-    }                                                                                   \
-  } while (0)
+using namespace bgl::msg;
+using namespace bgl::msg::test;
+using Clock = std::chrono::steady_clock;
 
 unsigned g_rank = 0;
 
-std::byte pattern(std::uint32_t src, std::uint32_t seq, std::size_t i) {
-  return static_cast<std::byte>((src * 251u + seq * 13u + i * 7u + (i >> 8)) & 0xff);
+[[noreturn]] void fail(const char* file, int line, const std::string& what) {
+  std::fprintf(stderr, "CHECK FAILED rank %u %s:%d: %s\n", g_rank, file, line, what.c_str());
+  std::fflush(stderr);
+  std::exit(1);
 }
 
-struct Header {
-  std::uint32_t seq;
-  std::uint32_t bytes;
-};
+#define CHECK(cond)                                   \
+  do {                                                \
+    if (!(cond)) fail(__FILE__, __LINE__, #cond);     \
+  } while (0)
+#define CHECK_MSG(cond, text)                                                 \
+  do {                                                                        \
+    if (!(cond)) fail(__FILE__, __LINE__, std::string(#cond) + ": " + (text)); \
+  } while (0)
 
-struct Receiver {
-  msg::MessageLayer* ml = nullptr;
-  std::vector<std::uint32_t> next_seq;
-  std::uint64_t completed = 0;
-  struct Pending {
-    msg::RecvHandle handle;
-    std::uint32_t src, seq;
-    std::size_t bytes;
-    std::vector<std::byte> buffer;
-  };
-  std::deque<Pending> buffers;  // stable addresses for in-flight receives
-  std::vector<Pending*> unexpected;
+// Ends the task (exit 1, naming the rank) when a progress loop has not moved for
+// ML_TEST_STALL_SECONDS (default 15): a deadlock shows up as a failure in seconds, not as the
+// job's timeout.
+class Watchdog {
+ public:
+  Watchdog() {
+    const char* v = std::getenv("ML_TEST_STALL_SECONDS");
+    limit_ = v ? std::atof(v) : 15.0;
+    thread_ = std::thread([this] { run(); });
+  }
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+  ~Watchdog() {
+    stop_ = true;
+    thread_.join();
+  }
+  // What to print when the task stalls (read from the watchdog's thread: a racy snapshot).
+  void describe_with(std::function<std::string()> f) { describe_ = std::move(f); }
+  void arm(const char* what) {
+    what_ = what;
+    pet();
+    armed_ = true;
+  }
+  void disarm() { armed_ = false; }
+  void pet() { last_.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed); }
 
-  static msg::RecvTarget arrival(void* ctx, const msg::Arrival& a) {
-    auto& self = *static_cast<Receiver*>(ctx);
-    CHECK(a.header.size() == sizeof(Header));
-    Header h;
-    std::memcpy(&h, a.header.data(), sizeof h);
-    CHECK(h.bytes == a.bytes);
-    CHECK(h.seq == self.next_seq[a.source]);  // MPI non-overtaking for every protocol mix
-    ++self.next_seq[a.source];
-    auto& p = self.buffers.emplace_back(Pending{a.handle, a.source, h.seq, a.bytes, std::vector<std::byte>(a.bytes)});
-    if (h.seq % 2 == 1) {
-      self.unexpected.push_back(&p);
-      return msg::RecvTarget::later();
+ private:
+  void run() {
+    while (!stop_) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      const auto last = Clock::time_point(Clock::duration(last_.load(std::memory_order_relaxed)));
+      if (armed_ && std::chrono::duration<double>(Clock::now() - last).count() > limit_) {
+        std::fprintf(stderr, "CHECK FAILED rank %u: no progress for %.0f s in %s (stalled)%s\n",
+                     g_rank, limit_, what_.load(), describe_ ? describe_().c_str() : "");
+        std::fflush(stderr);
+        std::_Exit(1);
+      }
     }
-    return msg::RecvTarget::into(p.buffer, &Receiver::done, &p);
   }
-  static void done(void* ctx, std::uint32_t, std::size_t bytes) {
-    auto& p = *static_cast<Pending*>(ctx);
-    CHECK(bytes == p.bytes);
-    for (std::size_t i = 0; i < p.bytes; ++i) CHECK(p.buffer[i] == pattern(p.src, p.seq, i));
-    p.buffer = {};
-    ++g_receiver->completed;
-  }
-  static Receiver* g_receiver;
-  void accept_some() {
-    if (unexpected.empty()) return;
-    for (auto* p : unexpected) ml->accept(p->handle, msg::RecvTarget::into(p->buffer, &Receiver::done, p));
-    unexpected.clear();
-  }
+  double limit_ = 15;
+  std::atomic<bool> stop_{false}, armed_{false};
+  std::atomic<const char*> what_{""};
+  std::atomic<Clock::rep> last_{0};
+  std::function<std::string()> describe_;
+  std::thread thread_;
 };
-Receiver* Receiver::g_receiver = nullptr;
 
-int mix(pkt::Runtime& rt, int rounds, const std::vector<std::size_t>& sizes) {
-  auto& ep = rt.endpoint();
-  msg::MessageLayer ml(ep, msg::Config::from_environment());
-  const auto me = rt.rank();
-  const int n = rt.size();
-  Receiver rx;
-  rx.ml = &ml;
-  rx.next_seq.assign(static_cast<std::size_t>(n), 0);
-  Receiver::g_receiver = &rx;
-  ml.register_handler(3, &Receiver::arrival, &rx);
+Watchdog* g_watchdog = nullptr;
 
+// MessageLayer::progress_until() under the watchdog: advances until pred() holds. A stall report
+// carries the layer's statistics.
+template <class Pred>
+void drive(MessageLayer& ml, const char* what, Pred&& pred) {
+  g_watchdog->describe_with([&ml] { return ": " + ml.statistics().to_json(); });
+  g_watchdog->arm(what);
+  while (!pred()) {
+    if (ml.advance()) g_watchdog->pet();
+    else ml.wait();
+  }
+  g_watchdog->disarm();
+}
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+std::string protocol_counts(const std::map<Protocol, int>& counts) {
+  std::string s;
+  for (const auto& [p, n] : counts) {
+    s += ' ';
+    s.append(to_string(p));
+    s += '=';
+    s += std::to_string(n);
+  }
+  return s;
+}
+
+// The protocols a message from `me` to `peer` of `bytes` bytes may be forced to use.
+std::vector<Protocol> valid_protocols(const Session& s, Rank me, Rank peer, std::size_t bytes,
+                                     std::size_t header = sizeof(TestHeader)) {
+  std::vector<Protocol> v;
+  if (bytes <= 228 - header) v.push_back(Protocol::one_packet);
+  v.insert(v.end(), {Protocol::eager, Protocol::rendezvous, Protocol::adaptive_eager});
+  const auto a = s.mapping().location(me), b = s.mapping().location(peer);
+  if (s.mode() == pkt::NodeMode::virtual_node && a.node == b.node && a.t != b.t)
+    v.push_back(Protocol::virtual_node);
+  return v;
+}
+
+// Checks a completed delivery against the pattern of `key`.
+void check_delivery(const Delivery& d, std::uint64_t key, std::size_t bytes) {
+  const std::string what = describe(d);
+  CHECK_MSG(d.bytes == bytes, what);
+  CHECK_MSG(d.completions == 1, what + ": " + std::to_string(d.completions) + " completions");
+  const std::size_t fits = std::min(bytes, d.capacity());
+  CHECK_MSG(d.completed_bytes == fits, what + ": completion reports " +
+                                           std::to_string(d.completed_bytes) + " of " +
+                                           std::to_string(fits));
+  CHECK_MSG(d.completed_handle == d.handle, what);
+  const auto got = d.contents();
+  const auto bad = find_mismatch(std::span(got).first(fits), key);
+  CHECK_MSG(bad == kNoMismatch, what + ": byte " + std::to_string(bad) + " differs");
+  CHECK_MSG(d.guards_intact(), what + ": wrote outside its destination");
+}
+
+// ---------------------------------------------------------------------------------------------
+// pingpong
+
+int pingpong(Session& s, const std::string& sizeset) {
+  MessageLayer& ml = s.layer();
+  const Rank me = s.rank(), a = 0, b = static_cast<Rank>(s.size() - 1);
+  const auto& map = s.mapping();
+  const int hops = torus::distance(map.shape(), map.coord(a), map.coord(b));
+  const bool same_node = map.location(a).node == map.location(b).node;
+  if (me == a)
+    std::printf("pingpong: ranks %u and %u, distance %d hops%s, %s mode\n", a, b, hops,
+                same_node ? " (same node)" : "", std::string(pkt::to_string(s.mode())).c_str());
+
+  struct Item {
+    std::size_t size, so, ro;  // send offset at rank a (and the echo's receive offset), at rank b
+  };
+  std::vector<std::vector<Item>> batches;
+  const bool one_packet_only = ml.config().limits.forced == Protocol::one_packet;
+  if (sizeset == "huge") {
+    batches.push_back({{64u << 20, 3, 29}});
+  } else {
+    const std::size_t max = one_packet_only ? kOnePacketWithTestHeader : 65543;
+    const auto sizes = boundary_sizes(sizeof(TestHeader), max);
+    for (std::size_t so : kAlignments) {
+      auto& batch = batches.emplace_back();
+      for (std::size_t ro : kAlignments)
+        for (std::size_t size : sizes)
+          if (size <= 1500) batch.push_back({size, so, ro});
+    }
+    if (sizeset == "boundary" && !one_packet_only) {
+      for (std::size_t i = 0; i < kAlignments.size(); ++i) {
+        auto& batch = batches.emplace_back();
+        const std::size_t so = kAlignments[i], ro = kAlignments[(i + 3) % kAlignments.size()];
+        for (std::size_t size : sizes)
+          if (size > 1500) batch.push_back({size, so, ro});
+        batch.push_back({1u << 20, ro, so});
+      }
+    }
+  }
+  std::map<std::uint32_t, Item> plan;
+  std::size_t total = 0;
+  for (const auto& batch : batches)
+    for (const auto& item : batch) plan[static_cast<std::uint32_t>(total++)] = item;
+
+  std::map<Protocol, int> protocols;
+  if (me == a) {
+    Inbox echoes(ml, 2, [&](Inbox&, Delivery& d) {
+      return Inbox::into(d, plan.at(d.test_header().seq).size, plan.at(d.test_header().seq).so);
+    });
+    std::uint32_t seq = 0;
+    for (const auto& batch : batches) {
+      Outbox out;
+      for (const auto& item : batch) {
+        SendOptions o;
+        o.offset = item.so;
+        o.handler = 1;
+        out.post(ml, b, seq, item.size, message_key(a, b, seq), o);
+        ++seq;
+      }
+      drive(ml, __func__, [&] { return echoes.completed() == batch.size() && out.all_done(); });
+      for (const auto& d : echoes.got) {
+        check_delivery(d, message_key(a, b, d.test_header().seq), plan.at(d.test_header().seq).size);
+        ++protocols[d.protocol];
+      }
+      echoes.clear();
+    }
+    drive(ml, __func__, [&] { return ml.idle(); });
+    std::printf("pingpong: rank %u received echoes:%s\n", me, protocol_counts(protocols).c_str());
+  } else if (me == b) {
+    Inbox in(ml, 1, [&](Inbox&, Delivery& d) {
+      const auto seq = d.test_header().seq;
+      if (seq % 2) return Inbox::later(d);
+      return Inbox::into(d, plan.at(seq).size, plan.at(seq).ro);
+    });
+    std::deque<SendMessage> echoes;
+    std::size_t echoed = 0, accepted = 0, echoes_done = 0;
+    g_watchdog->describe_with([&] {
+      return ": " + std::to_string(in.arrived()) + " arrived, " + std::to_string(in.completed()) +
+             " complete, " + std::to_string(echoed) + " echoed; " + ml.statistics().to_json();
+    });
+    g_watchdog->arm("pingpong");
+    while (echoed < total || echoes_done < total) {
+      for (; accepted < in.got.size(); ++accepted) {
+        auto& d = in.got[accepted];
+        if (d.unexpected) in.accept(d, Inbox::into(d, d.bytes, plan.at(d.test_header().seq).ro));
+      }
+      // Echo every complete message from where it landed, in arrival order.
+      for (; echoed < in.got.size() && in.got[echoed].completions > 0; ++echoed) {
+        Delivery& d = in.got[echoed];
+        const auto seq = d.test_header().seq;
+        CHECK(seq == echoed);  // non-overtaking
+        check_delivery(d, message_key(a, b, seq), plan.at(seq).size);
+        ++protocols[d.protocol];
+        SendMessage& m = echoes.emplace_back();
+        m.dest = a;
+        m.handler = 2;
+        m.header = d.header;
+        m.data.buffer = d.buffer.span();
+        m.context = &echoes_done;
+        m.done = [](SendMessage& x) { ++*static_cast<std::size_t*>(x.context); };
+        ml.post(m);
+      }
+      if (ml.advance()) g_watchdog->pet();
+      else ml.wait();
+    }
+    g_watchdog->disarm();
+    drive(ml, __func__, [&] { return ml.idle(); });
+    std::printf("pingpong: rank %u received:%s\n", me, protocol_counts(protocols).c_str());
+  }
+  s.bootstrap().barrier();
+  if (me == a) std::printf("pingpong: %zu messages each way: ok\n", total);
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// mix: non-overtaking for every sequence of protocols
+
+std::size_t mix_size(Protocol p, std::mt19937& rng) {
+  switch (p) {
+    case Protocol::one_packet: return rng() % (kOnePacketWithTestHeader + 1);
+    case Protocol::rendezvous: return rng() % 6000;
+    default: return kOnePacketWithTestHeader + 1 + rng() % 3000;
+  }
+}
+
+int mix(Session& s, const std::string& mode) {
+  MessageLayer& ml = s.layer();
+  const Rank me = s.rank();
+  const int n = s.size();
+  Inbox in(ml, 1, [](Inbox&, Delivery& d) {
+    if (d.test_header().seq % 3 == 2) return Inbox::later(d);
+    return Inbox::into(d, d.bytes, d.test_header().seq % 32);
+  });
+  Outbox out;
+  std::size_t expected = 0;
+  std::map<Protocol, int> sent;
+  for (int k = 0; k < n; ++k) {
+    const auto dest = static_cast<Rank>((me + static_cast<unsigned>(k)) % static_cast<unsigned>(n));
+    std::mt19937 rng(me * 1000 + dest);
+    const auto protocols = valid_protocols(s, me, dest, 0);
+    const std::size_t np = protocols.size();
+    std::uint32_t seq = 0;
+    for (std::size_t triple = 0; triple < np * np * np; ++triple) {
+      for (std::size_t i = 0, t = triple; i < 3; ++i, t /= np) {
+        SendOptions o;
+        o.offset = seq % 32;
+        std::size_t size = rng() % 4000;
+        if (mode == "all") {
+          o.protocol = protocols[t % np];
+          size = mix_size(*o.protocol, rng);
+        }
+        const auto& m = out.post(ml, dest, seq, size, message_key(me, dest, seq), o);
+        ++sent[m.protocol];
+        ++seq;
+      }
+    }
+    // Every task sends every task the same number of messages in this mode.
+    expected += seq;
+  }
+  std::size_t accepted = 0;
+  drive(ml, __func__, [&] {
+    for (; accepted < in.got.size(); ++accepted) {
+      auto& d = in.got[accepted];
+      if (d.unexpected) in.accept(d, Inbox::into(d, d.bytes, (accepted * 7) % 32));
+    }
+    return in.completed() == expected && out.all_done();
+  });
+  std::map<Rank, std::uint32_t> next;
+  for (const auto& d : in.got) {
+    const auto seq = d.test_header().seq;
+    CHECK_MSG(seq == next[d.source], describe(d) + " overtook message " + std::to_string(next[d.source]));
+    ++next[d.source];
+    check_delivery(d, message_key(d.source, me, seq), d.bytes);
+  }
+  drive(ml, __func__, [&] { return ml.idle(); });
+  std::printf("mix: rank %u sent%s\n", me, protocol_counts(sent).c_str());
+  s.bootstrap().barrier();
+  if (me == 0) std::printf("mix %s: %d tasks: ok\n", mode.c_str(), n);
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// stress: random everything, checksummed
+
+struct StressHeader {
+  std::uint32_t seq;
+  std::uint32_t plan_index;
+  std::uint64_t checksum;
+};
+
+struct StressMsg {
+  Rank src = 0, dest = 0;
+  std::uint32_t seq = 0;  // number within (src, dest)
+  std::size_t size = 0;
+  std::optional<Protocol> protocol;
+  std::size_t so = 0, ro = 0;
+  std::vector<std::size_t> gather, scatter;
+  std::size_t capacity = 0;  // receive capacity (< size: truncated)
+  bool unexpected = false;
+};
+
+std::vector<std::size_t> random_split(std::size_t total, std::mt19937& rng) {
+  std::vector<std::size_t> v;
+  while (total > 0) {
+    const std::size_t n = std::min<std::size_t>(total, rng() % 2 ? rng() % 64 : rng() % 20000);
+    v.push_back(n);
+    total -= n;
+  }
+  if (rng() % 2) v.insert(v.begin() + static_cast<std::ptrdiff_t>(rng() % (v.size() + 1)), 0);
+  return v;
+}
+
+// The whole job's plan, the same on every task.
+std::vector<StressMsg> stress_plan(const Session& s, std::uint64_t seed, int per_task,
+                                   std::size_t max_bytes) {
+  std::vector<StressMsg> plan;
+  std::map<std::pair<Rank, Rank>, std::uint32_t> seqs;
+  std::mt19937 rng(static_cast<std::uint32_t>(seed));
+  for (int src = 0; src < s.size(); ++src) {
+    for (int i = 0; i < per_task; ++i) {
+      StressMsg m;
+      m.src = static_cast<Rank>(src);
+      m.dest = static_cast<Rank>(rng() % static_cast<unsigned>(s.size()));
+      m.seq = seqs[{m.src, m.dest}]++;
+      const unsigned kind = rng() % 100;
+      const std::size_t cap = kind < 40 ? 221 : kind < 80 ? 20000 : kind < 95 ? 200000 : max_bytes;
+      m.size = rng() % (std::min(cap, max_bytes) + 1);
+      const auto protocols = valid_protocols(s, m.src, m.dest, m.size, sizeof(StressHeader));
+      if (rng() % 3) m.protocol = protocols[rng() % protocols.size()];
+      if (m.protocol == Protocol::virtual_node && rng() % 4 == 0) m.protocol.reset();
+      m.so = rng() % 32;
+      m.ro = rng() % 32;
+      if (rng() % 5 == 0 && m.protocol != Protocol::virtual_node) m.gather = random_split(m.size, rng);
+      if (rng() % 5 == 0) m.scatter = random_split(m.size, rng);
+      m.capacity = m.size;
+      if (rng() % 20 == 0) {
+        m.capacity = m.size / 2;
+        m.scatter.clear();
+      }
+      m.unexpected = rng() % 3 == 0;
+      plan.push_back(std::move(m));
+    }
+  }
+  return plan;
+}
+
+int stress(Session& s, std::uint64_t seed, int per_task, std::size_t max_bytes) {
+  MessageLayer& ml = s.layer();
+  const Rank me = s.rank();
+  const auto plan = stress_plan(s, seed, per_task, max_bytes);
+  std::size_t expected = 0;
+  for (const auto& m : plan) expected += m.dest == me;
+
+  // Receiving: a Delivery per arrival, its destination from the plan.
+  std::deque<Delivery> got;
+  std::map<Rank, std::uint32_t> next;
+  std::size_t completed = 0;
+  std::vector<Delivery*> to_accept;
+  struct Ctx {
+    const std::vector<StressMsg>* plan;
+    std::deque<Delivery>* got;
+    std::map<Rank, std::uint32_t>* next;
+    std::vector<Delivery*>* to_accept;
+    std::size_t* completed;
+  } ctx{&plan, &got, &next, &to_accept, &completed};
+  static Ctx* g_ctx = nullptr;
+  g_ctx = &ctx;
+  const RecvDone on_done = [](void* c, std::uint32_t handle, std::size_t bytes) {
+    auto& d = *static_cast<Delivery*>(c);
+    ++d.completions;
+    d.completed_bytes = bytes;
+    d.completed_handle = handle;
+    ++*g_ctx->completed;
+  };
+  static RecvDone g_on_done = nullptr;
+  g_on_done = on_done;
+  const auto target_of = [](Delivery& d, const StressMsg& m) {
+    if (!m.scatter.empty()) {
+      for (std::size_t i = 0; i < m.scatter.size(); ++i)
+        d.pieces.emplace_back(m.scatter[i], (m.ro + i) % 32).clear(std::byte{0xee});
+      for (auto& p : d.pieces) d.iov.push_back({p.data(), p.size()});
+      return RecvTarget::scatter(d.iov, g_on_done, &d);
+    }
+    d.buffer = GuardedBuffer(m.capacity, m.ro);
+    return RecvTarget::into(d.buffer.span(), g_on_done, &d);
+  };
+  static decltype(target_of)* g_target = nullptr;
+  g_target = &target_of;
+  ml.register_handler(
+      7,
+      [](void* c, const Arrival& a) {
+        auto& x = *static_cast<Ctx*>(c);
+        CHECK(a.header.size() == sizeof(StressHeader));
+        StressHeader h;
+        std::memcpy(&h, a.header.data(), sizeof h);
+        CHECK(h.plan_index < x.plan->size());
+        const StressMsg& m = (*x.plan)[h.plan_index];
+        CHECK(m.src == a.source && m.dest == g_rank && m.size == a.bytes && m.seq == h.seq);
+        CHECK_MSG(h.seq == (*x.next)[a.source], "message " + std::to_string(h.seq) + " from rank " +
+                                                     std::to_string(a.source) + " overtook " +
+                                                     std::to_string((*x.next)[a.source]));
+        ++(*x.next)[a.source];
+        if (m.protocol) CHECK(a.protocol == *m.protocol);
+        Delivery& d = x.got->emplace_back();
+        d.source = a.source;
+        d.bytes = a.bytes;
+        d.handle = a.handle.id;
+        d.protocol = a.protocol;
+        d.header.assign(a.header.begin(), a.header.end());
+        if (m.unexpected) {
+          d.unexpected = true;
+          x.to_accept->push_back(&d);
+          return RecvTarget::later();
+        }
+        return (*g_target)(d, m);
+      },
+      &ctx);
+
+  // Sending: a window of outstanding messages.
   struct Out {
-    msg::SendMessage m;
-    Header h;
-    std::vector<std::byte> data;
+    SendMessage m;
+    StressHeader h;
+    GuardedBuffer data;
+    std::vector<GuardedBuffer> pieces;
+    std::vector<iovec> iov;
     bool done = false;
   };
-  const std::size_t per_peer = static_cast<std::size_t>(rounds) * sizes.size();
-  std::vector<Out> out(per_peer * static_cast<std::size_t>(n - 1));
-  std::uint64_t sends_done = 0;
-  std::size_t k = 0;
-  for (int r = 0; r < rounds; ++r) {
-    for (std::size_t s = 0; s < sizes.size(); ++s) {
-      for (int j = 1; j < n; ++j) {
-        const auto dest = static_cast<msg::Rank>((me + static_cast<unsigned>(j)) % static_cast<unsigned>(n));
-        Out& o = out[k++];
-        const auto seq = static_cast<std::uint32_t>(static_cast<std::size_t>(r) * sizes.size() + s);
-        o.h = {seq, static_cast<std::uint32_t>(sizes[s])};
-        o.data.resize(sizes[s]);
-        for (std::size_t i = 0; i < sizes[s]; ++i) o.data[i] = pattern(me, seq, i);
-        o.m.dest = dest;
-        o.m.handler = 3;
-        o.m.header = std::as_bytes(std::span(&o.h, 1));
-        o.m.data.buffer = o.data;
-        o.m.context = &sends_done;
-        o.m.done = [](msg::SendMessage& m) { ++*static_cast<std::uint64_t*>(m.context); };
-        ml.post(o.m);
+  std::deque<Out> outs;
+  std::vector<std::size_t> mine;
+  for (std::size_t i = 0; i < plan.size(); ++i)
+    if (plan[i].src == me) mine.push_back(i);
+  std::size_t posted = 0, sends_done = 0, accepted = 0;
+  std::map<Protocol, int> sent;
+  drive(ml, __func__, [&] {
+    while (posted < mine.size() && posted - sends_done < 48) {
+      const StressMsg& m = plan[mine[posted]];
+      Out& o = outs.emplace_back();
+      const std::uint64_t key = message_key(m.src, m.dest, m.seq);
+      if (m.gather.empty()) {
+        o.data = GuardedBuffer(m.size, m.so);
+        o.data.fill(key);
+        o.m.data.buffer = o.data.span();
+        o.h.checksum = checksum(o.data.span());
+      } else {
+        std::size_t at = 0;
+        std::vector<std::byte> all(m.size);
+        for (std::size_t i = 0; i < m.gather.size(); ++i) {
+          auto& p = o.pieces.emplace_back(m.gather[i], (m.so + i) % 32);
+          fill_pattern(p.span(), key, at);
+          if (p.size()) std::memcpy(all.data() + at, p.data(), p.size());
+          at += m.gather[i];
+        }
+        for (auto& p : o.pieces) o.iov.push_back({p.data(), p.size()});
+        o.m.data.iov = o.iov;
+        o.h.checksum = checksum(all);
       }
-      ml.advance();
-      rx.accept_some();
+      o.h.seq = m.seq;
+      o.h.plan_index = static_cast<std::uint32_t>(mine[posted]);
+      o.m.dest = m.dest;
+      o.m.handler = 7;
+      o.m.header = std::as_bytes(std::span(&o.h, 1));
+      o.m.protocol = m.protocol;
+      o.m.context = &sends_done;
+      o.m.done = [](SendMessage& x) { ++*static_cast<std::size_t*>(x.context); };
+      ++sent[ml.choose(o.m)];
+      ml.post(o.m);
+      ++posted;
+    }
+    // Accept the unexpected messages that arrived since the last look.
+    while (accepted < to_accept.size()) {
+      Delivery& d = *to_accept[accepted++];
+      const StressHeader h = [&] {
+        StressHeader x;
+        std::memcpy(&x, d.header.data(), sizeof x);
+        return x;
+      }();
+      ml.accept(RecvHandle{d.handle}, target_of(d, plan[h.plan_index]));
+    }
+    return posted == mine.size() && sends_done == mine.size() && completed == expected;
+  });
+  drive(ml, __func__, [&] { return ml.idle(); });
+  for (const auto& d : got) {
+    StressHeader h;
+    std::memcpy(&h, d.header.data(), sizeof h);
+    const StressMsg& m = plan[h.plan_index];
+    check_delivery(d, message_key(m.src, m.dest, m.seq), m.size);
+    if (m.capacity == m.size) {
+      const auto all = d.contents();
+      CHECK_MSG(checksum(all) == h.checksum, describe(d) + ": checksum differs");
     }
   }
-  const std::uint64_t expected = out.size();
-  ml.progress_until([&] {
-    rx.accept_some();
-    return sends_done == expected && rx.completed == expected && ml.idle();
-  });
-  rt.barrier();
-  if (me == 0) std::printf("mix: %d tasks, %d rounds, %zu sizes: ok\n", n, rounds, sizes.size());
-  std::printf("rank %u stats %s\n", me, ml.statistics().to_json().c_str());
+  std::printf("stress: rank %u sent %zu, received %zu:%s\n", me, mine.size(), got.size(),
+              protocol_counts(sent).c_str());
+  s.bootstrap().barrier();
+  if (me == 0)
+    std::printf("stress: %d tasks, %d messages each, seed %llu: ok\n", s.size(), per_task,
+                static_cast<unsigned long long>(seed));
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// big: one huge message
+
+struct BigHeader {
+  std::uint64_t bytes;
+  std::uint64_t checksum;
+};
+
+int big(Session& s, std::size_t bytes) {
+  MessageLayer& ml = s.layer();
+  const Rank me = s.rank(), a = 0, b = static_cast<Rank>(s.size() - 1);
+  const std::uint64_t key = message_key(a, b, 0);
+  if (me == a) {
+    const auto t0 = Clock::now();
+    GuardedBuffer data(bytes, 3);
+    data.fill(key);
+    BigHeader h{bytes, checksum(data.span())};
+    const double prepare = seconds_since(t0);
+    SendMessage m;
+    bool flags[2] = {false, false};  // done, remote_done
+    m.dest = b;
+    m.handler = 1;
+    m.header = std::as_bytes(std::span(&h, 1));
+    m.data.buffer = data.span();
+    m.context = flags;
+    m.done = [](SendMessage& x) { static_cast<bool*>(x.context)[0] = true; };
+    m.remote_done = [](SendMessage& x) { static_cast<bool*>(x.context)[1] = true; };
+    const Protocol p = ml.choose(m);
+    s.bootstrap().barrier();  // the receiver is ready and waits no longer than the transfer
+    const auto t1 = Clock::now();
+    ml.post(m);
+    drive(ml, __func__, [&] { return flags[0] && (p != Protocol::rendezvous || flags[1]); });
+    const double transfer = seconds_since(t1);
+    const bool remote = flags[1];
+    std::printf("big: rank %u sent %zu bytes (%s) in %.2f s (%.0f MB/s), prepared in %.2f s%s\n",
+                me, bytes, std::string(to_string(p)).c_str(), transfer, bytes / transfer / 1e6,
+                prepare, remote ? ", receiver confirmed" : "");
+  } else if (me == b) {
+    GuardedBuffer buffer(bytes, 5);
+    struct Got {
+      BigHeader h{};
+      Protocol protocol{};
+      std::size_t completed = ~std::size_t{0};
+    } got;
+    struct Ctx {
+      Got* got;
+      GuardedBuffer* buffer;
+    } ctx{&got, &buffer};
+    ml.register_handler(
+        1,
+        [](void* c, const Arrival& a) {
+          auto& x = *static_cast<Ctx*>(c);
+          CHECK(a.header.size() == sizeof(BigHeader));
+          std::memcpy(&x.got->h, a.header.data(), sizeof(BigHeader));
+          CHECK(a.bytes == x.got->h.bytes && a.bytes == x.buffer->size());
+          x.got->protocol = a.protocol;
+          return RecvTarget::into(
+              x.buffer->span(),
+              [](void* g, std::uint32_t, std::size_t n) { static_cast<Got*>(g)->completed = n; },
+              x.got);
+        },
+        &ctx);
+    s.bootstrap().barrier();
+    const auto t0 = Clock::now();
+    drive(ml, __func__, [&] { return got.completed != ~std::size_t{0}; });
+    const double transfer = seconds_since(t0);
+    CHECK(got.completed == bytes);
+    const auto t1 = Clock::now();
+    const std::uint64_t sum = checksum(buffer.span());
+    CHECK_MSG(sum == got.h.checksum, "checksum of the received data differs");
+    const auto bad = find_mismatch(buffer.span(), key);
+    CHECK_MSG(bad == kNoMismatch, "byte " + std::to_string(bad) + " differs");
+    CHECK(buffer.guards_intact());
+    drive(ml, __func__, [&] { return ml.idle(); });
+    std::printf("big: rank %u received %zu bytes (%s), checksum %016llx ok, in %.2f s, checked in %.2f s\n",
+                me, bytes, std::string(to_string(got.protocol)).c_str(),
+                static_cast<unsigned long long>(sum), transfer, seconds_since(t1));
+  } else {
+    s.bootstrap().barrier();
+  }
+  s.bootstrap().barrier();
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// backpressure: a small pool, many unexpected messages accepted slowly
+
+int backpressure(Session& s, int per_sender) {
+  MessageLayer& ml = s.layer();
+  const Rank me = s.rank();
+  const int n = s.size();
+  if (me == 0) {
+    Inbox in(ml, 1, [](Inbox&, Delivery& d) { return Inbox::later(d); });
+    const std::size_t expected = static_cast<std::size_t>(per_sender) * static_cast<std::size_t>(n - 1);
+    std::size_t accepted = 0;
+    auto last = Clock::now();
+    // One accept per 200 microseconds at most: the senders outrun the receiver. Never block in
+    // wait() while an accept is owed (no packet may come to wake the task).
+    g_watchdog->describe_with([&] {
+      return ": " + std::to_string(in.arrived()) + " arrived, " + std::to_string(accepted) +
+             " accepted, " + std::to_string(in.completed()) + " complete; " + ml.statistics().to_json();
+    });
+    g_watchdog->arm("backpressure");
+    while (in.completed() < expected) {
+      if (accepted < in.got.size() && seconds_since(last) > 200e-6) {
+        auto& d = in.got[accepted];
+        in.accept(d, Inbox::into(d, d.bytes, accepted % 32));
+        ++accepted;
+        last = Clock::now();
+      }
+      // (An accept may complete the last message: check before sleeping.)
+      if (ml.advance()) g_watchdog->pet();
+      else if (accepted == in.got.size() && in.completed() < expected) ml.wait();
+    }
+    g_watchdog->disarm();
+    std::map<Rank, std::uint32_t> next;
+    for (const auto& d : in.got) {
+      CHECK_MSG(d.test_header().seq == next[d.source], describe(d) + " out of order");
+      ++next[d.source];
+      check_delivery(d, message_key(d.source, 0, d.test_header().seq), d.bytes);
+    }
+    const auto& st = ml.statistics();
+    const std::size_t pool = ml.config().pool_bytes;
+    CHECK_MSG(st.pool_bytes_max <= pool, std::to_string(st.pool_bytes_max) + " > " + std::to_string(pool));
+    CHECK(st.unexpected_messages == expected);
+    std::printf("backpressure: %zu unexpected messages, pool max %llu of %zu bytes, %llu waits: ok\n",
+                expected, static_cast<unsigned long long>(st.pool_bytes_max), pool,
+                static_cast<unsigned long long>(st.pool_waits));
+  } else {
+    Outbox out;
+    std::mt19937 rng(me);
+    const Protocol kinds[] = {Protocol::one_packet, Protocol::eager, Protocol::adaptive_eager,
+                              Protocol::rendezvous};
+    for (std::uint32_t seq = 0; seq < static_cast<std::uint32_t>(per_sender); ++seq) {
+      SendOptions o;
+      o.protocol = kinds[rng() % 4];
+      const std::size_t size = o.protocol == Protocol::one_packet ? rng() % 221 : 221 + rng() % 3500;
+      out.post(ml, 0, seq, size, message_key(me, 0, seq), o);
+    }
+    drive(ml, __func__, [&] { return out.all_done() && ml.idle(); });
+  }
+  s.bootstrap().barrier();
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// unexpected_rzv: the sender of an unexpected rendezvous message keeps waiting until accept()
+
+int unexpected_rzv(Session& s) {
+  MessageLayer& ml = s.layer();
+  const Rank me = s.rank(), a = 0, b = static_cast<Rank>(s.size() - 1);
+  if (me == a) {
+    Outbox out;
+    SendOptions o;
+    o.protocol = Protocol::rendezvous;
+    o.notify_remote = true;
+    out.post(ml, b, 0, 300000, message_key(a, b, 0), o);
+    const auto t0 = Clock::now();
+    while (seconds_since(t0) < 0.2) ml.advance();
+    CHECK_MSG(out.sent[0].done == 0, "done before the receiver accepted");
+    CHECK(!ml.idle());
+    s.bootstrap().barrier();  // the receiver accepts after this
+    drive(ml, __func__, [&] { return out.all_done(); });
+    CHECK(out.sent[0].remote_done == 1);
+    std::printf("unexpected_rzv: sender waited for accept(): ok\n");
+  } else if (me == b) {
+    Inbox in(ml, 1, [](Inbox&, Delivery& d) { return Inbox::later(d); });
+    drive(ml, __func__, [&] { return in.arrived() == 1; });
+    const auto t0 = Clock::now();
+    while (seconds_since(t0) < 0.2) ml.advance();
+    const auto& rzv = ml.statistics().protocol[static_cast<std::size_t>(Protocol::rendezvous)];
+    CHECK(rzv.bytes_received == 0 && ml.statistics().unexpected_depth == 1);
+    s.bootstrap().barrier();
+    auto& d = in.got[0];
+    in.accept(d, Inbox::into(d, d.bytes, 0));
+    drive(ml, __func__, [&] { return in.completed() == 1; });
+    check_delivery(d, message_key(a, b, 0), 300000);
+    drive(ml, __func__, [&] { return ml.idle(); });
+  } else {
+    s.bootstrap().barrier();
+  }
+  s.bootstrap().barrier();
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// stats: a known number of messages per protocol to the next rank
+
+int stats(Session& s) {
+  MessageLayer& ml = s.layer();
+  const Rank me = s.rank();
+  const auto next = static_cast<Rank>((me + 1) % static_cast<unsigned>(s.size()));
+  Inbox in(ml, 1, [](Inbox&, Delivery& d) { return Inbox::into(d, d.bytes, 0); });
+  Outbox out;
+  // one_packet x3 (100 B), eager x5 (1000 B), rendezvous x7 (5000 B), adaptive eager x11 (700 B)
+  const std::pair<Protocol, std::pair<int, std::size_t>> kinds[] = {
+      {Protocol::one_packet, {3, 100}},
+      {Protocol::eager, {5, 1000}},
+      {Protocol::rendezvous, {7, 5000}},
+      {Protocol::adaptive_eager, {11, 700}}};
+  std::uint32_t seq = 0;
+  for (const auto& [p, what] : kinds) {
+    for (int i = 0; i < what.first; ++i) {
+      SendOptions o;
+      o.protocol = p;
+      out.post(ml, next, seq, what.second, message_key(me, next, seq), o);
+      ++seq;
+    }
+  }
+  drive(ml, __func__, [&] { return in.completed() == seq && out.all_done(); });
+  drive(ml, __func__, [&] { return ml.idle(); });
+  s.bootstrap().barrier();
+  if (me == 0) std::printf("stats: %u messages per task: ok\n", seq);
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// errors: bad input
+
+template <class F>
+std::string invalid_argument(F&& f) {
+  try {
+    f();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  fail(__FILE__, __LINE__, "no std::invalid_argument");
+}
+
+int errors(Session& s) {
+  MessageLayer& ml = s.layer();
+  const auto n = static_cast<Rank>(s.size());
+  std::vector<std::byte> data(1000), header(129);
+  const auto expect = [](const std::string& got, const std::string& want) {
+    CHECK_MSG(got.find(want) != std::string::npos, "'" + got + "' lacks '" + want + "'");
+    std::printf("errors: rank %u: %s\n", g_rank, got.c_str());
+  };
+  SendMessage m;
+  m.dest = n;
+  expect(invalid_argument([&] { ml.post(m); }),
+         "message to rank " + std::to_string(n) + " of a " + std::to_string(n) + "-task job");
+  m.dest = 0;
+  m.header = header;
+  expect(invalid_argument([&] { ml.post(m); }), "user header of 129 bytes exceeds 128");
+  m.header = {};
+  m.protocol = Protocol::one_packet;
+  m.data.buffer = data;
+  expect(invalid_argument([&] { ml.post(m); }),
+         "one-packet protocol forced for 1000 bytes; at most 228 fit with this header");
+  expect(invalid_argument([&] { ml.accept(RecvHandle{12345}, RecvTarget::into(data, nullptr, nullptr)); }),
+         "accept() of a message that is not waiting for a buffer");
+  CHECK(ml.idle());
+  s.bootstrap().barrier();
+  if (s.rank() == 0) std::printf("errors: ok\n");
   return 0;
 }
 
 int run(int argc, char** argv) {
-  auto rt = pkt::Runtime::from_environment();
-  g_rank = rt.rank();
+  auto session = Session::from_launcher();
+  Watchdog watchdog;
+  g_watchdog = &watchdog;
+  g_rank = session->rank();
   const std::string what = argc > 1 ? argv[1] : "";
-  if (what == "mix") {
-    const int rounds = argc > 2 ? std::stoi(argv[2]) : 3;
-    std::vector<std::size_t> sizes;
-    for (int i = 3; i < argc; ++i) sizes.push_back(std::stoul(argv[i]));
-    if (sizes.empty()) sizes = {0, 1, 200, 239, 240, 241, 1000, 5000, 20000, 100000};
-    return mix(rt, rounds, sizes);
-  }
-  throw ConfigError("usage: ml_scenarios mix ROUNDS [SIZES...]");
+  const auto arg = [&](int i, const char* fallback) { return std::string(argc > i ? argv[i] : fallback); };
+  if (what == "pingpong") return pingpong(*session, arg(2, "boundary"));
+  if (what == "mix") return mix(*session, arg(2, "all"));
+  if (what == "stress")
+    return stress(*session, std::stoull(arg(2, "1")), std::stoi(arg(3, "100")), std::stoul(arg(4, "100000")));
+  if (what == "big") return big(*session, std::stoull(arg(2, "1073741824")));
+  if (what == "backpressure") return backpressure(*session, std::stoi(arg(2, "100")));
+  if (what == "unexpected_rzv") return unexpected_rzv(*session);
+  if (what == "stats") return stats(*session);
+  if (what == "errors") return errors(*session);
+  throw ConfigError("usage: ml_scenarios pingpong|mix|stress|big|backpressure|unexpected_rzv|stats|errors ...");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // lines reach bglrun's output even if a task dies
   try {
     return run(argc, argv);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "ml_scenarios: %s\n", e.what());
+    std::fprintf(stderr, "ml_scenarios: rank %u: %s\n", g_rank, e.what());
     return 2;
   }
 }

@@ -381,6 +381,10 @@ int MpiexecJob::report() {
     }
   } else {
     what += " ended before MPI_Finalize";
+    if (WIFEXITED(child_status_) && WEXITSTATUS(child_status_) != 0) {
+      code = WEXITSTATUS(child_status_);
+      what += " (mpiexec exited with code " + std::to_string(code) + ")";
+    }
   }
   std::fprintf(stderr, "bglrun: %s; the job was stopped\n", what.c_str());
   return code;
@@ -457,6 +461,32 @@ int MpiexecJob::run() {
     }
   }
   if (!line_.empty()) end_of_line();
+  // Ranks still running although mpiexec is gone (after MPI_Abort Hydra exits at once, and the
+  // aborting rank exits a moment later): give them half a second to end by themselves, so that
+  // the first one to do so is known, then kill the rest.
+  watch_ranks();
+  const auto settle = Clock::now() + std::chrono::milliseconds(500);
+  for (;;) {
+    fds.clear();
+    fd_rank.clear();
+    for (std::size_t r = 0; r < pidfds_.size(); ++r)
+      if (pidfds_[r] >= 0) {
+        fds.push_back({pidfds_[r], POLLIN, 0});
+        fd_rank.push_back(static_cast<int>(r));
+      }
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(settle - Clock::now()).count();
+    if (fds.empty() || left <= 0) break;
+    if (poll(fds.data(), fds.size(), static_cast<int>(left)) <= 0) break;
+    for (std::size_t i = 0; i < fds.size(); ++i)
+      if (fds[i].revents) {
+        const int r = fd_rank[i];
+        close(pidfds_[static_cast<std::size_t>(r)]);
+        pidfds_[static_cast<std::size_t>(r)] = -2;
+        rank_ended(r);
+      }
+    if (first_failed_ >= 0) break;
+  }
   kill_leftovers();
   for (int fd : pidfds_)
     if (fd >= 0) close(fd);

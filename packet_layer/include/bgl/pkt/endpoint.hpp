@@ -76,8 +76,10 @@ class Endpoint {
   bool injection_idle() const { return pending_mask_ == 0; }
   // Whether poll() would find a packet (cheap; for sleep decisions).
   bool poll_ready() const { return reception_ready(); }
-  // Blocks (spin, yield, doorbell sleep) until poll() has something or, when injected packets were
-  // waiting, until some of them moved on (so a sender blocked by "full" can inject again).
+  // Waits until something may have happened: returns when poll() has something, when injected
+  // packets that were waiting moved on (a sender blocked by "full" can inject again), or after one
+  // doorbell sleep (woken by a ring, e.g. a coprocessor finishing a receive, or by its timeout).
+  // Spins and yields first. Callers loop.
   void wait();
   std::uint32_t pending_packets() const { return pending_packets_; }
 

@@ -1,0 +1,241 @@
+// MPI programs on the emulated machine through MPICH with the bgl device: the test programs in
+// adi3_device/tests/mpi are compiled with the installed mpicc/mpif90 (tools/build_mpich.sh) and
+// run with bglrun (through Hydra's mpiexec) in heater, coprocessor and virtual-node mode, with
+// mapping files; failures must end the whole job, name the rank, and leave nothing behind.
+// Every test is skipped when MPICH with the bgl device is not installed.
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "process_runner.hpp"
+
+namespace bgl::test {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+const std::string kBglrun = BGLRUN_PATH;
+const std::string kSources = MPI_TEST_SOURCES;
+const std::string kExamples = MPI_EXAMPLES;
+const std::string kBinDir = MPI_TEST_BIN_DIR;
+
+std::string prefix() {
+  if (const char* p = std::getenv("BGL_MPICH_PREFIX"); p && *p) return p;
+  return MPICH_PREFIX;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Rebuilds `out` from `sources` with `compiler` when it is missing or older than a source or
+// than libmpi. Serialised across test processes (ctest -j) by a lock file.
+bool build(const std::string& compiler, const std::vector<std::string>& sources,
+           const std::string& out, std::string& log) {
+  fs::create_directories(kBinDir);
+  const int lock = open((kBinDir + "/.lock").c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+  flock(lock, LOCK_EX);
+  std::error_code ec;
+  bool stale = !fs::exists(out);
+  const auto built = stale ? fs::file_time_type::min() : fs::last_write_time(out, ec);
+  for (const auto& s : sources)
+    if (fs::last_write_time(s, ec) > built) stale = true;
+  if (fs::last_write_time(prefix() + "/lib/libmpi.so", ec) > built) stale = true;
+  bool ok = true;
+  if (stale) {
+    std::vector<std::string> argv{prefix() + "/bin/" + compiler, "-O2", "-g", "-o", out + ".tmp"};
+    argv.insert(argv.end(), sources.begin(), sources.end());
+    const auto r = run_process(argv, 300);
+    log = r.output;
+    ok = r.exit_code == 0;
+    if (ok) fs::rename(out + ".tmp", out, ec);
+  }
+  flock(lock, LOCK_UN);
+  close(lock);
+  return ok;
+}
+
+class Mpi : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::exists(prefix() + "/bin/mpicc"))
+      GTEST_SKIP() << "MPICH with the bgl device is not installed at " << prefix()
+                   << " (run tools/build_mpich.sh or `ninja mpich`)";
+  }
+
+  std::string program(const std::string& name) {
+    const std::string out = kBinDir + "/" + name;
+    std::string log;
+    const bool fortran = name == "ftest";
+    const std::string src = name == "hello" ? kExamples + "/hello.c"
+                            : fortran       ? kSources + "/ftest.f90"
+                                            : kSources + "/" + name + ".c";
+    std::vector<std::string> sources{src};
+    if (!fortran && name != "hello") sources.push_back(kSources + "/mpitest.h");
+    std::vector<std::string> compile{src};
+    EXPECT_TRUE(build(fortran ? "mpif90" : "mpicc", compile, out, log)) << log;
+    return out;
+  }
+
+  ProcessResult bglrun(std::vector<std::string> args, double timeout = 240) {
+    args.insert(args.begin(), kBglrun);
+    return run_process(args, timeout);
+  }
+};
+
+// Processes running `path` (none may be left behind).
+std::vector<int> processes_of(const std::string& path) {
+  std::vector<int> out;
+  std::error_code ec;
+  const auto target = fs::canonical(path, ec);
+  for (const auto& e : fs::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::error_code ec2;
+    const auto exe = fs::read_symlink(e.path() / "exe", ec2);
+    if (!ec2 && exe == target && process_alive(std::stoi(name))) out.push_back(std::stoi(name));
+  }
+  return out;
+}
+
+bool segment_of(int launcher_pid) {
+  for (const auto& s : bglemu_segments())
+    if (s.find("bglemu." + std::to_string(launcher_pid) + ".") != std::string::npos) return true;
+  return false;
+}
+
+TEST_F(Mpi, HelloInVirtualNodeModeWithMapfile) {
+  const auto hello = program("hello");
+  const auto r = bglrun({"-np", "16", "--shape", "2x2x2", "--mode", "vn", "--mapfile",
+                         kExamples + "/map-2x2x2-vn.txt", "--timeout", "120", hello});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("hello from rank 0 of 16 on BGL <0,0,0,0> in 2x2x2 vn mode"));
+  EXPECT_THAT(r.output, HasSubstr("hello from rank 8 of 16 on BGL <0,0,1,1>"));
+  EXPECT_THAT(r.output, HasSubstr("hello from rank 15 of 16 on BGL <0,0,0,1>"));
+}
+
+TEST_F(Mpi, Pt2ptHeater2) {
+  const auto r = bglrun({"-np", "2", "--mode", "heater", "--timeout", "200", program("pt2pt")});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("pt2pt: OK"));
+}
+
+TEST_F(Mpi, Pt2ptCoprocessor4) {
+  const auto r = bglrun({"-np", "4", "--shape", "2x2x1", "--mode", "coprocessor", "--timeout",
+                         "200", program("pt2pt")});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("pt2pt: OK"));
+}
+
+TEST_F(Mpi, Pt2ptVirtualNode4AdaptiveEager) {
+  // Adaptive eager instead of eager (out-of-order packets), XYZT mapping in VN mode.
+  const auto r = run_process({kBglrun, "-np", "4", "--shape", "2x1x1", "--mode", "vn", "--mapping",
+                              "TXYZ", "--timeout", "200", program("pt2pt")},
+                             240, {"BGL_ML_ADAPTIVE_EAGER=1"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("pt2pt: OK"));
+}
+
+TEST_F(Mpi, CollHeater8) {
+  const auto r = bglrun({"-np", "8", "--shape", "2x2x2", "--timeout", "200", program("coll")});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("coll: OK"));
+}
+
+TEST_F(Mpi, CollVirtualNode16Mapfile) {
+  const auto r = bglrun({"-np", "16", "--shape", "2x2x2", "--mode", "vn", "--mapfile",
+                         kExamples + "/map-2x2x2-vn.txt", "--timeout", "200", program("coll")});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("coll: OK"));
+}
+
+TEST_F(Mpi, CollCoprocessor5) {
+  // An odd number of ranks (non-power-of-two algorithms), a mesh dimension.
+  const auto r = bglrun({"-np", "5", "--shape", "5x1x1", "--mesh", "x", "--mode", "coprocessor",
+                         "--timeout", "200", program("coll")});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("coll: OK"));
+}
+
+TEST_F(Mpi, FortranVirtualNode4) {
+  const auto r = bglrun(
+      {"-np", "4", "--shape", "2x1x1", "--mode", "vn", "--timeout", "120", program("ftest")});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("ftest: OK"));
+}
+
+// A rank dies; bglrun ends the job, names the rank, and leaves no segment and no process.
+void expect_death(const std::string& die, const std::string& how, int victim, int np,
+                  const std::string& expect) {
+  const std::string log = ::testing::TempDir() + "/die-" + how + "." + std::to_string(getpid());
+  const int pid = spawn_process({kBglrun, "-np", std::to_string(np), "--mode", "vn", "--timeout",
+                                 "60", die, std::to_string(victim), how},
+                                log);
+  const int code = wait_process(pid, 120);
+  const std::string out = read_file(log);
+  EXPECT_NE(code, 0) << out;
+  EXPECT_NE(code, -1) << "bglrun did not end: " << out;
+  EXPECT_NE(code, 124) << "the job ran into its timeout instead of ending: " << out;
+  EXPECT_THAT(out, HasSubstr("bglrun: rank " + std::to_string(victim) + " ")) << out;
+  EXPECT_THAT(out, HasSubstr(expect)) << out;
+  EXPECT_FALSE(segment_of(pid)) << "segment left behind";
+  std::vector<int> left;
+  for (int i = 0; i < 20 && !(left = processes_of(die)).empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_TRUE(left.empty()) << left.size() << " processes left behind";
+  for (int p : left)
+    kill(p, SIGKILL);
+}
+
+TEST_F(Mpi, RankKilledEndsJob) {
+  expect_death(program("die"), "kill", 2, 4, "SIGKILL");
+}
+TEST_F(Mpi, RankSegfaultEndsJob) {
+  expect_death(program("die"), "segv", 1, 4, "SIGSEGV");
+}
+TEST_F(Mpi, RankExitEndsJob) {
+  expect_death(program("die"), "exit", 3, 4, "exited with code 3");
+}
+TEST_F(Mpi, RankAbortEndsJob) {
+  expect_death(program("die"), "abort", 0, 4, "rank 0");
+}
+
+TEST_F(Mpi, TimeoutAndInterruptLeaveNothing) {
+  const auto die = program("die");
+  // "hang": nobody dies, everybody waits for a message that never comes.
+  auto r = bglrun({"-np", "4", "--timeout", "3", die, "0", "hang"}, 60);
+  EXPECT_EQ(r.exit_code, 124) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("timed out"));
+
+  const std::string log = ::testing::TempDir() + "/die-int." + std::to_string(getpid());
+  const int pid = spawn_process({kBglrun, "-np", "4", "--timeout", "60", die, "0", "hang"}, log);
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  kill(pid, SIGINT);
+  const int code = wait_process(pid, 30);
+  EXPECT_EQ(code, 128 + SIGINT) << read_file(log);
+  EXPECT_FALSE(segment_of(pid));
+  std::vector<int> left;
+  for (int i = 0; i < 20 && !(left = processes_of(die)).empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_TRUE(left.empty()) << left.size() << " processes left behind";
+  for (int p : left)
+    kill(p, SIGKILL);
+}
+
+}  // namespace
+}  // namespace bgl::test

@@ -1,0 +1,119 @@
+#pragma once
+// The collective network's region of the job segment ("collnet"): written once by the launcher
+// (format), then shared by every task. Plain integers, atomics and offsets only, so that every
+// process can map the segment at its own address.
+//
+//   RegionHeader
+//   NodeEntry[nodes of the shape]       the tree: parent, input positions, ring offsets
+//   WireState[kWireChannels]            global-interrupt wires (channel 0: the barrier)
+//   per combining class:
+//     DownControl + DownSlot[ring]      results and broadcasts, read by every task
+//     per tree node: UpSlot[ring]       contributions meeting at that node
+//   per task: Inbox                     point-to-point class (to and from the tree root)
+//
+// An UpSlot is a 64-byte UpSlotMeta followed by one 256-byte input per contributor of the node:
+// its local tasks in t order, then its children in tree order. The contributor that completes a
+// slot combines the inputs in that fixed order and writes the result straight into its position
+// at the parent (or into the DownSlot at the root).
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "bgl/collnet/alu.hpp"
+#include "bgl/collnet/options.hpp"
+#include "bgl/pkt/doorbell.hpp"
+#include "bgl/pkt/job_config.hpp"
+
+namespace bgl::collnet::layout {
+
+inline constexpr std::uint64_t kMagic = 0x54454e4c4c4f43ULL;  // "COLLNET"
+inline constexpr std::uint32_t kVersion = 1;
+inline constexpr int kCombineClasses = 2;
+inline constexpr int kWireChannels = 4;
+inline constexpr int kMaxLocal = 2;
+inline constexpr int kMaxInputs = kMaxLocal + kMaxFanout;
+inline constexpr std::uint16_t kBroadcastCode = 0xfffe;
+inline constexpr std::uint16_t kMismatchCode = 0xffff;
+
+struct RegionHeader {
+  std::uint64_t magic;
+  std::uint32_t version;
+  std::uint32_t ntasks;
+  std::uint32_t node_slots;  // nodes of the shape (NodeEntry count)
+  std::uint32_t tree_nodes;
+  std::uint32_t ring;
+  std::uint32_t inbox;
+  std::uint32_t root_node;
+  std::uint32_t root_rank;
+  std::uint32_t height;
+  char tree_spec[32];
+  std::uint64_t total_bytes;
+  std::uint64_t nodes_offset, wires_offset, down_offset, down_stride, up_offset, up_stride;
+  std::uint64_t inbox_offset, inbox_stride;
+};
+
+struct NodeEntry {
+  std::int32_t parent;    // -1: the root, or not in the tree
+  std::uint8_t position;  // this node's input index at its parent
+  std::uint8_t locals;    // tasks on this node
+  std::uint8_t children;
+  std::uint8_t inputs;  // locals + children; 0 when not in the tree
+  std::int32_t depth;
+  std::uint32_t slot_stride;
+  std::uint64_t ring_offset;  // of this node's UpSlots inside a class's up area
+  std::int32_t child[kMaxFanout];
+  std::int32_t local_rank[kMaxLocal];
+};
+
+struct alignas(64) UpSlotMeta {
+  std::atomic<std::uint32_t> arrived{0};
+  std::uint16_t op[kMaxInputs];  // each input's operation code (or kMismatchCode from below)
+};
+static_assert(sizeof(UpSlotMeta) == 64);
+
+struct alignas(64) DownSlot {
+  std::atomic<std::uint64_t> published{0};  // seq + 1 once the result of seq is in data
+  std::atomic<std::uint64_t> writable{0};   // the sequence number the slot may take next
+  std::uint16_t op = 0;                     // operation code, kBroadcastCode or kMismatchCode
+  std::uint32_t source = 0;                 // broadcasting rank
+  alignas(64) std::atomic<std::uint32_t> readers_left{0};
+  alignas(64) std::byte data[kPacketBytes];
+};
+
+struct DownControl {
+  pkt::Doorbell results;  // rung when a result is published
+  pkt::Doorbell space;    // rung when the last reader releases a slot
+};
+
+struct alignas(64) WireState {
+  std::atomic<std::uint32_t> raised{0};     // tasks whose input is raised
+  std::atomic<std::uint32_t> completed{0};  // barriers completed (channel 0)
+  alignas(64) pkt::Doorbell bell;
+};
+
+struct alignas(64) InboxControl {
+  std::atomic<std::uint64_t> tail{0};  // producers
+  alignas(64) std::atomic<std::uint64_t> head{0};
+  alignas(64) pkt::Doorbell bell;
+};
+
+struct alignas(32) InboxSlot {
+  std::uint32_t source;
+  std::uint32_t tag;
+  std::uint32_t bytes;
+  alignas(32) std::byte data[kPacketBytes];
+};
+
+constexpr std::size_t align_up(std::size_t n, std::size_t a) {
+  return (n + a - 1) / a * a;
+}
+constexpr std::size_t up_slot_bytes(int inputs) {
+  return sizeof(UpSlotMeta) + static_cast<std::size_t>(inputs) * kPacketBytes;
+}
+constexpr std::size_t inbox_bytes(std::uint32_t capacity) {
+  return sizeof(InboxControl) + align_up(capacity * sizeof(std::atomic<std::uint64_t>), 64) +
+         capacity * sizeof(InboxSlot);
+}
+
+}  // namespace bgl::collnet::layout

@@ -1,0 +1,30 @@
+#pragma once
+// The launcher's hooks: reserve the collective network's region in the job segment, and format it
+// once the segment exists. bglrun calls both; an in-process test does the same around
+// pkt::Machine::format.
+#include <cstddef>
+#include <span>
+#include <string_view>
+
+#include "bgl/collnet/options.hpp"
+#include "bgl/pkt/job_config.hpp"
+#include "bgl/pkt/machine.hpp"
+
+namespace bgl::collnet {
+
+inline constexpr std::string_view kRegionName = "collnet";
+
+// Bytes of the "collnet" region for this job; options from the environment (ConfigError names a
+// malformed BGL_TREE* variable).
+std::size_t region_bytes(const pkt::JobConfig& config);
+std::size_t region_bytes(const pkt::JobConfig& config, const Options& options);
+
+// Lays the region out (tree, rings, wires, inboxes). The options must be those region_bytes saw.
+void format(const pkt::Machine& machine);
+void format(const pkt::Machine& machine, const Options& options);
+
+// The job's formatted region, validated; ConfigError when the job has none (not started by a
+// launcher with collective network support) or it does not match the job.
+std::span<std::byte> attach_region(const pkt::Machine& machine);
+
+}  // namespace bgl::collnet

@@ -1,0 +1,53 @@
+#pragma once
+// The collective network's spanning tree over the nodes that run tasks.
+//
+// BG/L wires its collective network as a tree whose routers have three links besides the one to
+// the parent. The default here follows the torus: a breadth-first tree from the node of rank 0
+// along torus links, each node adopting at most `fanout` (3) not yet attached neighbours in link
+// order +x, -x, +y, -y, +z, -z. Only nodes with tasks take part (the emulator has no router thread:
+// a node's combining is done by its tasks). A node that torus links cannot reach under the fan-out
+// limit (a sparse mapping) is attached to the nearest tree node with a free child slot (by torus
+// distance, then depth, then id). The result is deterministic: every process builds the same tree.
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "bgl/collnet/options.hpp"
+#include "bgl/torus/mapping.hpp"
+
+namespace bgl::collnet {
+
+class Tree {
+ public:
+  static Tree build(const torus::Mapping& mapping, const TreeSpec& spec);
+
+  torus::NodeId root() const { return order_.front(); }
+  bool contains(torus::NodeId n) const { return n < depth_.size() && depth_[n] >= 0; }
+  std::optional<torus::NodeId> parent(torus::NodeId n) const;
+  std::span<const torus::NodeId> children(torus::NodeId n) const {
+    return {children_.data() + first_child_[n], static_cast<std::size_t>(child_count_[n])};
+  }
+  int depth(torus::NodeId n) const { return depth_[n]; }
+  int height() const { return height_; }  // the deepest node's depth
+  // The tree's nodes in the order they were attached (root first, parents before children).
+  std::span<const torus::NodeId> nodes() const { return order_; }
+  const TreeSpec& spec() const { return spec_; }
+  std::string describe() const;  // "torus:3 tree over 64 nodes, root 0, height 5"
+
+ private:
+  Tree() = default;
+  void attach(torus::NodeId child, torus::NodeId parent);
+  void finish();
+
+  TreeSpec spec_;
+  std::vector<std::int32_t> parent_, depth_;  // per node of the shape; -1 when not in the tree
+  std::vector<std::vector<torus::NodeId>> building_;
+  std::vector<torus::NodeId> children_, order_;
+  std::vector<std::uint32_t> first_child_;
+  std::vector<std::int32_t> child_count_;
+  int height_ = 0;
+};
+
+}  // namespace bgl::collnet

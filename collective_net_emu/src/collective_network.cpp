@@ -1,0 +1,229 @@
+#include "bgl/collnet/collective_network.hpp"
+
+#include <stdexcept>
+
+#include "bgl/pkt/runtime.hpp"
+
+namespace bgl::collnet {
+namespace {
+
+std::size_t packets_for(std::size_t bytes) {
+  return (bytes + kPacketBytes - 1) / kPacketBytes;
+}
+
+template <class T>
+std::span<T> packet_part(std::span<T> s, std::size_t packet, std::size_t per_packet) {
+  const std::size_t first = packet * per_packet;
+  return s.subspan(first, std::min(per_packet, s.size() - first));
+}
+
+// The FP sum's packet order. Elements go in groups of 64: one phase-1 packet (exponents) and up to
+// four phase-2 packets (fixed point). Step t carries phase 1 of group t, then phase 2 of group
+// t - L, so that a group's exponent maximum has L steps to come back before its phase 2 is due;
+// every task walks the same order, so sequence numbers agree.
+class FpCursor {
+ public:
+  struct Packet {
+    bool phase2;
+    std::size_t group, part;
+  };
+
+  FpCursor(std::size_t elements, std::size_t lookahead)
+      : elements_(elements),
+        groups_((elements + fp::kExponentsPerPacket - 1) / fp::kExponentsPerPacket),
+        lookahead_(std::min(lookahead, groups_)) {}
+
+  bool done() const { return step_ >= groups_ + lookahead_; }
+  Packet current() const {
+    const bool has_phase1 = step_ < groups_;
+    if (has_phase1 && sub_ == 0) return {false, step_, 0};
+    return {true, step_ - lookahead_, sub_ - (has_phase1 ? 1 : 0)};
+  }
+  void next() {
+    ++sub_;
+    if (sub_ >= items(step_)) {
+      ++step_;
+      sub_ = 0;
+    }
+  }
+  std::size_t total() const {
+    return groups_ + (elements_ + fp::kFixedPerPacket - 1) / fp::kFixedPerPacket;
+  }
+  std::size_t lookahead() const { return lookahead_; }
+
+ private:
+  std::size_t parts(std::size_t group) const {
+    const std::size_t n =
+        std::min(fp::kExponentsPerPacket, elements_ - group * fp::kExponentsPerPacket);
+    return (n + fp::kFixedPerPacket - 1) / fp::kFixedPerPacket;
+  }
+  std::size_t items(std::size_t t) const {
+    return (t < groups_ ? 1 : 0) +
+           (t >= lookahead_ && t - lookahead_ < groups_ ? parts(t - lookahead_) : 0);
+  }
+
+  std::size_t elements_, groups_, lookahead_;
+  std::size_t step_ = 0, sub_ = 0;
+};
+
+}  // namespace
+
+CollectiveNetwork::CollectiveNetwork(const pkt::Machine& machine, torus::Rank rank,
+                                     const pkt::WaitPolicy& policy, RouteClass route)
+    : route_(route),
+      tree_(machine, rank, policy),
+      interrupt_(machine, rank, policy),
+      lookahead_(std::max<std::size_t>(tree_.ring() / 5, 2) - 1),
+      emax_((lookahead_ + 1) * fp::kExponentsPerPacket) {
+  if (route == RouteClass::to_root)
+    throw std::invalid_argument("collectives need a combining class");
+}
+CollectiveNetwork::CollectiveNetwork(const pkt::Runtime& runtime, RouteClass route)
+    : CollectiveNetwork(runtime.machine(), runtime.rank(), runtime.wait_policy(), route) {}
+
+// Runs `packets` sequence numbers through the window: inject(seq, k) as far as the window (and the
+// caller's dependencies) allow, receive(seq, k) whatever has arrived, sleep when neither moves.
+template <class Inject, class Receive>
+void CollectiveNetwork::stream(std::size_t packets, Inject&& inject, Receive&& receive) {
+  const Seq base = next_seq_;
+  next_seq_ += packets;
+  std::size_t injected = 0, received = 0;
+  while (received < packets) {
+    bool progress = false;
+    while (injected < packets && inject(base + injected, injected)) {
+      ++injected;
+      progress = true;
+    }
+    while (received < packets && receive(base + received, received)) {
+      ++received;
+      progress = true;
+    }
+    if (!progress) tree_.wait_result(route_, base + received);
+  }
+}
+
+Status CollectiveNetwork::allreduce(Op op, std::span<const std::byte> in,
+                                    std::span<std::byte> out) {
+  if (in.size() != out.size())
+    throw std::invalid_argument("allreduce: input and output sizes differ");
+  return reduce(tree_.rank(), op, in, out);  // every task keeps the result: each is "the root"
+}
+
+Status CollectiveNetwork::reduce(torus::Rank root, Op op, std::span<const std::byte> in,
+                                 std::span<std::byte> out) {
+  const bool keep = root == tree_.rank();
+  if (keep && out.size() != in.size()) throw std::invalid_argument("reduce: output size differs");
+  const std::size_t per_packet = payload_bytes(op.lane);
+  Status status = Status::ok;
+  stream((in.size() + per_packet - 1) / per_packet,
+         [&](Seq seq, std::size_t k) {
+           return tree_.inject(route_, seq, op, packet_part(in, k, per_packet)) == InjectStatus::ok;
+         },
+         [&](Seq seq, std::size_t k) {
+           const auto r = tree_.receive(
+               route_, seq, keep ? packet_part(out, k, per_packet) : std::span<std::byte>{});
+           if (r) status = worst(status, r->status);
+           return r.has_value();
+         });
+  return status;
+}
+
+void CollectiveNetwork::broadcast(torus::Rank root, std::span<std::byte> buffer) {
+  const std::size_t packets = packets_for(buffer.size());
+  if (root != tree_.rank()) {
+    stream(
+        packets, [](Seq, std::size_t) { return false; },
+        [&](Seq seq, std::size_t k) {
+          return tree_.receive(route_, seq, packet_part(buffer, k, kPacketBytes)).has_value();
+        });
+    return;
+  }
+  const Seq base = next_seq_;
+  next_seq_ += packets;
+  for (std::size_t k = 0; k < packets; ++k) {
+    while (tree_.broadcast(route_, base + k,
+                           packet_part(std::span<const std::byte>(buffer), k, kPacketBytes)) ==
+           InjectStatus::full)
+      tree_.wait_broadcast_space(route_, base + k);
+  }
+}
+
+Status CollectiveNetwork::allreduce_sum(std::span<const double> in, std::span<double> out) {
+  if (in.size() != out.size())
+    throw std::invalid_argument("allreduce_sum: input and output sizes differ");
+  const int guard = fp::guard_bits(tree_.tasks());
+  FpCursor inject_at(in.size(), lookahead_), receive_at(in.size(), lookahead_);
+  const std::size_t window = inject_at.lookahead() + 1;
+  const auto emax = [&](std::size_t group) {
+    return std::span<std::uint32_t>(emax_).subspan((group % window) * fp::kExponentsPerPacket,
+                                                   fp::kExponentsPerPacket);
+  };
+  std::size_t phase1_received = 0;
+  Status status = Status::ok;
+  stream(
+      inject_at.total(),
+      [&](Seq seq, std::size_t) {
+        const auto p = inject_at.current();
+        if (p.phase2 && p.group >= phase1_received) return false;  // exponents not back yet
+        const auto group = packet_part(in, p.group, fp::kExponentsPerPacket);
+        const auto fill = [&](PacketSpan packet) {
+          if (!p.phase2) return fp::encode_exponents(group, packet);
+          fp::encode_fixed(packet_part(group, p.part, fp::kFixedPerPacket),
+                           emax(p.group).subspan(p.part * fp::kFixedPerPacket), guard, packet);
+        };
+        if (tree_.inject_with(route_, seq, p.phase2 ? fp::kFixedOp : fp::kExponentOp, fill) !=
+            InjectStatus::ok)
+          return false;
+        inject_at.next();
+        return true;
+      },
+      [&](Seq seq, std::size_t) {
+        const auto p = receive_at.current();
+        const auto r = tree_.receive_with(route_, seq, [&](ConstPacketSpan packet, const Result&) {
+          if (!p.phase2) return fp::decode_exponents(packet, emax(p.group));
+          const auto group = packet_part(out, p.group, fp::kExponentsPerPacket);
+          status = worst(
+              status, fp::decode_fixed(packet, emax(p.group).subspan(p.part * fp::kFixedPerPacket),
+                                       guard, packet_part(group, p.part, fp::kFixedPerPacket)));
+        });
+        if (!r) return false;
+        status = worst(status, r->status);
+        phase1_received += p.phase2 ? 0 : 1;
+        receive_at.next();
+        return true;
+      });
+  return status;
+}
+
+Status CollectiveNetwork::extremum(std::span<const double> in, std::span<double> out, bool max) {
+  if (in.size() != out.size())
+    throw std::invalid_argument("allreduce: input and output sizes differ");
+  const Op op{max ? AluOp::max : AluOp::min, Lane::i64};
+  Status status = Status::ok;
+  stream((in.size() + fp::kKeysPerPacket - 1) / fp::kKeysPerPacket,
+         [&](Seq seq, std::size_t k) {
+           return tree_.inject_with(route_, seq, op, [&](PacketSpan packet) {
+             fp::encode_keys(packet_part(in, k, fp::kKeysPerPacket), max, packet);
+           }) == InjectStatus::ok;
+         },
+         [&](Seq seq, std::size_t k) {
+           const auto r =
+               tree_.receive_with(route_, seq, [&](ConstPacketSpan packet, const Result&) {
+                 status = worst(
+                     status, fp::decode_keys(packet, max, packet_part(out, k, fp::kKeysPerPacket)));
+               });
+           if (r) status = worst(status, r->status);
+           return r.has_value();
+         });
+  return status;
+}
+
+Status CollectiveNetwork::allreduce_max(std::span<const double> in, std::span<double> out) {
+  return extremum(in, out, true);
+}
+
+Status CollectiveNetwork::allreduce_min(std::span<const double> in, std::span<double> out) {
+  return extremum(in, out, false);
+}
+
+}  // namespace bgl::collnet

@@ -1,0 +1,181 @@
+#include "bgl/collnet/region.hpp"
+
+#include <cstring>
+#include <new>
+
+#include "bgl/collnet/layout.hpp"
+#include "bgl/collnet/tree.hpp"
+#include "bgl/log.hpp"
+#include "bgl/torus/error.hpp"
+
+namespace bgl::collnet {
+namespace {
+
+using namespace layout;
+
+// Where everything goes, computed identically by region_bytes and format.
+struct Plan {
+  RegionHeader header{};
+  std::vector<NodeEntry> entries;
+  std::string description;
+
+  Plan(const pkt::JobConfig& config, const Options& options);
+
+ private:
+  void fill_entries(const pkt::JobConfig& config, const Tree& tree);
+};
+
+Plan::Plan(const pkt::JobConfig& config, const Options& options) {
+  options.validate();
+  const Tree tree = Tree::build(config.mapping, options.tree);
+  description = tree.describe();
+  RegionHeader& h = header;
+  h.magic = kMagic;
+  h.version = kVersion;
+  h.ntasks = static_cast<std::uint32_t>(config.ntasks());
+  h.node_slots = static_cast<std::uint32_t>(config.shape.node_count());
+  h.tree_nodes = static_cast<std::uint32_t>(tree.nodes().size());
+  h.ring = options.ring_for(config.ntasks());
+  h.inbox = options.inbox_packets;
+  h.root_node = tree.root();
+  h.height = static_cast<std::uint32_t>(tree.height());
+  std::strncpy(h.tree_spec, options.tree.to_string().c_str(), sizeof h.tree_spec - 1);
+  fill_entries(config, tree);
+  h.root_rank = static_cast<std::uint32_t>(entries[tree.root()].local_rank[0]);
+
+  h.nodes_offset = align_up(sizeof(RegionHeader), 64);
+  h.wires_offset = align_up(h.nodes_offset + entries.size() * sizeof(NodeEntry), 64);
+  h.down_offset = align_up(h.wires_offset + kWireChannels * sizeof(WireState), 4096);
+  h.down_stride = align_up(align_up(sizeof(DownControl), 64) + h.ring * sizeof(DownSlot), 4096);
+  std::uint64_t ring_offset = 0;
+  for (const torus::NodeId n : tree.nodes()) {
+    NodeEntry& e = entries[n];
+    e.slot_stride = static_cast<std::uint32_t>(up_slot_bytes(e.inputs));
+    e.ring_offset = ring_offset;
+    ring_offset += std::uint64_t{h.ring} * e.slot_stride;
+  }
+  h.up_offset = h.down_offset + kCombineClasses * h.down_stride;
+  h.up_stride = align_up(ring_offset, 4096);
+  h.inbox_offset = h.up_offset + kCombineClasses * h.up_stride;
+  h.inbox_stride = align_up(inbox_bytes(h.inbox), 64);
+  h.total_bytes = h.inbox_offset + h.ntasks * h.inbox_stride;
+}
+
+void Plan::fill_entries(const pkt::JobConfig& config, const Tree& tree) {
+  entries.assign(static_cast<std::size_t>(config.shape.node_count()), NodeEntry{});
+  for (auto& e : entries) {
+    e.parent = -1;
+    e.depth = -1;
+    for (auto& c : e.child)
+      c = -1;
+    for (auto& r : e.local_rank)
+      r = -1;
+  }
+  const auto& mapping = config.mapping;
+  for (const torus::NodeId n : tree.nodes()) {
+    NodeEntry& e = entries[n];
+    for (int t = 0; t < mapping.tasks_per_node(); ++t)
+      if (const auto r = mapping.rank_at(n, t))
+        e.local_rank[e.locals++] = static_cast<std::int32_t>(*r);
+    const auto kids = tree.children(n);
+    e.children = static_cast<std::uint8_t>(kids.size());
+    for (std::size_t k = 0; k < kids.size(); ++k)
+      e.child[k] = static_cast<std::int32_t>(kids[k]);
+    e.inputs = static_cast<std::uint8_t>(e.locals + e.children);
+    e.depth = tree.depth(n);
+  }
+  for (const torus::NodeId n : tree.nodes()) {
+    const NodeEntry& e = entries[n];
+    for (int k = 0; k < e.children; ++k) {
+      NodeEntry& c = entries[static_cast<std::size_t>(e.child[k])];
+      c.parent = static_cast<std::int32_t>(n);
+      c.position = static_cast<std::uint8_t>(e.locals + k);
+    }
+  }
+}
+
+template <class T>
+T* at(std::span<std::byte> region, std::uint64_t offset) {
+  return std::launder(reinterpret_cast<T*>(region.data() + offset));
+}
+
+void format_class(std::span<std::byte> region, const Plan& plan, int c) {
+  const RegionHeader& h = plan.header;
+  const std::uint64_t down = h.down_offset + static_cast<std::uint64_t>(c) * h.down_stride;
+  new (region.data() + down) DownControl{};
+  const std::uint64_t slots = down + align_up(sizeof(DownControl), 64);
+  for (std::uint32_t i = 0; i < h.ring; ++i) {
+    auto* s = new (region.data() + slots + i * sizeof(DownSlot)) DownSlot{};
+    s->writable.store(i, std::memory_order_relaxed);
+  }
+  const std::uint64_t up = h.up_offset + static_cast<std::uint64_t>(c) * h.up_stride;
+  for (const NodeEntry& e : plan.entries) {
+    if (e.inputs == 0) continue;
+    for (std::uint32_t i = 0; i < h.ring; ++i)
+      new (region.data() + up + e.ring_offset + std::uint64_t{i} * e.slot_stride) UpSlotMeta{};
+  }
+}
+
+void format_inbox(std::byte* base, std::uint32_t capacity) {
+  new (base) InboxControl{};
+  auto* seq = reinterpret_cast<std::atomic<std::uint64_t>*>(base + sizeof(InboxControl));
+  for (std::uint32_t i = 0; i < capacity; ++i)
+    new (&seq[i]) std::atomic<std::uint64_t>(i);
+}
+
+}  // namespace
+
+std::size_t region_bytes(const pkt::JobConfig& config) {
+  return region_bytes(config, Options::from_environment());
+}
+
+std::size_t region_bytes(const pkt::JobConfig& config, const Options& options) {
+  return Plan(config, options).header.total_bytes;
+}
+
+void format(const pkt::Machine& machine) {
+  format(machine, Options::from_environment());
+}
+
+void format(const pkt::Machine& machine, const Options& options) {
+  const auto region = machine.region(kRegionName);
+  const Plan plan(machine.config(), options);
+  const RegionHeader& h = plan.header;
+  if (region.size() < h.total_bytes)
+    throw ConfigError("the job segment's '" + std::string(kRegionName) + "' region has " +
+                      std::to_string(region.size()) + " bytes, the collective network needs " +
+                      std::to_string(h.total_bytes) +
+                      " (region_bytes and format saw different options)");
+  std::memcpy(region.data() + h.nodes_offset, plan.entries.data(),
+              plan.entries.size() * sizeof(NodeEntry));
+  for (int w = 0; w < kWireChannels; ++w)
+    new (region.data() + h.wires_offset + w * sizeof(WireState)) WireState{};
+  for (int c = 0; c < kCombineClasses; ++c)
+    format_class(region, plan, c);
+  for (std::uint32_t r = 0; r < h.ntasks; ++r)
+    format_inbox(region.data() + h.inbox_offset + r * h.inbox_stride, h.inbox);
+  // Publish last: a task that sees the magic sees a formatted region.
+  auto* header = new (region.data()) RegionHeader(h);
+  header->magic = 0;
+  std::atomic_thread_fence(std::memory_order_release);
+  header->magic = kMagic;
+  spdlog::debug("collective network: {}, ring {} packets, {} KiB", plan.description, h.ring,
+                h.total_bytes >> 10);
+}
+
+std::span<std::byte> attach_region(const pkt::Machine& machine) {
+  const auto region = machine.region(kRegionName);
+  if (region.size() < sizeof(RegionHeader))
+    throw ConfigError("this job has no collective network region ('" + std::string(kRegionName) +
+                      "'); start it with bglrun");
+  const auto* h = at<const RegionHeader>(region, 0);
+  if (h->magic != kMagic || h->version != kVersion)
+    throw ConfigError("the job's collective network region is not formatted (collnet::format)");
+  if (h->total_bytes > region.size() ||
+      h->ntasks != static_cast<std::uint32_t>(machine.config().ntasks()) ||
+      h->node_slots != static_cast<std::uint32_t>(machine.shape().node_count()))
+    throw ConfigError("the job's collective network region does not match the job");
+  return region;
+}
+
+}  // namespace bgl::collnet

@@ -1,0 +1,108 @@
+#include "bgl/collnet/tree.hpp"
+
+#include <deque>
+#include <tuple>
+
+#include "bgl/torus/distance.hpp"
+
+namespace bgl::collnet {
+namespace {
+
+std::vector<bool> occupied_nodes(const torus::Mapping& mapping) {
+  std::vector<bool> occupied(static_cast<std::size_t>(mapping.shape().node_count()), false);
+  for (const auto& loc : mapping.locations())
+    occupied[loc.node] = true;
+  return occupied;
+}
+
+}  // namespace
+
+void Tree::attach(torus::NodeId child, torus::NodeId parent) {
+  parent_[child] = static_cast<std::int32_t>(parent);
+  depth_[child] = depth_[parent] + 1;
+  building_[parent].push_back(child);
+  order_.push_back(child);
+}
+
+Tree Tree::build(const torus::Mapping& mapping, const TreeSpec& spec) {
+  const auto& shape = mapping.shape();
+  const auto n = static_cast<std::size_t>(shape.node_count());
+  const auto occupied = occupied_nodes(mapping);
+  const torus::NodeId root = mapping.location(0).node;
+  Tree t;
+  t.spec_ = spec;
+  t.parent_.assign(n, -1);
+  t.depth_.assign(n, -1);
+  t.building_.resize(n);
+  t.depth_[root] = 0;
+  t.order_.push_back(root);
+  const auto fanout = static_cast<std::size_t>(spec.fanout);
+  const auto has_room = [&](torus::NodeId p) { return t.building_[p].size() < fanout; };
+
+  if (spec.kind == TreeKind::kary) {
+    // Heap order over the occupied nodes, root first, the others by id.
+    std::vector<torus::NodeId> list{root};
+    for (torus::NodeId v = 0; v < n; ++v)
+      if (occupied[v] && v != root) list.push_back(v);
+    for (std::size_t i = 1; i < list.size(); ++i)
+      t.attach(list[i], list[(i - 1) / fanout]);
+    t.finish();
+    return t;
+  }
+
+  std::deque<torus::NodeId> queue{root};
+  torus::NodeId scan = 0;  // unattached nodes below this id have been handled
+  for (;;) {
+    while (!queue.empty()) {
+      const torus::NodeId u = queue.front();
+      queue.pop_front();
+      for (int d = 0; d < torus::kDirections && has_room(u); ++d) {
+        const auto v = shape.neighbour(u, static_cast<torus::Direction>(d));
+        if (!v || !occupied[*v] || t.contains(*v)) continue;
+        t.attach(*v, u);
+        queue.push_back(*v);
+      }
+    }
+    while (scan < n && (!occupied[scan] || t.contains(scan)))
+      ++scan;
+    if (scan == n) break;
+    // Not reachable along torus links under the fan-out limit: the nearest node with room.
+    std::optional<std::tuple<int, int, torus::NodeId>> best;
+    for (const torus::NodeId p : t.order_) {
+      if (!has_room(p)) continue;
+      const std::tuple<int, int, torus::NodeId> key{
+          torus::distance(shape, shape.coord(scan), shape.coord(p)), t.depth_[p], p};
+      if (!best || key < *best) best = key;
+    }
+    t.attach(scan, std::get<2>(*best));  // a leaf always has room
+    queue.push_back(scan);
+  }
+  t.finish();
+  return t;
+}
+
+void Tree::finish() {
+  const std::size_t n = parent_.size();
+  first_child_.assign(n, 0);
+  child_count_.assign(n, 0);
+  for (std::size_t v = 0; v < n; ++v) {
+    first_child_[v] = static_cast<std::uint32_t>(children_.size());
+    child_count_[v] = static_cast<std::int32_t>(building_[v].size());
+    children_.insert(children_.end(), building_[v].begin(), building_[v].end());
+    if (depth_[v] > height_) height_ = depth_[v];
+  }
+  building_.clear();
+  building_.shrink_to_fit();
+}
+
+std::optional<torus::NodeId> Tree::parent(torus::NodeId n) const {
+  if (parent_[n] < 0) return std::nullopt;
+  return static_cast<torus::NodeId>(parent_[n]);
+}
+
+std::string Tree::describe() const {
+  return spec_.to_string() + " tree over " + std::to_string(order_.size()) + " nodes, root " +
+         std::to_string(root()) + ", height " + std::to_string(height_);
+}
+
+}  // namespace bgl::collnet

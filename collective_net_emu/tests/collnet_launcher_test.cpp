@@ -1,0 +1,172 @@
+// The collective network end to end: real processes started by bglrun (collnet_scenarios), on 1 to
+// 64 tasks, with random delays, oversubscribed, in virtual-node mode, with tree and ring variants.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "process_runner.hpp"
+
+namespace bgl::test {
+namespace {
+
+using ::testing::HasSubstr;
+
+const std::string kBglrun = BGLRUN_PATH;
+const std::string kScenarios = SCENARIOS_PATH;
+
+// Runs the scenario under bglrun with a job time limit a bit below the test's own.
+ProcessResult collnet(const std::string& np, const std::string& shape,
+                      std::vector<std::string> scenario, double timeout = 60,
+                      std::vector<std::string> extra = {},
+                      const std::vector<std::string>& env = {}) {
+  std::vector<std::string> args{
+      kBglrun, "-np", np, "--shape", shape, "--timeout", std::to_string(timeout)};
+  args.insert(args.end(), extra.begin(), extra.end());
+  args.push_back(kScenarios);
+  args.insert(args.end(), scenario.begin(), scenario.end());
+  return run_process(args, timeout + 15, env);
+}
+
+std::string fp_hash(const std::string& output) {
+  std::smatch m;
+  if (std::regex_search(output, m, std::regex("hash ([0-9a-f]{16})"))) return m[1];
+  return "none";
+}
+
+struct Job {
+  std::string np, shape;
+};
+
+TEST(CollnetJob, AllOperationsAndWidthsMatchTheReference) {
+  for (const Job& j : std::vector<Job>{
+           {"1", "1x1x1"}, {"2", "2x1x1"}, {"3", "3x1x1"}, {"8", "2x2x2"}, {"27", "3x3x3"}}) {
+    const auto r = collnet(j.np, j.shape, {"ops", "17", "300"});
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("ops: 111 reductions on " + j.np + " tasks: ok"));
+  }
+}
+
+TEST(CollnetJob, SixtyFourTasksOnTwoCoresFinishInBoundedTime) {
+  const auto r = collnet("64", "4x4x4", {"ops", "23", "200"}, 90);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("ops: 111 reductions on 64 tasks: ok"));
+  EXPECT_LT(r.seconds, 60);
+}
+
+TEST(CollnetJob, PacketsStreamThroughABoundedRingWithDelayedTasks) {
+  for (const Job& j : std::vector<Job>{{"2", "2x1x1"}, {"8", "2x2x2"}, {"27", "3x3x3"}}) {
+    const auto r = collnet(j.np, j.shape, {"stream", "5"}, 60, {}, {"BGL_TREE_RING=8"});
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("stream: 600 packets, ring 8"));
+  }
+}
+
+TEST(CollnetJob, FloatingPointSumsAreBitIdenticalAcrossTasksAndArrivalOrders) {
+  for (const Job& j : std::vector<Job>{{"8", "2x2x2"}, {"27", "3x3x3"}}) {
+    std::vector<std::string> hashes;
+    for (const char* delays : {"1", "2", "3"}) {
+      const auto r = collnet(j.np, j.shape, {"fp", "42", delays, "700"});
+      ASSERT_EQ(r.exit_code, 0) << r.output;
+      hashes.push_back(fp_hash(r.output));
+    }
+    EXPECT_NE(hashes[0], "none");
+    EXPECT_EQ(hashes[0], hashes[1]);
+    EXPECT_EQ(hashes[0], hashes[2]);
+  }
+  // Another tree gives the same bits too: combining is exact.
+  const auto a = collnet("8", "2x2x2", {"fp", "42", "9", "700"}, 60, {}, {"BGL_TREE=kary:1"});
+  const auto b = collnet("8", "2x2x2", {"fp", "42", "1", "700"});
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  EXPECT_EQ(fp_hash(a.output), fp_hash(b.output));
+}
+
+TEST(CollnetJob, NaNInfinityAndOverflowComeBackAsAStatus) {
+  for (const Job& j : std::vector<Job>{{"1", "1x1x1"}, {"5", "5x1x1"}}) {
+    const auto r = collnet(j.np, j.shape, {"special"});
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("special: NaN, infinities and overflow reported"));
+  }
+}
+
+TEST(CollnetJob, OneMebibyteReductionsAndBroadcasts) {
+  const auto r = collnet("8", "2x2x2", {"long", "1"}, 90);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output,
+              HasSubstr("long: 1 MiB allreduce (u64, double) and broadcasts on 8 tasks: ok"));
+}
+
+TEST(CollnetJob, BroadcastFromSeveralRoots) {
+  for (const Job& j : std::vector<Job>{{"3", "3x1x1"}, {"8", "2x2x2"}, {"27", "3x3x3"}}) {
+    const auto r = collnet(j.np, j.shape, {"bcast", "3"}, 60, {}, {"BGL_TREE_RING=4"});
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("bcast: 24 broadcasts on " + j.np + " tasks: ok"));
+  }
+}
+
+TEST(CollnetJob, GlobalInterruptBarrierManyTimes) {
+  const auto r8 = collnet("8", "2x2x2", {"barrier", "3000", "50"});
+  EXPECT_EQ(r8.exit_code, 0) << r8.output;
+  EXPECT_THAT(r8.output, HasSubstr("barrier: 3000 barriers on 8 tasks"));
+  const auto r64 = collnet("64", "4x4x4", {"barrier", "300", "50"}, 90);
+  EXPECT_EQ(r64.exit_code, 0) << r64.output;
+  EXPECT_THAT(r64.output, HasSubstr("barrier: 300 barriers on 64 tasks"));
+}
+
+TEST(CollnetJob, BarrierScalesToFiveHundredTwelveTasksOnTwoCores) {
+  // Most of the time is bglrun starting 512 processes; the barriers themselves sleep, not spin.
+  const auto r = collnet("512", "8x8x8", {"barrier", "100", "0"}, 150);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("barrier: 100 barriers on 512 tasks"));
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.output, m, std::regex("([0-9.]+) us each")));
+  EXPECT_LT(std::stod(m[1]), 100'000.0);  // ~10 ms on an idle 2-core machine
+}
+
+TEST(CollnetJob, WiresPointToPointAndTwoClasses) {
+  const auto w = collnet("6", "3x2x1", {"wires"});
+  EXPECT_EQ(w.exit_code, 0) << w.output;
+  EXPECT_THAT(w.output, HasSubstr("wires: OR and AND on 6 tasks: ok"));
+  const auto p = collnet("8", "2x2x2", {"p2p", "200"}, 60, {}, {"BGL_TREE_INBOX=4"});
+  EXPECT_EQ(p.exit_code, 0) << p.output;
+  EXPECT_THAT(p.output, HasSubstr("p2p: 200 packets from each of 7 tasks to the root: ok"));
+  const auto c = collnet("8", "2x2x2", {"classes"});
+  EXPECT_EQ(c.exit_code, 0) << c.output;
+  EXPECT_THAT(c.output, HasSubstr("classes: two route classes on 8 tasks: ok"));
+}
+
+TEST(CollnetJob, VirtualNodeModeCombinesBothTasksOfANode) {
+  const auto ops = collnet("16", "2x2x2", {"ops", "31", "200"}, 60, {"--mode", "vn"});
+  EXPECT_EQ(ops.exit_code, 0) << ops.output;
+  EXPECT_THAT(ops.output, HasSubstr("ops: 111 reductions on 16 tasks: ok"));
+  const auto fp =
+      collnet("16", "2x2x2", {"fp", "42", "4", "300"}, 60, {"--mode", "vn", "--mapping", "TXYZ"});
+  EXPECT_EQ(fp.exit_code, 0) << fp.output;
+  const auto bc = collnet("15", "2x2x2", {"bcast", "8"}, 60, {"--mode", "vn"});
+  EXPECT_EQ(bc.exit_code, 0) << bc.output;
+}
+
+TEST(CollnetJob, TreeShapesAndPartialPartitions) {
+  for (const char* tree : {"kary:1", "kary:8", "torus:1", "torus:2"}) {
+    const auto r =
+        collnet("12", "3x2x2", {"ops", "3", "50"}, 60, {}, {std::string("BGL_TREE=") + tree});
+    EXPECT_EQ(r.exit_code, 0) << tree << "\n" << r.output;
+  }
+  // 5 tasks on an 8-node mesh: only the occupied nodes form the tree.
+  const auto partial = collnet("5", "2x2x2", {"ops", "4", "50"}, 60, {"--mesh", "xyz"});
+  EXPECT_EQ(partial.exit_code, 0) << partial.output;
+}
+
+TEST(CollnetJob, BadTreeVariablesAreReportedByTheLauncher) {
+  const auto r = run_process({kBglrun, "-np", "2", "true"}, 20, {"BGL_TREE=binary"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, HasSubstr("BGL_TREE='binary'"));
+  const auto ring = run_process({kBglrun, "-np", "2", "true"}, 20, {"BGL_TREE_RING=100"});
+  EXPECT_EQ(ring.exit_code, 2);
+  EXPECT_THAT(ring.output, HasSubstr("BGL_TREE_RING='100': expected a power of two"));
+}
+
+}  // namespace
+}  // namespace bgl::test

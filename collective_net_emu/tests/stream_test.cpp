@@ -1,0 +1,393 @@
+// The collective network with threads as tasks on an in-process machine: streaming, bounded
+// buffering and backpressure, broadcast, the global-interrupt barrier and wires, point-to-point.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <bit>
+#include <chrono>
+#include <cstring>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "bgl/collnet/collective_network.hpp"
+#include "bgl/torus/error.hpp"
+#include "exact_sum.hpp"
+#include "in_process_job.hpp"
+
+namespace bgl::collnet {
+namespace {
+
+using test::InProcessJob;
+using namespace std::chrono_literals;
+constexpr auto kClass = RouteClass::combine0;
+
+std::vector<std::byte> bytes_of(std::uint64_t v) {
+  std::vector<std::byte> b(8);
+  std::memcpy(b.data(), &v, 8);
+  return b;
+}
+
+std::uint64_t word_of(std::span<const std::byte> b) {
+  std::uint64_t v;
+  std::memcpy(&v, b.data(), 8);
+  return v;
+}
+
+std::vector<std::uint64_t> input_of(torus::Rank rank, std::size_t n, std::uint64_t salt = 0) {
+  std::mt19937_64 rng(rank * 7919 + salt);
+  std::vector<std::uint64_t> v(n);
+  for (auto& x : v)
+    x = rng();
+  return v;
+}
+
+TEST(Stream, AllreduceMatchesTheSequentialReference) {
+  for (const auto& [n, shape, mode] : {std::tuple{1, "1x1x1", "heater"},
+                                       {2, "2x1x1", "heater"},
+                                       {5, "3x2x1", "heater"},
+                                       {8, "2x2x2", "heater"},
+                                       {16, "2x2x2", "vn"},
+                                       {7, "2x2x1", "vn"}}) {
+    SCOPED_TRACE(std::string(shape) + " " + mode + " " + std::to_string(n));
+    InProcessJob job(n, shape, mode);
+    constexpr std::size_t kWords = 1000;  // 32 packets, the last one partial
+    std::vector<std::uint64_t> expect(kWords, 0), expect_max(kWords, 0);
+    for (int r = 0; r < n; ++r) {
+      const auto in = input_of(static_cast<torus::Rank>(r), kWords);
+      for (std::size_t i = 0; i < kWords; ++i) {
+        expect[i] += in[i];
+        expect_max[i] = std::max(expect_max[i], in[i]);
+      }
+    }
+    std::atomic<int> failures{0};
+    job.run([&](torus::Rank rank) {
+      CollectiveNetwork net(job.machine(), rank, job.policy());
+      const auto in = input_of(rank, kWords);
+      std::vector<std::uint64_t> out(kWords);
+      if (net.allreduce<std::uint64_t>(AluOp::add, in, out) != Status::ok || out != expect)
+        ++failures;
+      if (net.allreduce<std::uint64_t>(AluOp::max, in, out) != Status::ok || out != expect_max)
+        ++failures;
+    });
+    EXPECT_EQ(failures, 0);
+  }
+}
+
+TEST(Stream, WindowBoundsHowFarATaskRunsAhead) {
+  Options options;
+  options.ring_packets = 4;
+  InProcessJob job(2, "2x1x1", "heater", options);
+  TreeEndpoint a(job.machine(), 0, job.policy()), b(job.machine(), 1, job.policy());
+  const Op add{AluOp::add, Lane::u64};
+  for (Seq s = 0; s < 4; ++s)
+    ASSERT_EQ(a.inject(kClass, s, add, bytes_of(s)), InjectStatus::ok);
+  EXPECT_EQ(a.inject(kClass, 4, add, bytes_of(4)), InjectStatus::full);  // bounded: 4 in flight
+  EXPECT_FALSE(a.result_ready(kClass, 0));
+  // Streaming: packet 0 combines as soon as b contributes it, before b's later packets exist.
+  ASSERT_EQ(b.inject(kClass, 0, add, bytes_of(100)), InjectStatus::ok);
+  EXPECT_TRUE(a.result_ready(kClass, 0));
+  EXPECT_FALSE(a.result_ready(kClass, 1));
+  std::array<std::byte, 8> out;
+  ASSERT_TRUE(a.receive(kClass, 0, out));
+  EXPECT_EQ(word_of(out), 100u);
+  EXPECT_EQ(a.inject(kClass, 4, add, bytes_of(4)), InjectStatus::ok);  // the window moved on
+  // b has not received 0 yet: the ring slot of 0 (and 4) is still in use, b may inject 1..3 only.
+  for (Seq s = 1; s < 4; ++s)
+    ASSERT_EQ(b.inject(kClass, s, add, bytes_of(100)), InjectStatus::ok);
+  EXPECT_EQ(b.inject(kClass, 4, add, bytes_of(100)), InjectStatus::full);
+  ASSERT_TRUE(b.receive(kClass, 0, out));
+  ASSERT_EQ(b.inject(kClass, 4, add, bytes_of(100)), InjectStatus::ok);
+  for (Seq s = 1; s <= 4; ++s) {
+    ASSERT_TRUE(a.receive(kClass, s, out));
+    EXPECT_EQ(word_of(out), s + 100);
+    ASSERT_TRUE(b.receive(kClass, s, out));
+    EXPECT_EQ(word_of(out), s + 100);
+  }
+  EXPECT_GE(a.counters().window_full, 1u);
+}
+
+TEST(Stream, MisuseIsRejected) {
+  InProcessJob job(2, "2x1x1");
+  TreeEndpoint a(job.machine(), 0, job.policy());
+  const Op add{AluOp::add, Lane::u64};
+  std::array<std::byte, 8> out;
+  EXPECT_THROW(a.receive(kClass, 3, out), std::invalid_argument);  // results come in order
+  ASSERT_EQ(a.inject(kClass, 2, add, bytes_of(1)), InjectStatus::ok);
+  EXPECT_THROW(a.inject(kClass, 1, add, bytes_of(1)), std::invalid_argument);  // increasing order
+  EXPECT_THROW(a.inject(kClass, 5, {AluOp::max, Lane::w128}, bytes_of(1)), std::invalid_argument);
+  EXPECT_THROW(a.inject(RouteClass::to_root, 5, add, bytes_of(1)), std::invalid_argument);
+  EXPECT_THROW(a.inject(kClass, 5, add, std::vector<std::byte>(257)), std::invalid_argument);
+  EXPECT_THROW(a.broadcast(kClass, 7, bytes_of(1)), std::invalid_argument);  // not the next result
+  TreeEndpoint b(job.machine(), 1, job.policy());
+  EXPECT_THROW(b.send(1, 0, bytes_of(1)), std::invalid_argument);  // only to or from the root
+  EXPECT_EQ(b.send(0, 0, bytes_of(1)), InjectStatus::ok);
+}
+
+TEST(Stream, OperationsTheTasksDisagreeOnAreReportedNotMixed) {
+  InProcessJob job(3, "3x1x1");
+  std::atomic<int> mismatches{0};
+  job.run([&](torus::Rank rank) {
+    TreeEndpoint ep(job.machine(), rank, job.policy());
+    const Op op{rank == 2 ? AluOp::max : AluOp::add, Lane::u64};
+    ASSERT_EQ(ep.inject(kClass, 0, op, bytes_of(rank)), InjectStatus::ok);
+    ep.wait_result(kClass, 0);
+    std::array<std::byte, 8> out;
+    const auto r = ep.receive(kClass, 0, out);
+    ASSERT_TRUE(r);
+    if (r->status == Status::mismatch) ++mismatches;
+  });
+  EXPECT_EQ(mismatches, 3);
+}
+
+TEST(Stream, SlowContributorsCauseBackpressureNotLoss) {
+  Options options;
+  options.ring_packets = 8;
+  InProcessJob job(6, "3x2x1", "heater", options);
+  constexpr std::size_t kWords = 32 * 200;  // 200 packets through an 8-deep ring
+  std::vector<std::uint64_t> expect(kWords, 0);
+  for (torus::Rank r = 0; r < 6; ++r) {
+    const auto in = input_of(r, kWords, 5);
+    for (std::size_t i = 0; i < kWords; ++i)
+      expect[i] ^= in[i];
+  }
+  std::atomic<int> failures{0};
+  std::atomic<std::uint64_t> fast_full{0};
+  job.run([&](torus::Rank rank) {
+    TreeEndpoint ep(job.machine(), rank, job.policy());
+    const auto in = input_of(rank, kWords, 5);
+    std::vector<std::uint64_t> out(kWords);
+    const Op op{AluOp::bit_xor, Lane::u64};
+    std::mt19937 rng(rank);
+    std::size_t injected = 0, received = 0;
+    const std::size_t packets = kWords / 32;
+    while (received < packets) {
+      if (rank == 4 && rng() % 8 == 0) std::this_thread::sleep_for(200us);  // the slow one
+      bool progress = false;
+      while (injected < packets && ep.inject(kClass, injected, op,
+                                             std::as_bytes(std::span(in).subspan(
+                                                 injected * 32, 32))) == InjectStatus::ok) {
+        ++injected;
+        progress = true;
+      }
+      if (ep.receive(kClass, received,
+                     std::as_writable_bytes(std::span(out).subspan(received * 32, 32)))) {
+        ++received;
+        progress = true;
+      }
+      if (!progress) ep.wait_result(kClass, received);
+      // Never more than the ring ahead of what this task received.
+      if (injected > received + 8) ++failures;
+    }
+    if (out != expect) ++failures;
+    if (rank != 4) fast_full += ep.counters().window_full;
+  });
+  EXPECT_EQ(failures, 0);
+  EXPECT_GT(fast_full, 0u) << "the fast tasks never felt the slow one";
+}
+
+TEST(Stream, BroadcastFromEveryRootWithASleepyReader) {
+  Options options;
+  options.ring_packets = 4;
+  InProcessJob job(5, "5x1x1", "heater", options);
+  std::atomic<int> failures{0};
+  job.run([&](torus::Rank rank) {
+    CollectiveNetwork net(job.machine(), rank, job.policy());
+    for (torus::Rank root = 0; root < 5; ++root) {
+      std::vector<std::uint64_t> buf(32 * 20 + 3);  // 21 packets through a 4-deep ring
+      if (rank == root) buf = input_of(root, buf.size(), 9);
+      if (rank == 3) std::this_thread::sleep_for(2ms);
+      net.broadcast(root, std::as_writable_bytes(std::span(buf)));
+      if (buf != input_of(root, buf.size(), 9)) ++failures;
+    }
+  });
+  EXPECT_EQ(failures, 0);
+}
+
+TEST(Stream, FloatingPointSumIsBitIdenticalEverywhereAndCorrectlyRounded) {
+  InProcessJob job(6, "3x2x1");
+  constexpr std::size_t kCount = 64 * 20 + 17;  // 21 groups: more than the lookahead
+  const auto input = [](torus::Rank r) {
+    std::mt19937_64 rng(r + 11);
+    std::vector<double> v(kCount);
+    for (auto& x : v)
+      x = std::ldexp(std::uniform_real_distribution<double>(-1, 1)(rng),
+                     static_cast<int>(rng() % 40));
+    return v;
+  };
+  std::vector<double> expect(kCount);
+  for (std::size_t i = 0; i < kCount; ++i) {
+    test::ExactSum s;
+    for (torus::Rank r = 0; r < 6; ++r)
+      s.add(input(r)[i]);
+    expect[i] = s.to_double();
+  }
+  std::vector<std::vector<double>> results(6);
+  job.run([&](torus::Rank rank) {
+    CollectiveNetwork net(job.machine(), rank, job.policy());
+    auto v = input(rank);
+    if (rank % 2) std::this_thread::sleep_for(std::chrono::milliseconds(rank));
+    ASSERT_EQ(net.allreduce_sum(v, v), Status::ok);  // in place
+    results[rank] = v;
+  });
+  for (torus::Rank r = 0; r < 6; ++r)
+    for (std::size_t i = 0; i < kCount; ++i)
+      ASSERT_EQ(std::bit_cast<std::uint64_t>(results[r][i]),
+                std::bit_cast<std::uint64_t>(expect[i]))
+          << r << " " << i;
+}
+
+TEST(Stream, FloatingPointScheduleWorksWithTheSmallestRing) {
+  Options options;
+  options.ring_packets = 2;  // phase 2 of a group waits for its phase-1 result every time
+  InProcessJob job(3, "3x1x1", "heater", options);
+  std::vector<std::vector<double>> results(3);
+  job.run([&](torus::Rank rank) {
+    CollectiveNetwork net(job.machine(), rank, job.policy());
+    std::vector<double> v(300);
+    for (std::size_t i = 0; i < v.size(); ++i)
+      v[i] = static_cast<double>(i) * (rank + 1) + 0.25;
+    ASSERT_EQ(net.allreduce_sum(v, v), Status::ok);
+    results[rank] = v;
+  });
+  for (std::size_t i = 0; i < 300; ++i) {
+    ASSERT_EQ(results[0][i], static_cast<double>(i) * 6 + 0.75);
+    ASSERT_EQ(results[1], results[0]);
+    ASSERT_EQ(results[2], results[0]);
+  }
+}
+
+TEST(Stream, FloatingPointSpecialValuesComeBackWithAStatus) {
+  InProcessJob job(3, "3x1x1");
+  job.run([&](torus::Rank rank) {
+    CollectiveNetwork net(job.machine(), rank, job.policy());
+    std::vector<double> v{1.0, 2.0, 3.0};
+    if (rank == 1) v[1] = std::numeric_limits<double>::infinity();
+    std::vector<double> out(3);
+    EXPECT_EQ(net.allreduce_sum(v, out), Status::not_finite);
+    EXPECT_EQ(out[0], 3.0);
+    EXPECT_TRUE(std::isinf(out[1]));
+    std::vector<double> big(3, std::numeric_limits<double>::max());
+    EXPECT_EQ(net.allreduce_sum(big, out), Status::overflow);
+    EXPECT_EQ(net.allreduce_max(v, out), Status::ok);
+    EXPECT_EQ(out[1], std::numeric_limits<double>::infinity());
+    v[2] = rank == 0 ? std::nan("") : -1.0;
+    EXPECT_EQ(net.allreduce_min(v, out), Status::not_finite);
+    EXPECT_TRUE(std::isnan(out[2]));
+    EXPECT_EQ(out[0], 1.0);
+  });
+}
+
+TEST(GlobalInterruptTest, BarrierHoldsEveryoneUntilAllArrive) {
+  InProcessJob job(12, "3x2x2");
+  constexpr int kRounds = 300;
+  std::vector<std::atomic<int>> arrived(kRounds);
+  std::atomic<int> failures{0};
+  job.run([&](torus::Rank rank) {
+    GlobalInterrupt gi(job.machine(), rank, job.policy());
+    std::mt19937 rng(rank);
+    for (int k = 0; k < kRounds; ++k) {
+      if (rng() % 16 == 0) std::this_thread::sleep_for(50us);
+      arrived[static_cast<std::size_t>(k)].fetch_add(1);
+      gi.barrier();
+      if (arrived[static_cast<std::size_t>(k)].load() != 12) ++failures;
+    }
+  });
+  EXPECT_EQ(failures, 0);
+}
+
+TEST(GlobalInterruptTest, SplitPhaseBarrier) {
+  InProcessJob job(2, "2x1x1");
+  GlobalInterrupt a(job.machine(), 0, job.policy()), b(job.machine(), 1, job.policy());
+  const auto ta = a.arrive();
+  EXPECT_FALSE(a.test(ta));
+  const auto tb = b.arrive();
+  EXPECT_TRUE(a.test(ta));
+  EXPECT_TRUE(b.test(tb));
+  const auto ta2 = a.arrive();  // the second barrier lowers the inputs again
+  EXPECT_FALSE(a.test(ta2));
+  b.barrier();
+  a.wait(ta2);
+}
+
+TEST(GlobalInterruptTest, WiresReadOrAndAnd) {
+  InProcessJob job(3, "3x1x1");
+  std::vector<std::unique_ptr<GlobalInterrupt>> gi;
+  for (torus::Rank r = 0; r < 3; ++r)
+    gi.push_back(std::make_unique<GlobalInterrupt>(job.machine(), r, job.policy()));
+  EXPECT_FALSE(gi[0]->wire_any(1));
+  gi[1]->set_wire(1, true);
+  gi[1]->set_wire(1, true);  // idempotent
+  EXPECT_TRUE(gi[0]->wire_any(1));
+  EXPECT_FALSE(gi[0]->wire_all(1));
+  EXPECT_FALSE(gi[0]->wire_any(2));
+  gi[0]->set_wire(1, true);
+  gi[2]->set_wire(1, true);
+  EXPECT_TRUE(gi[2]->wire_all(1));
+  gi[1]->set_wire(1, false);
+  EXPECT_FALSE(gi[2]->wire_all(1));
+  EXPECT_THROW(gi[0]->set_wire(0, true), std::invalid_argument);
+  EXPECT_THROW(gi[0]->set_wire(4, true), std::invalid_argument);
+  std::thread waiter([&] { gi[0]->wait_wire(3, WireLevel::all_raised); });
+  for (auto& g : gi)
+    g->set_wire(3, true);
+  waiter.join();
+}
+
+TEST(PointToPoint, TasksTalkToTheRootAndBack) {
+  Options options;
+  options.inbox_packets = 2;
+  InProcessJob job(6, "3x2x1", "heater", options);
+  constexpr std::uint32_t kPerTask = 50;
+  std::atomic<int> failures{0};
+  job.run([&](torus::Rank rank) {
+    TreeEndpoint ep(job.machine(), rank, job.policy());
+    const torus::Rank root = ep.root_rank();
+    if (rank == root) {
+      std::vector<std::uint32_t> next(6, 0);
+      for (std::uint32_t got = 0; got < kPerTask * 5; ++got) {
+        while (!ep.peek_inbox())
+          ep.wait_inbox();
+        const auto in = *ep.peek_inbox();
+        if (in.tag != next[in.source]++ || word_of(in.data) != in.source * 1000u + in.tag)
+          ++failures;
+        const auto reply = bytes_of(in.tag * 2);
+        const torus::Rank to = in.source;
+        ep.pop_inbox();
+        while (ep.send(to, in.tag, reply) == InjectStatus::full)
+          ep.wait_send_space(to);
+      }
+      return;
+    }
+    EXPECT_THROW(ep.send((rank % 5) + 1, 0, bytes_of(0)), std::invalid_argument);  // not the root
+    for (std::uint32_t i = 0; i < kPerTask; ++i) {
+      while (ep.send(root, i, bytes_of(rank * 1000u + i)) == InjectStatus::full)
+        ep.wait_send_space(root);
+      while (!ep.peek_inbox())
+        ep.wait_inbox();
+      if (ep.peek_inbox()->tag != i || word_of(ep.peek_inbox()->data) != i * 2) ++failures;
+      ep.pop_inbox();
+    }
+  });
+  EXPECT_EQ(failures, 0);
+}
+
+TEST(Region, JobsWithoutTheRegionGetAClearError) {
+  pkt::JobOptions o;
+  o.ntasks = 2;
+  const auto config = pkt::JobConfig::resolve(o);
+  std::vector<std::byte> memory(pkt::Machine::segment_bytes(config) + 4096);
+  auto* aligned = reinterpret_cast<std::byte*>(
+      (reinterpret_cast<std::uintptr_t>(memory.data()) + 4095) & ~std::uintptr_t{4095});
+  const auto machine = pkt::Machine::format({aligned, pkt::Machine::segment_bytes(config)}, config);
+  try {
+    TreeEndpoint ep(machine, 0, pkt::WaitPolicy{});
+    ADD_FAILURE();
+  } catch (const ConfigError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("no collective network region"));
+  }
+}
+
+}  // namespace
+}  // namespace bgl::collnet

@@ -1,0 +1,450 @@
+// In-process tests of the message layer's error handling: bad input to post(), accept() and
+// register_handler() is std::invalid_argument with a clear message and leaves the layer usable;
+// forged or stray packets are discarded without calling a handler or corrupting a transfer. Also
+// the known defects (marked BUG), each a failing test that shows it.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ml_harness.hpp"
+#include "ml_in_process.hpp"
+#include "wire.hpp"
+
+namespace bgl::msg::test {
+namespace {
+
+using ::testing::HasSubstr;
+
+template <class F>
+std::string invalid_argument(F&& f) {
+  try {
+    f();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "expected std::invalid_argument, got: " << e.what();
+    return "";
+  }
+  ADD_FAILURE() << "expected std::invalid_argument";
+  return "";
+}
+
+const JobSpec kNeighbours = {.ntasks = 2, .shape = "2x1x1"};
+
+// ---------------------------------------------------------------------------------------------
+// Bad input
+
+TEST(Errors, BadPostsThrowInvalidArgumentAndLeaveTheLayerUsable) {
+  Config forced;
+  forced.limits.forced = Protocol::one_packet;
+  InProcessJob job(kNeighbours);
+  InProcessJob job_forced(kNeighbours, forced);
+  std::vector<std::byte> data(1000), header(129);
+  const iovec huge[] = {{nullptr, std::size_t{1} << 31}};  // never read: rejected first
+  struct Case {
+    const char* what;
+    InProcessJob* job;
+    std::function<void(SendMessage&)> set;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"rank = size", &job, [](SendMessage& m) { m.dest = 2; }, "message to rank 2 of a 2-task job"},
+      {"huge rank", &job, [](SendMessage& m) { m.dest = 1000000; },
+       "message to rank 1000000 of a 2-task job"},
+      {"max rank", &job, [](SendMessage& m) { m.dest = std::numeric_limits<Rank>::max(); },
+       "message to rank 4294967295 of a 2-task job"},
+      {"129-byte header", &job, [&](SendMessage& m) { m.header = header; },
+       "user header of 129 bytes exceeds 128"},
+      {"handler 64", &job, [](SendMessage& m) { m.handler = 64; }, "handler id must be below 64"},
+      {"handler 255", &job, [](SendMessage& m) { m.handler = 255; }, "handler id must be below 64"},
+      {"one-packet forced for the message", &job,
+       [&](SendMessage& m) {
+         m.protocol = Protocol::one_packet;
+         m.data.buffer = std::span(data).first(229);
+       },
+       "one-packet protocol forced for 229 bytes; at most 228 fit with this header"},
+      {"one-packet forced with a header", &job,
+       [&](SendMessage& m) {
+         m.protocol = Protocol::one_packet;
+         m.header = std::span(header).first(100);
+         m.data.buffer = std::span(data).first(129);
+       },
+       "one-packet protocol forced for 129 bytes; at most 128 fit with this header"},
+      {"one-packet forced by the configuration", &job_forced,
+       [&](SendMessage& m) { m.data.buffer = data; },
+       "one-packet protocol forced for 1000 bytes; at most 228 fit"},
+      {"one-packet forced, gather list", &job,
+       [&](SendMessage& m) {
+         m.protocol = Protocol::one_packet;
+         m.data.iov = huge;
+       },
+       "one-packet protocol forced for 2147483648 bytes"},
+      {"eager of 2 GiB", &job,
+       [&](SendMessage& m) {
+         m.protocol = Protocol::eager;
+         m.data.iov = huge;
+       },
+       "eager protocols carry at most 2 GiB; use rendezvous"},
+      {"adaptive eager of 2 GiB", &job,
+       [&](SendMessage& m) {
+         m.protocol = Protocol::adaptive_eager;
+         m.data.iov = huge;
+       },
+       "eager protocols carry at most 2 GiB"},
+  };
+  for (const auto& c : cases) {
+    SendMessage m;
+    m.dest = 1;
+    m.handler = 1;
+    c.set(m);
+    EXPECT_THAT(invalid_argument([&] { c.job->ml(0).post(m); }), HasSubstr(c.message)) << c.what;
+  }
+  // Nothing was queued, and no message number was used up: valid messages still arrive, in order.
+  for (InProcessJob* j : {&job, &job_forced}) {
+    EXPECT_TRUE(j->ml(0).idle());
+    Inbox in(j->ml(1), 1, [](Inbox&, Delivery& d) { return Inbox::into(d, d.bytes, 0); });
+    Outbox out;
+    for (std::uint32_t seq = 0; seq < 4; ++seq)
+      out.post(j->ml(0), 1, seq, 50 * seq, message_key(0, 1, seq));
+    ASSERT_TRUE(j->run_until([&] { return in.completed() == 4; }));
+    for (std::uint32_t seq = 0; seq < 4; ++seq) EXPECT_EQ(in.got[seq].test_header().seq, seq);
+  }
+}
+
+TEST(Errors, VirtualNodeProtocolOnlyToTheNodesOtherTaskAndContiguous) {
+  InProcessJob vn({.ntasks = 4, .shape = "2x1x1", .mode = "vn"});  // ranks 0 and 2 share a node
+  InProcessJob heater(kNeighbours);
+  std::vector<std::byte> data(5000);
+  const iovec list[] = {{data.data(), 2000}, {data.data() + 2000, 3000}};
+  const std::string kMessage =
+      "the virtual-node protocol needs a contiguous message to this node's other task in "
+      "virtual-node mode";
+  const auto post = [&](InProcessJob& job, Rank dest, bool gather) {
+    SendMessage m;
+    m.dest = dest;
+    m.handler = 1;
+    m.protocol = Protocol::virtual_node;
+    if (gather) m.data.iov = list;
+    else m.data.buffer = data;
+    job.ml(0).post(m);
+  };
+  EXPECT_THAT(invalid_argument([&] { post(vn, 1, false); }), HasSubstr(kMessage)) << "another node";
+  EXPECT_THAT(invalid_argument([&] { post(vn, 0, false); }), HasSubstr(kMessage)) << "oneself";
+  EXPECT_THAT(invalid_argument([&] { post(vn, 2, true); }), HasSubstr(kMessage)) << "gather list";
+  EXPECT_THAT(invalid_argument([&] { post(heater, 1, false); }), HasSubstr(kMessage)) << "heater";
+  EXPECT_TRUE(vn.ml(0).idle());
+}
+
+TEST(Errors, RegisterHandlerOutOfRange) {
+  InProcessJob job(kNeighbours);
+  const ArrivalHandler h = [](void*, const Arrival&) { return RecvTarget::later(); };
+  for (int id : {64, 100, 255})
+    EXPECT_THAT(invalid_argument([&] { job.ml(0).register_handler(static_cast<HandlerId>(id), h, nullptr); }),
+                HasSubstr("handler id must be below 64"));
+  job.ml(0).register_handler(63, h, nullptr);
+  job.ml(0).register_handler(0, h, nullptr);
+}
+
+TEST(Errors, AcceptOfAnUnknownOrUsedHandleIsRejected) {
+  InProcessJob job(kNeighbours);
+  Inbox in(job.ml(1), 1, [](Inbox&, Delivery& d) {
+    if (d.test_header().seq == 0) return Inbox::later(d);
+    return Inbox::into(d, d.bytes, 0);
+  });
+  const std::string kNotWaiting = "accept() of a message that is not waiting for a buffer";
+  std::vector<std::byte> buffer(200000);
+  const auto target = RecvTarget::into(buffer, nullptr, nullptr);
+  // Nothing has arrived yet: every handle is unknown.
+  for (std::uint32_t id : {0u, 1u, 12345u, 0xffffffffu})
+    EXPECT_THAT(invalid_argument([&] { job.ml(1).accept(RecvHandle{id}, target); }),
+                HasSubstr(kNotWaiting))
+        << id;
+  Outbox out;
+  out.post(job.ml(0), 1, 0, 3000, message_key(0, 1, 0));    // unexpected
+  SendOptions eager;
+  eager.protocol = Protocol::eager;
+  out.post(job.ml(0), 1, 1, 100000, message_key(0, 1, 1), eager);  // expected, long
+  ASSERT_TRUE(job.run_until([&] { return in.arrived() == 2; }));
+  auto& unexpected = in.got[0];
+  auto& expected = in.got[1];
+  ASSERT_EQ(expected.completions, 0) << "still receiving";
+  // The handle of a message that has its destination already.
+  EXPECT_THAT(invalid_argument([&] { job.ml(1).accept(RecvHandle{expected.handle}, target); }),
+              HasSubstr(kNotWaiting));
+  // later() is not a destination; the message stays acceptable.
+  EXPECT_THAT(invalid_argument([&] { job.ml(1).accept(RecvHandle{unexpected.handle}, RecvTarget::later()); }),
+              HasSubstr("accept() needs a destination"));
+  in.accept(unexpected, Inbox::into(unexpected, unexpected.bytes, 3));
+  ASSERT_TRUE(job.run_until([&] { return in.completed() == 2; }));
+  EXPECT_EQ(unexpected.completions, 1);
+  // Accepted once: the handle is used up, also after its slot was reused by a later message.
+  EXPECT_THAT(invalid_argument([&] { job.ml(1).accept(RecvHandle{unexpected.handle}, target); }),
+              HasSubstr(kNotWaiting));
+  out.post(job.ml(0), 1, 2, 10, message_key(0, 1, 2));
+  ASSERT_TRUE(job.run_until([&] { return in.completed() == 3; }));
+  EXPECT_THAT(invalid_argument([&] { job.ml(1).accept(RecvHandle{unexpected.handle}, target); }),
+              HasSubstr(kNotWaiting));
+  EXPECT_THAT(invalid_argument([&] { job.ml(1).accept(RecvHandle{expected.handle}, target); }),
+              HasSubstr(kNotWaiting));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Forged and stray packets
+
+class Forger {
+ public:
+  Forger(InProcessJob& job, Rank from, Rank to) : job_(job), from_(from), to_(to) {}
+  void send(std::uint8_t type, std::uint32_t word, std::span<const std::byte> payload = {}) {
+    pkt::PacketSpec spec{.dest = job_.ep(from_).destination_of(to_), .dispatch = type, .word = word};
+    while (job_.ep(from_).inject(0, spec, payload) == pkt::InjectStatus::full) job_.advance_all();
+  }
+  void first(std::uint8_t type, std::uint32_t word, wire::First f, std::size_t header,
+             std::size_t data) {
+    std::vector<std::byte> p(sizeof f + header + data);
+    std::memcpy(p.data(), &f, sizeof f);
+    send(type, word, p);
+  }
+
+ private:
+  InProcessJob& job_;
+  Rank from_, to_;
+};
+
+wire::First first_of(std::uint8_t handler, std::uint8_t header, std::uint16_t seq,
+                     std::uint64_t bytes) {
+  return {handler, header, seq, static_cast<std::uint32_t>(bytes),
+          static_cast<std::uint32_t>(bytes >> 32)};
+}
+
+// Rank 2 has no message layer; it injects packets with the message layer's types that no correct
+// sender would send. Rank 1 must drop them all, call no handler, and go on working.
+TEST(Robustness, ForgedPacketsAreDiscardedAndTheLayerCarriesOn) {
+  QuietLog quiet;
+  InProcessJob job({.ntasks = 3, .shape = "3x1x1"}, Config{}, std::vector<Rank>{0, 1});
+  Inbox in(job.ml(1), 1, [](Inbox&, Delivery& d) {
+    if (d.test_header().seq == 0) return Inbox::later(d);
+    return Inbox::into(d, d.bytes, 0);
+  });
+  Inbox back(job.ml(0), 1, [](Inbox&, Delivery& d) { return Inbox::into(d, d.bytes, 0); });
+  Forger forge(job, 2, 1);
+  const std::byte five[5] = {};
+  forge.send(0, 0);                             // not a message-layer type
+  forge.send(11, 0);
+  forge.send(200, 0, five);
+  forge.send(wire::kOnePacket, 0, five);        // shorter than the First record
+  forge.first(wire::kOnePacket, 0, first_of(1, 200, 0, 0), 0, 0);   // header beyond the packet
+  forge.first(wire::kOnePacket, 0, first_of(7, 0, 0, 0), 0, 0);     // no such handler
+  forge.first(wire::kOnePacket, 0, first_of(1, 0, 0, 50), 0, 10);   // 10 data bytes, claims 50
+  forge.first(wire::kOnePacket, 0, first_of(1, 0, 5, 0), 0, 0);     // out of sequence
+  forge.first(wire::kScout, 0, first_of(1, 0, 0, 1000), 0, 8);      // a scout with data
+  forge.first(wire::kEagerFirst, 0, first_of(1, 0, 0, 100), 0, 200); // more data than the message
+  forge.first(wire::kAeFirst, wire::kParityBit, first_of(1, 0, 0, 500), 0, 100);  // wrong parity
+  forge.send(wire::kEagerData, 0, five);        // no eager message in progress
+  forge.send(wire::kAeData, wire::kParityBit | 16, five);  // out of turn
+  forge.send(wire::kRzvAck, 0, five);           // wrong size
+  const wire::Ack ack{12345, 678};
+  forge.send(wire::kRzvAck, 0, std::as_bytes(std::span(&ack, 1)));  // for no send
+  forge.send(wire::kRzvData, 12345, five);      // for no receive
+  forge.send(wire::kRzvFin, 777);               // for no send
+  forge.send(wire::kAeToken, 0);                // never lent
+  job.settle();
+  EXPECT_EQ(in.arrived(), 0u) << "no handler call for a forged message";
+
+  // A real rendezvous from rank 0, unexpected at first: forged data for its receive slot, before
+  // and after accept(), must not land in it.
+  Outbox out;
+  SendOptions rzv;
+  rzv.protocol = Protocol::rendezvous;
+  out.post(job.ml(0), 1, 0, 5000, message_key(0, 1, 0), rzv);
+  ASSERT_TRUE(job.run_until([&] { return in.arrived() == 1; }));
+  const std::uint32_t slot = in.got[0].handle;
+  std::vector<std::byte> junk(4 + 236, std::byte{0x66});  // chunk 0, all 0x66
+  forge.send(wire::kRzvData, slot, junk);
+  job.settle();
+  in.accept(in.got[0], Inbox::into(in.got[0], 5000, 0));
+  forge.send(wire::kRzvData, slot, junk);
+  ASSERT_TRUE(job.run_until([&] { return in.completed() == 1; }));
+  for (int i = 0; i < 50; ++i) forge.send(wire::kRzvData, slot, junk);
+  job.settle();
+  // Every protocol still works both ways.
+  std::uint32_t seq = 1;
+  for (Protocol p : {Protocol::one_packet, Protocol::eager, Protocol::rendezvous,
+                     Protocol::adaptive_eager}) {
+    SendOptions o;
+    o.protocol = p;
+    const std::size_t size = p == Protocol::one_packet ? 200 : 3000;
+    out.post(job.ml(0), 1, seq, size, message_key(0, 1, seq), o);
+    out.post(job.ml(1), 0, seq - 1, size, message_key(1, 0, seq - 1), o);
+    ++seq;
+  }
+  ASSERT_TRUE(job.run_until([&] { return in.completed() == 5 && back.completed() == 4; }));
+  for (const auto& d : in.got) {
+    EXPECT_EQ(d.source, 0u);
+    EXPECT_EQ(d.completed_bytes, d.bytes);
+    EXPECT_EQ(find_mismatch(d.contents(), message_key(0, 1, d.test_header().seq)), kNoMismatch)
+        << describe(d);
+  }
+  for (const auto& d : back.got)
+    EXPECT_EQ(find_mismatch(d.contents(), message_key(1, 0, d.test_header().seq)), kNoMismatch);
+  EXPECT_EQ(job.ep(1).counters().malformed, 0u) << "the packet layer found nothing wrong";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Defects. Each test below fails until the defect it describes is fixed.
+
+// BUG: MessageLayer::Engine::match (engine_receive.cpp:131-135) reserves pool space for every
+// one-packet, eager and adaptive-eager message *before* asking the arrival handler, so a message
+// whose handler would give it a buffer still waits for the unexpected pool. A message larger than
+// BGL_ML_POOL_BYTES is never matched at all (the job hangs), and an expected message waits until
+// unexpected ones are accepted (an MPI program that receives from rank 2 before it receives the
+// messages rank 0 sent first deadlocks). Backpressure is right for unexpected data only.
+// OPEN DEFECT (issue 4 stays open until fixed): enable when first packets that lack resources
+// are held per source instead of blocking their FIFO, and the pool is charged after the handler.
+TEST(Bugs, DISABLED_ExpectedEagerMessageLargerThanThePoolIsDelivered) {
+  for (Protocol p : {Protocol::eager, Protocol::adaptive_eager, Protocol::one_packet}) {
+    Config c;
+    c.pool_bytes = p == Protocol::one_packet ? 100 : 1000;
+    InProcessJob job(kNeighbours, c);
+    Inbox in(job.ml(1), 1, [](Inbox&, Delivery& d) { return Inbox::into(d, d.bytes, 0); });
+    Outbox out;
+    SendOptions o;
+    o.protocol = p;
+    out.post(job.ml(0), 1, 0, p == Protocol::one_packet ? 200 : 5000, message_key(0, 1, 0), o);
+    EXPECT_TRUE(job.run_until([&] { return in.completed() == 1; }))
+        << to_string(p) << ": an expected message bigger than the unexpected pool never arrives";
+  }
+}
+
+// BUG: (same cause as above) rank 1 waits for rank 2's message before it accepts the two
+// unexpected messages from rank 0 that filled its pool; rank 2's message, which has a buffer,
+// is held back by the full pool.
+// OPEN DEFECT (issue 4 stays open until fixed): enable when first packets that lack resources
+// are held per source instead of blocking their FIFO, and the pool is charged after the handler.
+TEST(Bugs, DISABLED_ExpectedMessageIsNotHeldBackByAFullPool) {
+  Config c;
+  c.pool_bytes = 4096;
+  InProcessJob job({.ntasks = 3, .shape = "3x1x1"}, c);
+  Inbox in(job.ml(1), 1, [](Inbox&, Delivery& d) {
+    if (d.source == 0) return Inbox::later(d);
+    return Inbox::into(d, d.bytes, 0);
+  });
+  Outbox out;
+  for (std::uint32_t seq = 0; seq < 2; ++seq)
+    out.post(job.ml(0), 1, seq, 2000, message_key(0, 1, seq));
+  ASSERT_TRUE(job.run_until([&] { return in.arrived() == 2; }));
+  out.post(job.ml(2), 1, 0, 500, message_key(2, 1, 0));
+  EXPECT_TRUE(job.run_until([&] { return in.completed() == 1; }))
+      << "rank 2's expected 500-byte message waits for pool space it does not need";
+}
+
+// BUG: MessageLayer::Engine::receive_some (engine_receive.cpp:47-53) blocks a whole reception FIFO
+// when a first packet finds the receive table full (BGL_ML_MAX_RECVS), but the packets that would
+// free a table entry (the data of the messages being received) queue in the same FIFO behind it.
+// With one entry, a second rendezvous message from a neighbour deadlocks the pair: the scout of
+// message 2 waits for message 1's entry, and message 1's data wait behind that scout.
+// OPEN DEFECT (issue 4 stays open until fixed): enable when first packets that lack resources
+// are held per source instead of blocking their FIFO, and the pool is charged after the handler.
+TEST(Bugs, DISABLED_FullReceiveTableDoesNotDeadlockRendezvous) {
+  Config c;
+  c.max_receives = 1;
+  InProcessJob job(kNeighbours, c);
+  Inbox in(job.ml(1), 1, [](Inbox&, Delivery& d) { return Inbox::into(d, d.bytes, 0); });
+  Outbox out;
+  SendOptions o;
+  o.protocol = Protocol::rendezvous;
+  for (std::uint32_t seq = 0; seq < 2; ++seq)
+    out.post(job.ml(0), 1, seq, 10000, message_key(0, 1, seq), o);
+  EXPECT_TRUE(job.run_until([&] { return in.completed() == 2; }))
+      << "completed " << in.completed() << " of 2 rendezvous messages with a 1-entry table";
+}
+
+// BUG: MessageLayer::Engine::idle (engine_send.cpp:320-322) looks at the list of destinations that
+// may send, but a destination whose next message waits for the adaptive-eager token is not on
+// it: idle() says true while a posted message has not been sent at all.
+TEST(Bugs, NotIdleWhileAMessageWaitsForTheAdaptiveEagerToken) {
+  InProcessJob job(kNeighbours);
+  Inbox in(job.ml(1), 1, [](Inbox&, Delivery& d) { return Inbox::into(d, d.bytes, 0); });
+  Outbox out;
+  SendOptions ae;
+  ae.protocol = Protocol::adaptive_eager;
+  out.post(job.ml(0), 1, 0, 1000, message_key(0, 1, 0), ae);
+  Outgoing& second = out.post(job.ml(0), 1, 1, 100, message_key(0, 1, 1));
+  for (int i = 0; i < 10; ++i) job.ml(0).advance();  // the receiver does not run
+  ASSERT_EQ(second.done, 0) << "waits for the token";
+  EXPECT_FALSE(job.ml(0).idle()) << "a posted message has not been sent";
+  ASSERT_TRUE(job.run_until([&] { return in.completed() == 2; }));
+  job.settle();
+  EXPECT_TRUE(job.ml(0).idle());
+}
+
+// BUG: Statistics::pool_bytes_in_use (statistics.hpp:21) is never updated by the engine (it keeps
+// its own pool_in_use_ in engine_receive.cpp) and Statistics::to_json (message_layer.cpp:59-72)
+// leaves it out, so the unexpected data a task holds cannot be seen.
+TEST(Bugs, PoolBytesInUseReportsTheUnexpectedDataHeld) {
+  InProcessJob job(kNeighbours);
+  Inbox in(job.ml(1), 1, [](Inbox&, Delivery& d) { return Inbox::later(d); });
+  Outbox out;
+  out.post(job.ml(0), 1, 0, 3000, message_key(0, 1, 0));
+  out.post(job.ml(0), 1, 1, 200, message_key(0, 1, 1));
+  ASSERT_TRUE(job.run_until([&] { return in.arrived() == 2; }));
+  job.settle();
+  EXPECT_EQ(job.ml(1).statistics().pool_bytes_max, 3200u);
+  EXPECT_EQ(job.ml(1).statistics().pool_bytes_in_use, 3200u);
+  const auto j = nlohmann::json::parse(job.ml(1).statistics().to_json());
+  EXPECT_TRUE(j.contains("pool_bytes_in_use")) << j.dump();
+  in.accept(in.got[0], Inbox::into(in.got[0], 3000, 0));
+  EXPECT_EQ(job.ml(1).statistics().pool_bytes_in_use, 200u);
+}
+
+// BUG: MessageLayer::Engine::on_fin and on_ack (engine_send.cpp:250-282) find the rendezvous send
+// by the slot id the packet names but never check that the packet comes from that send's
+// destination, although the receive side validates "everything a peer's packet claims": a stray
+// fin from another task completes the send (remote_done) before the receiver has the data.
+TEST(Bugs, RendezvousFinFromAnotherTaskIsIgnored) {
+  QuietLog quiet;
+  InProcessJob job({.ntasks = 3, .shape = "3x1x1"}, Config{}, std::vector<Rank>{0, 1});
+  Inbox in(job.ml(1), 1, [](Inbox&, Delivery& d) { return Inbox::later(d); });
+  Outbox out;
+  SendOptions o;
+  o.protocol = Protocol::rendezvous;
+  o.notify_remote = true;
+  Outgoing& m = out.post(job.ml(0), 1, 0, 5000, message_key(0, 1, 0), o);
+  ASSERT_TRUE(job.run_until([&] { return in.arrived() == 1; }));
+  // The first slot of a fresh table has id 0 (SlotTable hands out index 0, generation 0 first).
+  Forger(job, 2, 0).send(wire::kRzvFin, 0);
+  job.settle();
+  EXPECT_EQ(m.remote_done, 0) << "remote_done before the receiver even accepted the message";
+  in.accept(in.got[0], Inbox::into(in.got[0], 5000, 0));
+  EXPECT_TRUE(job.run_until([&] { return m.remote_done == 1 && in.completed() == 1; }));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Regressions
+
+// Rendezvous acks used to name FIFO group 0 for the data, but a virtual-node task with t = 1
+// receives on group 1: its rendezvous data went to the node's other task, which dropped them, and
+// the message never completed (fixed in ea220c0). From a neighbour node and from the node's
+// other task.
+TEST(Regressions, RendezvousToTheSecondTaskOfAVirtualNodeArrives) {
+  QuietLog quiet;
+  for (const char* mapping : {"0 0 0 0\n1 0 0 1\n", "0 0 0 0\n0 0 0 1\n"}) {
+    InProcessJob job({.ntasks = 2, .shape = "2x1x1", .mode = "vn", .mapping_text = mapping});
+    ASSERT_EQ(job.machine().mapping().location(1).t, 1);
+    Inbox in(job.ml(1), 1, [](Inbox&, Delivery& d) { return Inbox::into(d, d.bytes, 0); });
+    Outbox out;
+    SendOptions o;
+    o.protocol = Protocol::rendezvous;
+    out.post(job.ml(0), 1, 0, 1000, message_key(0, 1, 0), o);
+    EXPECT_TRUE(job.run_until([&] { return in.completed() == 1 && out.all_done(); }))
+        << "rank 1 (t = 1) never gets the data of a rendezvous from rank " << mapping;
+  }
+}
+
+}  // namespace
+}  // namespace bgl::msg::test

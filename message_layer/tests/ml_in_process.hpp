@@ -1,0 +1,173 @@
+#pragma once
+// An emulated job inside one test process and one thread: the segment is an anonymous MAP_SHARED
+// mapping formatted like bglrun does, every task gets its packet-layer endpoint and (optionally) a
+// MessageLayer, and the test pumps the layers in turn. Deterministic and fast: no processes, no
+// scheduling, and a stall (nothing moves any more) is reported instead of hanging.
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "bgl/log.hpp"
+#include "bgl/msg/message_layer.hpp"
+#include "bgl/pkt/endpoint.hpp"
+#include "bgl/pkt/machine.hpp"
+
+namespace bgl::msg::test {
+
+struct JobSpec {
+  int ntasks = 2;
+  std::string shape = "2x1x1";
+  std::string mode = "heater";
+  std::string mesh;                         // dimensions without wrap links, e.g. "x"
+  std::optional<std::string> mapping_text;  // "x y z [t]" per rank, as in a bglrun mapfile
+  int fifo_packets = 64;
+  std::uint64_t seed = 1;
+};
+
+class InProcessJob {
+ public:
+  // Every rank gets a MessageLayer with `config` unless `layered` lists the ones that do (the
+  // others keep a bare endpoint, e.g. to forge packets).
+  explicit InProcessJob(const JobSpec& spec, const Config& config = Config{},
+                        std::optional<std::vector<Rank>> layered = std::nullopt)
+      : config_(make_config(spec)), bytes_(pkt::Machine::segment_bytes(config_)) {
+    void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::runtime_error("mmap failed");
+    base_ = static_cast<std::byte*>(p);
+    machine_ = std::make_unique<pkt::Machine>(pkt::Machine::format({base_, bytes_}, config_));
+    for (int r = 0; r < size(); ++r) {
+      const auto rank = static_cast<Rank>(r);
+      endpoints_.push_back(std::make_unique<pkt::Endpoint>(
+          *machine_, rank, machine_->mapping().location(rank).t, policy_));
+    }
+    layers_.resize(endpoints_.size());
+    for (int r = 0; r < size(); ++r) {
+      const auto rank = static_cast<Rank>(r);
+      const bool wanted =
+          !layered || std::find(layered->begin(), layered->end(), rank) != layered->end();
+      if (wanted) layers_[rank] = std::make_unique<MessageLayer>(*endpoints_[rank], config);
+    }
+  }
+  InProcessJob(const InProcessJob&) = delete;
+  InProcessJob& operator=(const InProcessJob&) = delete;
+  ~InProcessJob() {
+    layers_.clear();
+    endpoints_.clear();
+    machine_.reset();
+    ::munmap(base_, bytes_);
+  }
+
+  int size() const { return config_.ntasks(); }
+  const pkt::Machine& machine() const { return *machine_; }
+  MessageLayer& ml(Rank r) { return *layers_.at(r); }
+  bool has_layer(Rank r) const { return layers_.at(r) != nullptr; }
+  pkt::Endpoint& ep(Rank r) { return *endpoints_.at(r); }
+
+  // One advance() of every layer; true if any of them did something.
+  bool advance_all() {
+    bool any = false;
+    for (auto& l : layers_)
+      if (l) any |= l->advance();
+    return any;
+  }
+
+  // Advances every layer until pred() holds. Returns false when nothing moved for a while (a
+  // stall: the test reports it instead of hanging). Time counts, not rounds: in coprocessor mode
+  // a second thread per task moves rendezvous data that advance() does not see.
+  template <class Pred>
+  bool run_until(Pred&& pred, double stall_seconds = 1.0) {
+    using Clock = std::chrono::steady_clock;
+    auto last = Clock::now();
+    for (int rounds = 0; !pred(); ++rounds) {
+      if (advance_all()) {
+        last = Clock::now();
+      } else if ((rounds & 255) == 0 &&
+                 Clock::now() - last > std::chrono::duration<double>(stall_seconds)) {
+        return pred();
+      }
+    }
+    return true;
+  }
+  // Advances every layer until nothing has moved for `quiet_seconds`.
+  void settle(double quiet_seconds = 0.05) {
+    run_until([] { return false; }, quiet_seconds);
+  }
+
+ private:
+  static pkt::JobConfig make_config(const JobSpec& s) {
+    pkt::JobOptions o;
+    o.ntasks = s.ntasks;
+    o.shape = s.shape;
+    o.mode = s.mode;
+    if (!s.mesh.empty()) o.mesh = s.mesh;
+    o.fifo_packets = s.fifo_packets;
+    o.seed = s.seed;
+    auto c = pkt::JobConfig::resolve(o);
+    if (s.mapping_text) {
+      c.mapping = torus::Mapping::from_text(c.shape, pkt::tasks_per_node(c.mode), *s.mapping_text,
+                                            "test mapping", s.ntasks);
+      c.mapping_source = "test mapping";
+    }
+    return c;
+  }
+
+  pkt::JobConfig config_;
+  std::size_t bytes_;
+  pkt::WaitPolicy policy_{};
+  std::byte* base_ = nullptr;
+  std::unique_ptr<pkt::Machine> machine_;
+  std::vector<std::unique_ptr<pkt::Endpoint>> endpoints_;
+  std::vector<std::unique_ptr<MessageLayer>> layers_;
+};
+
+// Saves, sets or clears environment variables and restores them when it goes.
+class ScopedEnv {
+ public:
+  ScopedEnv() = default;
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+  ~ScopedEnv() {
+    for (const auto& [name, value] : saved_) {
+      if (value) ::setenv(name.c_str(), value->c_str(), 1);
+      else ::unsetenv(name.c_str());
+    }
+  }
+  void set(const char* name, const char* value) {
+    save(name);
+    ::setenv(name, value, 1);
+  }
+  void unset(const char* name) {
+    save(name);
+    ::unsetenv(name);
+  }
+
+ private:
+  void save(const char* name) {
+    if (saved_.count(name)) return;
+    const char* v = std::getenv(name);
+    saved_[name] = v ? std::optional<std::string>(v) : std::nullopt;
+  }
+  std::map<std::string, std::optional<std::string>> saved_;
+};
+
+// Silences the library's logging (discarded packets are logged as errors) while alive.
+class QuietLog {
+ public:
+  QuietLog() : level_(spdlog::get_level()) { spdlog::set_level(spdlog::level::off); }
+  QuietLog(const QuietLog&) = delete;
+  QuietLog& operator=(const QuietLog&) = delete;
+  ~QuietLog() { spdlog::set_level(level_); }
+
+ private:
+  spdlog::level::level_enum level_;
+};
+
+}  // namespace bgl::msg::test

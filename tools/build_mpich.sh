@@ -1,0 +1,253 @@
+#!/usr/bin/env bash
+# Builds MPICH 4.0.2 with bglemu's CH4 netmod (adi3_device/netmod/bgl) and installs it into a
+# cached prefix. Debian 12, as root or with sudo, non-interactive.
+#
+#   tools/build_mpich.sh [options]
+#     --bglml PATH          libbglml.so to use (default: build it with CMake in build/)
+#     --bglml-include DIR   directory with bgl/msg/bgl_msg.h or bgl_nm_idle.h (repeatable)
+#     --jobs N              make -jN (default: nproc)
+#     --print-prefix        print the install prefix for the current configuration and exit
+#     --force               reconfigure and rebuild from scratch
+#     -h, --help
+#
+# Environment:
+#   BGL_CACHE_DIR               cache root (default ~/.cache/bglemu)
+#   BGL_MPICH_DATATYPE_ENGINE   dataloop (default) or yaksa (adds ~60 min of 2-core compile time)
+#   BGL_MPICH_FORTRAN           value of --enable-fortran (default all: f77, f90 and f08)
+#   BGL_MPICH_CONFIGURE_EXTRA   more configure options (part of the cache key)
+#
+# What it does (each step only when needed, so running it again is cheap):
+#   1. installs the build tools it needs (apt-get) and adds a deb-src entry for Debian's mirror;
+#   2. fetches MPICH's source with `apt-get source mpich` (4.0.2) into the cache;
+#   3. copies it, adds the netmod (src/mpid/ch4/netmod/bgl), one include line in
+#      src/mpid/ch4/netmod/Makefile.mk, then maint/gen_subcfg_m4 and autoreconf --no-recursive;
+#   4. configures --with-device=ch4:bgl --with-ch4-shmmods=none (all traffic, on-node too, goes
+#      through the emulated machine), builds (make) and installs;
+#   5. copies libbglml.so and its headers into the prefix (libmpi.so finds it by rpath).
+# The build directory is keyed by a hash of the configuration (this script, the configure
+# options, the MPICH source version, the netmod's Makefile.mk and subconfigure.m4); a change of
+# the netmod's .c/.h files only re-copies them and runs make (incremental, seconds).
+set -euo pipefail
+
+script=$(readlink -f "${BASH_SOURCE[0]}")
+repo=$(cd "$(dirname "$script")/.." && pwd)
+netmod_src=$repo/adi3_device/netmod/bgl
+mpich_version=4.0.2
+cache=${BGL_CACHE_DIR:-$HOME/.cache/bglemu}
+engine=${BGL_MPICH_DATATYPE_ENGINE:-dataloop}
+fortran=${BGL_MPICH_FORTRAN:-all}
+extra=${BGL_MPICH_CONFIGURE_EXTRA:-}
+
+bglml=""
+includes=()
+jobs=$(nproc)
+print_prefix=0
+force=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --bglml) bglml=$2; shift 2 ;;
+    --bglml-include) includes+=("$2"); shift 2 ;;
+    --jobs) jobs=$2; shift 2 ;;
+    --print-prefix) print_prefix=1; shift ;;
+    --force) force=1; shift ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$script" | sed -e 's/^# \{0,1\}//' -e '/^set -euo/d'; exit 0 ;;
+    *) echo "build_mpich: unknown option $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+say() { echo "build_mpich: $*"; }
+die() { echo "build_mpich: error: $*" >&2; exit 1; }
+elapsed() { local s=$(( $(date +%s) - $1 )); printf '%dm%02ds' $((s / 60)) $((s % 60)); }
+
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+
+configure_options=(
+  --with-device=ch4:bgl
+  --with-ch4-shmmods=none
+  --with-datatype-engine="$engine"
+  --disable-ch4-netmod-inline
+  --disable-static
+  --enable-fortran="$fortran"
+  --with-pm=hydra
+  --without-java
+)
+# shellcheck disable=SC2206
+[ -n "$extra" ] && configure_options+=($extra)
+
+# --- the cache key -------------------------------------------------------------------------
+# Structural inputs (a change means a new build directory and a cold build) ...
+config_hash=$( {
+  cat "$script"
+  printf '%s\n' "$mpich_version" "${configure_options[@]}"
+  cat "$netmod_src/Makefile.mk" "$netmod_src/subconfigure.m4"
+} | sha256sum | cut -c1-16)
+# ... and the netmod's sources plus the message layer's C headers (a change means make).
+source_files() {
+  (cd "$netmod_src" && find . -type f \( -name '*.c' -o -name '*.h' \) | LC_ALL=C sort)
+}
+source_hash=$( {
+  echo "$config_hash"
+  for f in $(source_files); do echo "$f"; cat "$netmod_src/$f"; done
+  cat "$repo/message_layer/include/bgl/msg/bgl_msg.h" "$repo/adi3_device/bglml/bgl_nm_idle.h"
+} | sha256sum | cut -c1-16)
+
+dir=$cache/mpich-$mpich_version-$config_hash
+prefix=$dir/prefix
+if [ $print_prefix -eq 1 ]; then
+  echo "$prefix"
+  exit 0
+fi
+
+mkdir -p "$cache"
+exec 9> "$cache/.build_mpich.lock"
+if ! flock -n 9; then
+  say "another build_mpich.sh is running; waiting for it"
+  flock 9
+fi
+
+start=$(date +%s)
+say "MPICH $mpich_version with the bgl netmod; configuration $config_hash, sources $source_hash"
+say "cache $dir"
+
+# --- libbglml ------------------------------------------------------------------------------
+if [ -z "$bglml" ]; then
+  bdir=$repo/build
+  if [ ! -f "$bdir/build.ninja" ]; then
+    say "configuring bglemu in $bdir (for libbglml.so)"
+    cmake -S "$repo" -B "$bdir" -G Ninja -DCMAKE_BUILD_TYPE=Release > /dev/null
+  fi
+  say "building libbglml.so (ninja -C $bdir bglml)"
+  ninja -C "$bdir" bglml > /dev/null
+  bglml=$bdir/lib/libbglml.so
+fi
+[ -f "$bglml" ] || die "libbglml.so not found at $bglml"
+[ ${#includes[@]} -gt 0 ] || includes=("$repo/message_layer/include" "$repo/adi3_device/bglml")
+
+install_bglml() {
+  mkdir -p "$prefix/lib" "$prefix/include/bgl/msg"
+  # libbglml.so.1 (the soname) is the file, libbglml.so the link for -lbglml.
+  rm -f "$prefix/lib/libbglml.so" "$prefix/lib/libbglml.so.1"
+  cp -f "$(readlink -f "$bglml")" "$prefix/lib/libbglml.so.1"
+  ln -s libbglml.so.1 "$prefix/lib/libbglml.so"
+  local d
+  for d in "${includes[@]}"; do
+    [ -f "$d/bgl/msg/bgl_msg.h" ] && cp -f "$d/bgl/msg/bgl_msg.h" "$prefix/include/bgl/msg/"
+    [ -f "$d/bgl_nm_idle.h" ] && cp -f "$d/bgl_nm_idle.h" "$prefix/include/"
+  done
+  [ -f "$prefix/include/bgl/msg/bgl_msg.h" ] && [ -f "$prefix/include/bgl_nm_idle.h" ] ||
+    die "bgl_msg.h / bgl_nm_idle.h not found in ${includes[*]}"
+}
+
+if [ $force -eq 0 ] && [ -x "$prefix/bin/mpicc" ] && [ "$(cat "$dir/.installed" 2>/dev/null)" = "$source_hash" ]; then
+  install_bglml
+  say "up to date: $prefix ($(elapsed "$start"))"
+  exit 0
+fi
+
+# --- tools and source ----------------------------------------------------------------------
+need=(dpkg-dev autoconf automake libtool m4 perl make gcc g++ gfortran python3)
+missing=()
+for p in "${need[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+pristine=$cache/src/mpich-$mpich_version
+if [ ! -f "$pristine/configure" ]; then
+  # deb-src for the mirror of the first deb822 'Types: deb' entry (or sources.list line).
+  if ! grep -rqsE '^(Types:.*deb-src|deb-src )' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+    uri=$(grep -hsA3 '^Types: deb' /etc/apt/sources.list.d/*.sources | awk '/^URIs:/ {print $2; exit}')
+    [ -n "$uri" ] || uri=$(awk '$1 == "deb" {print $2; exit}' /etc/apt/sources.list 2>/dev/null)
+    [ -n "$uri" ] || uri=http://deb.debian.org/debian
+    say "adding deb-src for $uri bookworm (/etc/apt/sources.list.d/bglemu-deb-src.sources)"
+    $sudo tee /etc/apt/sources.list.d/bglemu-deb-src.sources > /dev/null <<EOF
+Types: deb-src
+URIs: $uri
+Suites: bookworm bookworm-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+EOF
+  fi
+  if ! apt-cache showsrc mpich 2>/dev/null | grep -q "^Version: $mpich_version"; then
+    say "apt-get update (source index)"
+    $sudo apt-get update -qq
+  fi
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+  say "installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" > /dev/null
+fi
+if [ ! -f "$pristine/configure" ]; then
+  say "apt-get source mpich ($mpich_version) into $cache/src"
+  tmp=$(mktemp -d "$cache/src.XXXXXX")
+  (cd "$tmp" && apt-get source -qq mpich > apt-source.log 2>&1) ||
+    { cat "$tmp/apt-source.log" >&2; die "apt-get source mpich failed"; }
+  [ -f "$tmp/mpich-$mpich_version/configure" ] || die "apt-get source did not give mpich-$mpich_version"
+  mkdir -p "$cache/src"
+  rm -rf "$pristine"
+  mv "$tmp/mpich-$mpich_version" "$pristine"
+  rm -rf "$tmp"
+fi
+
+# --- prepare the tree ----------------------------------------------------------------------
+src=$dir/src
+build=$dir/build
+logs=$dir/logs
+if [ $force -eq 1 ] || [ "$(cat "$dir/.configured" 2>/dev/null)" != "$config_hash" ]; then
+  say "cold build: copying the source"
+  rm -rf "$dir"
+  mkdir -p "$dir" "$logs"
+  cp -a "$pristine" "$src"
+  cp -a "$netmod_src" "$src/src/mpid/ch4/netmod/bgl"
+  echo 'include $(top_srcdir)/src/mpid/ch4/netmod/bgl/Makefile.mk' >> "$src/src/mpid/ch4/netmod/Makefile.mk"
+  say "regenerating the build system (maint/gen_subcfg_m4, autoreconf -v --no-recursive)"
+  t=$(date +%s)
+  (cd "$src" && ./maint/gen_subcfg_m4 && autoreconf -v --no-recursive) > "$logs/autoreconf.log" 2>&1 ||
+    { tail -30 "$logs/autoreconf.log" >&2; die "autoreconf failed (log: $logs/autoreconf.log)"; }
+  say "  done in $(elapsed "$t")"
+  install_bglml
+  mkdir -p "$build"
+  say "configure ${configure_options[*]} --prefix=$prefix --with-bgl=$prefix"
+  t=$(date +%s)
+  (cd "$build" && "$src/configure" --prefix="$prefix" --with-bgl="$prefix" "${configure_options[@]}" \
+      CC=gcc CXX=g++ FC=gfortran F77=gfortran \
+      FFLAGS=-fallow-argument-mismatch FCFLAGS=-fallow-argument-mismatch) > "$logs/configure.log" 2>&1 ||
+    { tail -40 "$logs/configure.log" >&2; die "configure failed (log: $logs/configure.log)"; }
+  say "  done in $(elapsed "$t") (log: $logs/configure.log)"
+  echo "$config_hash" > "$dir/.configured"
+else
+  say "incremental build: updating the netmod's sources"
+  install_bglml
+  dst=$src/src/mpid/ch4/netmod/bgl
+  # Copy only what changed, so that make rebuilds only what depends on it.
+  for f in $(cd "$netmod_src" && find . -type f | LC_ALL=C sort); do
+    if ! cmp -s "$netmod_src/$f" "$dst/$f"; then
+      say "  $f"
+      mkdir -p "$(dirname "$dst/$f")"
+      cp -f "$netmod_src/$f" "$dst/$f"
+    fi
+  done
+  for f in $(cd "$dst" && find . -type f \( -name '*.c' -o -name '*.h' \)); do
+    [ -e "$netmod_src/$f" ] || { say "  removing $f"; rm -f "$dst/$f"; }
+  done
+fi
+
+# --- build and install ---------------------------------------------------------------------
+say "make -j$jobs (log: $logs/make.log)"
+t=$(date +%s)
+(cd "$build" && make -j"$jobs") > "$logs/make.log" 2>&1 ||
+  { grep -E 'error|Error' "$logs/make.log" | head -30 >&2; die "make failed (log: $logs/make.log)"; }
+say "  done in $(elapsed "$t")"
+say "make install"
+t=$(date +%s)
+(cd "$build" && make install) > "$logs/install.log" 2>&1 ||
+  { tail -30 "$logs/install.log" >&2; die "make install failed (log: $logs/install.log)"; }
+say "  done in $(elapsed "$t")"
+install_bglml
+echo "$source_hash" > "$dir/.installed"
+ln -sfn "$dir" "$cache/mpich-current"
+say "installed $prefix in $(elapsed "$start")"
+say "  mpicc:   $prefix/bin/mpicc"
+say "  mpif90:  $prefix/bin/mpif90"
+say "  mpiexec: $prefix/bin/mpiexec (bglrun uses it for MPI programs)"
