@@ -2,7 +2,8 @@
 // of point-to-point packets over the packet layer's Endpoint (collnet_p2p_tree.hpp), in the same
 // run, the compared variants interleaved round by round. Allreduce (u64 sum and double sum) and
 // broadcast throughput in MB/s (message bytes / time per operation, 1 MB = 10^6 B) per message
-// size; barrier latency in microseconds (min and median at rank 0).
+// size; barrier latency in microseconds (last arrival to last departure: min, median; and the
+// period of back-to-back barriers).
 //   bglrun -np 8 --shape 2x2x2 build/bin/collnet_bench [--rounds R] [--max-bytes B]
 //          [--barriers N] [--json]
 #include <cmath>
@@ -69,7 +70,6 @@ class Bench {
   collnet::CollectiveNetwork net_;
   bench::P2PTree tree_;
 
- private:
   static std::uint64_t now() {
     return static_cast<std::uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(bench::Clock::now().time_since_epoch())
@@ -155,24 +155,34 @@ bench::Table broadcast(Bench& b, const Options& o) {
   });
 }
 
+// Barrier latency as the hardware quotes it: from the last task's arrival to the last task's
+// departure (one clock for all processes), and the period of back-to-back barriers.
 bench::Table barriers(Bench& b, const Options& o) {
-  bench::Samples gi, p2p;
+  bench::Samples latency[2], period[2];
+  const auto n = static_cast<std::size_t>(o.barriers);
+  std::vector<std::uint64_t> arrive(n), leave(n);
   for (int r = 0; r < o.args.rounds; ++r) {
-    for (const bool hardware : {true, false}) {
+    for (const int v : {0, 1}) {
       b.rt_.barrier();
-      for (int i = 0; i < o.barriers; ++i) {
-        const auto t = bench::Clock::now();
-        if (hardware)
+      for (std::size_t i = 0; i < n; ++i) {
+        arrive[i] = Bench::now();
+        if (v == 0)
           b.net_.barrier();
         else
           b.tree_.barrier();
-        (hardware ? gi : p2p).add(bench::seconds_since(t) * 1e6);
+        leave[i] = Bench::now();
       }
+      period[v].add(static_cast<double>(leave[n - 1] - arrive[0]) / 1e3 / static_cast<double>(n));
+      b.net_.allreduce<std::uint64_t>(AluOp::max, arrive, arrive);
+      b.net_.allreduce<std::uint64_t>(AluOp::max, leave, leave);
+      for (std::size_t i = 0; i < n; ++i)
+        latency[v].add(static_cast<double>(leave[i] - arrive[i]) / 1e3);
     }
   }
-  bench::Table table("barrier latency at rank 0 (us)", {"variant", "min", "median"});
-  table.row({"global interrupt", gi.min(), gi.median()});
-  table.row({"p2p dissemination", p2p.min(), p2p.median()});
+  bench::Table table("barrier: last arrival to last departure (us), and back-to-back period",
+                     {"variant", "min", "median", "period"});
+  table.row({"global interrupt", latency[0].min(), latency[0].median(), period[0].median()});
+  table.row({"p2p dissemination", latency[1].min(), latency[1].median(), period[1].median()});
   return table;
 }
 

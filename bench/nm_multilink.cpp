@@ -24,6 +24,7 @@
 #include <deque>
 #include <memory>
 #include <new>
+#include <optional>
 #include <set>
 
 #include "bench_util.hpp"

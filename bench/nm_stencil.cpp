@@ -13,8 +13,10 @@
 // exchanging halos.
 //   bglrun -np 8 --shape 2x2x2 build/bin/nm_stencil [--n N] [--iterations I] [--json]
 //   bglrun -np 16 --shape 2x2x2 --mode vn build/bin/nm_stencil [...]
+#include <algorithm>
+#include <array>
 #include <cstring>
-#include <deque>
+#include <vector>
 
 #include "bench_util.hpp"
 #include "bgl/msg/session.hpp"

@@ -20,6 +20,7 @@
 #include <deque>
 #include <memory>
 #include <new>
+#include <optional>
 
 #include "bench_util.hpp"
 #include "bgl/msg/session.hpp"
@@ -45,9 +46,9 @@ Storage make_storage(std::size_t bytes) {
   return s;
 }
 
-// Messages per measurement: about 64 MiB of data, at least 16 messages, at most 20000.
+// Messages per measurement: about 32 MiB of data, at least 8 messages, at most 10000.
 std::uint64_t messages_for(std::size_t bytes) {
-  return std::clamp<std::uint64_t>((64u << 20) / bytes, 16, 20000);
+  return std::clamp<std::uint64_t>((32u << 20) / bytes, 8, 10000);
 }
 
 struct Where {

@@ -58,6 +58,12 @@ done
 say() { echo "build_mpich: $*"; }
 die() { echo "build_mpich: error: $*" >&2; exit 1; }
 elapsed() { local s=$(( $(date +%s) - $1 )); printf '%dm%02ds' $((s / 60)) $((s % 60)); }
+# CPU time (user + system) of this script's finished children so far, in seconds.
+cpu_seconds() { awk '{printf "%d", ($16 + $17) / 100}' /proc/$$/stat; }
+timed() {  # label start_seconds start_cpu
+  local c=$(( $(cpu_seconds) - $3 ))
+  say "  $1 in $(elapsed "$2") wall, $((c / 60))m$(printf '%02d' $((c % 60)))s CPU"
+}
 
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
@@ -70,7 +76,9 @@ configure_options=(
   --disable-static
   --enable-fortran="$fortran"
   --with-pm=hydra
+  --with-hwloc=/usr
   --without-java
+  --no-recursion
 )
 # shellcheck disable=SC2206
 [ -n "$extra" ] && configure_options+=($extra)
@@ -146,7 +154,7 @@ if [ $force -eq 0 ] && [ -x "$prefix/bin/mpicc" ] && [ "$(cat "$dir/.installed" 
 fi
 
 # --- tools and source ----------------------------------------------------------------------
-need=(dpkg-dev autoconf automake libtool m4 perl make gcc g++ gfortran python3)
+need=(dpkg-dev autoconf automake libtool m4 perl make gcc g++ gfortran python3 libhwloc-dev)
 missing=()
 for p in "${need[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -195,6 +203,7 @@ src=$dir/src
 build=$dir/build
 logs=$dir/logs
 if [ $force -eq 1 ] || [ "$(cat "$dir/.configured" 2>/dev/null)" != "$config_hash" ]; then
+  incremental=0
   say "cold build: copying the source"
   rm -rf "$dir"
   mkdir -p "$dir" "$logs"
@@ -202,21 +211,22 @@ if [ $force -eq 1 ] || [ "$(cat "$dir/.configured" 2>/dev/null)" != "$config_has
   cp -a "$netmod_src" "$src/src/mpid/ch4/netmod/bgl"
   echo 'include $(top_srcdir)/src/mpid/ch4/netmod/bgl/Makefile.mk' >> "$src/src/mpid/ch4/netmod/Makefile.mk"
   say "regenerating the build system (maint/gen_subcfg_m4, autoreconf -v --no-recursive)"
-  t=$(date +%s)
+  t=$(date +%s); tc=$(cpu_seconds)
   (cd "$src" && ./maint/gen_subcfg_m4 && autoreconf -v --no-recursive) > "$logs/autoreconf.log" 2>&1 ||
     { tail -30 "$logs/autoreconf.log" >&2; die "autoreconf failed (log: $logs/autoreconf.log)"; }
-  say "  done in $(elapsed "$t")"
+  timed "done" "$t" "$tc"
   install_bglml
   mkdir -p "$build"
   say "configure ${configure_options[*]} --prefix=$prefix --with-bgl=$prefix"
-  t=$(date +%s)
+  t=$(date +%s); tc=$(cpu_seconds)
   (cd "$build" && "$src/configure" --prefix="$prefix" --with-bgl="$prefix" "${configure_options[@]}" \
       CC=gcc CXX=g++ FC=gfortran F77=gfortran \
       FFLAGS=-fallow-argument-mismatch FCFLAGS=-fallow-argument-mismatch) > "$logs/configure.log" 2>&1 ||
     { tail -40 "$logs/configure.log" >&2; die "configure failed (log: $logs/configure.log)"; }
-  say "  done in $(elapsed "$t") (log: $logs/configure.log)"
+  timed "done" "$t" "$tc"
   echo "$config_hash" > "$dir/.configured"
 else
+  incremental=1
   say "incremental build: updating the netmod's sources"
   install_bglml
   dst=$src/src/mpid/ch4/netmod/bgl
@@ -235,19 +245,27 @@ fi
 
 # --- build and install ---------------------------------------------------------------------
 say "make -j$jobs (log: $logs/make.log)"
-t=$(date +%s)
+t=$(date +%s); tc=$(cpu_seconds)
 (cd "$build" && make -j"$jobs") > "$logs/make.log" 2>&1 ||
   { grep -E 'error|Error' "$logs/make.log" | head -30 >&2; die "make failed (log: $logs/make.log)"; }
-say "  done in $(elapsed "$t")"
-say "make install"
-t=$(date +%s)
-(cd "$build" && make install) > "$logs/install.log" 2>&1 ||
-  { tail -30 "$logs/install.log" >&2; die "make install failed (log: $logs/install.log)"; }
-say "  done in $(elapsed "$t")"
+timed "done" "$t" "$tc"
+t=$(date +%s); tc=$(cpu_seconds)
+lib=$(cd "$build/lib/.libs" 2>/dev/null && ls libmpi.so.12.*.* 2>/dev/null | head -1 || true)
+if [ "$incremental" = 1 ] && [ -n "$lib" ] && [ -f "$prefix/lib/$lib" ]; then
+  # Only the netmod changed, so only libmpi did: install it without libtool's relink of
+  # everything (the build tree's library is the installed one: same RUNPATH, same content).
+  say "installing $lib"
+  cp -f "$build/lib/.libs/$lib" "$prefix/lib/.$lib.new" && mv -f "$prefix/lib/.$lib.new" "$prefix/lib/$lib"
+else
+  say "make install"
+  (cd "$build" && make install) > "$logs/install.log" 2>&1 ||
+    { tail -30 "$logs/install.log" >&2; die "make install failed (log: $logs/install.log)"; }
+fi
+timed "done" "$t" "$tc"
 install_bglml
 echo "$source_hash" > "$dir/.installed"
 ln -sfn "$dir" "$cache/mpich-current"
-say "installed $prefix in $(elapsed "$start")"
+timed "installed $prefix" "$start" 0
 say "  mpicc:   $prefix/bin/mpicc"
 say "  mpif90:  $prefix/bin/mpif90"
 say "  mpiexec: $prefix/bin/mpiexec (bglrun uses it for MPI programs)"

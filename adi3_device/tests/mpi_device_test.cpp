@@ -31,9 +31,17 @@ const std::string kSources = MPI_TEST_SOURCES;
 const std::string kExamples = MPI_EXAMPLES;
 const std::string kBinDir = MPI_TEST_BIN_DIR;
 
+// BGL_MPICH_PREFIX, else the prefix tools/build_mpich.sh builds for the current sources.
 std::string prefix() {
-  if (const char* p = std::getenv("BGL_MPICH_PREFIX"); p && *p) return p;
-  return MPICH_PREFIX;
+  static const std::string cached = [] {
+    if (const char* p = std::getenv("BGL_MPICH_PREFIX"); p && *p) return std::string(p);
+    const auto r = run_process({BUILD_MPICH_SCRIPT, "--print-prefix"}, 30);
+    std::string out = r.output;
+    while (!out.empty() && (out.back() == '\n' || out.back() == ' '))
+      out.pop_back();
+    return out;
+  }();
+  return cached;
 }
 
 std::string read_file(const std::string& path) {
@@ -181,7 +189,7 @@ TEST_F(Mpi, FortranVirtualNode4) {
 
 // A rank dies; bglrun ends the job, names the rank, and leaves no segment and no process.
 void expect_death(const std::string& die, const std::string& how, int victim, int np,
-                  const std::string& expect) {
+                  const std::string& expect, const std::string& culprit = "") {
   const std::string log = ::testing::TempDir() + "/die-" + how + "." + std::to_string(getpid());
   const int pid = spawn_process({kBglrun, "-np", std::to_string(np), "--mode", "vn", "--timeout",
                                  "60", die, std::to_string(victim), how},
@@ -191,7 +199,9 @@ void expect_death(const std::string& die, const std::string& how, int victim, in
   EXPECT_NE(code, 0) << out;
   EXPECT_NE(code, -1) << "bglrun did not end: " << out;
   EXPECT_NE(code, 124) << "the job ran into its timeout instead of ending: " << out;
-  EXPECT_THAT(out, HasSubstr("bglrun: rank " + std::to_string(victim) + " ")) << out;
+  EXPECT_THAT(out,
+              HasSubstr(culprit.empty() ? "bglrun: rank " + std::to_string(victim) + " " : culprit))
+      << out;
   EXPECT_THAT(out, HasSubstr(expect)) << out;
   EXPECT_FALSE(segment_of(pid)) << "segment left behind";
   std::vector<int> left;
@@ -212,7 +222,8 @@ TEST_F(Mpi, RankExitEndsJob) {
   expect_death(program("die"), "exit", 3, 4, "exited with code 3");
 }
 TEST_F(Mpi, RankAbortEndsJob) {
-  expect_death(program("die"), "abort", 0, 4, "rank 0");
+  // MPICH names the rank ("Abort(4) on node 1 (rank 1 in comm 0)"), bglrun the exit code.
+  expect_death(program("die"), "abort", 1, 4, "mpiexec exited with code 4", "(rank 1 in comm 0)");
 }
 
 TEST_F(Mpi, TimeoutAndInterruptLeaveNothing) {

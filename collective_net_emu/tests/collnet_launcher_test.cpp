@@ -148,6 +148,16 @@ TEST(CollnetJob, VirtualNodeModeCombinesBothTasksOfANode) {
   EXPECT_EQ(bc.exit_code, 0) << bc.output;
 }
 
+TEST(CollnetJob, CoprocessorModeGivesTheSameBits) {
+  const auto ops = collnet("8", "2x2x2", {"ops", "5", "100"}, 60, {"--mode", "coprocessor"});
+  EXPECT_EQ(ops.exit_code, 0) << ops.output;
+  EXPECT_THAT(ops.output, HasSubstr("ops: 111 reductions on 8 tasks: ok"));
+  const auto co = collnet("8", "2x2x2", {"fp", "42", "5", "700"}, 60, {"--mode", "coprocessor"});
+  const auto heater = collnet("8", "2x2x2", {"fp", "42", "6", "700"});
+  ASSERT_EQ(co.exit_code, 0) << co.output;
+  EXPECT_EQ(fp_hash(co.output), fp_hash(heater.output));
+}
+
 TEST(CollnetJob, TreeShapesAndPartialPartitions) {
   for (const char* tree : {"kary:1", "kary:8", "torus:1", "torus:2"}) {
     const auto r =

@@ -32,14 +32,14 @@
 
 static unsigned g_rank;
 
-#define CHECK(cond)                                                                           \
-  do {                                                                                        \
-    if (!(cond)) {                                                                            \
+#define CHECK(cond)                                                                          \
+  do {                                                                                       \
+    if (!(cond)) {                                                                           \
       fprintf(stderr, "CHECK FAILED rank %u %s:%d: %s (last error: %s)\n", g_rank, __FILE__, \
-              __LINE__, #cond, bgl_msg_last_error());                                         \
-      fflush(stderr);                                                                         \
-      exit(1);                                                                                \
-    }                                                                                         \
+              __LINE__, #cond, bgl_msg_last_error());                                        \
+      fflush(stderr);                                                                        \
+      exit(1);                                                                               \
+    }                                                                                        \
   } while (0)
 
 /* ------------------------------------------------------------------------------------------ */
@@ -114,7 +114,9 @@ static int file_allgather(void* context, const void* mine, size_t bytes, void* a
 /* ------------------------------------------------------------------------------------------ */
 /* Messages */
 
-static unsigned char pattern(uint32_t seq, size_t i) { return (unsigned char)(seq * 131u + i * 7u + (i >> 9)); }
+static unsigned char pattern(uint32_t seq, size_t i) {
+  return (unsigned char)(seq * 131u + i * 7u + (i >> 9));
+}
 
 struct header {
   uint32_t seq;
@@ -211,8 +213,12 @@ struct send_state {
   int remote_done;
 };
 
-static void send_done(bgl_msg_send_t* s) { ++((struct send_state*)s->context)->done; }
-static void send_remote_done(bgl_msg_send_t* s) { ++((struct send_state*)s->context)->remote_done; }
+static void send_done(bgl_msg_send_t* s) {
+  ++((struct send_state*)s->context)->done;
+}
+static void send_remote_done(bgl_msg_send_t* s) {
+  ++((struct send_state*)s->context)->remote_done;
+}
 
 /* Waits for one message into `in` (it may have arrived already, while this task waited for its
  * own send), accepting it if it was unexpected; then marks it consumed. */
@@ -221,7 +227,8 @@ static void receive_one(bgl_msg_session_t* s, struct inbox* in) {
     if (!bgl_msg_advance(s)) bgl_msg_wait(s);
   if (in->later) {
     /* Unexpected: let the data (if eager) settle in the pool first. */
-    for (int i = 0; i < 100; ++i) bgl_msg_advance(s);
+    for (int i = 0; i < 100; ++i)
+      bgl_msg_advance(s);
     CHECK(in->completed == 0);
     const bgl_msg_recv_target_t t = target_of(in);
     CHECK(bgl_msg_accept(s, in->arrival.handle, &t) == BGL_MSG_OK);
@@ -241,7 +248,8 @@ static void receive_one(bgl_msg_session_t* s, struct inbox* in) {
 }
 
 /* Posts and waits for done (and remote_done for a rendezvous). */
-static void send_and_wait(bgl_msg_session_t* s, bgl_msg_send_t* m, struct send_state* st, int rendezvous) {
+static void send_and_wait(bgl_msg_session_t* s, bgl_msg_send_t* m, struct send_state* st,
+                          int rendezvous) {
   st->done = st->remote_done = 0;
   m->context = st;
   m->done = send_done;
@@ -251,7 +259,8 @@ static void send_and_wait(bgl_msg_session_t* s, bgl_msg_send_t* m, struct send_s
     if (!bgl_msg_advance(s)) bgl_msg_wait(s);
   CHECK(st->done == 1);
   /* The eager protocols never hear back from the receiver. */
-  if (m->protocol == BGL_MSG_ONE_PACKET || m->protocol == BGL_MSG_EAGER || m->protocol == BGL_MSG_ADAPTIVE_EAGER)
+  if (m->protocol == BGL_MSG_ONE_PACKET || m->protocol == BGL_MSG_EAGER ||
+      m->protocol == BGL_MSG_ADAPTIVE_EAGER)
     CHECK(st->remote_done == 0);
 }
 
@@ -268,10 +277,11 @@ static int pingpong(bgl_msg_session_t* s, unsigned peer, int first) {
   for (size_t p = 0; p < sizeof protocols / sizeof protocols[0]; ++p) {
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; ++k) {
       const size_t bytes = sizes[k];
-      if (protocols[p] == BGL_MSG_ONE_PACKET && bytes > bgl_msg_max_one_packet(sizeof(struct header)))
+      if (protocols[p] == BGL_MSG_ONE_PACKET &&
+          bytes > bgl_msg_max_one_packet(sizeof(struct header)))
         continue; /* the one-packet protocol carries at most 220 bytes beside this header */
-      const int rendezvous = protocols[p] == BGL_MSG_RENDEZVOUS ||
-                             (protocols[p] == BGL_MSG_AUTO && bytes > 16384);
+      const int rendezvous =
+          protocols[p] == BGL_MSG_RENDEZVOUS || (protocols[p] == BGL_MSG_AUTO && bytes > 16384);
       struct header h = {seq, (uint32_t)bytes};
       struct send_state st;
       bgl_msg_send_t m;
@@ -284,7 +294,8 @@ static int pingpong(bgl_msg_session_t* s, unsigned peer, int first) {
       if (first) {
         unsigned char* data = malloc(bytes + 1);
         CHECK(data != NULL);
-        for (size_t i = 0; i < bytes; ++i) data[i] = pattern(seq, i);
+        for (size_t i = 0; i < bytes; ++i)
+          data[i] = pattern(seq, i);
         m.data = data;
         m.bytes = bytes;
         send_and_wait(s, &m, &st, rendezvous);
@@ -302,7 +313,8 @@ static int pingpong(bgl_msg_session_t* s, unsigned peer, int first) {
         contents(&in, copy);
         struct iovec iov[3];
         split3(iov, copy, bytes);
-        memmove((unsigned char*)iov[2].iov_base, copy + iov[0].iov_len + iov[1].iov_len, iov[2].iov_len);
+        memmove((unsigned char*)iov[2].iov_base, copy + iov[0].iov_len + iov[1].iov_len,
+                iov[2].iov_len);
         memmove((unsigned char*)iov[1].iov_base, copy + iov[0].iov_len, iov[1].iov_len);
         m.iov = iov;
         m.iov_count = 3;
@@ -315,7 +327,8 @@ static int pingpong(bgl_msg_session_t* s, unsigned peer, int first) {
       unsigned char* back = malloc(bytes + 1);
       CHECK(back != NULL);
       contents(&in, back);
-      for (size_t i = 0; i < bytes; ++i) CHECK(back[i] == pattern(seq, i));
+      for (size_t i = 0; i < bytes; ++i)
+        CHECK(back[i] == pattern(seq, i));
       free(back);
       CHECK(in.header.seq == seq);
       ++messages;
@@ -463,11 +476,14 @@ int main(int argc, char** argv) {
     g_rank = pm.rank;
     bgl_msg_bootstrap_t boot = {&pm, pm.rank, pm.size, file_barrier, file_allgather};
     const int bad_size = strcmp(how, "host_bad_size") == 0;
-    if (bad_size) boot.size = pm.size + 1;
-    else boot.rank = pm.size + pm.rank;
+    if (bad_size)
+      boot.size = pm.size + 1;
+    else
+      boot.rank = pm.size + pm.rank;
     CHECK(bgl_msg_init(&boot, &s) == BGL_MSG_ERR_CONFIG);
-    CHECK(strstr(bgl_msg_last_error(), bad_size ? "bglrun -np and the host's process count must agree"
-                                                : "is outside the job's") != NULL);
+    CHECK(strstr(bgl_msg_last_error(), bad_size
+                                           ? "bglrun -np and the host's process count must agree"
+                                           : "is outside the job's") != NULL);
     CHECK(pm.calls == 0); /* it did not get as far as a collective */
     printf("c_api: rank %u: %s: ok\n", pm.rank, bgl_msg_last_error());
     return 0;
@@ -480,8 +496,8 @@ int main(int argc, char** argv) {
     bgl_msg_finalize(s);
     s = NULL;
     if (bgl_msg_init(NULL, &s) != BGL_MSG_OK) {
-      fprintf(stderr, "CHECK FAILED rank %u: BUG: bgl_msg_init after bgl_msg_finalize: %s\n", g_rank,
-              bgl_msg_last_error());
+      fprintf(stderr, "CHECK FAILED rank %u: BUG: bgl_msg_init after bgl_msg_finalize: %s\n",
+              g_rank, bgl_msg_last_error());
       return 1;
     }
     CHECK(bgl_msg_barrier(s) == BGL_MSG_OK);

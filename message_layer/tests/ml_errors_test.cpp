@@ -40,7 +40,7 @@ const JobSpec kNeighbours = {.ntasks = 2, .shape = "2x1x1"};
 // ---------------------------------------------------------------------------------------------
 // Bad input
 
-TEST(Errors, BadPostsThrowInvalidArgumentAndLeaveTheLayerUsable) {
+TEST(MlInProcessErrors, BadPostsThrowInvalidArgumentAndLeaveTheLayerUsable) {
   Config forced;
   forced.limits.forced = Protocol::one_packet;
   InProcessJob job(kNeighbours);
@@ -54,7 +54,8 @@ TEST(Errors, BadPostsThrowInvalidArgumentAndLeaveTheLayerUsable) {
     std::string message;
   };
   const std::vector<Case> cases = {
-      {"rank = size", &job, [](SendMessage& m) { m.dest = 2; }, "message to rank 2 of a 2-task job"},
+      {"rank = size", &job, [](SendMessage& m) { m.dest = 2; },
+       "message to rank 2 of a 2-task job"},
       {"huge rank", &job, [](SendMessage& m) { m.dest = 1000000; },
        "message to rank 1000000 of a 2-task job"},
       {"max rank", &job, [](SendMessage& m) { m.dest = std::numeric_limits<Rank>::max(); },
@@ -113,11 +114,12 @@ TEST(Errors, BadPostsThrowInvalidArgumentAndLeaveTheLayerUsable) {
     for (std::uint32_t seq = 0; seq < 4; ++seq)
       out.post(j->ml(0), 1, seq, 50 * seq, message_key(0, 1, seq));
     ASSERT_TRUE(j->run_until([&] { return in.completed() == 4; }));
-    for (std::uint32_t seq = 0; seq < 4; ++seq) EXPECT_EQ(in.got[seq].test_header().seq, seq);
+    for (std::uint32_t seq = 0; seq < 4; ++seq)
+      EXPECT_EQ(in.got[seq].test_header().seq, seq);
   }
 }
 
-TEST(Errors, VirtualNodeProtocolOnlyToTheNodesOtherTaskAndContiguous) {
+TEST(MlInProcessErrors, VirtualNodeProtocolOnlyToTheNodesOtherTaskAndContiguous) {
   InProcessJob vn({.ntasks = 4, .shape = "2x1x1", .mode = "vn"});  // ranks 0 and 2 share a node
   InProcessJob heater(kNeighbours);
   std::vector<std::byte> data(5000);
@@ -130,8 +132,10 @@ TEST(Errors, VirtualNodeProtocolOnlyToTheNodesOtherTaskAndContiguous) {
     m.dest = dest;
     m.handler = 1;
     m.protocol = Protocol::virtual_node;
-    if (gather) m.data.iov = list;
-    else m.data.buffer = data;
+    if (gather)
+      m.data.iov = list;
+    else
+      m.data.buffer = data;
     job.ml(0).post(m);
   };
   EXPECT_THAT(invalid_argument([&] { post(vn, 1, false); }), HasSubstr(kMessage)) << "another node";
@@ -141,17 +145,18 @@ TEST(Errors, VirtualNodeProtocolOnlyToTheNodesOtherTaskAndContiguous) {
   EXPECT_TRUE(vn.ml(0).idle());
 }
 
-TEST(Errors, RegisterHandlerOutOfRange) {
+TEST(MlInProcessErrors, RegisterHandlerOutOfRange) {
   InProcessJob job(kNeighbours);
   const ArrivalHandler h = [](void*, const Arrival&) { return RecvTarget::later(); };
   for (int id : {64, 100, 255})
-    EXPECT_THAT(invalid_argument([&] { job.ml(0).register_handler(static_cast<HandlerId>(id), h, nullptr); }),
+    EXPECT_THAT(invalid_argument(
+                    [&] { job.ml(0).register_handler(static_cast<HandlerId>(id), h, nullptr); }),
                 HasSubstr("handler id must be below 64"));
   job.ml(0).register_handler(63, h, nullptr);
   job.ml(0).register_handler(0, h, nullptr);
 }
 
-TEST(Errors, AcceptOfAnUnknownOrUsedHandleIsRejected) {
+TEST(MlInProcessErrors, AcceptOfAnUnknownOrUsedHandleIsRejected) {
   InProcessJob job(kNeighbours);
   Inbox in(job.ml(1), 1, [](Inbox&, Delivery& d) {
     if (d.test_header().seq == 0) return Inbox::later(d);
@@ -166,7 +171,7 @@ TEST(Errors, AcceptOfAnUnknownOrUsedHandleIsRejected) {
                 HasSubstr(kNotWaiting))
         << id;
   Outbox out;
-  out.post(job.ml(0), 1, 0, 3000, message_key(0, 1, 0));    // unexpected
+  out.post(job.ml(0), 1, 0, 3000, message_key(0, 1, 0));  // unexpected
   SendOptions eager;
   eager.protocol = Protocol::eager;
   out.post(job.ml(0), 1, 1, 100000, message_key(0, 1, 1), eager);  // expected, long
@@ -178,7 +183,8 @@ TEST(Errors, AcceptOfAnUnknownOrUsedHandleIsRejected) {
   EXPECT_THAT(invalid_argument([&] { job.ml(1).accept(RecvHandle{expected.handle}, target); }),
               HasSubstr(kNotWaiting));
   // later() is not a destination; the message stays acceptable.
-  EXPECT_THAT(invalid_argument([&] { job.ml(1).accept(RecvHandle{unexpected.handle}, RecvTarget::later()); }),
+  EXPECT_THAT(invalid_argument(
+                  [&] { job.ml(1).accept(RecvHandle{unexpected.handle}, RecvTarget::later()); }),
               HasSubstr("accept() needs a destination"));
   in.accept(unexpected, Inbox::into(unexpected, unexpected.bytes, 3));
   ASSERT_TRUE(job.run_until([&] { return in.completed() == 2; }));
@@ -201,8 +207,10 @@ class Forger {
  public:
   Forger(InProcessJob& job, Rank from, Rank to) : job_(job), from_(from), to_(to) {}
   void send(std::uint8_t type, std::uint32_t word, std::span<const std::byte> payload = {}) {
-    pkt::PacketSpec spec{.dest = job_.ep(from_).destination_of(to_), .dispatch = type, .word = word};
-    while (job_.ep(from_).inject(0, spec, payload) == pkt::InjectStatus::full) job_.advance_all();
+    pkt::PacketSpec spec{
+        .dest = job_.ep(from_).destination_of(to_), .dispatch = type, .word = word};
+    while (job_.ep(from_).inject(0, spec, payload) == pkt::InjectStatus::full)
+      job_.advance_all();
   }
   void first(std::uint8_t type, std::uint32_t word, wire::First f, std::size_t header,
              std::size_t data) {
@@ -224,7 +232,7 @@ wire::First first_of(std::uint8_t handler, std::uint8_t header, std::uint16_t se
 
 // Rank 2 has no message layer; it injects packets with the message layer's types that no correct
 // sender would send. Rank 1 must drop them all, call no handler, and go on working.
-TEST(Robustness, ForgedPacketsAreDiscardedAndTheLayerCarriesOn) {
+TEST(MlRobustness, ForgedPacketsAreDiscardedAndTheLayerCarriesOn) {
   QuietLog quiet;
   InProcessJob job({.ntasks = 3, .shape = "3x1x1"}, Config{}, std::vector<Rank>{0, 1});
   Inbox in(job.ml(1), 1, [](Inbox&, Delivery& d) {
@@ -234,25 +242,25 @@ TEST(Robustness, ForgedPacketsAreDiscardedAndTheLayerCarriesOn) {
   Inbox back(job.ml(0), 1, [](Inbox&, Delivery& d) { return Inbox::into(d, d.bytes, 0); });
   Forger forge(job, 2, 1);
   const std::byte five[5] = {};
-  forge.send(0, 0);                             // not a message-layer type
+  forge.send(0, 0);  // not a message-layer type
   forge.send(11, 0);
   forge.send(200, 0, five);
-  forge.send(wire::kOnePacket, 0, five);        // shorter than the First record
-  forge.first(wire::kOnePacket, 0, first_of(1, 200, 0, 0), 0, 0);   // header beyond the packet
-  forge.first(wire::kOnePacket, 0, first_of(7, 0, 0, 0), 0, 0);     // no such handler
-  forge.first(wire::kOnePacket, 0, first_of(1, 0, 0, 50), 0, 10);   // 10 data bytes, claims 50
-  forge.first(wire::kOnePacket, 0, first_of(1, 0, 5, 0), 0, 0);     // out of sequence
-  forge.first(wire::kScout, 0, first_of(1, 0, 0, 1000), 0, 8);      // a scout with data
-  forge.first(wire::kEagerFirst, 0, first_of(1, 0, 0, 100), 0, 200); // more data than the message
+  forge.send(wire::kOnePacket, 0, five);                           // shorter than the First record
+  forge.first(wire::kOnePacket, 0, first_of(1, 200, 0, 0), 0, 0);  // header beyond the packet
+  forge.first(wire::kOnePacket, 0, first_of(7, 0, 0, 0), 0, 0);    // no such handler
+  forge.first(wire::kOnePacket, 0, first_of(1, 0, 0, 50), 0, 10);  // 10 data bytes, claims 50
+  forge.first(wire::kOnePacket, 0, first_of(1, 0, 5, 0), 0, 0);    // out of sequence
+  forge.first(wire::kScout, 0, first_of(1, 0, 0, 1000), 0, 8);     // a scout with data
+  forge.first(wire::kEagerFirst, 0, first_of(1, 0, 0, 100), 0, 200);  // more data than the message
   forge.first(wire::kAeFirst, wire::kParityBit, first_of(1, 0, 0, 500), 0, 100);  // wrong parity
-  forge.send(wire::kEagerData, 0, five);        // no eager message in progress
+  forge.send(wire::kEagerData, 0, five);                   // no eager message in progress
   forge.send(wire::kAeData, wire::kParityBit | 16, five);  // out of turn
-  forge.send(wire::kRzvAck, 0, five);           // wrong size
+  forge.send(wire::kRzvAck, 0, five);                      // wrong size
   const wire::Ack ack{12345, 678};
   forge.send(wire::kRzvAck, 0, std::as_bytes(std::span(&ack, 1)));  // for no send
-  forge.send(wire::kRzvData, 12345, five);      // for no receive
-  forge.send(wire::kRzvFin, 777);               // for no send
-  forge.send(wire::kAeToken, 0);                // never lent
+  forge.send(wire::kRzvData, 12345, five);                          // for no receive
+  forge.send(wire::kRzvFin, 777);                                   // for no send
+  forge.send(wire::kAeToken, 0);                                    // never lent
   job.settle();
   EXPECT_EQ(in.arrived(), 0u) << "no handler call for a forged message";
 
@@ -270,12 +278,13 @@ TEST(Robustness, ForgedPacketsAreDiscardedAndTheLayerCarriesOn) {
   in.accept(in.got[0], Inbox::into(in.got[0], 5000, 0));
   forge.send(wire::kRzvData, slot, junk);
   ASSERT_TRUE(job.run_until([&] { return in.completed() == 1; }));
-  for (int i = 0; i < 50; ++i) forge.send(wire::kRzvData, slot, junk);
+  for (int i = 0; i < 50; ++i)
+    forge.send(wire::kRzvData, slot, junk);
   job.settle();
   // Every protocol still works both ways.
   std::uint32_t seq = 1;
-  for (Protocol p : {Protocol::one_packet, Protocol::eager, Protocol::rendezvous,
-                     Protocol::adaptive_eager}) {
+  for (Protocol p :
+       {Protocol::one_packet, Protocol::eager, Protocol::rendezvous, Protocol::adaptive_eager}) {
     SendOptions o;
     o.protocol = p;
     const std::size_t size = p == Protocol::one_packet ? 200 : 3000;
@@ -298,7 +307,7 @@ TEST(Robustness, ForgedPacketsAreDiscardedAndTheLayerCarriesOn) {
 // ---------------------------------------------------------------------------------------------
 // Defects. Each test below fails until the defect it describes is fixed.
 
-// BUG: MessageLayer::Engine::match (engine_receive.cpp:131-135) reserves pool space for every
+// BUG: MessageLayer::Engine::match (engine_receive.cpp:159-163) reserves pool space for every
 // one-packet, eager and adaptive-eager message *before* asking the arrival handler, so a message
 // whose handler would give it a buffer still waits for the unexpected pool. A message larger than
 // BGL_ML_POOL_BYTES is never matched at all (the job hangs), and an expected message waits until
@@ -306,7 +315,7 @@ TEST(Robustness, ForgedPacketsAreDiscardedAndTheLayerCarriesOn) {
 // messages rank 0 sent first deadlocks). Backpressure is right for unexpected data only.
 // OPEN DEFECT (issue 4 stays open until fixed): enable when first packets that lack resources
 // are held per source instead of blocking their FIFO, and the pool is charged after the handler.
-TEST(Bugs, DISABLED_ExpectedEagerMessageLargerThanThePoolIsDelivered) {
+TEST(MlBugs, DISABLED_ExpectedEagerMessageLargerThanThePoolIsDelivered) {
   for (Protocol p : {Protocol::eager, Protocol::adaptive_eager, Protocol::one_packet}) {
     Config c;
     c.pool_bytes = p == Protocol::one_packet ? 100 : 1000;
@@ -326,7 +335,7 @@ TEST(Bugs, DISABLED_ExpectedEagerMessageLargerThanThePoolIsDelivered) {
 // is held back by the full pool.
 // OPEN DEFECT (issue 4 stays open until fixed): enable when first packets that lack resources
 // are held per source instead of blocking their FIFO, and the pool is charged after the handler.
-TEST(Bugs, DISABLED_ExpectedMessageIsNotHeldBackByAFullPool) {
+TEST(MlBugs, DISABLED_ExpectedMessageIsNotHeldBackByAFullPool) {
   Config c;
   c.pool_bytes = 4096;
   InProcessJob job({.ntasks = 3, .shape = "3x1x1"}, c);
@@ -343,14 +352,14 @@ TEST(Bugs, DISABLED_ExpectedMessageIsNotHeldBackByAFullPool) {
       << "rank 2's expected 500-byte message waits for pool space it does not need";
 }
 
-// BUG: MessageLayer::Engine::receive_some (engine_receive.cpp:47-53) blocks a whole reception FIFO
+// BUG: MessageLayer::Engine::receive_some (engine_receive.cpp:54-64) blocks a whole reception FIFO
 // when a first packet finds the receive table full (BGL_ML_MAX_RECVS), but the packets that would
 // free a table entry (the data of the messages being received) queue in the same FIFO behind it.
 // With one entry, a second rendezvous message from a neighbour deadlocks the pair: the scout of
 // message 2 waits for message 1's entry, and message 1's data wait behind that scout.
 // OPEN DEFECT (issue 4 stays open until fixed): enable when first packets that lack resources
 // are held per source instead of blocking their FIFO, and the pool is charged after the handler.
-TEST(Bugs, DISABLED_FullReceiveTableDoesNotDeadlockRendezvous) {
+TEST(MlBugs, DISABLED_FullReceiveTableDoesNotDeadlockRendezvous) {
   Config c;
   c.max_receives = 1;
   InProcessJob job(kNeighbours, c);
@@ -364,10 +373,9 @@ TEST(Bugs, DISABLED_FullReceiveTableDoesNotDeadlockRendezvous) {
       << "completed " << in.completed() << " of 2 rendezvous messages with a 1-entry table";
 }
 
-// BUG: MessageLayer::Engine::idle (engine_send.cpp:320-322) looks at the list of destinations that
-// may send, but a destination whose next message waits for the adaptive-eager token is not on
-// it: idle() says true while a posted message has not been sent at all.
-TEST(Bugs, NotIdleWhileAMessageWaitsForTheAdaptiveEagerToken) {
+// idle() used to look only at the destinations that may send, so it said true while a posted
+// message waited for the adaptive-eager token (fixed: the engine counts queued messages).
+TEST(MlRegressions, NotIdleWhileAMessageWaitsForTheAdaptiveEagerToken) {
   InProcessJob job(kNeighbours);
   Inbox in(job.ml(1), 1, [](Inbox&, Delivery& d) { return Inbox::into(d, d.bytes, 0); });
   Outbox out;
@@ -375,7 +383,8 @@ TEST(Bugs, NotIdleWhileAMessageWaitsForTheAdaptiveEagerToken) {
   ae.protocol = Protocol::adaptive_eager;
   out.post(job.ml(0), 1, 0, 1000, message_key(0, 1, 0), ae);
   Outgoing& second = out.post(job.ml(0), 1, 1, 100, message_key(0, 1, 1));
-  for (int i = 0; i < 10; ++i) job.ml(0).advance();  // the receiver does not run
+  for (int i = 0; i < 10; ++i)
+    job.ml(0).advance();  // the receiver does not run
   ASSERT_EQ(second.done, 0) << "waits for the token";
   EXPECT_FALSE(job.ml(0).idle()) << "a posted message has not been sent";
   ASSERT_TRUE(job.run_until([&] { return in.completed() == 2; }));
@@ -383,10 +392,8 @@ TEST(Bugs, NotIdleWhileAMessageWaitsForTheAdaptiveEagerToken) {
   EXPECT_TRUE(job.ml(0).idle());
 }
 
-// BUG: Statistics::pool_bytes_in_use (statistics.hpp:21) is never updated by the engine (it keeps
-// its own pool_in_use_ in engine_receive.cpp) and Statistics::to_json (message_layer.cpp:59-72)
-// leaves it out, so the unexpected data a task holds cannot be seen.
-TEST(Bugs, PoolBytesInUseReportsTheUnexpectedDataHeld) {
+// Statistics::pool_bytes_in_use used to stay 0 and was missing from to_json() (fixed).
+TEST(MlRegressions, PoolBytesInUseReportsTheUnexpectedDataHeld) {
   InProcessJob job(kNeighbours);
   Inbox in(job.ml(1), 1, [](Inbox&, Delivery& d) { return Inbox::later(d); });
   Outbox out;
@@ -402,11 +409,10 @@ TEST(Bugs, PoolBytesInUseReportsTheUnexpectedDataHeld) {
   EXPECT_EQ(job.ml(1).statistics().pool_bytes_in_use, 200u);
 }
 
-// BUG: MessageLayer::Engine::on_fin and on_ack (engine_send.cpp:250-282) find the rendezvous send
-// by the slot id the packet names but never check that the packet comes from that send's
-// destination, although the receive side validates "everything a peer's packet claims": a stray
-// fin from another task completes the send (remote_done) before the receiver has the data.
-TEST(Bugs, RendezvousFinFromAnotherTaskIsIgnored) {
+// Acks and fins used to be matched by slot id alone: a stray fin from another task completed a
+// rendezvous send (remote_done) before the receiver had the data (fixed: they must come from the
+// send's destination).
+TEST(MlRegressions, RendezvousFinFromAnotherTaskIsIgnored) {
   QuietLog quiet;
   InProcessJob job({.ntasks = 3, .shape = "3x1x1"}, Config{}, std::vector<Rank>{0, 1});
   Inbox in(job.ml(1), 1, [](Inbox&, Delivery& d) { return Inbox::later(d); });
@@ -431,7 +437,7 @@ TEST(Bugs, RendezvousFinFromAnotherTaskIsIgnored) {
 // receives on group 1: its rendezvous data went to the node's other task, which dropped them, and
 // the message never completed (fixed in ea220c0). From a neighbour node and from the node's
 // other task.
-TEST(Regressions, RendezvousToTheSecondTaskOfAVirtualNodeArrives) {
+TEST(MlRegressions, RendezvousToTheSecondTaskOfAVirtualNodeArrives) {
   QuietLog quiet;
   for (const char* mapping : {"0 0 0 0\n1 0 0 1\n", "0 0 0 0\n0 0 0 1\n"}) {
     InProcessJob job({.ntasks = 2, .shape = "2x1x1", .mode = "vn", .mapping_text = mapping});

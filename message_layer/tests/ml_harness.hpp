@@ -50,9 +50,9 @@ struct Outgoing {
 
 struct SendOptions {
   std::optional<Protocol> protocol;
-  std::size_t offset = 0;              // alignment of the send buffer
-  std::vector<std::size_t> gather;     // piece sizes of a gather list (empty: one buffer)
-  bool notify_remote = false;          // ask for remote_done (rendezvous)
+  std::size_t offset = 0;           // alignment of the send buffer
+  std::vector<std::size_t> gather;  // piece sizes of a gather list (empty: one buffer)
+  bool notify_remote = false;       // ask for remote_done (rendezvous)
   HandlerId handler = 1;
   std::optional<std::vector<std::byte>> raw_header;  // a header other than the TestHeader
 };
@@ -85,7 +85,8 @@ class Outbox {
         fill_pattern(piece.span(), key, at);
         at += o.gather[i];
       }
-      for (auto& piece : out.pieces) out.iov.push_back({piece.data(), piece.size()});
+      for (auto& piece : out.pieces)
+        out.iov.push_back({piece.data(), piece.size()});
       out.m.data.iov = out.iov;
     }
     out.m.protocol = o.protocol;
@@ -105,7 +106,8 @@ class Outbox {
   }
   std::size_t done_count() const {
     std::size_t n = 0;
-    for (const auto& o : sent) n += o.done > 0;
+    for (const auto& o : sent)
+      n += o.done > 0;
     return n;
   }
 
@@ -143,14 +145,16 @@ struct Delivery {
   std::size_t capacity() const {
     if (iov.empty()) return buffer.size();
     std::size_t n = 0;
-    for (const auto& v : iov) n += v.iov_len;
+    for (const auto& v : iov)
+      n += v.iov_len;
     return n;
   }
   // The delivered bytes, flattened (a scatter list is gathered back).
   std::vector<std::byte> contents() const {
     if (pieces.empty()) return {buffer.span().begin(), buffer.span().end()};
     std::vector<std::byte> all;
-    for (const auto& p : pieces) all.insert(all.end(), p.data(), p.data() + p.size());
+    for (const auto& p : pieces)
+      all.insert(all.end(), p.data(), p.data() + p.size());
     return all;
   }
   bool guards_intact() const {
@@ -185,7 +189,8 @@ class Inbox {
       auto& p = d.pieces.emplace_back(sizes[i], (offset + 3 * i) % 32);
       p.clear(std::byte{0xee});
     }
-    for (auto& p : d.pieces) d.iov.push_back({p.data(), p.size()});
+    for (auto& p : d.pieces)
+      d.iov.push_back({p.data(), p.size()});
     return RecvTarget::scatter(d.iov, &Inbox::on_done, &d);
   }
   static RecvTarget later(Delivery& d) {

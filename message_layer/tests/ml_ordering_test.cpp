@@ -32,11 +32,14 @@ JobSpec fan_in(int fifo_packets = 64, const std::string& mode = "heater") {
 
 std::size_t size_for(Protocol p, std::mt19937& rng) {
   switch (p) {
-    case Protocol::one_packet: return rng() % (kOnePacketWithTestHeader + 1);
+    case Protocol::one_packet:
+      return rng() % (kOnePacketWithTestHeader + 1);
     case Protocol::eager:
-    case Protocol::adaptive_eager: return rng() % 3 == 0 ? rng() % 240 : 221 + rng() % 20000;
+    case Protocol::adaptive_eager:
+      return rng() % 3 == 0 ? rng() % 240 : 221 + rng() % 20000;
     case Protocol::rendezvous:
-    default: return rng() % 3 == 0 ? rng() % 240 : rng() % 40000;
+    default:
+      return rng() % 3 == 0 ? rng() % 240 : rng() % 40000;
   }
 }
 
@@ -57,7 +60,8 @@ std::size_t size_for(Protocol p, std::mt19937& rng) {
   for (const auto& d : in.got) {
     const auto key = message_key(d.source, me, d.test_header().seq);
     if (d.completions != 1)
-      return ::testing::AssertionFailure() << describe(d) << ": " << d.completions << " completions";
+      return ::testing::AssertionFailure()
+             << describe(d) << ": " << d.completions << " completions";
     if (d.completed_bytes != std::min(d.bytes, d.capacity()))
       return ::testing::AssertionFailure() << describe(d) << ": reported " << d.completed_bytes;
     const auto got = d.contents();
@@ -92,12 +96,12 @@ struct Acceptor {
 // ---------------------------------------------------------------------------------------------
 // Non-overtaking
 
-class NonOvertaking : public ::testing::TestWithParam<std::string> {};
+class MlNonOvertaking : public ::testing::TestWithParam<std::string> {};
 
 // Every sequence of three protocols (so every ordered pair too) from three senders to one
 // receiver, which lets its FIFOs fill up now and then so that adaptively routed packets overtake
 // ordered ones, and takes every third message as unexpected.
-TEST_P(NonOvertaking, EveryMixOfProtocolsArrivesInPostOrder) {
+TEST_P(MlNonOvertaking, EveryMixOfProtocolsArrivesInPostOrder) {
   InProcessJob job(fan_in(64, GetParam()));
   const Rank receiver = 3;
   Inbox in(job.ml(receiver), 1, [](Inbox&, Delivery& d) {
@@ -128,7 +132,8 @@ TEST_P(NonOvertaking, EveryMixOfProtocolsArrivesInPostOrder) {
   for (int round = 0; in.completed() < posted || !out.all_done(); ++round) {
     bool any = false;
     for (Rank s = 0; s < 3; ++s)
-      for (int k = 0; k < 1 + round % 4; ++k) any |= job.ml(s).advance();
+      for (int k = 0; k < 1 + round % 4; ++k)
+        any |= job.ml(s).advance();
     if (round % 7 != 0) any |= job.ml(receiver).advance();
     if (round % 5 == 0) any |= acceptor.one();
     idle = any ? 0 : idle + 1;
@@ -141,13 +146,14 @@ TEST_P(NonOvertaking, EveryMixOfProtocolsArrivesInPostOrder) {
   EXPECT_GT(s.unexpected_messages, 0u);
   // The test did make adaptive-eager data overtake their first packets.
   EXPECT_GT(s.early_adaptive_packets, 0u);
-  for (Rank r = 0; r < 3; ++r) EXPECT_GT(job.ml(r).statistics().token_waits, 0u);
+  for (Rank r = 0; r < 3; ++r)
+    EXPECT_GT(job.ml(r).statistics().token_waits, 0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(, NonOvertaking, ::testing::Values("heater", "vn"));
+INSTANTIATE_TEST_SUITE_P(, MlNonOvertaking, ::testing::Values("heater", "vn"));
 
 // The layer's own choice with adaptive eager on and a low eager limit, many small messages.
-TEST(Ordering, AutomaticMixWithAdaptiveEagerKeepsOrder) {
+TEST(MlInProcessOrdering, AutomaticMixWithAdaptiveEagerKeepsOrder) {
   Config c;
   c.limits.adaptive_eager = true;
   c.limits.eager_limit = 2000;
@@ -167,7 +173,8 @@ TEST(Ordering, AutomaticMixWithAdaptiveEagerKeepsOrder) {
   EXPECT_TRUE(in_post_order(in));
   EXPECT_TRUE(contents_ok(in, 3));
   std::map<Protocol, int> seen;
-  for (const auto& d : in.got) ++seen[d.protocol];
+  for (const auto& d : in.got)
+    ++seen[d.protocol];
   EXPECT_EQ(seen.size(), 3u) << "one_packet, adaptive_eager and rendezvous all used";
   EXPECT_EQ(seen.count(Protocol::eager), 0u);
 }
@@ -175,9 +182,9 @@ TEST(Ordering, AutomaticMixWithAdaptiveEagerKeepsOrder) {
 // ---------------------------------------------------------------------------------------------
 // Unexpected messages
 
-class UnexpectedEager : public ::testing::TestWithParam<Protocol> {};
+class MlUnexpectedEager : public ::testing::TestWithParam<Protocol> {};
 
-TEST_P(UnexpectedEager, DataWaitInThePoolUntilAccepted) {
+TEST_P(MlUnexpectedEager, DataWaitInThePoolUntilAccepted) {
   const Protocol p = GetParam();
   InProcessJob job(kAllProtocols[0] == p ? fan_in() : fan_in(32));
   Inbox in(job.ml(3), 1, [](Inbox&, Delivery& d) { return Inbox::later(d); });
@@ -203,15 +210,19 @@ TEST_P(UnexpectedEager, DataWaitInThePoolUntilAccepted) {
   EXPECT_EQ(s.unexpected_depth_max, 20u);
   EXPECT_EQ(s.pool_bytes_max, total);
   EXPECT_EQ(s.pool_waits, 0u);
-  for (Rank r = 0; r < 3; ++r) EXPECT_TRUE(job.ml(r).idle());
+  for (Rank r = 0; r < 3; ++r)
+    EXPECT_TRUE(job.ml(r).idle());
   // Accept in reverse order, into buffers, scatter lists and a truncating buffer; each
   // completes inside accept().
   for (std::size_t i = in.got.size(); i-- > 0;) {
     auto& d = in.got[i];
     const std::size_t before = in.completed();
-    if (i % 3 == 0) in.accept(d, Inbox::into(d, d.bytes, i % 32));
-    else if (i % 3 == 1) in.accept(d, Inbox::scatter(d, {d.bytes / 2, 0, d.bytes - d.bytes / 2}, 3));
-    else in.accept(d, Inbox::into(d, d.bytes / 2, 17));
+    if (i % 3 == 0)
+      in.accept(d, Inbox::into(d, d.bytes, i % 32));
+    else if (i % 3 == 1)
+      in.accept(d, Inbox::scatter(d, {d.bytes / 2, 0, d.bytes - d.bytes / 2}, 3));
+    else
+      in.accept(d, Inbox::into(d, d.bytes / 2, 17));
     EXPECT_EQ(in.completed(), before + 1) << describe(d);
   }
   EXPECT_EQ(s.unexpected_depth, 0u);
@@ -219,12 +230,12 @@ TEST_P(UnexpectedEager, DataWaitInThePoolUntilAccepted) {
   EXPECT_TRUE(in_post_order(in));
 }
 
-INSTANTIATE_TEST_SUITE_P(, UnexpectedEager,
+INSTANTIATE_TEST_SUITE_P(, MlUnexpectedEager,
                          ::testing::Values(Protocol::one_packet, Protocol::eager,
                                            Protocol::adaptive_eager),
                          [](const auto& info) { return std::string(to_string(info.param)); });
 
-TEST(Unexpected, RendezvousWaitsForAcceptThenGoesStraightToTheBuffer) {
+TEST(MlInProcessUnexpected, RendezvousWaitsForAcceptThenGoesStraightToTheBuffer) {
   InProcessJob job(fan_in());
   Inbox in(job.ml(3), 1, [](Inbox&, Delivery& d) { return Inbox::later(d); });
   Outbox out;
@@ -255,7 +266,7 @@ TEST(Unexpected, RendezvousWaitsForAcceptThenGoesStraightToTheBuffer) {
   EXPECT_EQ(rzv.messages_received, 3u);
 }
 
-TEST(Unexpected, AcceptWhileEagerDataAreStillArriving) {
+TEST(MlInProcessUnexpected, AcceptWhileEagerDataAreStillArriving) {
   for (Protocol p : {Protocol::eager, Protocol::adaptive_eager}) {
     InProcessJob job(fan_in());
     Inbox in(job.ml(3), 1, [](Inbox&, Delivery& d) { return Inbox::later(d); });
@@ -263,7 +274,8 @@ TEST(Unexpected, AcceptWhileEagerDataAreStillArriving) {
     SendOptions o;
     o.protocol = p;
     out.post(job.ml(0), 3, 0, 100000, message_key(0, 3, 0), o);  // ~420 packets
-    for (int i = 0; i < 3; ++i) job.ml(0).advance();
+    for (int i = 0; i < 3; ++i)
+      job.ml(0).advance();
     job.ml(3).advance();  // takes at most 64 packets
     ASSERT_EQ(in.arrived(), 1u) << to_string(p);
     auto& d = in.got[0];
@@ -279,7 +291,7 @@ TEST(Unexpected, AcceptWhileEagerDataAreStillArriving) {
 
 // A pool of 4 KiB and 120 unexpected messages from three senders, accepted slowly: arrivals wait
 // (the FIFOs stay blocked), nothing is lost, order holds, and the pool never exceeds its size.
-TEST(Backpressure, TinyPoolManyUnexpectedMessagesAcceptedSlowly) {
+TEST(MlInProcessBackpressure, TinyPoolManyUnexpectedMessagesAcceptedSlowly) {
   Config c;
   c.pool_bytes = 4096;
   InProcessJob job(fan_in(16), c);
@@ -322,7 +334,7 @@ TEST(Backpressure, TinyPoolManyUnexpectedMessagesAcceptedSlowly) {
 }
 
 // A receive table of four entries and 60 unexpected eager messages from one sender.
-TEST(Backpressure, FullReceiveTableMakesArrivalsWait) {
+TEST(MlInProcessBackpressure, FullReceiveTableMakesArrivalsWait) {
   for (Protocol p : {Protocol::one_packet, Protocol::eager, Protocol::adaptive_eager}) {
     Config c;
     c.max_receives = 4;
@@ -354,7 +366,7 @@ TEST(Backpressure, FullReceiveTableMakesArrivalsWait) {
 }
 
 // Posting never blocks: 3000 messages queue up while the receiver sleeps, then all arrive.
-TEST(Backpressure, PostNeverBlocksWhileTheReceiverSleeps) {
+TEST(MlInProcessBackpressure, PostNeverBlocksWhileTheReceiverSleeps) {
   InProcessJob job(fan_in(8));
   Inbox in(job.ml(3), 1, [](Inbox&, Delivery& d) { return Inbox::into(d, d.bytes, 0); });
   Outbox out;
@@ -363,18 +375,20 @@ TEST(Backpressure, PostNeverBlocksWhileTheReceiverSleeps) {
     for (Rank s = 0; s < 3; ++s)
       out.post(job.ml(s), 3, seq, rng() % 2000, message_key(s, 3, seq));
   for (int i = 0; i < 100; ++i)
-    for (Rank s = 0; s < 3; ++s) job.ml(s).advance();
+    for (Rank s = 0; s < 3; ++s)
+      job.ml(s).advance();
   EXPECT_EQ(in.arrived(), 0u);
   EXPECT_FALSE(job.ml(0).idle());
   ASSERT_TRUE(job.run_until([&] { return in.completed() == 3000 && out.all_done(); }));
   EXPECT_TRUE(in_post_order(in));
   EXPECT_TRUE(contents_ok(in, 3));
   job.settle();
-  for (Rank r = 0; r < 4; ++r) EXPECT_TRUE(job.ml(r).idle());
+  for (Rank r = 0; r < 4; ++r)
+    EXPECT_TRUE(job.ml(r).idle());
 }
 
 // More rendezvous sends than the send table holds: scouts wait for fins of earlier ones.
-TEST(Backpressure, RendezvousSendTableFull) {
+TEST(MlInProcessBackpressure, RendezvousSendTableFull) {
   Config c;
   c.max_rendezvous = 2;
   InProcessJob job(fan_in(), c);
@@ -405,7 +419,7 @@ TEST(Backpressure, RendezvousSendTableFull) {
 
 // Ping-pong driven entirely from callbacks: the arrival handler of one side posts the reply, whose
 // done callback re-posts the same SendMessage later; 100 round trips per protocol.
-TEST(Callbacks, HandlersAndDoneCallbacksMayPost) {
+TEST(MlCallbacks, HandlersAndDoneCallbacksMayPost) {
   for (Protocol p : kAllProtocols) {
     InProcessJob job(kAllProtocols[0] == p ? fan_in() : fan_in(16));
     struct Side {
@@ -448,17 +462,20 @@ TEST(Callbacks, HandlersAndDoneCallbacksMayPost) {
           5,
           [](void* ctx, const Arrival&) {
             auto& self = *static_cast<Side*>(ctx);
-            return RecvTarget::into(self.inbox,
-                                    [](void* c, std::uint32_t, std::size_t) {
-                                      auto& me = *static_cast<Side*>(c);
-                                      ++me.received;
-                                      // Rank 3 always answers; rank 0 stops at 100.
-                                      if (me.peer == 0 || me.received < 100) {
-                                        if (me.busy) ++me.pending;
-                                        else me.send();  // reply from the completion
-                                      }
-                                    },
-                                    ctx);
+            return RecvTarget::into(
+                self.inbox,
+                [](void* c, std::uint32_t, std::size_t) {
+                  auto& me = *static_cast<Side*>(c);
+                  ++me.received;
+                  // Rank 3 always answers; rank 0 stops at 100.
+                  if (me.peer == 0 || me.received < 100) {
+                    if (me.busy)
+                      ++me.pending;
+                    else
+                      me.send();  // reply from the completion
+                  }
+                },
+                ctx);
           },
           &s);
     }
@@ -475,7 +492,7 @@ TEST(Callbacks, HandlersAndDoneCallbacksMayPost) {
   }
 }
 
-TEST(Callbacks, RendezvousDoneThenRemoteDone) {
+TEST(MlCallbacks, RendezvousDoneThenRemoteDone) {
   InProcessJob job(fan_in());
   Inbox in(job.ml(3), 1, [](Inbox&, Delivery& d) { return Inbox::into(d, d.bytes, 0); });
   Outbox out;
@@ -486,7 +503,8 @@ TEST(Callbacks, RendezvousDoneThenRemoteDone) {
   bool remote_before_done = false, done_before_data = false;
   ASSERT_TRUE(job.run_until([&] {
     if (m.remote_done && !m.done) remote_before_done = true;
-    if (m.done && job.ml(3).statistics()
+    if (m.done && job.ml(3)
+                          .statistics()
                           .protocol[static_cast<std::size_t>(Protocol::rendezvous)]
                           .packets_received == 0)
       done_before_data = true;

@@ -17,15 +17,16 @@ namespace {
 
 using ::testing::HasSubstr;
 
-constexpr const char* kMlVariables[] = {"BGL_ML_PROTOCOL",   "BGL_ML_ADAPTIVE_EAGER",
+constexpr const char* kMlVariables[] = {"BGL_ML_PROTOCOL",    "BGL_ML_ADAPTIVE_EAGER",
                                         "BGL_ML_EAGER_LIMIT", "BGL_ML_POOL_BYTES",
-                                        "BGL_ML_MAX_RECVS",  "BGL_ML_MAX_RZV"};
+                                        "BGL_ML_MAX_RECVS",   "BGL_ML_MAX_RZV"};
 
 // Clears every BGL_ML_* variable for the test's duration.
 class CleanEnv : public ScopedEnv {
  public:
   CleanEnv() {
-    for (const char* v : kMlVariables) unset(v);
+    for (const char* v : kMlVariables)
+      unset(v);
   }
 };
 
@@ -52,7 +53,7 @@ SendMessage message_of(std::size_t data_bytes, std::size_t header_bytes) {
 // ---------------------------------------------------------------------------------------------
 // Names
 
-TEST(ProtocolNames, RoundTripAndAliases) {
+TEST(MlProtocolNames, RoundTripAndAliases) {
   for (int i = 0; i < kProtocols; ++i) {
     const auto p = static_cast<Protocol>(i);
     EXPECT_EQ(parse_protocol(to_string(p)), p) << to_string(p);
@@ -73,14 +74,15 @@ TEST(ProtocolNames, RoundTripAndAliases) {
     EXPECT_EQ(parse_protocol(bad), std::nullopt) << "'" << bad << "'";
 }
 
-TEST(ProtocolNames, CEnumeratorsMatchTheCxxProtocols) {
+TEST(MlProtocolNames, CEnumeratorsMatchTheCxxProtocols) {
   EXPECT_EQ(BGL_MSG_ONE_PACKET, static_cast<int>(Protocol::one_packet));
   EXPECT_EQ(BGL_MSG_EAGER, static_cast<int>(Protocol::eager));
   EXPECT_EQ(BGL_MSG_RENDEZVOUS, static_cast<int>(Protocol::rendezvous));
   EXPECT_EQ(BGL_MSG_ADAPTIVE_EAGER, static_cast<int>(Protocol::adaptive_eager));
   EXPECT_EQ(BGL_MSG_MAX_USER_HEADER, static_cast<int>(kMaxUserHeader));
   EXPECT_EQ(BGL_MSG_MAX_HANDLERS, kMaxHandlers);
-  for (std::size_t h : {0u, 1u, 8u, 127u, 128u}) EXPECT_EQ(bgl_msg_max_one_packet(h), 228 - h);
+  for (std::size_t h : {0u, 1u, 8u, 127u, 128u})
+    EXPECT_EQ(bgl_msg_max_one_packet(h), 228 - h);
   EXPECT_EQ(bgl_msg_max_one_packet(129), 0u);
   EXPECT_EQ(bgl_msg_max_one_packet(1000), 0u);
 }
@@ -88,7 +90,7 @@ TEST(ProtocolNames, CEnumeratorsMatchTheCxxProtocols) {
 // ---------------------------------------------------------------------------------------------
 // Choice by size
 
-class ProtocolChoice : public ::testing::Test {
+class MlProtocolChoice : public ::testing::Test {
  protected:
   Protocol choose(const Config& c, std::size_t data, std::size_t header = 0,
                   std::optional<Protocol> forced = std::nullopt) {
@@ -99,7 +101,7 @@ class ProtocolChoice : public ::testing::Test {
   }
 };
 
-TEST_F(ProtocolChoice, OnePacketUpToWhatFitsBesideTheHeader) {
+TEST_F(MlProtocolChoice, OnePacketUpToWhatFitsBesideTheHeader) {
   const Config c;
   for (std::size_t header : {0u, 1u, 8u, 100u, 127u, 128u}) {
     const std::size_t fits = 240 - 12 - header;
@@ -109,7 +111,7 @@ TEST_F(ProtocolChoice, OnePacketUpToWhatFitsBesideTheHeader) {
   }
 }
 
-TEST_F(ProtocolChoice, EagerUpToTheEagerLimitThenRendezvous) {
+TEST_F(MlProtocolChoice, EagerUpToTheEagerLimitThenRendezvous) {
   Config c;
   EXPECT_EQ(c.limits.eager_limit, 16384u);
   EXPECT_EQ(choose(c, 16384), Protocol::eager);
@@ -124,7 +126,7 @@ TEST_F(ProtocolChoice, EagerUpToTheEagerLimitThenRendezvous) {
   EXPECT_EQ(choose(c, 229), Protocol::rendezvous);
 }
 
-TEST_F(ProtocolChoice, AdaptiveEagerReplacesEagerWhenEnabled) {
+TEST_F(MlProtocolChoice, AdaptiveEagerReplacesEagerWhenEnabled) {
   Config c;
   c.limits.adaptive_eager = true;
   EXPECT_EQ(choose(c, 228), Protocol::one_packet);
@@ -133,7 +135,7 @@ TEST_F(ProtocolChoice, AdaptiveEagerReplacesEagerWhenEnabled) {
   EXPECT_EQ(choose(c, 16385), Protocol::rendezvous);
 }
 
-TEST_F(ProtocolChoice, ForcedProtocolWinsAndPerMessageChoiceWinsOverIt) {
+TEST_F(MlProtocolChoice, ForcedProtocolWinsAndPerMessageChoiceWinsOverIt) {
   Config c;
   c.limits.forced = Protocol::rendezvous;
   EXPECT_EQ(choose(c, 0), Protocol::rendezvous);
@@ -146,7 +148,7 @@ TEST_F(ProtocolChoice, ForcedProtocolWinsAndPerMessageChoiceWinsOverIt) {
 
 // In virtual-node mode, a message to the node's other task that does not fit one packet uses the
 // virtual-node protocol (contiguous data only); to anybody else the usual choice holds.
-TEST_F(ProtocolChoice, VirtualNodeProtocolToTheNodesOtherTask) {
+TEST_F(MlProtocolChoice, VirtualNodeProtocolToTheNodesOtherTask) {
   for (Config c : {Config{}, [] {
                      Config f;
                      f.limits.forced = Protocol::virtual_node;  // falls back elsewhere
@@ -174,7 +176,7 @@ TEST_F(ProtocolChoice, VirtualNodeProtocolToTheNodesOtherTask) {
   }
 }
 
-TEST_F(ProtocolChoice, GatherListsCountTheirTotalSize) {
+TEST_F(MlProtocolChoice, GatherListsCountTheirTotalSize) {
   InProcessJob job({.ntasks = 2, .shape = "2x1x1"});
   std::vector<std::byte> a(200), b(28), c(1);
   const std::vector<iovec> two = {{a.data(), a.size()}, {b.data(), b.size()}};
@@ -262,7 +264,7 @@ TEST(MlEnvironment, BadValuesAreConfigErrorsNamingTheVariable) {
 // ---------------------------------------------------------------------------------------------
 // Statistics
 
-TEST(MlStatistics, JsonCarriesEveryCounterUnderItsName) {
+TEST(MlStatisticsJson, JsonCarriesEveryCounterUnderItsName) {
   Statistics s;
   std::uint64_t v = 1;
   for (auto& p : s.protocol) {
@@ -300,15 +302,17 @@ TEST(MlStatistics, JsonCarriesEveryCounterUnderItsName) {
   EXPECT_EQ(j.at("early_adaptive_packets"), 108u);
   EXPECT_EQ(j.at("token_waits").get<std::uint64_t>(), (1ULL << 40) + 109);
   // Fits the launcher's per-task report slot even with large counters.
-  for (auto& p : s.protocol) p.bytes_received = ~0ULL;
+  for (auto& p : s.protocol)
+    p.bytes_received = ~0ULL;
   EXPECT_LT(s.to_json().size(), pkt::TaskSlot{}.report.size());
 }
 
-TEST(MlStatistics, FreshLayerReportsZeros) {
+TEST(MlStatisticsJson, FreshLayerReportsZeros) {
   InProcessJob job({.ntasks = 2, .shape = "2x1x1"});
   const auto j = nlohmann::json::parse(job.ml(0).statistics().to_json());
   for (const auto& [name, p] : j.at("protocols").items())
-    for (const auto& [key, value] : p.items()) EXPECT_EQ(value, 0u) << name << "." << key;
+    for (const auto& [key, value] : p.items())
+      EXPECT_EQ(value, 0u) << name << "." << key;
   EXPECT_EQ(j.at("control_packets_sent"), 0u);
   EXPECT_EQ(j.at("unexpected_messages"), 0u);
   EXPECT_TRUE(job.ml(0).idle());

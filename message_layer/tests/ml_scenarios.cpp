@@ -58,12 +58,12 @@ unsigned g_rank = 0;
   std::exit(1);
 }
 
-#define CHECK(cond)                                   \
-  do {                                                \
-    if (!(cond)) fail(__FILE__, __LINE__, #cond);     \
+#define CHECK(cond)                               \
+  do {                                            \
+    if (!(cond)) fail(__FILE__, __LINE__, #cond); \
   } while (0)
-#define CHECK_MSG(cond, text)                                                 \
-  do {                                                                        \
+#define CHECK_MSG(cond, text)                                                  \
+  do {                                                                         \
     if (!(cond)) fail(__FILE__, __LINE__, std::string(#cond) + ": " + (text)); \
   } while (0)
 
@@ -123,8 +123,10 @@ void drive(MessageLayer& ml, const char* what, Pred&& pred) {
   g_watchdog->describe_with([&ml] { return ": " + ml.statistics().to_json(); });
   g_watchdog->arm(what);
   while (!pred()) {
-    if (ml.advance()) g_watchdog->pet();
-    else ml.wait();
+    if (ml.advance())
+      g_watchdog->pet();
+    else
+      ml.wait();
   }
   g_watchdog->disarm();
 }
@@ -146,7 +148,7 @@ std::string protocol_counts(const std::map<Protocol, int>& counts) {
 
 // The protocols a message from `me` to `peer` of `bytes` bytes may be forced to use.
 std::vector<Protocol> valid_protocols(const Session& s, Rank me, Rank peer, std::size_t bytes,
-                                     std::size_t header = sizeof(TestHeader)) {
+                                      std::size_t header = sizeof(TestHeader)) {
   std::vector<Protocol> v;
   if (bytes <= 228 - header) v.push_back(Protocol::one_packet);
   v.insert(v.end(), {Protocol::eager, Protocol::rendezvous, Protocol::adaptive_eager});
@@ -214,7 +216,8 @@ int pingpong(Session& s, const std::string& sizeset) {
   std::map<std::uint32_t, Item> plan;
   std::size_t total = 0;
   for (const auto& batch : batches)
-    for (const auto& item : batch) plan[static_cast<std::uint32_t>(total++)] = item;
+    for (const auto& item : batch)
+      plan[static_cast<std::uint32_t>(total++)] = item;
 
   std::map<Protocol, int> protocols;
   if (me == a) {
@@ -233,7 +236,8 @@ int pingpong(Session& s, const std::string& sizeset) {
       }
       drive(ml, __func__, [&] { return echoes.completed() == batch.size() && out.all_done(); });
       for (const auto& d : echoes.got) {
-        check_delivery(d, message_key(a, b, d.test_header().seq), plan.at(d.test_header().seq).size);
+        check_delivery(d, message_key(a, b, d.test_header().seq),
+                       plan.at(d.test_header().seq).size);
         ++protocols[d.protocol];
       }
       echoes.clear();
@@ -274,8 +278,10 @@ int pingpong(Session& s, const std::string& sizeset) {
         m.done = [](SendMessage& x) { ++*static_cast<std::size_t*>(x.context); };
         ml.post(m);
       }
-      if (ml.advance()) g_watchdog->pet();
-      else ml.wait();
+      if (ml.advance())
+        g_watchdog->pet();
+      else
+        ml.wait();
     }
     g_watchdog->disarm();
     drive(ml, __func__, [&] { return ml.idle(); });
@@ -291,9 +297,12 @@ int pingpong(Session& s, const std::string& sizeset) {
 
 std::size_t mix_size(Protocol p, std::mt19937& rng) {
   switch (p) {
-    case Protocol::one_packet: return rng() % (kOnePacketWithTestHeader + 1);
-    case Protocol::rendezvous: return rng() % 6000;
-    default: return kOnePacketWithTestHeader + 1 + rng() % 3000;
+    case Protocol::one_packet:
+      return rng() % (kOnePacketWithTestHeader + 1);
+    case Protocol::rendezvous:
+      return rng() % 6000;
+    default:
+      return kOnePacketWithTestHeader + 1 + rng() % 3000;
   }
 }
 
@@ -342,7 +351,8 @@ int mix(Session& s, const std::string& mode) {
   std::map<Rank, std::uint32_t> next;
   for (const auto& d : in.got) {
     const auto seq = d.test_header().seq;
-    CHECK_MSG(seq == next[d.source], describe(d) + " overtook message " + std::to_string(next[d.source]));
+    CHECK_MSG(seq == next[d.source],
+              describe(d) + " overtook message " + std::to_string(next[d.source]));
     ++next[d.source];
     check_delivery(d, message_key(d.source, me, seq), d.bytes);
   }
@@ -404,7 +414,8 @@ std::vector<StressMsg> stress_plan(const Session& s, std::uint64_t seed, int per
       if (m.protocol == Protocol::virtual_node && rng() % 4 == 0) m.protocol.reset();
       m.so = rng() % 32;
       m.ro = rng() % 32;
-      if (rng() % 5 == 0 && m.protocol != Protocol::virtual_node) m.gather = random_split(m.size, rng);
+      if (rng() % 5 == 0 && m.protocol != Protocol::virtual_node)
+        m.gather = random_split(m.size, rng);
       if (rng() % 5 == 0) m.scatter = random_split(m.size, rng);
       m.capacity = m.size;
       if (rng() % 20 == 0) {
@@ -423,7 +434,8 @@ int stress(Session& s, std::uint64_t seed, int per_task, std::size_t max_bytes) 
   const Rank me = s.rank();
   const auto plan = stress_plan(s, seed, per_task, max_bytes);
   std::size_t expected = 0;
-  for (const auto& m : plan) expected += m.dest == me;
+  for (const auto& m : plan)
+    expected += m.dest == me;
 
   // Receiving: a Delivery per arrival, its destination from the plan.
   std::deque<Delivery> got;
@@ -452,7 +464,8 @@ int stress(Session& s, std::uint64_t seed, int per_task, std::size_t max_bytes) 
     if (!m.scatter.empty()) {
       for (std::size_t i = 0; i < m.scatter.size(); ++i)
         d.pieces.emplace_back(m.scatter[i], (m.ro + i) % 32).clear(std::byte{0xee});
-      for (auto& p : d.pieces) d.iov.push_back({p.data(), p.size()});
+      for (auto& p : d.pieces)
+        d.iov.push_back({p.data(), p.size()});
       return RecvTarget::scatter(d.iov, g_on_done, &d);
     }
     d.buffer = GuardedBuffer(m.capacity, m.ro);
@@ -471,8 +484,8 @@ int stress(Session& s, std::uint64_t seed, int per_task, std::size_t max_bytes) 
         const StressMsg& m = (*x.plan)[h.plan_index];
         CHECK(m.src == a.source && m.dest == g_rank && m.size == a.bytes && m.seq == h.seq);
         CHECK_MSG(h.seq == (*x.next)[a.source], "message " + std::to_string(h.seq) + " from rank " +
-                                                     std::to_string(a.source) + " overtook " +
-                                                     std::to_string((*x.next)[a.source]));
+                                                    std::to_string(a.source) + " overtook " +
+                                                    std::to_string((*x.next)[a.source]));
         ++(*x.next)[a.source];
         if (m.protocol) CHECK(a.protocol == *m.protocol);
         Delivery& d = x.got->emplace_back();
@@ -524,7 +537,8 @@ int stress(Session& s, std::uint64_t seed, int per_task, std::size_t max_bytes) 
           if (p.size()) std::memcpy(all.data() + at, p.data(), p.size());
           at += m.gather[i];
         }
-        for (auto& p : o.pieces) o.iov.push_back({p.data(), p.size()});
+        for (auto& p : o.pieces)
+          o.iov.push_back({p.data(), p.size()});
         o.m.data.iov = o.iov;
         o.h.checksum = checksum(all);
       }
@@ -646,9 +660,10 @@ int big(Session& s, std::size_t bytes) {
     CHECK_MSG(bad == kNoMismatch, "byte " + std::to_string(bad) + " differs");
     CHECK(buffer.guards_intact());
     drive(ml, __func__, [&] { return ml.idle(); });
-    std::printf("big: rank %u received %zu bytes (%s), checksum %016llx ok, in %.2f s, checked in %.2f s\n",
-                me, bytes, std::string(to_string(got.protocol)).c_str(),
-                static_cast<unsigned long long>(sum), transfer, seconds_since(t1));
+    std::printf(
+        "big: rank %u received %zu bytes (%s), checksum %016llx ok, in %.2f s, checked in %.2f s\n",
+        me, bytes, std::string(to_string(got.protocol)).c_str(),
+        static_cast<unsigned long long>(sum), transfer, seconds_since(t1));
   } else {
     s.bootstrap().barrier();
   }
@@ -665,14 +680,16 @@ int backpressure(Session& s, int per_sender) {
   const int n = s.size();
   if (me == 0) {
     Inbox in(ml, 1, [](Inbox&, Delivery& d) { return Inbox::later(d); });
-    const std::size_t expected = static_cast<std::size_t>(per_sender) * static_cast<std::size_t>(n - 1);
+    const std::size_t expected =
+        static_cast<std::size_t>(per_sender) * static_cast<std::size_t>(n - 1);
     std::size_t accepted = 0;
     auto last = Clock::now();
     // One accept per 200 microseconds at most: the senders outrun the receiver. Never block in
     // wait() while an accept is owed (no packet may come to wake the task).
     g_watchdog->describe_with([&] {
       return ": " + std::to_string(in.arrived()) + " arrived, " + std::to_string(accepted) +
-             " accepted, " + std::to_string(in.completed()) + " complete; " + ml.statistics().to_json();
+             " accepted, " + std::to_string(in.completed()) + " complete; " +
+             ml.statistics().to_json();
     });
     g_watchdog->arm("backpressure");
     while (in.completed() < expected) {
@@ -683,8 +700,10 @@ int backpressure(Session& s, int per_sender) {
         last = Clock::now();
       }
       // (An accept may complete the last message: check before sleeping.)
-      if (ml.advance()) g_watchdog->pet();
-      else if (accepted == in.got.size() && in.completed() < expected) ml.wait();
+      if (ml.advance())
+        g_watchdog->pet();
+      else if (accepted == in.got.size() && in.completed() < expected)
+        ml.wait();
     }
     g_watchdog->disarm();
     std::map<Rank, std::uint32_t> next;
@@ -695,11 +714,13 @@ int backpressure(Session& s, int per_sender) {
     }
     const auto& st = ml.statistics();
     const std::size_t pool = ml.config().pool_bytes;
-    CHECK_MSG(st.pool_bytes_max <= pool, std::to_string(st.pool_bytes_max) + " > " + std::to_string(pool));
+    CHECK_MSG(st.pool_bytes_max <= pool,
+              std::to_string(st.pool_bytes_max) + " > " + std::to_string(pool));
     CHECK(st.unexpected_messages == expected);
-    std::printf("backpressure: %zu unexpected messages, pool max %llu of %zu bytes, %llu waits: ok\n",
-                expected, static_cast<unsigned long long>(st.pool_bytes_max), pool,
-                static_cast<unsigned long long>(st.pool_waits));
+    std::printf(
+        "backpressure: %zu unexpected messages, pool max %llu of %zu bytes, %llu waits: ok\n",
+        expected, static_cast<unsigned long long>(st.pool_bytes_max), pool,
+        static_cast<unsigned long long>(st.pool_waits));
   } else {
     Outbox out;
     std::mt19937 rng(me);
@@ -708,7 +729,8 @@ int backpressure(Session& s, int per_sender) {
     for (std::uint32_t seq = 0; seq < static_cast<std::uint32_t>(per_sender); ++seq) {
       SendOptions o;
       o.protocol = kinds[rng() % 4];
-      const std::size_t size = o.protocol == Protocol::one_packet ? rng() % 221 : 221 + rng() % 3500;
+      const std::size_t size =
+          o.protocol == Protocol::one_packet ? rng() % 221 : 221 + rng() % 3500;
       out.post(ml, 0, seq, size, message_key(me, 0, seq), o);
     }
     drive(ml, __func__, [&] { return out.all_done() && ml.idle(); });
@@ -730,7 +752,8 @@ int unexpected_rzv(Session& s) {
     o.notify_remote = true;
     out.post(ml, b, 0, 300000, message_key(a, b, 0), o);
     const auto t0 = Clock::now();
-    while (seconds_since(t0) < 0.2) ml.advance();
+    while (seconds_since(t0) < 0.2)
+      ml.advance();
     CHECK_MSG(out.sent[0].done == 0, "done before the receiver accepted");
     CHECK(!ml.idle());
     s.bootstrap().barrier();  // the receiver accepts after this
@@ -741,7 +764,8 @@ int unexpected_rzv(Session& s) {
     Inbox in(ml, 1, [](Inbox&, Delivery& d) { return Inbox::later(d); });
     drive(ml, __func__, [&] { return in.arrived() == 1; });
     const auto t0 = Clock::now();
-    while (seconds_since(t0) < 0.2) ml.advance();
+    while (seconds_since(t0) < 0.2)
+      ml.advance();
     const auto& rzv = ml.statistics().protocol[static_cast<std::size_t>(Protocol::rendezvous)];
     CHECK(rzv.bytes_received == 0 && ml.statistics().unexpected_depth == 1);
     s.bootstrap().barrier();
@@ -821,7 +845,8 @@ int errors(Session& s) {
   m.data.buffer = data;
   expect(invalid_argument([&] { ml.post(m); }),
          "one-packet protocol forced for 1000 bytes; at most 228 fit with this header");
-  expect(invalid_argument([&] { ml.accept(RecvHandle{12345}, RecvTarget::into(data, nullptr, nullptr)); }),
+  expect(invalid_argument(
+             [&] { ml.accept(RecvHandle{12345}, RecvTarget::into(data, nullptr, nullptr)); }),
          "accept() of a message that is not waiting for a buffer");
   CHECK(ml.idle());
   s.bootstrap().barrier();
@@ -835,17 +860,21 @@ int run(int argc, char** argv) {
   g_watchdog = &watchdog;
   g_rank = session->rank();
   const std::string what = argc > 1 ? argv[1] : "";
-  const auto arg = [&](int i, const char* fallback) { return std::string(argc > i ? argv[i] : fallback); };
+  const auto arg = [&](int i, const char* fallback) {
+    return std::string(argc > i ? argv[i] : fallback);
+  };
   if (what == "pingpong") return pingpong(*session, arg(2, "boundary"));
   if (what == "mix") return mix(*session, arg(2, "all"));
   if (what == "stress")
-    return stress(*session, std::stoull(arg(2, "1")), std::stoi(arg(3, "100")), std::stoul(arg(4, "100000")));
+    return stress(*session, std::stoull(arg(2, "1")), std::stoi(arg(3, "100")),
+                  std::stoul(arg(4, "100000")));
   if (what == "big") return big(*session, std::stoull(arg(2, "1073741824")));
   if (what == "backpressure") return backpressure(*session, std::stoi(arg(2, "100")));
   if (what == "unexpected_rzv") return unexpected_rzv(*session);
   if (what == "stats") return stats(*session);
   if (what == "errors") return errors(*session);
-  throw ConfigError("usage: ml_scenarios pingpong|mix|stress|big|backpressure|unexpected_rzv|stats|errors ...");
+  throw ConfigError(
+      "usage: ml_scenarios pingpong|mix|stress|big|backpressure|unexpected_rzv|stats|errors ...");
 }
 
 }  // namespace

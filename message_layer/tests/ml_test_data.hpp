@@ -80,7 +80,8 @@ inline std::uint64_t checksum(std::span<const std::byte> data) {
     std::memcpy(&w, data.data() + i, 8);
     h = (h ^ w) * kPrime;
   }
-  for (; i < data.size(); ++i) h = (h ^ static_cast<std::uint8_t>(data[i])) * kPrime;
+  for (; i < data.size(); ++i)
+    h = (h ^ static_cast<std::uint8_t>(data[i])) * kPrime;
   return mix64(h ^ data.size());
 }
 

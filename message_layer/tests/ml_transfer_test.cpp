@@ -38,8 +38,12 @@ const Placement kPlacements[] = {
     {"Farthest8x2x1",
      {.ntasks = 2, .shape = "8x2x1", .mode = "coprocessor", .mapping_text = "0 0 0\n4 1 0\n"},
      5},
-    {"SameNodeVn", {.ntasks = 2, .shape = "2x1x1", .mode = "vn", .mapping_text = "0 0 0 0\n0 0 0 1\n"}, 0},
-    {"FarthestVn", {.ntasks = 2, .shape = "4x4x2", .mode = "vn", .mapping_text = "0 0 0 1\n2 2 1 0\n"}, 5},
+    {"SameNodeVn",
+     {.ntasks = 2, .shape = "2x1x1", .mode = "vn", .mapping_text = "0 0 0 0\n0 0 0 1\n"},
+     0},
+    {"FarthestVn",
+     {.ntasks = 2, .shape = "4x4x2", .mode = "vn", .mapping_text = "0 0 0 1\n2 2 1 0\n"},
+     5},
     {"MeshEnds", {.ntasks = 2, .shape = "4x2x1", .mesh = "x", .mapping_text = "0 0 0\n3 1 0\n"}, 4},
 };
 
@@ -51,14 +55,16 @@ int distance_between(const InProcessJob& job, Rank a, Rank b) {
 // Packets a message of `bytes` data bytes takes (8-byte header).
 std::uint64_t packets_for(Protocol p, std::size_t bytes) {
   switch (p) {
-    case Protocol::one_packet: return 1;
+    case Protocol::one_packet:
+      return 1;
     case Protocol::eager:
     case Protocol::adaptive_eager:
-      return 1 + (bytes > kOnePacketWithTestHeader
-                      ? (bytes - kOnePacketWithTestHeader + 239) / 240
-                      : 0);
-    case Protocol::rendezvous: return 1 + (bytes + 235) / 236;
-    default: return 0;  // not counted here
+      return 1 + (bytes > kOnePacketWithTestHeader ? (bytes - kOnePacketWithTestHeader + 239) / 240
+                                                   : 0);
+    case Protocol::rendezvous:
+      return 1 + (bytes + 235) / 236;
+    default:
+      return 0;  // not counted here
   }
 }
 
@@ -71,9 +77,8 @@ std::uint64_t packets_for(Protocol p, std::size_t bytes) {
   if (d.completions != 1)
     return ::testing::AssertionFailure() << describe(d) << ": " << d.completions << " completions";
   if (d.completed_bytes != fits)
-    return ::testing::AssertionFailure()
-           << describe(d) << ": completion reports " << d.completed_bytes << " bytes, expected "
-           << fits;
+    return ::testing::AssertionFailure() << describe(d) << ": completion reports "
+                                         << d.completed_bytes << " bytes, expected " << fits;
   if (d.completed_handle != d.handle)
     return ::testing::AssertionFailure() << describe(d) << ": completion names another handle";
   const auto got = d.contents();
@@ -96,8 +101,7 @@ struct Planned {
 class Pair {
  public:
   explicit Pair(const JobSpec& spec, const Config& config = {})
-      : job(spec, config),
-        in{Inbox(job.ml(0), 1, policy()), Inbox(job.ml(1), 1, policy())} {}
+      : job(spec, config), in{Inbox(job.ml(0), 1, policy()), Inbox(job.ml(1), 1, policy())} {}
 
   // Returns the protocol the layer chose.
   Protocol send(Rank from, std::size_t bytes, std::size_t send_offset, std::size_t recv_offset,
@@ -179,16 +183,15 @@ void PrintTo(const MatrixParam& p, std::ostream* os) {
   *os << protocol_name(std::get<0>(p)) << " " << std::get<1>(p).name;
 }
 
-class TransferMatrix : public ::testing::TestWithParam<MatrixParam> {};
+class MlTransferMatrix : public ::testing::TestWithParam<MatrixParam> {};
 
-TEST_P(TransferMatrix, EverySizeAndAlignmentBothWays) {
+TEST_P(MlTransferMatrix, EverySizeAndAlignmentBothWays) {
   const auto& [protocol, placement] = GetParam();
   Pair pair(placement.spec);
   ASSERT_EQ(distance_between(pair.job, 0, 1), placement.hops);
   const bool siblings = placement.hops == 0;  // two tasks of one node (virtual-node mode)
-  const auto sizes = protocol == Protocol::one_packet
-                         ? std::vector<std::size_t>{0, 1, 219, 220}
-                         : boundary_sizes(sizeof(TestHeader), 65543);
+  const auto sizes = protocol == Protocol::one_packet ? std::vector<std::size_t>{0, 1, 219, 220}
+                                                      : boundary_sizes(sizeof(TestHeader), 65543);
   std::map<Protocol, std::uint64_t> messages, bytes, packets;
   const auto send_both = [&](std::size_t size, std::size_t so, std::size_t ro, bool remote) {
     for (Rank from : {0u, 1u}) {
@@ -246,20 +249,21 @@ std::vector<MatrixParam> matrix() {
        {std::optional<Protocol>{}, std::optional<Protocol>{Protocol::one_packet},
         std::optional<Protocol>{Protocol::eager}, std::optional<Protocol>{Protocol::rendezvous},
         std::optional<Protocol>{Protocol::adaptive_eager}})
-    for (const auto& placement : kPlacements) v.emplace_back(p, placement);
+    for (const auto& placement : kPlacements)
+      v.emplace_back(p, placement);
   // The virtual-node protocol exists between the two tasks of a node only.
   for (const auto& placement : kPlacements)
     if (placement.hops == 0) v.emplace_back(Protocol::virtual_node, placement);
   return v;
 }
 
-INSTANTIATE_TEST_SUITE_P(, TransferMatrix, ::testing::ValuesIn(matrix()), [](const auto& info) {
+INSTANTIATE_TEST_SUITE_P(, MlTransferMatrix, ::testing::ValuesIn(matrix()), [](const auto& info) {
   return protocol_name(std::get<0>(info.param)) + "_" + std::get<1>(info.param).name;
 });
 
 // The configured choice (BGL_ML_PROTOCOL, BGL_ML_ADAPTIVE_EAGER, BGL_ML_EAGER_LIMIT as a Config)
 // rather than a per-message one.
-TEST(Transfer, ConfiguredProtocolLimitsDecide) {
+TEST(MlTransfer, ConfiguredProtocolLimitsDecide) {
   std::vector<Config> configs(4);
   configs[0].limits.adaptive_eager = true;
   configs[1].limits.eager_limit = 1000;
@@ -269,7 +273,8 @@ TEST(Transfer, ConfiguredProtocolLimitsDecide) {
   for (const Config& c : configs) {
     Pair pair(kPlacements[1].spec, c);
     for (std::size_t size : {0u, 1u, 220u, 221u, 999u, 1000u, 1001u, 16384u, 16385u, 100000u})
-      for (Rank from : {0u, 1u}) pair.send(from, size, 3, 7, std::nullopt);
+      for (Rank from : {0u, 1u})
+        pair.send(from, size, 3, 7, std::nullopt);
     ASSERT_TRUE(pair.finish());
     for (const auto& d : pair.in[1].got)
       EXPECT_EQ(d.protocol, default_protocol(d.bytes, c.limits)) << describe(d);
@@ -280,18 +285,19 @@ TEST(Transfer, ConfiguredProtocolLimitsDecide) {
 // The virtual-node protocol copies straight from the sender's memory (process_vm_readv); with the
 // copy switched off (BGL_ML_VN_COPY=0) it streams the data like a rendezvous. Both, into buffers
 // and scatter lists, expected and unexpected, at odd alignments.
-TEST(Transfer, VirtualNodeProtocolCopiesOrStreams) {
+TEST(MlTransfer, VirtualNodeProtocolCopiesOrStreams) {
   for (bool direct : {true, false}) {
     Config c;
     c.vn_direct_copy = direct;
-    InProcessJob job({.ntasks = 2, .shape = "2x1x1", .mode = "vn", .mapping_text = "0 0 0 1\n0 0 0 0\n"},
-                     c);
+    InProcessJob job(
+        {.ntasks = 2, .shape = "2x1x1", .mode = "vn", .mapping_text = "0 0 0 1\n0 0 0 0\n"}, c);
     Outbox out;
     Inbox in(job.ml(1), 1, [](Inbox&, Delivery& d) {
       const auto seq = d.test_header().seq;
       if (seq % 3 == 2) return Inbox::later(d);
       if (seq % 3 == 1) return Inbox::scatter(d, {d.bytes / 3, 0, d.bytes - d.bytes / 3}, seq % 32);
-      return Inbox::into(d, d.bytes - (seq % 4 == 0 ? d.bytes / 2 : 0), seq % 32);  // some truncated
+      return Inbox::into(d, d.bytes - (seq % 4 == 0 ? d.bytes / 2 : 0),
+                         seq % 32);  // some truncated
     });
     std::uint32_t seq = 0;
     for (std::size_t size : {0u, 1u, 221u, 5000u, 100000u, 1u << 20}) {
@@ -316,18 +322,21 @@ TEST(Transfer, VirtualNodeProtocolCopiesOrStreams) {
       EXPECT_EQ(d.protocol, Protocol::virtual_node);
       EXPECT_TRUE(delivered_intact(d, message_key(0, 1, d.test_header().seq), d.bytes));
     }
-    const auto& vn = job.ml(1).statistics().protocol[static_cast<std::size_t>(Protocol::virtual_node)];
+    const auto& vn =
+        job.ml(1).statistics().protocol[static_cast<std::size_t>(Protocol::virtual_node)];
     EXPECT_EQ(vn.messages_received, seq);
     // Streaming sends data packets; the direct copy needs none beyond the request.
-    if (direct) EXPECT_EQ(vn.packets_received, seq);
-    else EXPECT_GT(vn.packets_received, seq);
+    if (direct)
+      EXPECT_EQ(vn.packets_received, seq);
+    else
+      EXPECT_GT(vn.packets_received, seq);
   }
 }
 
 // ---------------------------------------------------------------------------------------------
 // Zero bytes, headers, oneself
 
-TEST(Transfer, ZeroByteMessagesWithNullBuffersEveryProtocolAndTarget) {
+TEST(MlTransfer, ZeroByteMessagesWithNullBuffersEveryProtocolAndTarget) {
   InProcessJob job(kPlacements[1].spec);
   struct Got {
     int arrivals = 0, completions = 0;
@@ -350,9 +359,13 @@ TEST(Transfer, ZeroByteMessagesWithNullBuffersEveryProtocolAndTarget) {
           g2.bytes = bytes;
         };
         switch (turn++ % 3) {
-          case 0: return RecvTarget::into({}, done, ctx);
-          case 1: return RecvTarget::scatter({}, done, ctx);
-          default: g.later.push_back(a.handle); return RecvTarget::later();
+          case 0:
+            return RecvTarget::into({}, done, ctx);
+          case 1:
+            return RecvTarget::scatter({}, done, ctx);
+          default:
+            g.later.push_back(a.handle);
+            return RecvTarget::later();
         }
       },
       &got);
@@ -382,7 +395,8 @@ TEST(Transfer, ZeroByteMessagesWithNullBuffersEveryProtocolAndTarget) {
     g.bytes = bytes;
   };
   const int before = got.completions;
-  for (RecvHandle h : got.later) job.ml(1).accept(h, RecvTarget::into({}, count_done, &got));
+  for (RecvHandle h : got.later)
+    job.ml(1).accept(h, RecvTarget::into({}, count_done, &got));
   ASSERT_TRUE(job.run_until([&] { return done == 12 && got.completions == before + 4; }));
   EXPECT_EQ(got.bytes, 0u);
   job.settle();
@@ -394,7 +408,7 @@ TEST(Transfer, ZeroByteMessagesWithNullBuffersEveryProtocolAndTarget) {
   }
 }
 
-TEST(Transfer, UserHeadersOfEverySizeArriveIntact) {
+TEST(MlTransfer, UserHeadersOfEverySizeArriveIntact) {
   for (Protocol p : kAllProtocols) {
     InProcessJob job(kPlacements[2].spec);
     Outbox out;
@@ -427,7 +441,7 @@ TEST(Transfer, UserHeadersOfEverySizeArriveIntact) {
   }
 }
 
-TEST(Transfer, MessagesToOneselfEveryProtocol) {
+TEST(MlTransfer, MessagesToOneselfEveryProtocol) {
   for (const char* mode : {"heater", "vn"}) {
     InProcessJob job({.ntasks = 1, .shape = "1x1x1", .mode = mode});
     Outbox out;
@@ -456,7 +470,8 @@ TEST(Transfer, MessagesToOneselfEveryProtocol) {
         if (d.unexpected) in.accept(d, Inbox::into(d, d.bytes, 30));
       }
       return in.completed() == seq && out.all_done();
-    })) << mode << ": " << in.arrived() << " arrived, " << in.completed() << " completed, "
+    })) << mode
+        << ": " << in.arrived() << " arrived, " << in.completed() << " completed, "
         << out.done_count() << " sends done of " << seq;
     for (std::size_t i = 0; i < in.got.size(); ++i) {
       const auto& d = in.got[i];
@@ -489,9 +504,9 @@ std::vector<std::vector<std::size_t>> splits(std::size_t total, std::mt19937& rn
   return out;
 }
 
-class GatherScatter : public ::testing::TestWithParam<Protocol> {};
+class MlGatherScatter : public ::testing::TestWithParam<Protocol> {};
 
-TEST_P(GatherScatter, EveryCombinationOfListsAndBuffers) {
+TEST_P(MlGatherScatter, EveryCombinationOfListsAndBuffers) {
   const Protocol p = GetParam();
   InProcessJob job(kPlacements[1].spec);
   std::mt19937 rng(42);
@@ -512,8 +527,10 @@ TEST_P(GatherScatter, EveryCombinationOfListsAndBuffers) {
     const auto send_lists = splits(size, rng);
     const auto recv_lists = splits(size, rng);
     std::vector<std::pair<std::vector<std::size_t>, std::vector<std::size_t>>> combos;
-    for (const auto& g : send_lists) combos.push_back({g, {}});
-    for (const auto& s : recv_lists) combos.push_back({{}, s});
+    for (const auto& g : send_lists)
+      combos.push_back({g, {}});
+    for (const auto& s : recv_lists)
+      combos.push_back({{}, s});
     for (std::size_t i = 0; i < std::min(send_lists.size(), recv_lists.size()); ++i)
       combos.push_back({send_lists[i], recv_lists[recv_lists.size() - 1 - i]});
     for (const auto& [g, s] : combos) {
@@ -544,16 +561,16 @@ TEST_P(GatherScatter, EveryCombinationOfListsAndBuffers) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(, GatherScatter, ::testing::ValuesIn(kAllProtocols),
+INSTANTIATE_TEST_SUITE_P(, MlGatherScatter, ::testing::ValuesIn(kAllProtocols),
                          [](const auto& info) { return std::string(to_string(info.param)); });
 
 // ---------------------------------------------------------------------------------------------
 // Truncation: a destination smaller than the message gets what fits, nothing beyond it, and the
 // completion reports that count; the messages after it are unaffected.
 
-class Truncation : public ::testing::TestWithParam<Protocol> {};
+class MlTruncation : public ::testing::TestWithParam<Protocol> {};
 
-TEST_P(Truncation, CompletionReportsWhatFitAndNothingOverflows) {
+TEST_P(MlTruncation, CompletionReportsWhatFitAndNothingOverflows) {
   const Protocol p = GetParam();
   InProcessJob job(kPlacements[0].spec);
   enum Kind { kBuffer, kScatter, kLaterBuffer, kLaterScatter };
@@ -564,9 +581,9 @@ TEST_P(Truncation, CompletionReportsWhatFitAndNothingOverflows) {
   std::map<std::uint32_t, Plan> plan;
   const auto target = [&](Delivery& d, Kind kind, std::size_t cap) {
     if (kind == kBuffer || kind == kLaterBuffer) return Inbox::into(d, cap, 3);
-    return Inbox::scatter(d, cap ? std::vector<std::size_t>{cap / 3, 0, cap - cap / 3}
-                                 : std::vector<std::size_t>{0},
-                          5);
+    return Inbox::scatter(
+        d, cap ? std::vector<std::size_t>{cap / 3, 0, cap - cap / 3} : std::vector<std::size_t>{0},
+        5);
   };
   Inbox in(job.ml(1), 1, [&](Inbox&, Delivery& d) {
     const auto& pl = plan.at(d.test_header().seq);
@@ -612,7 +629,7 @@ TEST_P(Truncation, CompletionReportsWhatFitAndNothingOverflows) {
   EXPECT_EQ(job.ml(1).statistics().protocol[static_cast<std::size_t>(p)].messages_received, seq);
 }
 
-INSTANTIATE_TEST_SUITE_P(, Truncation, ::testing::ValuesIn(kAllProtocols),
+INSTANTIATE_TEST_SUITE_P(, MlTruncation, ::testing::ValuesIn(kAllProtocols),
                          [](const auto& info) { return std::string(to_string(info.param)); });
 
 }  // namespace

@@ -206,8 +206,9 @@ bool count_calls(void* arg) {
 }
 
 TEST_F(CoprocessorTest, IdlePermanentUnitKeepsRunningWhileTheMainThreadDoesNothing) {
-  Coprocessor co(bell_, policy_);
+  // Declared before the coprocessor: a permanent unit's data must outlive it.
   Counter c;  // answers "no work": the coprocessor sleeps between calls (at most 1 ms here)
+  Coprocessor co(bell_, policy_);
   co.add_permanent(&count_calls, nullptr, &c);
   std::this_thread::sleep_for(100ms);
   const auto first = c.calls.load();
@@ -221,8 +222,8 @@ TEST_F(CoprocessorTest, IdlePermanentUnitKeepsRunningWhileTheMainThreadDoesNothi
 }
 
 TEST_F(CoprocessorTest, BusyPermanentUnitIsCalledContinuously) {
-  Coprocessor co(bell_, policy_);
   Counter c;
+  Coprocessor co(bell_, policy_);
   c.busy = true;  // "did some work": the coprocessor does not back off
   co.add_permanent(&count_calls, nullptr, &c);
   std::this_thread::sleep_for(50ms);
@@ -232,8 +233,8 @@ TEST_F(CoprocessorTest, BusyPermanentUnitIsCalledContinuously) {
 }
 
 TEST_F(CoprocessorTest, TransientUnitsRunBesideSeveralPermanentUnits) {
-  Coprocessor co(bell_, policy_);
   std::vector<Counter> permanent(Coprocessor::kMaxPermanent);
+  Coprocessor co(bell_, policy_);
   for (auto& c : permanent)
     co.add_permanent(&count_calls, nullptr, &c);
   Counter one_too_many;
@@ -269,8 +270,8 @@ bool mail_pending(void* arg) {
 TEST_F(CoprocessorTest, RingingTheBellWakesASleepingCoprocessorForPermanentWork) {
   // The coprocessor would sleep 10 s between checks if nobody rang.
   const pkt::WaitPolicy sleepy{.spin_rounds = 10, .yield_rounds = 2, .max_sleep = 10s};
-  Coprocessor co(bell_, sleepy);
   Mailbox m;
+  Coprocessor co(bell_, sleepy);
   co.add_permanent(&take_mail, &mail_pending, &m);
   for (int i = 1; i <= 3; ++i) {
     std::this_thread::sleep_for(50ms);  // long enough to be asleep
@@ -364,8 +365,8 @@ TEST_F(CoprocessorTest, FailuresAmongManyOutstandingUnitsAreReportedPerTicket) {
 // --- stress (mostly for ThreadSanitizer) -----------------------------------------------------
 
 TEST_F(CoprocessorTest, WindowOfOutstandingUnitsBesidePermanentUnits) {
-  Coprocessor co(bell_, policy_);
   Counter busy, idle;
+  Coprocessor co(bell_, policy_);
   busy.busy = true;
   co.add_permanent(&count_calls, nullptr, &busy);
   co.add_permanent(&count_calls, nullptr, &idle);

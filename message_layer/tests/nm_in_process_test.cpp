@@ -194,6 +194,10 @@ struct ModeCase {
 
 using nm::PathCase;
 
+void PrintTo(const ModeCase& c, std::ostream* os) {
+  *os << c.name;
+}
+
 class CoprocessorPath : public ::testing::TestWithParam<ModeCase> {};
 
 TEST_P(CoprocessorPath, TakenExactlyWhenItsConditionsHold) {
@@ -421,6 +425,10 @@ struct VnCase {
   std::string name;
   bool direct_copy;
 };
+
+void PrintTo(const VnCase& c, std::ostream* os) {
+  *os << c.name;
+}
 
 class IntraNode : public ::testing::TestWithParam<VnCase> {};
 

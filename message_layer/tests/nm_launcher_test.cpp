@@ -79,6 +79,11 @@ struct ModeJob {
   Job job;
 };
 
+// Readable names for the parameters in test listings.
+void PrintTo(const ModeJob& j, std::ostream* os) {
+  *os << j.name;
+}
+
 class ModeVisible : public ::testing::TestWithParam<ModeJob> {};
 
 TEST_P(ModeVisible, EveryTaskSeesItsMode) {
@@ -121,6 +126,10 @@ struct PathJob {
   bool coprocessor_receives;  // the unit should take the eligible messages
   std::vector<std::string> receivers;
 };
+
+void PrintTo(const PathJob& j, std::ostream* os) {
+  *os << j.name;
+}
 
 class CoprocessorPath : public ::testing::TestWithParam<PathJob> {};
 
@@ -191,6 +200,10 @@ struct FloodJob {
   Job job;
   std::vector<std::string> args;
 };
+
+void PrintTo(const FloodJob& j, std::ostream* os) {
+  *os << j.name;
+}
 
 class Flood : public ::testing::TestWithParam<FloodJob> {};
 

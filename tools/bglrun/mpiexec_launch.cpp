@@ -349,9 +349,22 @@ void MpiexecJob::kill_leftovers() {
 }
 
 int MpiexecJob::report() {
-  // The culprit: the first rank that ended without finishing MPI; else, from Hydra's statuses, a
-  // rank that exited with an error, else one killed by a signal other than Hydra's SIGKILL.
-  int culprit = first_failed_;
+  if (exit_codes_.empty() && WIFEXITED(child_status_) && WEXITSTATUS(child_status_) != 0 &&
+      exit_status_ < 0) {
+    // Hydra's abort path (a rank called MPI_Abort; MPICH printed which): no per-rank statuses,
+    // and the ranks Hydra killed may have ended before the one that aborted.
+    const int code = WEXITSTATUS(child_status_);
+    std::fprintf(
+        stderr,
+        "bglrun: the job was aborted (MPI_Abort or a PMI error: mpiexec exited with code %d)\n",
+        code);
+    return code;
+  }
+  // The culprit: from Hydra's wait statuses, a rank that exited with an error code, else one
+  // killed by a signal other than SIGKILL (Hydra kills the others with SIGKILL); else the first
+  // rank that ended without finishing MPI (pidfd order: a rank killed by SIGKILL from outside
+  // ends before Hydra reacts); else any rank with a non-zero status.
+  int culprit = -1;
   const auto status_of = [&](int r) -> std::optional<int> {
     if (r >= 0 && static_cast<std::size_t>(r) < exit_codes_.size())
       return exit_codes_[static_cast<std::size_t>(r)];
@@ -363,6 +376,7 @@ int MpiexecJob::report() {
   for (std::size_t r = 0; culprit < 0 && r < exit_codes_.size(); ++r)
     if (WIFSIGNALED(exit_codes_[r]) && WTERMSIG(exit_codes_[r]) != SIGKILL)
       culprit = static_cast<int>(r);
+  if (culprit < 0) culprit = first_failed_;
   for (std::size_t r = 0; culprit < 0 && r < exit_codes_.size(); ++r)
     if (exit_codes_[r] != 0) culprit = static_cast<int>(r);
   if (culprit < 0) return -1;

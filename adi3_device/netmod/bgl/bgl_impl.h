@@ -55,7 +55,9 @@ typedef struct {
     uint64_t idle_since;
     uint64_t last_exit;
     uint32_t sleep_us;
+    uint32_t busy_sleep_us;     /* the cap while our own sends are in flight */
     uint64_t n_yields, n_sleeps;
+    int64_t sends_in_flight;    /* posted, not yet done */
 
     /* data layout choices */
     MPI_Aint max_iov;           /* more iovec entries than this: pack / unpack instead */

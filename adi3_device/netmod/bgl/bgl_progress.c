@@ -16,10 +16,11 @@
  *          deliver a packet to a sleeping task), at most BGL_NM_SLEEP_US (starts at 1/8 of it
  *          and doubles while nothing comes; default 1000 us): the core is free, and the rank
  *          wakes as soon as a packet arrives. The timeout bounds how late the rank notices
- *          anything that does not ring (its own packets waiting for room at a full destination,
- *          a test loop's other conditions).
+ *          anything that does not ring: nobody rings a sender whose packets wait for room in a
+ *          full reception FIFO, so while any of our sends is in flight the sleep is capped at
+ *          BGL_NM_BUSY_SLEEP_US (default 50 us); a test loop's other conditions.
  *
- * Any progress ends the idle run. All times are read from CLOCK_MONOTONIC only on idle calls.
+ * Any progress ends the idle run. The clock (CLOCK_MONOTONIC, vDSO) is read only on idle calls.
  */
 
 #include "bgl_impl.h"
@@ -54,6 +55,7 @@ void MPIDI_BGL_progress_config(void)
     g->gap_ns = 1000 * env_us("BGL_NM_GAP_US", 5);
     g->sleep_max_us = (uint32_t) MPL_MAX(1, env_us("BGL_NM_SLEEP_US", 1000));
     g->sleep_min_us = MPL_MAX(1, g->sleep_max_us / 8);
+    g->busy_sleep_us = (uint32_t) MPL_MAX(1, env_us("BGL_NM_BUSY_SLEEP_US", 50));
     g->max_iov = (MPI_Aint) env_us("BGL_NM_MAX_IOV", 64);
 }
 
@@ -73,7 +75,8 @@ static void idle_step(MPIDI_BGL_global_t * g)
         g->n_yields++;
     } else {
         g->n_sleeps++;
-        if (!bgl_nm_idle_wait(g->idle, g->sleep_us))
+        uint32_t us = g->sends_in_flight > 0 ? MPL_MIN(g->sleep_us, g->busy_sleep_us) : g->sleep_us;
+        if (!bgl_nm_idle_wait(g->idle, us))
             g->sleep_us = MPL_MIN(2 * g->sleep_us, g->sleep_max_us);
     }
     g->last_exit = now_ns();

@@ -69,6 +69,7 @@ static void send_done(bgl_msg_send_t * msg)
     }
     s->next = MPIDI_BGL_global.free_sends;
     MPIDI_BGL_global.free_sends = s;
+    MPIDI_BGL_global.sends_in_flight--;
     if (sreq) {
         int mpi_errno = MPIDIG_global.origin_cbs[handler_id] (sreq);
         MPIR_Assert(mpi_errno == MPI_SUCCESS);
@@ -181,6 +182,7 @@ int MPIDI_BGL_am_post(int rank, MPIR_Comm * comm, int handler_id, const void *am
         MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**fail", "**fail %s",
                              bgl_msg_last_error());
     }
+    g->sends_in_flight++;
 
   fn_exit:
     MPIR_FUNC_EXIT;
