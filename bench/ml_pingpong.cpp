@@ -435,9 +435,9 @@ std::string coord_text(const torus::Mapping& m, Rank r) {
 }
 
 int run(int argc, char** argv) {
-  const auto args = bench::Args::parse(argc, argv, 9);
+  const auto args = bench::Args::parse(argc, argv, 7);
   const int batch = static_cast<int>(option(args, "--batch", 100, 1, 1 << 20));
-  int iterations = static_cast<int>(option(args, "--iterations", 10000, 1, 1 << 28));
+  int iterations = static_cast<int>(option(args, "--iterations", 5000, 1, 1 << 28));
   iterations = (iterations + batch - 1) / batch * batch;
   const int warmup = static_cast<int>(
       option(args, "--warmup", std::max(10, iterations / 10), 0, 1 << 28));  // untimed iterations
