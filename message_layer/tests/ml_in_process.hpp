@@ -83,7 +83,7 @@ class InProcessJob {
   // stall: the test reports it instead of hanging). Time counts, not rounds: in coprocessor mode
   // a second thread per task moves rendezvous data that advance() does not see.
   template <class Pred>
-  bool run_until(Pred&& pred, double stall_seconds = 1.0) {
+  bool run_until(Pred&& pred, double stall_seconds = 3.0) {
     using Clock = std::chrono::steady_clock;
     auto last = Clock::now();
     for (int rounds = 0; !pred(); ++rounds) {

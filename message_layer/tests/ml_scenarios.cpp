@@ -68,13 +68,13 @@ unsigned g_rank = 0;
   } while (0)
 
 // Ends the task (exit 1, naming the rank) when a progress loop has not moved for
-// ML_TEST_STALL_SECONDS (default 15): a deadlock shows up as a failure in seconds, not as the
+// ML_TEST_STALL_SECONDS (default 30): a deadlock shows up as a failure in seconds, not as the
 // job's timeout.
 class Watchdog {
  public:
   Watchdog() {
     const char* v = std::getenv("ML_TEST_STALL_SECONDS");
-    limit_ = v ? std::atof(v) : 15.0;
+    limit_ = v ? std::atof(v) : 30.0;
     thread_ = std::thread([this] { run(); });
   }
   Watchdog(const Watchdog&) = delete;
@@ -106,7 +106,7 @@ class Watchdog {
       }
     }
   }
-  double limit_ = 15;
+  double limit_ = 30;
   std::atomic<bool> stop_{false}, armed_{false};
   std::atomic<const char*> what_{""};
   std::atomic<Clock::rep> last_{0};
@@ -437,71 +437,36 @@ int stress(Session& s, std::uint64_t seed, int per_task, std::size_t max_bytes) 
   for (const auto& m : plan)
     expected += m.dest == me;
 
-  // Receiving: a Delivery per arrival, its destination from the plan.
-  std::deque<Delivery> got;
+  // Receiving: every arrival is checked against the plan (sender, size, number: non-overtaking,
+  // protocol) and placed where the plan says, or taken as unexpected and accepted a little later.
   std::map<Rank, std::uint32_t> next;
-  std::size_t completed = 0;
-  std::vector<Delivery*> to_accept;
-  struct Ctx {
-    const std::vector<StressMsg>* plan;
-    std::deque<Delivery>* got;
-    std::map<Rank, std::uint32_t>* next;
-    std::vector<Delivery*>* to_accept;
-    std::size_t* completed;
-  } ctx{&plan, &got, &next, &to_accept, &completed};
-  static Ctx* g_ctx = nullptr;
-  g_ctx = &ctx;
-  const RecvDone on_done = [](void* c, std::uint32_t handle, std::size_t bytes) {
-    auto& d = *static_cast<Delivery*>(c);
-    ++d.completions;
-    d.completed_bytes = bytes;
-    d.completed_handle = handle;
-    ++*g_ctx->completed;
+  const auto header_of = [](const Delivery& d) {
+    StressHeader h;
+    CHECK(d.header.size() == sizeof h);
+    std::memcpy(&h, d.header.data(), sizeof h);
+    return h;
   };
-  static RecvDone g_on_done = nullptr;
-  g_on_done = on_done;
   const auto target_of = [](Delivery& d, const StressMsg& m) {
-    if (!m.scatter.empty()) {
-      for (std::size_t i = 0; i < m.scatter.size(); ++i)
-        d.pieces.emplace_back(m.scatter[i], (m.ro + i) % 32).clear(std::byte{0xee});
-      for (auto& p : d.pieces)
-        d.iov.push_back({p.data(), p.size()});
-      return RecvTarget::scatter(d.iov, g_on_done, &d);
-    }
-    d.buffer = GuardedBuffer(m.capacity, m.ro);
-    return RecvTarget::into(d.buffer.span(), g_on_done, &d);
+    if (!m.scatter.empty()) return Inbox::scatter(d, m.scatter, m.ro);
+    return Inbox::into(d, m.capacity, m.ro);
   };
-  static decltype(target_of)* g_target = nullptr;
-  g_target = &target_of;
-  ml.register_handler(
-      7,
-      [](void* c, const Arrival& a) {
-        auto& x = *static_cast<Ctx*>(c);
-        CHECK(a.header.size() == sizeof(StressHeader));
-        StressHeader h;
-        std::memcpy(&h, a.header.data(), sizeof h);
-        CHECK(h.plan_index < x.plan->size());
-        const StressMsg& m = (*x.plan)[h.plan_index];
-        CHECK(m.src == a.source && m.dest == g_rank && m.size == a.bytes && m.seq == h.seq);
-        CHECK_MSG(h.seq == (*x.next)[a.source], "message " + std::to_string(h.seq) + " from rank " +
-                                                    std::to_string(a.source) + " overtook " +
-                                                    std::to_string((*x.next)[a.source]));
-        ++(*x.next)[a.source];
-        if (m.protocol) CHECK(a.protocol == *m.protocol);
-        Delivery& d = x.got->emplace_back();
-        d.source = a.source;
-        d.bytes = a.bytes;
-        d.handle = a.handle.id;
-        d.protocol = a.protocol;
-        d.header.assign(a.header.begin(), a.header.end());
-        if (m.unexpected) {
-          d.unexpected = true;
-          x.to_accept->push_back(&d);
-          return RecvTarget::later();
-        }
-        return (*g_target)(d, m);
-      },
-      &ctx);
+  std::vector<Delivery*> to_accept;
+  Inbox in(ml, 7, [&](Inbox&, Delivery& d) {
+    const StressHeader h = header_of(d);
+    CHECK(h.plan_index < plan.size());
+    const StressMsg& m = plan[h.plan_index];
+    CHECK(m.src == d.source && m.dest == me && m.size == d.bytes && m.seq == h.seq);
+    CHECK_MSG(h.seq == next[d.source], "message " + std::to_string(h.seq) + " from rank " +
+                                           std::to_string(d.source) + " overtook " +
+                                           std::to_string(next[d.source]));
+    ++next[d.source];
+    if (m.protocol) CHECK(d.protocol == *m.protocol);
+    if (m.unexpected) {
+      to_accept.push_back(&d);
+      return Inbox::later(d);
+    }
+    return target_of(d, m);
+  });
 
   // Sending: a window of outstanding messages.
   struct Out {
@@ -557,19 +522,13 @@ int stress(Session& s, std::uint64_t seed, int per_task, std::size_t max_bytes) 
     // Accept the unexpected messages that arrived since the last look.
     while (accepted < to_accept.size()) {
       Delivery& d = *to_accept[accepted++];
-      const StressHeader h = [&] {
-        StressHeader x;
-        std::memcpy(&x, d.header.data(), sizeof x);
-        return x;
-      }();
-      ml.accept(RecvHandle{d.handle}, target_of(d, plan[h.plan_index]));
+      in.accept(d, target_of(d, plan[header_of(d).plan_index]));
     }
-    return posted == mine.size() && sends_done == mine.size() && completed == expected;
+    return posted == mine.size() && sends_done == mine.size() && in.completed() == expected;
   });
   drive(ml, __func__, [&] { return ml.idle(); });
-  for (const auto& d : got) {
-    StressHeader h;
-    std::memcpy(&h, d.header.data(), sizeof h);
+  for (const auto& d : in.got) {
+    const StressHeader h = header_of(d);
     const StressMsg& m = plan[h.plan_index];
     check_delivery(d, message_key(m.src, m.dest, m.seq), m.size);
     if (m.capacity == m.size) {
@@ -577,7 +536,7 @@ int stress(Session& s, std::uint64_t seed, int per_task, std::size_t max_bytes) 
       CHECK_MSG(checksum(all) == h.checksum, describe(d) + ": checksum differs");
     }
   }
-  std::printf("stress: rank %u sent %zu, received %zu:%s\n", me, mine.size(), got.size(),
+  std::printf("stress: rank %u sent %zu, received %zu:%s\n", me, mine.size(), in.got.size(),
               protocol_counts(sent).c_str());
   s.bootstrap().barrier();
   if (me == 0)

@@ -101,7 +101,8 @@ static bgl_msg_recv_target_t on_arrival(void* context, const bgl_msg_arrival_t* 
   bgl_msg_recv_target_t t;
   memset(&t, 0, sizeof t);
   t.kind = BGL_MSG_TARGET_BUFFER;
-  s->buffer = (unsigned char*)aligned_alloc(64, a->bytes + 64);
+  /* aligned_alloc needs a size that is a multiple of the alignment (C11 7.22.3.1). */
+  s->buffer = (unsigned char*)aligned_alloc(64, (a->bytes + 64 + 63) / 64 * 64);
   t.buffer = s->buffer;
   t.bytes = a->bytes;
   t.done = recv_done;
