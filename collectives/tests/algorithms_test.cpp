@@ -1,0 +1,80 @@
+// Every registered algorithm, verified symbolically for p = 1..64 and larger sizes, with even,
+// uneven and zero counts, on the whole partition and (when it matters) on part of it.
+#include <gtest/gtest.h>
+
+#include "bgl/coll/registry.hpp"
+#include "bgl/coll/verifier.hpp"
+#include "test_params.hpp"
+
+namespace bgl::coll {
+namespace {
+
+struct Case {
+  const Algorithm* algorithm;
+};
+
+class AllAlgorithms : public ::testing::TestWithParam<const Algorithm*> {};
+
+TEST_P(AllAlgorithms, VerifiesForAllSizes) {
+  const Algorithm& a = *GetParam();
+  int verified = 0;
+  for (int p : testing::sizes()) {
+    const auto mapping = testing::mapping_for(p);
+    for (Params x : testing::params_for(a.op, p)) {
+      for (bool whole : {true, false}) {
+        x.topology.mapping = mapping.get();
+        x.topology.whole_partition = whole && mapping->shape().node_count() == p;
+        if (!a.applicable(x).empty()) continue;
+        const Schedule s = build_schedule(a, x);
+        VerifyOptions o;
+        const VerifyResult r = verify(s, x, o);
+        ASSERT_TRUE(r.ok) << a.name << " p=" << p << " bytes=" << x.bytes() << " root=" << x.root
+                          << "\n"
+                          << r.summary();
+        ++verified;
+      }
+    }
+  }
+  EXPECT_GT(verified, 0) << a.name << " was applicable to no parameter set";
+}
+
+std::string name_of(const ::testing::TestParamInfo<const Algorithm*>& info) {
+  std::string n = std::string(to_string(info.param->op)) + "_" + std::string(info.param->name);
+  for (char& c : n)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return n;
+}
+
+std::vector<const Algorithm*> every() {
+  std::vector<const Algorithm*> v;
+  for (const Algorithm& a : all_algorithms())
+    v.push_back(&a);
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Registry, AllAlgorithms, ::testing::ValuesIn(every()), name_of);
+
+TEST(Registry, NamesAreUniqueAndFindable) {
+  for (const Algorithm& a : all_algorithms()) {
+    EXPECT_EQ(find_algorithm(a.op, a.name), &a);
+    EXPECT_FALSE(a.description.empty()) << a.name;
+  }
+  EXPECT_EQ(find_algorithm(Collective::bcast, "no-such-algorithm"), nullptr);
+}
+
+TEST(Registry, BuildScheduleRejectsBadParameters) {
+  const Algorithm* a = find_algorithm(Collective::bcast, "binomial");
+  ASSERT_NE(a, nullptr);
+  Params x = Params::bcast(4, 7, 10);
+  try {
+    build_schedule(*a, x);
+    FAIL() << "expected an exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("root 7"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(build_schedule(*a, Params::allreduce(4, 1, DataType::i32, ReduceOp::sum)),
+               std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace bgl::coll
