@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 #include <tuple>
+#include <unordered_map>
 
 namespace bgl::coll {
 
@@ -47,7 +48,13 @@ struct RankState {
 struct Key {
   int src, dst;
   Tag tag;
-  auto operator<=>(const Key&) const = default;
+  bool operator==(const Key&) const = default;
+};
+struct KeyHash {
+  std::size_t operator()(const Key& k) const {
+    return (static_cast<std::size_t>(static_cast<unsigned>(k.src)) * 0x9E3779B97F4A7C15ull) ^
+           (static_cast<std::size_t>(static_cast<unsigned>(k.dst)) * 0xC2B2AE3D27D4EB4Full) ^ k.tag;
+  }
 };
 
 struct Ref {
@@ -67,6 +74,9 @@ class Run {
       return std::move(res_);
     }
     ranks_.resize(static_cast<std::size_t>(p_.p));
+    match_.resize(static_cast<std::size_t>(p_.p));
+    for (int r = 0; r < p_.p; ++r)
+      match_[static_cast<std::size_t>(r)].resize(prog(r).size());
     static_checks();
     if (!res_.ok) return std::move(res_);
     init();
@@ -173,7 +183,7 @@ class Run {
 
   // ---- checks that need no execution
   void static_checks() {
-    std::map<Key, Ref> sends, recvs;
+    std::unordered_map<Key, Ref, KeyHash> sends, recvs;
     const bool hw_ok = p_.topology.whole_partition;
     const std::size_t elem = size_of(p_.dtype);
     for (int r = 0; r < p_.p; ++r) {
@@ -268,22 +278,30 @@ class Run {
         }
       }
     }
-    for (const auto& [k, ref] : sends) {
-      auto it = recvs.find(k);
-      if (it == recvs.end()) {
-        step_error(ref.rank, ref.step,
-                   "no receive at rank " + std::to_string(k.dst) + " from " +
-                       std::to_string(k.src) + " with tag " + std::to_string(k.tag));
-        continue;
+    // In program order, so that a line's receivers keep their order along the line.
+    for (int r = 0; r < p_.p; ++r)
+      for (StepId id = 0; id < prog(r).size(); ++id) {
+        const Step& x = prog(r).step(id);
+        if (x.kind != StepKind::send && x.kind != StepKind::line_send) continue;
+        const std::vector<int> one{x.peer};
+        for (int q : x.kind == StepKind::send ? one : x.peers) {
+          auto it = recvs.find(Key{r, q, x.tag});
+          if (it == recvs.end()) {
+            if (q >= 0 && q < p_.p && q != r)
+              step_error(r, id,
+                         "no receive at rank " + std::to_string(q) + " from " + std::to_string(r) +
+                             " with tag " + std::to_string(x.tag));
+            continue;
+          }
+          const std::uint64_t rb = prog(it->second.rank).step(it->second.step).dst.bytes;
+          if (x.src.bytes != rb)
+            step_error(r, id,
+                       "sends " + std::to_string(x.src.bytes) + " bytes but " +
+                           where(it->second.rank, it->second.step) + " receives " +
+                           std::to_string(rb));
+          match_[static_cast<std::size_t>(r)][id].push_back(it->second);
+        }
       }
-      const std::uint64_t sb = prog(ref.rank).step(ref.step).src.bytes;
-      const std::uint64_t rb = prog(it->second.rank).step(it->second.step).dst.bytes;
-      if (sb != rb)
-        step_error(ref.rank, ref.step,
-                   "sends " + std::to_string(sb) + " bytes but " +
-                       where(it->second.rank, it->second.step) + " receives " + std::to_string(rb));
-      match_[{ref.rank, ref.step}].push_back(it->second);
-    }
     for (const auto& [k, ref] : recvs)
       if (!sends.count(k))
         step_error(ref.rank, ref.step, "no matching send at rank " + std::to_string(k.src));
@@ -466,7 +484,7 @@ class Run {
         for (StepId id : st(r).active) {
           const Step& x = prog(r).step(id);
           if (x.kind != StepKind::send && x.kind != StepKind::line_send) continue;
-          const auto& rv = match_[{r, id}];
+          const auto& rv = match_[static_cast<std::size_t>(r)][id];
           bool all = true;
           for (const Ref& m : rv)
             all = all && st(m.rank).state[m.step] == State::active;
@@ -690,7 +708,7 @@ class Run {
   const VerifyOptions& o_;
   std::size_t words_;
   std::vector<RankState> ranks_;
-  std::map<std::pair<int, StepId>, std::vector<Ref>> match_;
+  std::vector<std::vector<std::vector<Ref>>> match_;  // rank, send step -> its receives
   VerifyResult res_;
 };
 

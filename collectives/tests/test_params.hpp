@@ -37,8 +37,8 @@ inline std::vector<Params> params_for(Collective op, int p) {
   std::vector<Params> out;
   switch (op) {
     case Collective::bcast:
-      for (std::uint64_t b : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{13},
-                              static_cast<std::uint64_t>(3 * p + 5)})
+      for (std::uint64_t b :
+           {std::uint64_t{0}, std::uint64_t{13}, static_cast<std::uint64_t>(3 * p + 5)})
         out.push_back(Params::bcast(p, (p > 2 ? p / 2 + 1 : 0) % p, b));
       out.push_back(Params::bcast(p, 0, 2 * static_cast<std::uint64_t>(p)));
       break;

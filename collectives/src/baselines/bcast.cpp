@@ -32,11 +32,60 @@ Program binomial(const Params& x, int rank) {
   return prog;
 }
 
+// Van de Geijn: binomial scatter of p chunks (chunk i belongs to vrank i), then a ring allgather
+// of the chunks (MPICH's long-message broadcast).
+Program scatter_allgather(const Params& x, int rank) {
+  Program prog(rank);
+  const int p = x.p;
+  if (p == 1) return prog;
+  const std::uint64_t n = x.bytes();
+  const int v = gen::rel(rank, x.root, p);
+  auto chunk_off = [&](int i) { return gen::split_offset(n, p, i); };
+  auto chunks = [&](int first, int last) {  // chunks [first, last) as one region
+    return recv_buf(chunk_off(first), chunk_off(last) - chunk_off(first));
+  };
+  // Scatter: vrank v's subtree is [v, v + lowbit(v)) (the root's: everything).
+  std::vector<StepId> scattered;
+  int mask = 1;
+  while (mask < p) {
+    if (v & mask) {
+      const int hi = std::min(v + mask, p);
+      scattered.push_back(prog.recv(gen::abs_rank(v - mask, x.root, p), chunks(v, hi), 0));
+      break;
+    }
+    mask <<= 1;
+  }
+  const std::vector<StepId> got = scattered;
+  for (mask >>= 1; mask > 0; mask >>= 1)
+    if (v + mask < p) {
+      const int hi = std::min(v + 2 * mask, p);
+      scattered.push_back(
+          prog.send(gen::abs_rank(v + mask, x.root, p), chunks(v + mask, hi), 0, got));
+    }
+  // Ring allgather in vrank order: at step s send chunk v - s to v + 1, receive chunk v - s - 1.
+  prog.set_round(1);
+  const int right = gen::abs_rank((v + 1) % p, x.root, p);
+  const int left = gen::abs_rank((v + p - 1) % p, x.root, p);
+  std::vector<StepId> prev = scattered;
+  for (int s = 0; s < p - 1; ++s) {
+    const int out = (v - s + p) % p;
+    const int in = (v - s - 1 + 2 * p) % p;
+    prog.send(right, chunks(out, out + 1), 1 + static_cast<Tag>(s), prev);
+    const StepId r = prog.recv(left, chunks(in, in + 1), 1 + static_cast<Tag>(s), prev);
+    prev = {r};
+    if (s == 0) prev.insert(prev.end(), scattered.begin(), scattered.end());
+  }
+  return prog;
+}
+
 }  // namespace
 
 void register_bcast_baselines(Registry& r) {
   r.add({"binomial", Collective::bcast, "binomial tree, whole message per edge (MPICH short)",
          gen::always, binomial});
+  r.add({"scatter_allgather", Collective::bcast,
+         "binomial scatter + ring allgather (van de Geijn; MPICH long)", gen::always,
+         scatter_allgather});
 }
 
 }  // namespace bgl::coll
