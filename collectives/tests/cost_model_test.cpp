@@ -1,0 +1,90 @@
+// The torus cost model against hand-computed link loads.
+#include <gtest/gtest.h>
+
+#include "bgl/coll/cost_model.hpp"
+#include "bgl/coll/registry.hpp"
+#include "bgl/coll/verifier.hpp"
+
+namespace bgl::coll {
+namespace {
+
+struct Fixture {
+  torus::Mapping mapping;
+  Fixture(std::string_view shape, int p)
+      : mapping(torus::Mapping::from_order(torus::Shape::parse(shape), 1, "XYZ", p)) {}
+};
+
+CostReport cost_of(std::string_view algo, Params x, const torus::Mapping& m) {
+  x.topology.mapping = &m;
+  x.topology.whole_partition = m.size() == m.shape().node_count();
+  const Schedule s = build_schedule(*find_algorithm(x.op, algo), x);
+  const VerifyResult v = verify(s, x);
+  EXPECT_TRUE(v.ok) << v.summary();
+  return estimate_cost(s, x, v);
+}
+
+TEST(CostModel, RingAllgatherOnARing) {
+  // 8 ranks on an 8-node torus ring: every +x link carries 7 blocks, each block crosses 1 link.
+  Fixture f("8x1x1", 8);
+  const CostReport c =
+      cost_of("ring", Params::allgather(std::vector<std::uint64_t>(8, 1000)), f.mapping);
+  EXPECT_EQ(c.max_link_bytes, 7000u);
+  EXPECT_EQ(c.hop_bytes, 8u * 7u * 1000u);
+  EXPECT_EQ(c.messages, 56u);
+  EXPECT_EQ(c.rounds, 7);
+  EXPECT_EQ(c.busiest.dir, torus::Direction::x_plus);
+  // 7 rounds of 1000 B (5 packets: 4 full + one of 40 B) on one link each, plus hop latency.
+  EXPECT_GT(c.time_us, 7 * 1000 / 175.0);
+  EXPECT_LT(c.time_us, 7 * (1000 / 150.0 + 5.0));
+}
+
+TEST(CostModel, BinomialBroadcastHopBytes) {
+  // 4x1x1 torus from rank 0: 0->2 (2 hops, +x), then 0->1 and 2->3 (1 hop each).
+  Fixture f("4x1x1", 4);
+  const CostReport c = cost_of("binomial", Params::bcast(4, 0, 480), f.mapping);
+  EXPECT_EQ(c.hop_bytes, 480u * 4u);
+  EXPECT_EQ(c.max_link_bytes, 960u);  // link 0 -> 1 carries 0->2 and 0->1
+  EXPECT_EQ(c.rounds, 2);
+}
+
+TEST(CostModel, LineSendLoadsEachLinkOnce) {
+  Fixture f("4x1x1", 4);
+  Params x = Params::bcast(4, 0, 240);
+  x.topology.mapping = &f.mapping;
+  Schedule s;
+  for (int r = 0; r < 4; ++r)
+    s.programs.emplace_back(r);
+  s.programs[0].line_send(torus::Direction::x_plus, {1, 2, 3}, recv_buf(0, 240), 0);
+  for (int r = 1; r < 4; ++r)
+    s.programs[static_cast<std::size_t>(r)].recv(0, recv_buf(0, 240), 0);
+  const VerifyResult v = verify(s, x);
+  ASSERT_TRUE(v.ok) << v.summary();
+  const CostReport c = estimate_cost(s, x, v);
+  EXPECT_EQ(c.max_link_bytes, 240u);
+  EXPECT_EQ(c.hop_bytes, 720u);
+  // A receiver off the line is rejected with an explanation.
+  s.programs[0] = Program(0);
+  s.programs[0].line_send(torus::Direction::x_plus, {2, 1, 3}, recv_buf(0, 240), 0);
+  const VerifyResult w = verify(s, x);
+  ASSERT_TRUE(w.ok);
+  EXPECT_THROW(estimate_cost(s, x, w), std::invalid_argument);
+}
+
+TEST(CostModel, NeedsAMapping) {
+  const Params x = Params::bcast(2, 0, 8);
+  Schedule s;
+  s.programs.emplace_back(0);
+  s.programs.emplace_back(1);
+  s.programs[0].send(1, recv_buf(0, 8), 0);
+  s.programs[1].recv(0, recv_buf(0, 8), 0);
+  EXPECT_THROW(estimate_cost(s, x, verify(s, x)), std::invalid_argument);
+}
+
+TEST(CostModel, AlltoallBisectionBound) {
+  // 8x8x8 torus, 512 ranks, 1 KiB blocks: 256*256*1024 B over 2*64 links at 155.6 MB/s.
+  const double t = alltoall_bisection_bound_us(torus::Shape::parse("8x8x8"), 512, 1024);
+  EXPECT_NEAR(t, 256.0 * 256 * 1024 / (128 * 175e6 * 240 / 270) * 1e6, 1e-6);
+}
+
+}  // namespace
+}  // namespace bgl::coll
