@@ -1,9 +1,11 @@
-#include "bgl/coll/registry.hpp"
+#include "seeds/seeds.hpp"
 
 namespace bgl::coll {
 
-// The seed papers' algorithms (Sparbit, grid/Min3 allgather, Patarasuk-Yuan allreduce,
-// Clairvoyant): implemented on branch coll-seeds, which adds one call per family here.
-void register_seed_algorithms(Registry&) {}
+// The seed papers' algorithms: Sparbit (001), grid/Min3 allgather (000), Patarasuk-Yuan ring
+// allreduce (002), Clairvoyant reduce (003).
+void register_seed_algorithms(Registry& r) {
+  register_sparbit(r);
+}
 
 }  // namespace bgl::coll
