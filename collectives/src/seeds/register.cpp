@@ -6,6 +6,7 @@ namespace bgl::coll {
 // allreduce (002), Clairvoyant reduce (003).
 void register_seed_algorithms(Registry& r) {
   register_sparbit(r);
+  register_ring_allreduce(r);
 }
 
 }  // namespace bgl::coll
