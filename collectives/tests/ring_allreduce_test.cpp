@@ -4,6 +4,7 @@
 
 #include <random>
 
+#include "bgl/coll/cost_model.hpp"
 #include "bgl/coll/registry.hpp"
 #include "bgl/coll/seeds/logical_ring.hpp"
 #include "bgl/coll/verifier.hpp"
@@ -153,6 +154,37 @@ TEST(RingAllreduce, MessagesAndBytesMatchTheTheorem) {
                                static_cast<std::uint64_t>(p) * 8);
         }
       }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace bgl::coll
+
+namespace bgl::coll {
+namespace {
+
+TEST(RingAllreduce, CostModelConfirmsContentionFreedom) {
+  // Contention free: the busiest directed link carries exactly what one rank injects (each link
+  // serves one ring edge), for the snake ring and for the odd-extent fallback.
+  const Algorithm* a = find_algorithm(Collective::allreduce, "py_ring");
+  ASSERT_NE(a, nullptr);
+  for (const char* s : {"4x4x2", "4x4x4", "3x5x3"}) {
+    const auto shape = torus::Shape::parse(s);
+    const int p = shape.node_count();
+    const auto m = torus::Mapping::from_order(shape, 1, "XYZ", p);
+    Params x =
+        Params::allreduce(p, static_cast<std::uint64_t>(p) * 256, DataType::f32, ReduceOp::sum);
+    x.topology.mapping = &m;
+    const auto sched = build_schedule(*a, x);
+    const auto trace = verify(sched, x);
+    ASSERT_TRUE(trace.ok) << trace.summary();
+    const auto cost = estimate_cost(sched, x, trace);
+    EXPECT_EQ(cost.max_link_bytes, cost.max_rank_bytes_out) << s;
+    EXPECT_EQ(cost.max_rank_bytes_out, 2u * static_cast<std::uint64_t>(p - 1) * 256 * 4) << s;
+    // The snake ring's hops are all nearest-neighbour when a snake closes.
+    if (std::string(s) != "3x5x3") {
+      EXPECT_EQ(cost.hop_bytes, cost.max_rank_bytes_out * static_cast<std::uint64_t>(p)) << s;
     }
   }
 }
