@@ -1,5 +1,6 @@
 #include "bgl/coll/params.hpp"
 
+#include <cmath>
 #include <numeric>
 #include <string>
 
@@ -94,6 +95,11 @@ std::string Params::validate() const {
     return what + ": root " + std::to_string(root) + " outside 0.." + std::to_string(p - 1);
   const std::size_t n = counts.size();
   const auto ps = static_cast<std::size_t>(p);
+  if (!arrival.empty() && arrival.size() != ps)
+    return what + ": arrival has " + std::to_string(arrival.size()) +
+           " entries, expected p = " + std::to_string(p);
+  for (double a : arrival)
+    if (!std::isfinite(a)) return what + ": arrival times must be finite";
   switch (op) {
     case Collective::bcast:
     case Collective::reduce:

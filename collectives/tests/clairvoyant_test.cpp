@@ -1,10 +1,13 @@
 // Seed 003: the Clairvoyant schedule (corrections and improvements of section 4.3-4.5).
 #include <gtest/gtest.h>
 
+#include <map>
 #include <random>
 #include <set>
 
+#include "bgl/coll/registry.hpp"
 #include "bgl/coll/seeds/clairvoyant.hpp"
+#include "bgl/coll/verifier.hpp"
 
 namespace bgl::coll::clv {
 namespace {
@@ -137,7 +140,7 @@ TEST(Clairvoyant, IdleRoundSkippingIsExactOnRandomInstances) {
   // The seed's generators: uniform arrivals U[0, P + 0.1] and skewed (all 0 but the last at N);
   // d ~ U[0.001, 1]; exact integer ticks of 1e-4.
   std::mt19937_64 rng(12345);
-  for (int iter = 0; iter < 400; ++iter) {
+  for (int iter = 0; iter < 200; ++iter) {
     const int P = 1 + static_cast<int>(rng() % 24);
     const int N = 1 + static_cast<int>(rng() % 20);
     std::uniform_real_distribution<double> u(0, P + 0.1), dd(0.001, 1);
@@ -168,3 +171,49 @@ TEST(Clairvoyant, QuantizeIsRelativeToTheEarliestArrival) {
 
 }  // namespace
 }  // namespace bgl::coll::clv
+
+namespace bgl::coll {
+namespace {
+
+TEST(ClairvoyantReduce, VerifiesUnderImbalancedArrivals) {
+  const Algorithm* a = find_algorithm(Collective::reduce, "clairvoyant");
+  ASSERT_NE(a, nullptr);
+  std::mt19937_64 rng(99);
+  for (int p : {2, 4, 5, 13, 32}) {
+    for (int root : {0, p - 1}) {
+      for (std::uint64_t items :
+           {std::uint64_t{1}, std::uint64_t{7}, static_cast<std::uint64_t>(3 * p)}) {
+        Params x = Params::reduce(p, root, items, DataType::i32, ReduceOp::sum);
+        std::uniform_real_distribution<double> u(0, 50e-6);
+        for (int r = 0; r < p; ++r)
+          x.arrival.push_back(u(rng));
+        const auto s = build_schedule(*a, x);
+        const auto v = verify(s, x);
+        ASSERT_TRUE(v.ok) << "p=" << p << " root=" << root << " items=" << items << "\n"
+                          << v.summary();
+        // Every rank's program has at most one send and one receive per round.
+        for (const auto& prog : s.programs) {
+          std::map<int, std::pair<int, int>> per_round;
+          for (const auto& st : prog.steps()) {
+            if (st.kind == StepKind::send) ++per_round[st.round].first;
+            if (st.kind == StepKind::recv) ++per_round[st.round].second;
+          }
+          for (const auto& [round, c] : per_round) {
+            EXPECT_LE(c.first, 1);
+            EXPECT_LE(c.second, 1);
+          }
+        }
+      }
+    }
+  }
+  // The four-process example through the generator: arrivals (0, 0, 0, 1.1 d).
+  Params x = Params::reduce(4, 0, 4, DataType::f64, ReduceOp::sum);
+  x.segment = 8;  // N = 4 segments of one element
+  x.arrival = {0, 0, 0, 1e-3};
+  ASSERT_TRUE(verify(build_schedule(*a, x), x).ok);
+  x.arrival = {0, 0, 0};
+  EXPECT_NE(x.validate().find("arrival has 3 entries, expected p = 4"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace bgl::coll

@@ -7,6 +7,7 @@ namespace bgl::coll {
 void register_seed_algorithms(Registry& r) {
   register_sparbit(r);
   register_ring_allreduce(r);
+  register_clairvoyant(r);
 }
 
 }  // namespace bgl::coll
