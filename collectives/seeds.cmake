@@ -10,7 +10,8 @@ target_sources(bgl_coll PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/src/seeds/sparbit.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/seeds/logical_ring.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/seeds/ring_allreduce.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/src/seeds/clairvoyant_reduce.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/src/seeds/clairvoyant_reduce.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/src/seeds/grid_allgather.cpp)
 
 if(BGL_BUILD_TESTS)
   add_executable(coll_seeds_tests

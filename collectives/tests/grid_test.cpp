@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <set>
 
 #include "bgl/coll/grid/grid_baselines.hpp"
@@ -14,6 +16,8 @@
 #include "bgl/coll/grid/min3.hpp"
 #include "bgl/coll/grid/pool_tree.hpp"
 #include "bgl/coll/grid/transfer_model.hpp"
+#include "bgl/coll/registry.hpp"
+#include "bgl/coll/verifier.hpp"
 #include "bgl/torus/error.hpp"
 
 namespace bgl::coll::grid {
@@ -333,3 +337,69 @@ TEST(GridBaselines, Min3WinsOnTheThreeSiteGridForLargeBlocks) {
 
 }  // namespace
 }  // namespace bgl::coll::grid
+
+namespace bgl::coll {
+namespace {
+
+// BGL_COLL_GRID_NETWORK set for the scope of one test.
+class GridEnv {
+ public:
+  explicit GridEnv(const std::string& text, const char* name) {
+    path_ = std::filesystem::temp_directory_path() / name;
+    std::ofstream(path_) << text;
+    setenv("BGL_COLL_GRID_NETWORK", path_.c_str(), 1);
+  }
+  ~GridEnv() {
+    unsetenv("BGL_COLL_GRID_NETWORK");
+    std::filesystem::remove(path_);
+  }
+  std::string path() const { return path_.string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+TEST(GridAllgather, PaperGridScheduleVerifiesAndCrossesEachWanOncePerBlock) {
+  GridEnv env(grid::paper_grid_text(), "bgl_grid_paper.txt");
+  const Algorithm* a = find_algorithm(Collective::allgather, "min3");
+  ASSERT_NE(a, nullptr);
+  std::vector<std::uint64_t> uneven;
+  for (int i = 0; i < 20; ++i)
+    uneven.push_back(static_cast<std::uint64_t>(i % 3) * 100);
+  for (const Params& x :
+       {Params::allgather(std::vector<std::uint64_t>(20, 4096)), Params::allgather(uneven)}) {
+    ASSERT_EQ(a->applicable(x), "");
+    const auto s = build_schedule(*a, x);
+    const auto v = verify(s, x);
+    ASSERT_TRUE(v.ok) << v.summary();
+    // Sites: UT 0-7, UK 8-11, NL 12-19. Each block enters each other site exactly once.
+    auto site = [](int h) { return h < 8 ? 0 : h < 12 ? 1 : 2; };
+    std::map<std::pair<int, int>, int> entries;  // (block, site) -> sends into the site
+    for (const auto& prog : s.programs) {
+      for (const auto& st : prog.steps()) {
+        if (st.kind != StepKind::send) continue;
+        if (site(prog.rank()) != site(st.peer))
+          ++entries[{static_cast<int>(st.tag), site(st.peer)}];
+      }
+    }
+    EXPECT_EQ(entries.size(), 40u);  // 20 blocks x 2 foreign sites
+    for (const auto& [k, n] : entries)
+      EXPECT_EQ(n, 1) << "block " << k.first << " site " << k.second;
+  }
+  // The file must describe one host per rank.
+  EXPECT_NE(a->applicable(Params::allgather(std::vector<std::uint64_t>(12, 8)))
+                .find("describes 20 hosts"),
+            std::string::npos);
+}
+
+TEST(GridAllgather, BadNetworkFileIsReportedWithFileAndLine) {
+  GridEnv env("hosts 2\nlink 0 1 fast 1\n", "bgl_grid_bad.txt");
+  const Algorithm* a = find_algorithm(Collective::allgather, "min3");
+  ASSERT_NE(a, nullptr);
+  const auto why = a->applicable(Params::allgather({8, 8}));
+  EXPECT_EQ(why, "BGL_COLL_GRID_NETWORK: " + env.path() +
+                     ":2: bandwidth \"fast\" is not a positive number");
+}
+
+}  // namespace
+}  // namespace bgl::coll

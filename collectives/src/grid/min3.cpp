@@ -55,28 +55,35 @@ std::vector<std::vector<int>> schedule_pool_level(TransferModel& model, const Po
       dest[i].push_back({q, find_min(model, blocks[i], sources[i], tree.pool(q))});
     }
   }
+  // Minimization 2 per block (its best sub-pool, first minimum wins), kept up to date for the
+  // blocks whose entries change; minimization 3 scans these per-block bests.
+  std::vector<std::size_t> best_q(nb, 0);
+  auto refresh = [&](std::size_t i) {
+    std::size_t qi = 0;
+    for (std::size_t j = 1; j < dest[i].size(); ++j) {
+      if (dest[i][j].best.time < dest[i][qi].best.time) qi = j;
+    }
+    best_q[i] = qi;
+  };
+  for (std::size_t i = 0; i < nb; ++i)
+    refresh(i);
   for (;;) {
-    // Minimizations 2 and 3: best sub-pool per block, best block overall (first minimum wins).
     double best_t = kInf;
-    std::size_t sd = nb, sp = 0;
+    std::size_t sd = nb;
     bool found = false;
     for (std::size_t i = 0; i < nb; ++i) {
       if (dest[i].empty()) continue;
       found = true;
-      std::size_t qi = 0;
-      for (std::size_t j = 1; j < dest[i].size(); ++j) {
-        if (dest[i][j].best.time < dest[i][qi].best.time) qi = j;
-      }
-      if (dest[i][qi].best.time < best_t) {
-        best_t = dest[i][qi].best.time;
+      if (dest[i][best_q[i]].best.time < best_t) {
+        best_t = dest[i][best_q[i]].best.time;
         sd = i;
-        sp = qi;
       }
     }
     if (!found) break;
     if (sd == nb) {
       throw ConfigError("min3: no finite transfer time (bandwidth or latency not finite)");
     }
+    const std::size_t sp = best_q[sd];
     const Candidate c = dest[sd][sp].best;
     const Timing t = model.commit(blocks[sd], c.src, c.dst);
     out.push_back({c.src, c.dst, {blocks[sd]}, t.start, t.finish, pool});
@@ -85,13 +92,19 @@ std::vector<std::vector<int>> schedule_pool_level(TransferModel& model, const Po
     // UPDATE-AFTER-SCHED: times only grow, so only entries touching the busy hosts change.
     for (auto& e : dest[sd])
       e.best = find_min(model, blocks[sd], sources[sd], tree.pool(e.pool));
+    refresh(sd);
     for (std::size_t i = 0; i < nb; ++i) {
       if (i == sd) continue;
+      bool changed = false;
       for (auto& e : dest[i]) {
         const bool touched = e.best.src == c.src || e.best.dst == c.dst ||
                              (mode == Duplex::half && (e.best.src == c.dst || e.best.dst == c.src));
-        if (touched) e.best = find_min(model, blocks[i], sources[i], tree.pool(e.pool));
+        if (touched) {
+          e.best = find_min(model, blocks[i], sources[i], tree.pool(e.pool));
+          changed = true;
+        }
       }
+      if (changed) refresh(i);
     }
   }
   return sources;

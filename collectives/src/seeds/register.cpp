@@ -8,6 +8,7 @@ void register_seed_algorithms(Registry& r) {
   register_sparbit(r);
   register_ring_allreduce(r);
   register_clairvoyant(r);
+  register_grid_allgather(r);
 }
 
 }  // namespace bgl::coll
