@@ -11,14 +11,16 @@ target_sources(bgl_coll PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/src/seeds/logical_ring.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/seeds/ring_allreduce.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/seeds/clairvoyant_reduce.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/src/seeds/grid_allgather.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/src/seeds/grid_allgather.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/src/seeds/arrival.cpp)
 
 if(BGL_BUILD_TESTS)
   add_executable(coll_seeds_tests
     ${CMAKE_CURRENT_LIST_DIR}/tests/grid_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/tests/clairvoyant_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/tests/sparbit_test.cpp
-    ${CMAKE_CURRENT_LIST_DIR}/tests/ring_allreduce_test.cpp)
+    ${CMAKE_CURRENT_LIST_DIR}/tests/ring_allreduce_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/tests/arrival_test.cpp)
   target_link_libraries(coll_seeds_tests PRIVATE bgl::coll GTest::gmock GTest::gtest_main)
   gtest_discover_tests(coll_seeds_tests TEST_PREFIX "coll_seeds." DISCOVERY_TIMEOUT 60
                        PROPERTIES TIMEOUT 120 LABELS unit)
@@ -26,3 +28,4 @@ endif()
 if(BGL_BUILD_TESTS)
   target_include_directories(coll_seeds_tests PRIVATE ${CMAKE_CURRENT_LIST_DIR}/src ${CMAKE_CURRENT_LIST_DIR}/tests)
 endif()
+target_link_libraries(bgl_coll PUBLIC Threads::Threads)

@@ -1,0 +1,121 @@
+// Seed 003 section 4.7 and issue 7's imbalance option: BGL_COLL_IMBALANCE delays and the
+// background-thread arrival predictor.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <thread>
+
+#include "bgl/coll/seeds/arrival.hpp"
+#include "bgl/torus/error.hpp"
+
+namespace bgl::coll::arrival {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string error_of(std::string_view text) {
+  try {
+    parse_imbalance(text);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(Imbalance, ParsesDistributionsAndRejectsBadText) {
+  EXPECT_EQ(parse_imbalance("none").dist, Distribution::none);
+  const auto u = parse_imbalance("uniform:100us");
+  EXPECT_EQ(u.dist, Distribution::uniform);
+  EXPECT_DOUBLE_EQ(u.scale, 100e-6);
+  const auto e = parse_imbalance("exp:2ms:seed=9");
+  EXPECT_EQ(e.dist, Distribution::exponential);
+  EXPECT_DOUBLE_EQ(e.scale, 2e-3);
+  EXPECT_EQ(e.seed, 9u);
+  EXPECT_EQ(parse_imbalance("last:1s").dist, Distribution::last);
+  EXPECT_THAT(error_of("uniform"), HasSubstr("BGL_COLL_IMBALANCE='uniform': expected none"));
+  EXPECT_THAT(error_of("gauss:1us"), HasSubstr("unknown distribution \"gauss\""));
+  EXPECT_THAT(error_of("uniform:100"), HasSubstr("\"100\" is not a time >= 0 with a unit"));
+  EXPECT_THAT(error_of("uniform:-5us"), HasSubstr("is not a time"));
+  EXPECT_THAT(error_of("uniform:5us:7"), HasSubstr("third field must be seed=<n>"));
+}
+
+TEST(Imbalance, DelaysAreDeterministicAndFollowTheDistribution) {
+  const auto u = parse_imbalance("uniform:100us:seed=3");
+  double sum = 0;
+  for (std::uint64_t it = 0; it < 200; ++it) {
+    const auto d = delays(u, 64, it);
+    EXPECT_EQ(d, delays(u, 64, it));  // every process computes the same pattern
+    for (double x : d) {
+      ASSERT_GE(x, 0);
+      ASSERT_LT(x, 100e-6);
+      sum += x;
+    }
+  }
+  EXPECT_NEAR(sum / (200 * 64), 50e-6, 3e-6);
+  EXPECT_NE(delays(u, 8, 1), delays(u, 8, 2));
+  const auto e = parse_imbalance("exp:10us");
+  double esum = 0;
+  for (std::uint64_t it = 0; it < 400; ++it) {
+    for (double x : delays(e, 32, it))
+      esum += x;
+  }
+  EXPECT_NEAR(esum / (400 * 32), 10e-6, 1e-6);
+  const auto last = delays(parse_imbalance("last:1ms"), 5, 0);
+  EXPECT_EQ(last, (std::vector<double>{0, 0, 0, 0, 1e-3}));
+  EXPECT_EQ(delays(Imbalance{}, 3, 0), (std::vector<double>{0, 0, 0}));
+}
+
+TEST(Predictor, RanksAsThreadsAgreeAndPredictTheirArrivals) {
+  // Four ranks with compute phases of 1, 2, 3 and 8 ms. After a warm-up iteration the sealed
+  // vector ranks the slow process last, and every rank holds the identical vector.
+  constexpr int p = 4;
+  constexpr int iterations = 4;
+  auto board = std::make_shared<LocalBoard>(p);
+  std::vector<std::vector<std::vector<double>>> got(p);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < p; ++r) {
+    ranks.emplace_back([&, r] {
+      Predictor pred(r, p, board, {2, std::chrono::milliseconds(500), std::chrono::seconds(10)});
+      for (std::uint64_t it = 0; it < iterations; ++it) {
+        pred.compute_started(it);
+        std::this_thread::sleep_for(std::chrono::milliseconds(r == 3 ? 8 : r + 1));
+        got[static_cast<std::size_t>(r)].push_back(pred.arrived(it));
+      }
+    });
+  }
+  for (auto& t : ranks)
+    t.join();
+  for (int it = 0; it < iterations; ++it) {
+    for (int r = 1; r < p; ++r) {
+      EXPECT_EQ(got[static_cast<std::size_t>(r)][static_cast<std::size_t>(it)],
+                got[0][static_cast<std::size_t>(it)]);
+    }
+  }
+  const auto& v = got[0][iterations - 1];
+  ASSERT_EQ(v.size(), 4u);
+  EXPECT_GT(v[3], v[0]);
+  EXPECT_GT(v[3] - *std::min_element(v.begin(), v.end()), 3e-3);  // ~7 ms later than rank 0
+}
+
+TEST(Predictor, CoordinatorSealsWithAFallbackWhenARankIsSilent) {
+  auto board = std::make_shared<LocalBoard>(3);
+  Predictor p0(0, 3, board, {4, std::chrono::milliseconds(20), std::chrono::seconds(5)});
+  Predictor p1(1, 3, board, {4, std::chrono::milliseconds(20), std::chrono::seconds(5)});
+  p0.compute_started(7);
+  p1.compute_started(7);
+  const auto a = p0.arrived(7);
+  const auto b = p1.arrived(7);
+  EXPECT_EQ(a, b);
+  ASSERT_EQ(a.size(), 3u);
+  for (double x : a)
+    EXPECT_FALSE(std::isnan(x));
+  EXPECT_EQ(a[2], a[0]);  // the silent rank is assumed to arrive with the coordinator
+  // Without any compute_started the wait is bounded and reported.
+  Predictor lone(1, 3, std::make_shared<LocalBoard>(3),
+                 {4, std::chrono::milliseconds(5), std::chrono::milliseconds(30)});
+  EXPECT_THROW(lone.arrived(1), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace bgl::coll::arrival
