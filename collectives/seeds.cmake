@@ -12,7 +12,8 @@ target_sources(bgl_coll PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/src/seeds/ring_allreduce.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/seeds/clairvoyant_reduce.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/seeds/grid_allgather.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/src/seeds/arrival.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/src/seeds/arrival.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/src/seeds/timed_replay.cpp)
 
 if(BGL_BUILD_TESTS)
   add_executable(coll_seeds_tests
@@ -20,7 +21,8 @@ if(BGL_BUILD_TESTS)
     ${CMAKE_CURRENT_LIST_DIR}/tests/clairvoyant_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/tests/sparbit_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/tests/ring_allreduce_test.cpp
-    ${CMAKE_CURRENT_LIST_DIR}/tests/arrival_test.cpp)
+    ${CMAKE_CURRENT_LIST_DIR}/tests/arrival_test.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/tests/timed_replay_test.cpp)
   target_link_libraries(coll_seeds_tests PRIVATE bgl::coll GTest::gmock GTest::gtest_main)
   gtest_discover_tests(coll_seeds_tests TEST_PREFIX "coll_seeds." DISCOVERY_TIMEOUT 60
                        PROPERTIES TIMEOUT 120 LABELS unit)
