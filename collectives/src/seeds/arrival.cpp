@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <numeric>
@@ -95,8 +96,10 @@ Imbalance imbalance_from_env() {
 std::string to_string(const Imbalance& im) {
   const char* names[] = {"none", "uniform", "exp", "last"};
   if (im.dist == Distribution::none) return "none";
-  return std::string(names[static_cast<int>(im.dist)]) + ":" + std::to_string(im.scale * 1e6) +
-         "us:seed=" + std::to_string(im.seed);
+  char scale[32];
+  std::snprintf(scale, sizeof scale, "%gus", im.scale * 1e6);
+  return std::string(names[static_cast<int>(im.dist)]) + ":" + scale +
+         ":seed=" + std::to_string(im.seed);
 }
 
 double delay(const Imbalance& im, int rank, int p, std::uint64_t iteration) {
