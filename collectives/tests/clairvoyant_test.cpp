@@ -140,9 +140,9 @@ TEST(Clairvoyant, IdleRoundSkippingIsExactOnRandomInstances) {
   // The seed's generators: uniform arrivals U[0, P + 0.1] and skewed (all 0 but the last at N);
   // d ~ U[0.001, 1]; exact integer ticks of 1e-4.
   std::mt19937_64 rng(12345);
-  for (int iter = 0; iter < 200; ++iter) {
-    const int P = 1 + static_cast<int>(rng() % 24);
-    const int N = 1 + static_cast<int>(rng() % 20);
+  for (int iter = 0; iter < 120; ++iter) {
+    const int P = 1 + static_cast<int>(rng() % 16);
+    const int N = 1 + static_cast<int>(rng() % 12);
     std::uniform_real_distribution<double> u(0, P + 0.1), dd(0.001, 1);
     std::vector<double> a(static_cast<std::size_t>(P));
     const bool skewed = iter % 2;

@@ -174,14 +174,14 @@ TEST(RingAllreduce, CostModelConfirmsContentionFreedom) {
     const int p = shape.node_count();
     const auto m = torus::Mapping::from_order(shape, 1, "XYZ", p);
     Params x =
-        Params::allreduce(p, static_cast<std::uint64_t>(p) * 256, DataType::f32, ReduceOp::sum);
+        Params::allreduce(p, static_cast<std::uint64_t>(p) * 16, DataType::f32, ReduceOp::sum);
     x.topology.mapping = &m;
     const auto sched = build_schedule(*a, x);
     const auto trace = verify(sched, x);
     ASSERT_TRUE(trace.ok) << trace.summary();
     const auto cost = estimate_cost(sched, x, trace);
     EXPECT_EQ(cost.max_link_bytes, cost.max_rank_bytes_out) << s;
-    EXPECT_EQ(cost.max_rank_bytes_out, 2u * static_cast<std::uint64_t>(p - 1) * 256 * 4) << s;
+    EXPECT_EQ(cost.max_rank_bytes_out, 2u * static_cast<std::uint64_t>(p - 1) * 16 * 4) << s;
     // The snake ring's hops are all nearest-neighbour when a snake closes.
     if (std::string(s) != "3x5x3") {
       EXPECT_EQ(cost.hop_bytes, cost.max_rank_bytes_out * static_cast<std::uint64_t>(p)) << s;
