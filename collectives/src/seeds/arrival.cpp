@@ -1,5 +1,13 @@
 #include "bgl/coll/seeds/arrival.hpp"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -263,6 +271,110 @@ void Predictor::run() {
     }
     board_->seal(iteration, std::move(v));
   }
+}
+
+}  // namespace bgl::coll::arrival
+
+// ---- ShmBoard
+
+namespace bgl::coll::arrival {
+
+// One slot: per rank (tag, value) where tag = iteration + 1 once published, then the sealed
+// vector with its tag. Values are written before their tag is released.
+struct ShmBoard::Layout {
+  std::atomic<std::uint64_t> sealed_tag;
+  // followed by: std::atomic<std::uint64_t> tag[p]; double value[p]; double sealed[p];
+};
+
+namespace {
+std::size_t slot_bytes(int p) {
+  const auto n = static_cast<std::size_t>(p);
+  return (sizeof(std::atomic<std::uint64_t>) * (1 + n) + sizeof(double) * 2 * n + 63) / 64 * 64;
+}
+std::atomic<std::uint64_t>* tags(void* slot) {
+  return reinterpret_cast<std::atomic<std::uint64_t>*>(static_cast<std::byte*>(slot) +
+                                                       sizeof(std::atomic<std::uint64_t>));
+}
+double* values(void* slot, int p) {
+  return reinterpret_cast<double*>(reinterpret_cast<std::byte*>(tags(slot)) +
+                                   sizeof(std::atomic<std::uint64_t>) *
+                                       static_cast<std::size_t>(p));
+}
+double* sealed_values(void* slot, int p) {
+  return values(slot, p) + p;
+}
+}  // namespace
+
+ShmBoard::ShmBoard(const std::string& name, int p, int rank) : name_(name), p_(p), rank_(rank) {
+  static_assert(std::atomic<std::uint64_t>::is_always_lock_free);
+  if (p < 1 || rank < 0 || rank >= p) throw std::invalid_argument("shm board: bad rank or size");
+  bytes_ = slot_bytes(p) * kSlots;
+  const int fd = shm_open(name.c_str(), O_RDWR | O_CREAT, 0600);
+  if (fd < 0) {
+    throw std::runtime_error("shm board: shm_open(" + name + "): " + std::strerror(errno));
+  }
+  if (ftruncate(fd, static_cast<off_t>(bytes_)) != 0) {  // zero-filled on creation; idempotent
+    const int e = errno;
+    close(fd);
+    throw std::runtime_error("shm board: ftruncate(" + name + "): " + std::strerror(e));
+  }
+  base_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (base_ == MAP_FAILED) {
+    base_ = nullptr;
+    throw std::runtime_error("shm board: mmap(" + name + "): " + std::strerror(errno));
+  }
+}
+
+ShmBoard::~ShmBoard() {
+  if (base_ != nullptr) munmap(base_, bytes_);
+  if (rank_ == 0) shm_unlink(name_.c_str());
+}
+
+ShmBoard::Layout* ShmBoard::slot(std::uint64_t iteration) const {
+  return reinterpret_cast<Layout*>(static_cast<std::byte*>(base_) +
+                                   slot_bytes(p_) * (iteration % kSlots));
+}
+
+void ShmBoard::publish(std::uint64_t iteration, int rank, double estimate) {
+  Layout* s = slot(iteration);
+  values(s, p_)[rank] = estimate;
+  tags(s)[rank].store(iteration + 1, std::memory_order_release);
+}
+
+std::vector<double> ShmBoard::published(std::uint64_t iteration) {
+  Layout* s = slot(iteration);
+  std::vector<double> out(static_cast<std::size_t>(p_), std::numeric_limits<double>::quiet_NaN());
+  for (int r = 0; r < p_; ++r) {
+    if (tags(s)[r].load(std::memory_order_acquire) == iteration + 1) {
+      out[static_cast<std::size_t>(r)] = values(s, p_)[r];
+    }
+  }
+  return out;
+}
+
+void ShmBoard::seal(std::uint64_t iteration, std::vector<double> arrivals) {
+  Layout* s = slot(iteration);
+  std::copy(arrivals.begin(), arrivals.end(), sealed_values(s, p_));
+  s->sealed_tag.store(iteration + 1, std::memory_order_release);
+}
+
+std::optional<std::vector<double>> ShmBoard::sealed(std::uint64_t iteration,
+                                                    std::chrono::nanoseconds timeout) {
+  Layout* s = slot(iteration);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto pause = std::chrono::microseconds(1);
+  while (s->sealed_tag.load(std::memory_order_acquire) != iteration + 1) {
+    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+    if (pause < std::chrono::microseconds(16)) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(pause);
+    }
+    pause = std::min(pause * 2, std::chrono::microseconds(1000));
+  }
+  const double* v = sealed_values(s, p_);
+  return std::vector<double>(v, v + p_);
 }
 
 }  // namespace bgl::coll::arrival

@@ -74,6 +74,33 @@ class LocalBoard final : public Board {
   std::map<std::uint64_t, std::vector<double>> sealed_;
 };
 
+// A board in POSIX shared memory (`name` like "/bglemu.<job>.arrival"), for ranks that are
+// processes of one host. Every rank opens the same name; the object is created on first open and
+// unlinked when rank 0's board is destroyed. Iterations share kSlots slots round robin (ranks are
+// never more than one collective apart). Waits back off from yielding to 1 ms sleeps.
+class ShmBoard final : public Board {
+ public:
+  static constexpr int kSlots = 8;
+  ShmBoard(const std::string& name, int p, int rank);
+  ~ShmBoard() override;
+  ShmBoard(const ShmBoard&) = delete;
+  ShmBoard& operator=(const ShmBoard&) = delete;
+  void publish(std::uint64_t iteration, int rank, double estimate) override;
+  std::vector<double> published(std::uint64_t iteration) override;
+  void seal(std::uint64_t iteration, std::vector<double> arrivals) override;
+  std::optional<std::vector<double>> sealed(std::uint64_t iteration,
+                                            std::chrono::nanoseconds timeout) override;
+
+ private:
+  struct Layout;
+  Layout* slot(std::uint64_t iteration) const;
+  std::string name_;
+  int p_;
+  int rank_;
+  std::size_t bytes_ = 0;
+  void* base_ = nullptr;
+};
+
 struct PredictorOptions {
   int window = 4;  // simple moving average over the last `window` compute durations
   // How long the coordinator waits for every estimate before sealing with fallbacks (the last
