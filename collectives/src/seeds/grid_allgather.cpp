@@ -24,7 +24,7 @@ namespace {
 
 using grid::HostNetwork;
 
-constexpr int kMaxRanks = 64;
+constexpr int kMaxRanks = 32;
 
 struct NetworkFile {
   std::string path;
