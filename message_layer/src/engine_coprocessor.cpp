@@ -60,8 +60,11 @@ bool MessageLayer::Engine::coprocessor_receive() {
       } else {
         std::memcpy(d->buffer + offset, data.data(), data.size());
         co_packets_.fetch_add(1, std::memory_order_relaxed);
-        // The last packet: release our writes and wake the main task, which completes it.
-        if (d->received.fetch_add(data.size(), std::memory_order_acq_rel) + data.size() == d->bytes)
+        // The last packet: release our writes and wake the main task, which completes it. The
+        // size is read before the fetch_add: once the last bytes are counted the main task may
+        // complete the message and reuse the entry for another one.
+        const std::uint64_t total = d->bytes;
+        if (d->received.fetch_add(data.size(), std::memory_order_acq_rel) + data.size() == total)
           ep_.machine().doorbell(ep_.node(), ep_.group()).ring();
       }
     }
