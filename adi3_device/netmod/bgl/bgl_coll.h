@@ -12,37 +12,36 @@
 #define BGL_COLL_H_INCLUDED
 
 typedef struct {
-    int (*barrier) (MPIR_Comm * comm, MPIR_Errflag_t * errflag, int *handled);
-    int (*bcast) (void *buffer, MPI_Aint count, MPI_Datatype datatype, int root,
-                  MPIR_Comm * comm, MPIR_Errflag_t * errflag, int *handled);
-    int (*reduce) (const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Datatype datatype,
-                   MPI_Op op, int root, MPIR_Comm * comm, MPIR_Errflag_t * errflag, int *handled);
-    int (*allreduce) (const void *sendbuf, void *recvbuf, MPI_Aint count, MPI_Datatype datatype,
-                      MPI_Op op, MPIR_Comm * comm, MPIR_Errflag_t * errflag, int *handled);
-    int (*allgather) (const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
-                      void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
-                      MPIR_Comm * comm, MPIR_Errflag_t * errflag, int *handled);
-    int (*alltoall) (const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
-                     void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
-                     MPIR_Comm * comm, MPIR_Errflag_t * errflag, int *handled);
+  int (*barrier)(MPIR_Comm* comm, MPIR_Errflag_t* errflag, int* handled);
+  int (*bcast)(void* buffer, MPI_Aint count, MPI_Datatype datatype, int root, MPIR_Comm* comm,
+               MPIR_Errflag_t* errflag, int* handled);
+  int (*reduce)(const void* sendbuf, void* recvbuf, MPI_Aint count, MPI_Datatype datatype,
+                MPI_Op op, int root, MPIR_Comm* comm, MPIR_Errflag_t* errflag, int* handled);
+  int (*allreduce)(const void* sendbuf, void* recvbuf, MPI_Aint count, MPI_Datatype datatype,
+                   MPI_Op op, MPIR_Comm* comm, MPIR_Errflag_t* errflag, int* handled);
+  int (*allgather)(const void* sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype, void* recvbuf,
+                   MPI_Aint recvcount, MPI_Datatype recvtype, MPIR_Comm* comm,
+                   MPIR_Errflag_t* errflag, int* handled);
+  int (*alltoall)(const void* sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype, void* recvbuf,
+                  MPI_Aint recvcount, MPI_Datatype recvtype, MPIR_Comm* comm,
+                  MPIR_Errflag_t* errflag, int* handled);
 } MPIDI_BGL_coll_t;
 
 extern MPIDI_BGL_coll_t MPIDI_BGL_coll;
 
-int MPIDI_BGL_barrier_hook(MPIR_Comm * comm, MPIR_Errflag_t * errflag);
-int MPIDI_BGL_bcast_hook(void *buffer, MPI_Aint count, MPI_Datatype datatype, int root,
-                         MPIR_Comm * comm, MPIR_Errflag_t * errflag);
-int MPIDI_BGL_reduce_hook(const void *sendbuf, void *recvbuf, MPI_Aint count,
-                          MPI_Datatype datatype, MPI_Op op, int root, MPIR_Comm * comm,
-                          MPIR_Errflag_t * errflag);
-int MPIDI_BGL_allreduce_hook(const void *sendbuf, void *recvbuf, MPI_Aint count,
-                             MPI_Datatype datatype, MPI_Op op, MPIR_Comm * comm,
-                             MPIR_Errflag_t * errflag);
-int MPIDI_BGL_allgather_hook(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
-                             void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
-                             MPIR_Comm * comm, MPIR_Errflag_t * errflag);
-int MPIDI_BGL_alltoall_hook(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
-                            void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
-                            MPIR_Comm * comm, MPIR_Errflag_t * errflag);
+int MPIDI_BGL_barrier_hook(MPIR_Comm* comm, MPIR_Errflag_t* errflag);
+int MPIDI_BGL_bcast_hook(void* buffer, MPI_Aint count, MPI_Datatype datatype, int root,
+                         MPIR_Comm* comm, MPIR_Errflag_t* errflag);
+int MPIDI_BGL_reduce_hook(const void* sendbuf, void* recvbuf, MPI_Aint count, MPI_Datatype datatype,
+                          MPI_Op op, int root, MPIR_Comm* comm, MPIR_Errflag_t* errflag);
+int MPIDI_BGL_allreduce_hook(const void* sendbuf, void* recvbuf, MPI_Aint count,
+                             MPI_Datatype datatype, MPI_Op op, MPIR_Comm* comm,
+                             MPIR_Errflag_t* errflag);
+int MPIDI_BGL_allgather_hook(const void* sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
+                             void* recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
+                             MPIR_Comm* comm, MPIR_Errflag_t* errflag);
+int MPIDI_BGL_alltoall_hook(const void* sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
+                            void* recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
+                            MPIR_Comm* comm, MPIR_Errflag_t* errflag);
 
 #endif /* BGL_COLL_H_INCLUDED */
