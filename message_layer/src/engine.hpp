@@ -200,6 +200,7 @@ class MessageLayer::Engine {
   SlotTable<RecvState> recvs_;
   std::size_t pool_in_use_ = 0;
   std::uint32_t blocked_fifos_ = 0;
+  std::uint64_t delivered_ = 0;     // messages handed to their receiver (completion calls)
   std::vector<Rank> held_sources_;  // sources with an out-of-sequence adaptive-eager first packet
   std::vector<HeldPacket> hold_;    // stall queues' packets (BGL_ML_HOLD_PACKETS), preallocated
   std::vector<std::uint32_t> hold_free_;

@@ -86,7 +86,10 @@ bool MessageLayer::Engine::receive_some() {
   bool progress = false;
   if (!held_sources_.empty()) progress |= release_held();
   if (!stalled_.empty()) progress |= release_stalled();
-  for (int budget = kBudget; budget > 0; --budget) {
+  const std::uint64_t delivered = delivered_;
+  // Up to kBudget packets, but back to the caller as soon as a message was delivered: its
+  // progress loop may be waiting for just that (one reception poll less on the latency path).
+  for (int budget = kBudget; budget > 0 && delivered_ == delivered; --budget) {
     const auto f = ep_.poll(blocked_fifos_);
     if (!f) break;
     const pkt::PacketHeader& h = ep_.peek(*f);
@@ -542,6 +545,7 @@ void MessageLayer::Engine::finish_receive(std::uint32_t id, RecvState& r) {
   const std::uint64_t delivered = std::min(r.bytes, capacity);
   recvs_.release(id);
   blocked_fifos_ = 0;  // a receive slot is free again
+  ++delivered_;
   if (target.done) target.done(target.context, id, delivered);
 }
 
