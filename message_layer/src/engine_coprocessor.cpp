@@ -1,6 +1,8 @@
 // Coprocessor mode: the communication unit that receives rendezvous data on the coprocessor's own
 // FIFO group, and the main task's side of it (completion after the software-coherence step).
 #include <cstring>
+#include <stdexcept>
+#include <string>
 
 #include "bgl/log.hpp"
 #include "engine.hpp"
@@ -26,7 +28,7 @@ void MessageLayer::Engine::start_coprocessor() {
   coprocessor_ = std::make_unique<Coprocessor>(bell, co_policy_);
   if (!config_.coprocessor_receive) return;
   co_endpoint_ = std::make_unique<pkt::Endpoint>(machine, ep_.rank(), 1, co_policy_);
-  coprocessor_->add_permanent(
+  co_unit_ = coprocessor_->add_permanent(
       [](void* self) { return static_cast<Engine*>(self)->coprocessor_receive(); },
       [](void* self) { return static_cast<Engine*>(self)->co_endpoint_->poll_ready(); }, this);
 }
@@ -75,6 +77,12 @@ bool MessageLayer::Engine::coprocessor_receive() {
 }
 
 bool MessageLayer::Engine::coprocessor_complete() {
+  // Receives handed to a communication unit that died would wait for ever: say so instead.
+  if (co_endpoint_ && coprocessor_->permanent_failed(co_unit_))
+    throw std::runtime_error("rank " + std::to_string(rank()) +
+                             ": the coprocessor's communication unit failed (" +
+                             coprocessor_->permanent_error(co_unit_) + "); " +
+                             std::to_string(co_active_.size()) + " receives cannot complete");
   bool progress = false;
   for (std::size_t i = 0; i < co_active_.size();) {
     const std::uint32_t id = co_active_[i];
