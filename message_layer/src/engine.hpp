@@ -68,6 +68,7 @@ class MessageLayer::Engine {
   Step send_one_packet(SendMessage& m);
   Step send_eager(SendMessage& m, DestState& d, bool adaptive);
   Step send_scout(SendMessage& m, bool virtual_node);
+  void allow_sibling_reads(Rank sibling);
   Step send_rzv_data(SendMessage& m);
   std::span<const std::byte> first_prefix(const SendMessage& m, std::byte* buffer) const;
   std::span<const std::byte> data_view(const SendMessage& m, std::size_t offset, std::size_t n,
@@ -178,9 +179,10 @@ class MessageLayer::Engine {
   pkt::Endpoint& ep_;
   Config config_;
   int size_;
-  std::optional<Rank> sibling_;   // virtual-node mode: the other task of this node
-  bool vn_copy_refused_ = false;  // process_vm_readv is not allowed here: stream instead
-  std::int32_t pid_ = 0;          // this task's pid, for virtual-node requests
+  std::optional<Rank> sibling_;     // virtual-node mode: the other task of this node
+  bool vn_copy_refused_ = false;    // process_vm_readv is not allowed here: stream instead
+  bool vn_reader_allowed_ = false;  // allow_sibling_reads() done
+  std::int32_t pid_ = 0;            // this task's pid, for virtual-node requests
   std::vector<std::pair<ArrivalHandler, void*>> handlers_;
 
   std::vector<DestState> dests_;
@@ -211,6 +213,7 @@ class MessageLayer::Engine {
   std::unique_ptr<CoReceive[]> co_table_;       // indexed like recvs_
   std::vector<std::uint32_t> co_active_;        // main task: receives on the coprocessor
   std::atomic<std::uint64_t> co_packets_{0};
+  std::size_t co_unit_ = 0;  // the communication unit's index among the permanent units
   std::unique_ptr<Coprocessor> coprocessor_;  // last: its thread uses the members above
   Statistics stats_;
 };

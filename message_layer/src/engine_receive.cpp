@@ -465,11 +465,21 @@ bool MessageLayer::Engine::copy_from_sender(RecvState& r) {
                        static_cast<std::size_t>(want - done)};
     const ssize_t got = process_vm_readv(r.vn.pid, part.data(), n, &remote, 1, 0);
     if (got <= 0) {
-      spdlog::warn(
-          "process_vm_readv from rank {} failed ({}); virtual-node messages stream through the "
-          "virtual FIFO instead",
-          r.source, std::strerror(errno));
-      vn_copy_refused_ = done == 0 && (errno == EPERM || errno == ENOSYS);
+      const int error = errno;
+      if (done == 0 && (error == EPERM || error == ENOSYS)) {
+        // The kernel forbids it (Yama's ptrace_scope, a non-dumpable sender, no such system
+        // call): say so once, then every virtual-node message streams.
+        vn_copy_refused_ = true;
+        spdlog::warn(
+            "rank {}: the kernel refuses process_vm_readv from rank {} ({}); virtual-node messages "
+            "stream through the virtual FIFO instead (see BGL_ML_VN_COPY in docs/CONFIGURATION.md)",
+            rank(), r.source, std::strerror(error));
+      } else {
+        spdlog::warn(
+            "rank {}: process_vm_readv from rank {} failed after {} of {} bytes ({}); this "
+            "message streams through the virtual FIFO instead",
+            rank(), r.source, done, want, std::strerror(error));
+      }
       if (done == 0) return false;
       break;
     }

@@ -1,5 +1,8 @@
 // The send side: per-destination queues, protocol steps, rendezvous data, control packets.
+#include <sys/prctl.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <cstring>
 #include <stdexcept>
@@ -49,6 +52,19 @@ MessageLayer::Engine::Engine(pkt::Endpoint& endpoint, Config config)
     sibling_ = machine.mapping().rank_at(here.node, 1 - here.t);
   }
   visiting_.reserve(static_cast<std::size_t>(size_));
+}
+
+// The receiver of a virtual-node message reads this task's memory. Where Yama restricts ptrace to
+// descendants (kernel.yama.ptrace_scope = 1, the default of several distributions) only a task
+// this one names may do so: name the node's other task. Without Yama the call fails harmlessly
+// (EINVAL) and ordinary same-user permission applies.
+void MessageLayer::Engine::allow_sibling_reads(Rank sibling) {
+  const std::int32_t pid = ep_.machine().task(sibling).pid;
+  if (pid <= 0) return;  // not attached yet: try again with the next message
+  vn_reader_allowed_ = true;
+  if (::prctl(PR_SET_PTRACER, static_cast<unsigned long>(pid), 0, 0, 0) != 0 && errno != EINVAL)
+    spdlog::debug("rank {}: PR_SET_PTRACER for rank {} failed: {}", rank(), sibling,
+                  std::strerror(errno));
 }
 
 void MessageLayer::Engine::register_handler(HandlerId id, ArrivalHandler handler, void* context) {
@@ -281,6 +297,7 @@ MessageLayer::Engine::Step MessageLayer::Engine::send_scout(SendMessage& m, bool
                              .word = s.local_id};
   // Only the virtual-node request says where the data are (the pid is cached: getpid() is a
   // syscall, and a rendezvous used to pay it on every scout).
+  if (virtual_node && !vn_reader_allowed_) allow_sibling_reads(m.dest);
   wire::VnSource source{};
   std::span<const std::byte> where;
   if (virtual_node) {
