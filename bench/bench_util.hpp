@@ -61,6 +61,18 @@ struct Args {
     }
     return a;
   }
+
+  // The value after `name` among the remaining arguments (validated), or `fallback`.
+  long long number(std::string_view name, long long fallback, long long lo, long long hi) const {
+    for (std::size_t i = 0; i + 1 < rest.size(); ++i)
+      if (rest[i] == name) return env::parse_int(rest[i + 1], std::string(name), lo, hi);
+    return fallback;
+  }
+  std::string text(std::string_view name, std::string fallback) const {
+    for (std::size_t i = 0; i + 1 < rest.size(); ++i)
+      if (rest[i] == name) return rest[i + 1];
+    return fallback;
+  }
 };
 
 // A table printed as aligned text, or as JSON rows when asked.

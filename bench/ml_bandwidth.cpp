@@ -30,6 +30,7 @@
 
 #include "bench_util.hpp"
 #include "bgl/msg/session.hpp"
+#include "command_channel.hpp"
 #include "raw_gate.hpp"
 
 namespace {
@@ -65,19 +66,6 @@ struct Exchange {
 constexpr std::size_t kRawPayload = pkt::kMaxPayloadBytes;
 constexpr std::size_t kOnePacketLimit = pkt::kMaxPayloadBytes - 12;  // 240 - First, no user header
 
-long long option(const bench::Args& args, std::string_view name, long long fallback, long long lo,
-                 long long hi) {
-  for (std::size_t i = 0; i + 1 < args.rest.size(); ++i)
-    if (args.rest[i] == name) return env::parse_int(args.rest[i + 1], std::string(name), lo, hi);
-  return fallback;
-}
-
-std::string text_option(const bench::Args& args, std::string_view name, std::string fallback) {
-  for (std::size_t i = 0; i + 1 < args.rest.size(); ++i)
-    if (args.rest[i] == name) return args.rest[i + 1];
-  return fallback;
-}
-
 std::string size_text(std::size_t b) {
   if (b >= (1u << 20) && b % (1u << 20) == 0) return std::to_string(b >> 20) + " MiB";
   if (b >= 1024 && b % 1024 == 0) return std::to_string(b >> 10) + " KiB";
@@ -97,63 +85,18 @@ class Task {
     for (std::size_t i = 0; i < send_.size(); ++i)
       send_[i] = static_cast<std::byte>(i * 7 + 1);
     std::memset(recv_.data(), 0, recv_.size());  // touch every page before measuring
-    ml_.register_handler(kControlHandler, &Task::on_control, this);
     ml_.register_handler(kDataHandler, &Task::on_data, this);
   }
 
   template <class Pred>
   void progress(Pred&& pred, bool sleepy) {
-    while (!pred())
-      if (!ml_.advance() && sleepy) ml_.wait();
+    control_.progress(pred, sleepy);
   }
-
-  void send_command(Rank dest, const Command& c) {
-    msg::SendMessage m;
-    m.dest = dest;
-    m.handler = kControlHandler;
-    m.header = std::as_bytes(std::span(&c, 1));
-    m.protocol = Protocol::one_packet;
-    bool sent = false;
-    m.context = &sent;
-    m.done = [](msg::SendMessage& s) { *static_cast<bool*>(s.context) = true; };
-    ml_.post(m);
-    while (!sent)
-      ml_.advance();
-  }
-
-  std::pair<Rank, Command> next_command(bool sleepy) {
-    progress([&] { return !commands_.empty(); }, sleepy);
-    const auto c = commands_.front();
-    commands_.pop_front();
-    return c;
-  }
-
-  void expect(Op op, std::size_t n, bool sleepy) {
-    const auto count = [&] {
-      return static_cast<std::size_t>(std::count_if(
-          commands_.begin(), commands_.end(), [&](const auto& c) { return c.second.op == op; }));
-    };
-    progress([&] { return count() >= n; }, sleepy);
-    for (auto it = commands_.begin(); n > 0 && it != commands_.end();) {
-      if (it->second.op == op) {
-        it = commands_.erase(it);
-        --n;
-      } else {
-        ++it;
-      }
-    }
-  }
-
-  // Nothing of the message layer left in flight between this task and `peers` once it returns
-  // (on both sides): each side sends a sync when its own sends, fins and tokens are out, and
-  // ordered packets from a peer arrive in order, so its sync comes after all of them. Needed
-  // before the raw floor shares the reception FIFOs, and to start every measurement from rest.
+  void send_command(Rank dest, const Command& c) { control_.send(dest, c); }
+  std::pair<Rank, Command> next_command(bool sleepy) { return control_.next(sleepy); }
+  void expect(Op op, std::size_t n, bool sleepy) { control_.expect(op, n, sleepy); }
   void quiesce(std::span<const Rank> peers, bool sleepy) {
-    progress([&] { return ml_.idle(); }, sleepy);
-    for (const Rank p : peers)
-      send_command(p, {Op::sync});
-    expect(Op::sync, peers.size(), sleepy);
-    progress([&] { return ml_.idle(); }, sleepy);
+    control_.quiesce(peers, sleepy);
     received_ = 0;  // no data message is in flight now
   }
 
@@ -318,13 +261,6 @@ class Task {
     }
   }
 
-  static msg::RecvTarget on_control(void* context, const msg::Arrival& a) {
-    auto& self = *static_cast<Task*>(context);
-    Command c;
-    std::memcpy(&c, a.header.data(), std::min(sizeof c, a.header.size()));
-    self.commands_.emplace_back(a.source, c);
-    return msg::RecvTarget::into({}, nullptr, nullptr);
-  }
   // Every message lands in the same receive buffer (the benchmark does not look at the data).
   static msg::RecvTarget on_data(void* context, const msg::Arrival& a) {
     auto& self = *static_cast<Task*>(context);
@@ -341,7 +277,7 @@ class Task {
   RawGate& gate_;
   std::uint64_t generation_ = 0;
   std::vector<std::byte> send_, recv_;
-  std::deque<std::pair<Rank, Command>> commands_;
+  bench::CommandChannel<Command, Op::sync> control_{ml_, kControlHandler};
   std::vector<Flow> flows_;
   std::vector<Slot> slots_;
   std::uint64_t count_ = 0;
@@ -492,12 +428,12 @@ int run(int argc, char** argv) {
   const auto args = bench::Args::parse(argc, argv, 5);
   Settings s{};
   s.rounds = args.rounds;
-  s.window = static_cast<std::uint32_t>(option(args, "--window", 8, 1, 1024));
-  s.bytes = static_cast<std::uint64_t>(option(args, "--bytes", 2 << 20, 1, 1LL << 34));
-  s.max_messages = static_cast<std::uint64_t>(option(args, "--max-messages", 2000, 1, 1LL << 30));
-  s.messages = static_cast<std::uint64_t>(option(args, "--messages", s.window, 1, 1LL << 30));
-  s.size = static_cast<std::size_t>(option(args, "--size", 1 << 20, 1, 1LL << 30));
-  const std::string wait = text_option(args, "--wait", "sleep");
+  s.window = static_cast<std::uint32_t>(args.number("--window", 8, 1, 1024));
+  s.bytes = static_cast<std::uint64_t>(args.number("--bytes", 2 << 20, 1, 1LL << 34));
+  s.max_messages = static_cast<std::uint64_t>(args.number("--max-messages", 2000, 1, 1LL << 30));
+  s.messages = static_cast<std::uint64_t>(args.number("--messages", s.window, 1, 1LL << 30));
+  s.size = static_cast<std::size_t>(args.number("--size", 1 << 20, 1, 1LL << 30));
+  const std::string wait = args.text("--wait", "sleep");
   if (wait != "sleep" && wait != "spin")
     throw ConfigError("--wait '" + wait + "': expected sleep or spin");
   s.sleepy = wait == "sleep";
@@ -532,7 +468,7 @@ int run(int argc, char** argv) {
     }
     if (neighbours.empty()) throw ConfigError("the middle task has no torus neighbour with a task");
     neighbours.resize(std::min<std::size_t>(
-        neighbours.size(), static_cast<std::size_t>(option(args, "--links", 6, 1, 6))));
+        neighbours.size(), static_cast<std::size_t>(args.number("--links", 6, 1, 6))));
   }
 
   const std::size_t max_bytes = size == 2 ? (4u << 20) : s.size;

@@ -26,6 +26,7 @@
 #include "bench_util.hpp"
 #include "bgl/msg/session.hpp"
 #include "bgl/torus/distance.hpp"
+#include "command_channel.hpp"
 #include "raw_gate.hpp"
 
 namespace {
@@ -100,19 +101,6 @@ double by_round(const Series& a, const Series& b) {
   return r.median();
 }
 
-long long option(const bench::Args& args, std::string_view name, long long fallback, long long lo,
-                 long long hi) {
-  for (std::size_t i = 0; i + 1 < args.rest.size(); ++i)
-    if (args.rest[i] == name) return env::parse_int(args.rest[i + 1], std::string(name), lo, hi);
-  return fallback;
-}
-
-std::string text_option(const bench::Args& args, std::string_view name, std::string fallback) {
-  for (std::size_t i = 0; i + 1 < args.rest.size(); ++i)
-    if (args.rest[i] == name) return args.rest[i + 1];
-  return fallback;
-}
-
 using bench::RawGate;
 
 // One task: its message layer, the commands other tasks sent it, and the ping-pong counters.
@@ -120,66 +108,18 @@ class Task {
  public:
   Task(msg::Session& session, RawGate& gate)
       : ml_(session.layer()), ep_(session.runtime().endpoint()), gate_(gate) {
-    ml_.register_handler(kControlHandler, &Task::on_control, this);
     ml_.register_handler(kDataHandler, &Task::on_data, this);
   }
 
-  // Advances until pred(); `sleepy` waits in the message layer (spin, yield, doorbell sleep) when
-  // nothing happened, otherwise busy-polls as a benchmark's measured side must.
   template <class Pred>
   void progress(Pred&& pred, bool sleepy) {
-    while (!pred())
-      if (!ml_.advance() && sleepy) ml_.wait();
+    control_.progress(pred, sleepy);
   }
-
-  void send_command(Rank dest, const Command& c) {
-    msg::SendMessage m;
-    m.dest = dest;
-    m.handler = kControlHandler;
-    m.header = std::as_bytes(std::span(&c, 1));
-    m.protocol = Protocol::one_packet;
-    bool sent = false;
-    m.context = &sent;
-    m.done = [](msg::SendMessage& s) { *static_cast<bool*>(s.context) = true; };
-    ml_.post(m);
-    while (!sent)
-      ml_.advance();
-  }
-
-  std::pair<Rank, Command> next_command(bool sleepy) {
-    progress([&] { return !commands_.empty(); }, sleepy);
-    const auto c = commands_.front();
-    commands_.pop_front();
-    return c;
-  }
-
-  // Waits for `n` commands `op` (from anybody) and removes them.
-  void expect(Op op, std::size_t n, bool sleepy) {
-    const auto count = [&] {
-      return static_cast<std::size_t>(std::count_if(
-          commands_.begin(), commands_.end(), [&](const auto& c) { return c.second.op == op; }));
-    };
-    progress([&] { return count() >= n; }, sleepy);
-    for (auto it = commands_.begin(); n > 0 && it != commands_.end();) {
-      if (it->second.op == op) {
-        it = commands_.erase(it);
-        --n;
-      } else {
-        ++it;
-      }
-    }
-  }
-
-  // Nothing of the message layer left in flight between this task and `peers` once it returns
-  // (on both sides): each side sends a sync when its own sends, fins and tokens are out, and
-  // ordered packets from a peer arrive in order, so its sync comes after all of them. Needed
-  // before the raw floor shares the reception FIFOs, and to start every measurement from rest.
+  void send_command(Rank dest, const Command& c) { control_.send(dest, c); }
+  std::pair<Rank, Command> next_command(bool sleepy) { return control_.next(sleepy); }
+  void expect(Op op, std::size_t n, bool sleepy) { control_.expect(op, n, sleepy); }
   void quiesce(std::span<const Rank> peers, bool sleepy) {
-    progress([&] { return ml_.idle(); }, sleepy);
-    for (const Rank p : peers)
-      send_command(p, {Op::sync});
-    expect(Op::sync, peers.size(), sleepy);
-    progress([&] { return ml_.idle(); }, sleepy);
+    control_.quiesce(peers, sleepy);
     received_ = 0;  // no data message is in flight now
   }
 
@@ -344,13 +284,6 @@ class Task {
     }
   }
 
-  static msg::RecvTarget on_control(void* context, const msg::Arrival& a) {
-    auto& self = *static_cast<Task*>(context);
-    Command c;
-    std::memcpy(&c, a.header.data(), std::min(sizeof c, a.header.size()));
-    self.commands_.emplace_back(a.source, c);
-    return msg::RecvTarget::into({}, nullptr, nullptr);
-  }
   static msg::RecvTarget on_data(void* context, const msg::Arrival& a) {
     auto& self = *static_cast<Task*>(context);
     return msg::RecvTarget::into({&self.recv_byte_, std::min<std::size_t>(a.bytes, 1)},
@@ -364,7 +297,7 @@ class Task {
   pkt::Endpoint& ep_;
   RawGate& gate_;
   std::uint64_t generation_ = 0;
-  std::deque<std::pair<Rank, Command>> commands_;
+  bench::CommandChannel<Command, Op::sync> control_{ml_, kControlHandler};
   std::uint64_t received_ = 0;
   std::byte send_byte_{0x5a};
   std::byte recv_byte_{};
@@ -411,18 +344,18 @@ std::string coord_text(const torus::Mapping& m, Rank r) {
 
 int run(int argc, char** argv) {
   const auto args = bench::Args::parse(argc, argv, 7);
-  const int batch = static_cast<int>(option(args, "--batch", 100, 1, 1 << 20));
-  int iterations = static_cast<int>(option(args, "--iterations", 5000, 1, 1 << 28));
+  const int batch = static_cast<int>(args.number("--batch", 100, 1, 1 << 20));
+  int iterations = static_cast<int>(args.number("--iterations", 5000, 1, 1 << 28));
   iterations = (iterations + batch - 1) / batch * batch;
   const int warmup = static_cast<int>(
-      option(args, "--warmup", std::max(10, iterations / 10), 0, 1 << 28));  // untimed iterations
-  const std::string only = text_option(args, "--only", "");
+      args.number("--warmup", std::max(10, iterations / 10), 0, 1 << 28));  // untimed iterations
+  const std::string only = args.text("--only", "");
   if (!only.empty() && only != "protocols" && only != "self" && only != "distance")
     throw ConfigError("--only '" + only + "': expected protocols, self or distance");
 
   // For profiling one protocol (perf record): the tables then show only that one.
   std::optional<Protocol> only_protocol;
-  if (const auto text = text_option(args, "--protocol", ""); !text.empty()) {
+  if (const auto text = args.text("--protocol", ""); !text.empty()) {
     only_protocol = msg::parse_protocol(text);
     if (!only_protocol)
       throw ConfigError("--protocol '" + text +

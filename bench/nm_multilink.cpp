@@ -37,13 +37,6 @@ using msg::Rank;
 
 constexpr msg::HandlerId kData = 1;
 
-long long option(const bench::Args& args, std::string_view name, long long fallback, long long lo,
-                 long long hi) {
-  for (std::size_t i = 0; i + 1 < args.rest.size(); ++i)
-    if (args.rest[i] == name) return env::parse_int(args.rest[i + 1], std::string(name), lo, hi);
-  return fallback;
-}
-
 double thread_cpu_seconds() {
   timespec t{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
@@ -168,9 +161,9 @@ constexpr Variant kVariants[] = {{"aligned", 0}, {"offset8", 8}};
 
 int run(int argc, char** argv) {
   const auto args = bench::Args::parse(argc, argv, 3);
-  const auto bytes = static_cast<std::size_t>(option(args, "--size", 1 << 20, 1, 1LL << 30));
-  const auto count = static_cast<std::uint64_t>(option(args, "--count", 8, 1, 1 << 20));
-  const auto window = static_cast<std::uint32_t>(option(args, "--window", 4, 1, 1024));
+  const auto bytes = static_cast<std::size_t>(args.number("--size", 1 << 20, 1, 1LL << 30));
+  const auto count = static_cast<std::uint64_t>(args.number("--count", 8, 1, 1 << 20));
+  const auto window = static_cast<std::uint32_t>(args.number("--window", 4, 1, 1024));
 
   auto session = msg::Session::from_launcher();
   const auto& mapping = session->mapping();

@@ -28,13 +28,6 @@ using msg::Rank;
 
 constexpr msg::HandlerId kHalo = 1;
 
-long long option(const bench::Args& args, std::string_view name, long long fallback, long long lo,
-                 long long hi) {
-  for (std::size_t i = 0; i + 1 < args.rest.size(); ++i)
-    if (args.rest[i] == name) return env::parse_int(args.rest[i + 1], std::string(name), lo, hi);
-  return fallback;
-}
-
 // Block [lo, hi) of n points split over p parts, part i.
 std::pair<int, int> block(int n, int p, int i) {
   const int base = n / p, extra = n % p;
@@ -242,8 +235,8 @@ class Stencil {
 
 int run(int argc, char** argv) {
   const auto args = bench::Args::parse(argc, argv, 1);
-  const int n = static_cast<int>(option(args, "--n", 128, 4, 2048));
-  const int iterations = static_cast<int>(option(args, "--iterations", 40, 1, 100000));
+  const int n = static_cast<int>(args.number("--n", 128, 4, 2048));
+  const int iterations = static_cast<int>(args.number("--iterations", 40, 1, 100000));
   const int warmup = 3;
   auto session = msg::Session::from_launcher();
   Stencil st(*session, n);

@@ -50,7 +50,10 @@ MessageLayer::Engine::Engine(pkt::Endpoint& endpoint, Config config)
   if (machine.config().mode == pkt::NodeMode::virtual_node) {
     const auto here = machine.mapping().location(endpoint.rank());
     sibling_ = machine.mapping().rank_at(here.node, 1 - here.t);
+    // The two tasks of a node share its memory: each buffers half of the node's unexpected data.
+    config_.pool_bytes /= 2;
   }
+  stats_.pool_bytes_limit = config_.pool_bytes;
   visiting_.reserve(static_cast<std::size_t>(size_));
 }
 

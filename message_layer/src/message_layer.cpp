@@ -89,6 +89,7 @@ std::string Statistics::to_json() const {
                         {"unexpected_messages", unexpected_messages},
                         {"unexpected_depth", unexpected_depth},
                         {"unexpected_depth_max", unexpected_depth_max},
+                        {"pool_bytes_limit", pool_bytes_limit},
                         {"pool_bytes_in_use", pool_bytes_in_use},
                         {"pool_bytes_max", pool_bytes_max},
                         {"pool_waits", pool_waits},

@@ -42,6 +42,7 @@
 #include "bgl/torus/distance.hpp"
 #include "bgl/torus/error.hpp"
 #include "ml_harness.hpp"
+#include "scenario_support.hpp"
 
 namespace {
 
@@ -50,85 +51,14 @@ using namespace bgl::msg;
 using namespace bgl::msg::test;
 using Clock = std::chrono::steady_clock;
 
-unsigned g_rank = 0;
-
-[[noreturn]] void fail(const char* file, int line, const std::string& what) {
-  std::fprintf(stderr, "CHECK FAILED rank %u %s:%d: %s\n", g_rank, file, line, what.c_str());
-  std::fflush(stderr);
-  std::exit(1);
-}
-
-#define CHECK(cond)                               \
-  do {                                            \
-    if (!(cond)) fail(__FILE__, __LINE__, #cond); \
-  } while (0)
-#define CHECK_MSG(cond, text)                                                  \
-  do {                                                                         \
-    if (!(cond)) fail(__FILE__, __LINE__, std::string(#cond) + ": " + (text)); \
-  } while (0)
-
-// Ends the task (exit 1, naming the rank) when a progress loop has not moved for
-// ML_TEST_STALL_SECONDS (default 30): a deadlock shows up as a failure in seconds, not as the
-// job's timeout.
-class Watchdog {
- public:
-  Watchdog() {
-    const char* v = std::getenv("ML_TEST_STALL_SECONDS");
-    limit_ = v ? std::atof(v) : 30.0;
-    thread_ = std::thread([this] { run(); });
-  }
-  Watchdog(const Watchdog&) = delete;
-  Watchdog& operator=(const Watchdog&) = delete;
-  ~Watchdog() {
-    stop_ = true;
-    thread_.join();
-  }
-  // What to print when the task stalls (read from the watchdog's thread: a racy snapshot).
-  void describe_with(std::function<std::string()> f) { describe_ = std::move(f); }
-  void arm(const char* what) {
-    what_ = what;
-    pet();
-    armed_ = true;
-  }
-  void disarm() { armed_ = false; }
-  void pet() { last_.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed); }
-
- private:
-  void run() {
-    while (!stop_) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      const auto last = Clock::time_point(Clock::duration(last_.load(std::memory_order_relaxed)));
-      if (armed_ && std::chrono::duration<double>(Clock::now() - last).count() > limit_) {
-        std::fprintf(stderr, "CHECK FAILED rank %u: no progress for %.0f s in %s (stalled)%s\n",
-                     g_rank, limit_, what_.load(), describe_ ? describe_().c_str() : "");
-        std::fflush(stderr);
-        std::_Exit(1);
-      }
-    }
-  }
-  double limit_ = 30;
-  std::atomic<bool> stop_{false}, armed_{false};
-  std::atomic<const char*> what_{""};
-  std::atomic<Clock::rep> last_{0};
-  std::function<std::string()> describe_;
-  std::thread thread_;
-};
-
-Watchdog* g_watchdog = nullptr;
+StallWatchdog* g_watchdog = nullptr;
 
 // MessageLayer::progress_until() under the watchdog: advances until pred() holds. A stall report
 // carries the layer's statistics.
 template <class Pred>
 void drive(MessageLayer& ml, const char* what, Pred&& pred) {
   g_watchdog->describe_with([&ml] { return ": " + ml.statistics().to_json(); });
-  g_watchdog->arm(what);
-  while (!pred()) {
-    if (ml.advance())
-      g_watchdog->pet();
-    else
-      ml.wait();
-  }
-  g_watchdog->disarm();
+  test::drive(ml, *g_watchdog, what, pred, [&ml] { ml.wait(); });
 }
 
 double seconds_since(Clock::time_point t) {
@@ -815,7 +745,8 @@ int errors(Session& s) {
 
 int run(int argc, char** argv) {
   auto session = Session::from_launcher();
-  Watchdog watchdog;
+  // A deadlock shows up as a failure in seconds, not as the job's timeout.
+  StallWatchdog watchdog("ML_TEST_STALL_SECONDS", 30.0);
   g_watchdog = &watchdog;
   g_rank = session->rank();
   const std::string what = argc > 1 ? argv[1] : "";

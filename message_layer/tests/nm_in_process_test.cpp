@@ -118,7 +118,7 @@ class Job {
 struct Transfer {
   std::size_t bytes = 0;
   std::uint64_t key = 0;
-  nm::Buffer source;
+  test::GuardedBuffer source;
   SendMessage m;
   int sent = 0;
   // receive side
@@ -159,7 +159,7 @@ struct Receiver {
 
 void post(MessageLayer& ml, Rank dest, Transfer& t, std::size_t send_offset,
           std::optional<Protocol> protocol) {
-  t.source = nm::Buffer(t.bytes, send_offset);
+  t.source = test::GuardedBuffer(t.bytes, send_offset);
   t.source.fill(t.key);
   t.m.dest = dest;
   t.m.handler = 5;
@@ -178,7 +178,7 @@ void expect_delivered(const Transfer& t, const std::string& what) {
   const std::size_t fits = std::min(t.bytes, t.dest.capacity());
   EXPECT_EQ(t.completed_bytes, fits) << what;
   const auto got = t.dest.contents(fits);
-  EXPECT_EQ(nm::mismatch(got, t.key), nm::kNoMismatch) << what;
+  EXPECT_EQ(test::find_mismatch(got, t.key), test::kNoMismatch) << what;
   EXPECT_TRUE(t.dest.tail_untouched(fits)) << what << ": wrote beyond the message";
   EXPECT_TRUE(t.dest.guards_intact()) << what << ": wrote outside the destination";
 }
@@ -233,7 +233,7 @@ TEST_P(CoprocessorPath, TakenExactlyWhenItsConditionsHold) {
       const std::string what = mode.name + " 0->" + std::to_string(to) + " " + c.name;
       Transfer t;
       t.bytes = c.bytes;
-      t.key = nm::key_of(0, to, seq++);
+      t.key = test::message_key(0, to, seq++);
       t.unexpected = c.unexpected;
       t.dest = c.destination();
       rx[to].expected.push_back(&t);
@@ -290,7 +290,7 @@ TEST(CoprocessorPathConcurrent, MixedTargetsInFlightTogether) {
       const Rank to = 1 - from;
       Transfer& t = transfers.emplace_back();
       t.bytes = 3000 + static_cast<std::size_t>(i) * 1733;
-      t.key = nm::key_of(from, to, static_cast<std::uint64_t>(i));
+      t.key = test::message_key(from, to, static_cast<std::uint64_t>(i));
       const std::size_t offset = i % 3 == 0 ? 0 : static_cast<std::size_t>(i % 32);
       t.dest = i % 5 == 4 ? nm::Destination::scatter({t.bytes / 2, t.bytes - t.bytes / 2}, 0)
                           : nm::Destination::contiguous(t.bytes, offset);
@@ -329,7 +329,7 @@ TEST(CoprocessorWait, WaitReturnsWhenTheCoprocessorCompletesAReceive) {
       6, [](void*, const Arrival&) { return RecvTarget::into({}, nullptr, nullptr); }, nullptr);
   Transfer t;
   t.bytes = 64 * 1024;
-  t.key = nm::key_of(0, 1, 1);
+  t.key = test::message_key(0, 1, 1);
   t.dest = nm::Destination::contiguous(t.bytes, 0);  // aligned: the coprocessor receives it
   rx[1].expected.push_back(&t);
   post(job.ml(0), 1, t, 0, Protocol::rendezvous);
@@ -401,7 +401,7 @@ TEST(VirtualNodeRendezvous, RendezvousReachesTheSecondTaskOfANode) {
   for (const Route& r : routes) {
     Transfer& t = transfers.emplace_back();
     t.bytes = 40000;
-    t.key = nm::key_of(r.from, r.to, 77);
+    t.key = test::message_key(r.from, r.to, 77);
     t.dest = nm::Destination::contiguous(t.bytes, 0);
     rx[r.to].expected.push_back(&t);
     post(job.ml(r.from), r.to, t, 0, r.protocol);
@@ -456,16 +456,16 @@ TEST_P(IntraNode, EverySizeAndAlignmentBothDirections) {
   for (const std::size_t bytes : kVnSizes) {
     std::deque<Transfer> transfers;
     std::uint32_t n = 0;
-    for (std::size_t i = 0; i < nm::kOffsets.size(); ++i) {
-      for (std::size_t j = 0; j < nm::kOffsets.size(); ++j) {
+    for (std::size_t i = 0; i < test::kAlignments.size(); ++i) {
+      for (std::size_t j = 0; j < test::kAlignments.size(); ++j) {
         // 1 MiB + 3: seven offset pairs here (nm_scenarios sizes runs all 49 under bglrun).
-        if (bytes > 65537 && j != (i + 3) % nm::kOffsets.size()) continue;
-        const std::size_t so = nm::kOffsets[i], ro = nm::kOffsets[j];
+        if (bytes > 65537 && j != (i + 3) % test::kAlignments.size()) continue;
+        const std::size_t so = test::kAlignments[i], ro = test::kAlignments[j];
         for (Rank from = 0; from < 2; ++from) {
           const Rank to = 1 - from;
           Transfer& t = transfers.emplace_back();
           t.bytes = bytes;
-          t.key = nm::key_of(from, to, bytes * 1000 + n);
+          t.key = test::message_key(from, to, bytes * 1000 + n);
           t.unexpected = n % 2 == 1;
           if (n % 4 == 3)
             t.dest = nm::Destination::scatter({bytes / 3, 1, bytes - bytes / 3}, ro);
@@ -528,7 +528,7 @@ TEST_P(IntraNode, ForcedVirtualNodeProtocolForTinyMessages) {
     for (const bool unexpected : {false, true}) {
       Transfer& t = transfers.emplace_back();
       t.bytes = bytes;
-      t.key = nm::key_of(0, 1, n);
+      t.key = test::message_key(0, 1, n);
       t.unexpected = unexpected;
       t.dest = nm::Destination::contiguous(bytes, n % 32);
       rx[1].expected.push_back(&t);
@@ -566,7 +566,7 @@ TEST_P(IntraNode, SixteenMebibytes) {
   for (Rank from = 0; from < 2; ++from) {
     Transfer& t = transfers.emplace_back();
     t.bytes = 16u << 20;
-    t.key = nm::key_of(from, 1 - from, 16);
+    t.key = test::message_key(from, 1 - from, 16);
     t.dest = nm::Destination::contiguous(t.bytes, from == 0 ? 31 : 1);
     rx[1 - from].expected.push_back(&t);
     post(job.ml(from), 1 - from, t, from == 0 ? 3 : 16, std::nullopt);
@@ -598,7 +598,7 @@ TEST_P(IntraNode, ScatterTargetsWithManyPieces) {
   for (const std::size_t pieces : {2u, 63u, 64u, 65u, 200u}) {
     Transfer& t = transfers.emplace_back();
     t.bytes = pieces * 1000 + 17;
-    t.key = nm::key_of(0, 1, 500 + n++);
+    t.key = test::message_key(0, 1, 500 + n++);
     std::vector<std::size_t> sizes(pieces, 1000);
     sizes.back() += 17;
     t.dest = nm::Destination::scatter(sizes, n);

@@ -57,74 +57,17 @@
 #include "bgl/pkt/runtime.hpp"
 #include "bgl/torus/error.hpp"
 #include "nm_test_util.hpp"
+#include "scenario_support.hpp"
 
 namespace {
 
 using namespace bgl;
 using namespace bgl::msg;
+using bgl::msg::test::g_rank;
+using bgl::msg::test::StallWatchdog;
 using Clock = std::chrono::steady_clock;
 
-unsigned g_rank = 0;
-
-[[noreturn]] void fail(const char* file, int line, const std::string& what) {
-  std::fprintf(stderr, "CHECK FAILED rank %u %s:%d: %s\n", g_rank, file, line, what.c_str());
-  std::fflush(stderr);
-  std::exit(1);
-}
-
-#define CHECK(cond)                               \
-  do {                                            \
-    if (!(cond)) fail(__FILE__, __LINE__, #cond); \
-  } while (0)
-#define CHECK_MSG(cond, text)                                                  \
-  do {                                                                         \
-    if (!(cond)) fail(__FILE__, __LINE__, std::string(#cond) + ": " + (text)); \
-  } while (0)
-
-// Fails the task when progress stops for NM_STALL_SECONDS while armed.
-class Watchdog {
- public:
-  Watchdog() {
-    const char* v = std::getenv("NM_STALL_SECONDS");
-    limit_ = v ? std::atof(v) : 20.0;
-    pet();
-    thread_ = std::thread([this] { run(); });
-  }
-  Watchdog(const Watchdog&) = delete;
-  Watchdog& operator=(const Watchdog&) = delete;
-  ~Watchdog() {
-    stop_ = true;
-    thread_.join();
-  }
-  void arm(const char* what) {
-    what_ = what;
-    pet();
-    armed_ = true;
-  }
-  void disarm() { armed_ = false; }
-  void pet() { last_.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed); }
-
- private:
-  void run() {
-    while (!stop_) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      const auto last = Clock::time_point(Clock::duration(last_.load(std::memory_order_relaxed)));
-      if (armed_ && std::chrono::duration<double>(Clock::now() - last).count() > limit_) {
-        std::fprintf(stderr, "CHECK FAILED rank %u: no progress for %.0f s in %s (stalled)\n",
-                     g_rank, limit_, what_.load());
-        std::fflush(stderr);
-        std::_Exit(1);
-      }
-    }
-  }
-  double limit_ = 20;
-  std::atomic<bool> stop_{false}, armed_{false};
-  std::atomic<const char*> what_{""};
-  std::atomic<Clock::rep> last_{0};
-  std::thread thread_;
-};
-
-Watchdog* g_watchdog = nullptr;
+StallWatchdog* g_watchdog = nullptr;
 
 // A label that lives as long as the program (the watchdog thread may print it at any time).
 const char* label(std::string text) {
@@ -146,14 +89,7 @@ void idle_wait(MessageLayer& ml) {
 // Advances until pred() holds, under the watchdog.
 template <class Pred>
 void drive(MessageLayer& ml, const char* what, Pred&& pred) {
-  g_watchdog->arm(what);
-  while (!pred()) {
-    if (ml.advance())
-      g_watchdog->pet();
-    else
-      idle_wait(ml);
-  }
-  g_watchdog->disarm();
+  test::drive(ml, *g_watchdog, what, pred, [&ml] { idle_wait(ml); });
 }
 
 std::string mode_name(pkt::NodeMode m) {
@@ -210,6 +146,12 @@ int mode_check(Session& s, const std::string& name) {
   } else {
     CHECK(loc.t == 0);
   }
+  // Half of the node's memory per task in virtual-node mode: the unexpected-data pool too.
+  const auto node_pool = Config::from_environment().pool_bytes;
+  const auto share = expected == pkt::NodeMode::virtual_node ? node_pool / 2 : node_pool;
+  CHECK_MSG(s.layer().statistics().pool_bytes_limit == share,
+            "pool_bytes_limit " + std::to_string(s.layer().statistics().pool_bytes_limit) +
+                ", expected " + std::to_string(share));
   s.bootstrap().barrier();
   std::printf("mode: rank %u: %s, node %u t=%d: ok\n", me, mode_name(s.mode()).c_str(),
               static_cast<unsigned>(loc.node), loc.t);
@@ -312,8 +254,8 @@ int copath(Session& s, std::vector<Rank> receivers) {
       nexts = 0;
       for (std::uint32_t i = 0; i < cases.size(); ++i) {
         const auto& c = cases[i];
-        nm::Buffer data(c.bytes, (i * 5) % 32);
-        data.fill(nm::key_of(0, to, i));
+        test::GuardedBuffer data(c.bytes, (i * 5) % 32);
+        data.fill(test::message_key(0, to, i));
         CaseHeader h{i};
         SendMessage m;
         m.dest = to;
@@ -367,8 +309,8 @@ int copath(Session& s, std::vector<Rank> receivers) {
         const std::size_t fits = std::min(c.bytes, d.capacity());
         CHECK_MSG(rx.completed_bytes == fits,
                   what + ": completion reports " + std::to_string(rx.completed_bytes));
-        const auto bad = nm::mismatch(d.contents(fits), nm::key_of(0, to, i));
-        CHECK_MSG(bad == nm::kNoMismatch, what + ": byte " + std::to_string(bad) + " differs");
+        const auto bad = test::find_mismatch(d.contents(fits), test::message_key(0, to, i));
+        CHECK_MSG(bad == test::kNoMismatch, what + ": byte " + std::to_string(bad) + " differs");
         CHECK_MSG(d.tail_untouched(fits), what + ": wrote beyond the message");
         CHECK_MSG(d.guards_intact(), what + ": wrote outside the destination");
         eligible += expect;
@@ -548,7 +490,7 @@ std::size_t flood_bytes(Rank from, Rank to, std::uint32_t seq, std::size_t max) 
     case 2:
       return std::min(kFloodOnePacket + 1, max);
     default:
-      return static_cast<std::size_t>(nm::mix64(nm::key_of(from, to, seq)) % (max + 1));
+      return static_cast<std::size_t>(test::mix64(test::message_key(from, to, seq)) % (max + 1));
   }
 }
 
@@ -633,7 +575,7 @@ int mlflood(Session& s, std::uint32_t n, std::size_t max) {
   struct Out {
     SendMessage m;
     FloodHeader h;
-    nm::Buffer data;
+    test::GuardedBuffer data;
     bool done = false;
   };
   struct Flow {
@@ -654,9 +596,9 @@ int mlflood(Session& s, std::uint32_t n, std::size_t max) {
         Out& o = f.window.emplace_back();
         const std::uint32_t seq = f.posted++;
         const std::size_t bytes = flood_bytes(me, f.to, seq, max);
-        o.data = nm::Buffer(bytes, seq % 7);
-        o.data.fill(nm::key_of(me, f.to, seq));
-        o.h = {seq, static_cast<std::uint32_t>(bytes), nm::checksum(o.data.span())};
+        o.data = test::GuardedBuffer(bytes, seq % 7);
+        o.data.fill(test::message_key(me, f.to, seq));
+        o.h = {seq, static_cast<std::uint32_t>(bytes), test::checksum(o.data.span())};
         o.m.dest = f.to;
         o.m.handler = kData;
         o.m.header = std::as_bytes(std::span(&o.h, 1));
@@ -683,9 +625,10 @@ int mlflood(Session& s, std::uint32_t n, std::size_t max) {
                       auto_protocol(s, static_cast<Rank>(src), me, in.bytes, sizeof(FloodHeader)),
                   what);
         const auto got = in.dest.contents(in.bytes);
-        CHECK_MSG(nm::checksum(got) == in.checksum, what + ": checksum differs");
-        const auto bad = nm::mismatch(got, nm::key_of(static_cast<Rank>(src), me, in.seq));
-        CHECK_MSG(bad == nm::kNoMismatch, what + ": byte " + std::to_string(bad) + " differs");
+        CHECK_MSG(test::checksum(got) == in.checksum, what + ": checksum differs");
+        const auto bad =
+            test::find_mismatch(got, test::message_key(static_cast<Rank>(src), me, in.seq));
+        CHECK_MSG(bad == test::kNoMismatch, what + ": byte " + std::to_string(bad) + " differs");
         CHECK_MSG(in.dest.guards_intact(), what + ": wrote outside its destination");
         eligible += in.eligible;
         ++protocols[in.protocol];
@@ -766,11 +709,11 @@ std::vector<SizeItem> size_plan(std::size_t max_bytes) {
   for (const std::size_t b : sizes) {
     if (b > max_bytes) continue;
     std::size_t n = 0;
-    for (std::size_t i = 0; i < nm::kOffsets.size(); ++i)
-      for (std::size_t j = 0; j < nm::kOffsets.size(); ++j) {
+    for (std::size_t i = 0; i < test::kAlignments.size(); ++i)
+      for (std::size_t j = 0; j < test::kAlignments.size(); ++j) {
         // 16 MiB: seven pairs (every offset once on each side), not all 49.
-        if (b == (16u << 20) && j != (i + 3) % nm::kOffsets.size()) continue;
-        plan.push_back({b, nm::kOffsets[i], nm::kOffsets[j], n % 2 == 1, n % 4 == 3});
+        if (b == (16u << 20) && j != (i + 3) % test::kAlignments.size()) continue;
+        plan.push_back({b, test::kAlignments[i], test::kAlignments[j], n % 2 == 1, n % 4 == 3});
         ++n;
       }
   }
@@ -847,7 +790,7 @@ int sizes(Session& s, std::size_t max_bytes, bool refuse) {
 
   struct Out {
     SendMessage m;
-    nm::Buffer data;
+    test::GuardedBuffer data;
     bool done = false;
   };
   std::deque<Out> window;
@@ -869,8 +812,8 @@ int sizes(Session& s, std::size_t max_bytes, bool refuse) {
     while (posted < plan.size() && window.size() < window_for(plan[posted].bytes)) {
       const SizeItem& it = plan[posted];
       Out& o = window.emplace_back();
-      o.data = nm::Buffer(it.bytes, it.so);
-      o.data.fill(nm::key_of(me, partner, posted));
+      o.data = test::GuardedBuffer(it.bytes, it.so);
+      o.data.fill(test::message_key(me, partner, posted));
       o.m.dest = partner;
       o.m.handler = kData;
       o.m.data.buffer = o.data.span();
@@ -902,8 +845,8 @@ int sizes(Session& s, std::size_t max_bytes, bool refuse) {
       CHECK_MSG(in.protocol == auto_protocol(s, partner, me, it.bytes), what);
       const auto got = in.dest.contents(it.bytes);
       // Every byte against the sender's pattern (stronger than comparing checksums).
-      const auto bad = nm::mismatch(got, nm::key_of(partner, me, checked));
-      CHECK_MSG(bad == nm::kNoMismatch, what + ": byte " + std::to_string(bad) + " differs");
+      const auto bad = test::find_mismatch(got, test::message_key(partner, me, checked));
+      CHECK_MSG(bad == test::kNoMismatch, what + ": byte " + std::to_string(bad) + " differs");
       CHECK_MSG(in.dest.guards_intact(), what + ": wrote outside its destination");
       vn_expected += in.protocol == Protocol::virtual_node;
       co_expected += nm::coprocessor_should_receive(
@@ -960,7 +903,7 @@ int main(int argc, char** argv) {
   const std::string what = argv[1];
   if (const char* r = std::getenv("BGL_RANK")) g_rank = static_cast<unsigned>(std::atoi(r));
   if (const char* w = std::getenv("NM_WAIT")) g_poll = std::string(w) == "poll";
-  Watchdog watchdog;
+  StallWatchdog watchdog("NM_STALL_SECONDS", 20.0);
   g_watchdog = &watchdog;
   try {
     if (what == "pktflood")

@@ -22,6 +22,7 @@ struct Statistics {
   std::uint64_t unexpected_messages = 0;
   std::uint64_t unexpected_depth = 0;  // messages waiting for accept() now
   std::uint64_t unexpected_depth_max = 0;
+  std::uint64_t pool_bytes_limit = 0;  // this task's share (half the node's in virtual-node mode)
   std::uint64_t pool_bytes_in_use = 0;
   std::uint64_t pool_bytes_max = 0;
   std::uint64_t pool_waits = 0;        // an unexpected message waited (backpressure) for pool space
