@@ -43,6 +43,7 @@ Endpoint::Endpoint(const Machine& machine, torus::Rank rank, int group, const Wa
       rank_(checked_rank(machine, rank, group)),
       node_(machine.mapping().location(rank).node),
       group_(group),
+      shm_(machine),
       bell_(&machine.doorbell(node_, group)),
       me_(machine.shape().coord(node_)),
       rng_(machine.config().seed * 0x9e3779b97f4a7c15ULL + rank + 1),
@@ -55,6 +56,9 @@ Endpoint::Endpoint(const Machine& machine, torus::Rank rank, int group, const Wa
     fifos_[static_cast<std::size_t>(i)].attach_consumer();
   }
   const auto& shape = machine.shape();
+  const auto& placement = machine.placement();
+  const bool ofi = placement.transport == Transport::ofi;
+  if (ofi) ofi_.emplace(machine.outbound(rank), machine.agent_bell());
   peers_.resize(static_cast<std::size_t>(shape.node_count()));
   deterministic_traffic_.resize(peers_.size());
   for (torus::NodeId n = 0; n < peers_.size(); ++n) {
@@ -62,7 +66,10 @@ Endpoint::Endpoint(const Machine& machine, torus::Rank rank, int group, const Wa
     const auto last = torus::deterministic_route(shape, node_, n).last();
     peers_[n] = Peer{{static_cast<std::uint8_t>(c.x), static_cast<std::uint8_t>(c.y),
                       static_cast<std::uint8_t>(c.z)},
-                     static_cast<std::uint8_t>(last ? torus::index_of(*last) : kLocalFifo)};
+                     static_cast<std::uint8_t>(last ? torus::index_of(*last) : kLocalFifo),
+                     // With BGL_TRANSPORT=ofi on one host every other node goes through the agent
+                     // (a loopback test of the libfabric path); the node itself never does.
+                     ofi && n != node_ && (!placement.local(n) || placement.host_count() == 1)};
   }
   machine.task(rank).pid = static_cast<std::int32_t>(getpid());  // peers validate VN copies by it
   if (machine.config().mode == NodeMode::virtual_node) {
@@ -205,11 +212,13 @@ bool Endpoint::push(torus::NodeId node, std::uint8_t group, std::uint8_t index,
     if (!payload.empty()) std::memcpy(p.payload.data(), payload.data(), payload.size());
     if (!more.empty()) std::memcpy(p.payload.data() + payload.size(), more.data(), more.size());
     virtual_out_->push(p);
-  } else if (!machine_->fifo(node, group, index).try_push(h, payload, more)) {
-    return false;
+    machine_->doorbell(node, group).ring();
+    return true;
   }
-  machine_->doorbell(node, group).ring();
-  return true;
+  const Target to{node, group, index};
+  if (peers_[node].remote) [[unlikely]]
+    return ofi_->try_deliver(to, h, payload, more);
+  return shm_.try_deliver(to, h, payload, more);
 }
 
 bool Endpoint::deliver(Pending& p) {
@@ -233,11 +242,10 @@ bool Endpoint::deliver_line(Pending& p) {
   for (int i = 0; i <= p.delivered; ++i)
     at = *shape.neighbour(at, dir);
   for (;;) {
-    if (!machine_->fifo(at, h.dest_group, p.fifo_index).try_push(h, payload)) {
+    if (!push(at, h.dest_group, p.fifo_index, h, payload, {})) {
       ++counters_.delivery_stalls;
       return false;
     }
-    machine_->doorbell(at, h.dest_group).ring();
     ++p.delivered;
     if (at == dest) break;
     ++counters_.deposit_copies;

@@ -54,6 +54,11 @@ void JobOptions::merge_environment() {
       fifo_packets = static_cast<int>(*v);
     }
   }
+  fill(hostfile, "BGL_HOSTFILE");
+  fill(transport, "BGL_TRANSPORT");
+  if (!hosts) {
+    if (auto v = env::get_int("BGL_HOSTS", 1, Placement::kMaxHosts)) hosts = static_cast<int>(*v);
+  }
   if (!seed) {
     if (auto v = env::get_int("BGL_SEED", 0, std::numeric_limits<long long>::max()))
       seed = static_cast<std::uint64_t>(*v);
@@ -115,14 +120,20 @@ JobConfig JobConfig::resolve(const JobOptions& o) {
                    static_cast<std::uint32_t>(fifo),
                    o.seed.value_or(0x5eed),
                    std::move(source),
-                   {}};
+                   {},
+                   Placement::resolve(*shape, o.hostfile, o.hosts, o.transport,
+                                      o.host_index.value_or(0))};
 }
 
 std::string JobConfig::summary() const {
   return std::to_string(ntasks()) + " tasks on " + shape.to_string() + " (" +
          std::to_string(shape.node_count()) + " nodes), " + std::string(to_string(mode)) +
          " mode, mapping " + mapping_source + ", " + std::to_string(fifo_packets) +
-         "-packet reception FIFOs";
+         "-packet reception FIFOs" +
+         (placement.host_count() > 1 || placement.transport != Transport::shm
+              ? ", " + std::to_string(placement.host_count()) + " host(s) over " +
+                    std::string(to_string(placement.transport))
+              : std::string());
 }
 
 }  // namespace bgl::pkt

@@ -9,7 +9,7 @@ namespace bgl::pkt {
 namespace {
 
 constexpr std::uint64_t kMagic = 0x3130554d454c4742ULL;  // "BGLEMU01"
-constexpr std::uint32_t kVersion = 1;
+constexpr std::uint32_t kVersion = 2;
 
 constexpr std::size_t align_up(std::size_t n, std::size_t a) {
   return (n + a - 1) / a * a;
@@ -45,18 +45,24 @@ struct SegmentHeader {
   char mapping_source[512];
   std::uint32_t region_count;
   RegionEntry regions[kMaxRegions];
+  // Placement: hosts, this host, transport, node -> host table (uint16 per node).
+  std::uint32_t hosts, this_host, transport, local_tasks;
+  std::uint64_t node_host_offset, outbound_offset;
   JobBarrier barrier;
+  Doorbell agent_bell;
 };
 
 }  // namespace
 
 struct Machine::Layout {
-  std::size_t mapping, nodes, group, fifo, links, tasks, virtual_fifos, total;
+  std::size_t mapping, node_hosts, nodes, group, fifo, links, tasks, virtual_fifos, outbound, total;
   std::vector<std::size_t> regions;
 
   explicit Layout(const JobConfig& c) {
     mapping = align_up(sizeof(SegmentHeader), 4096);
-    nodes = align_up(mapping + sizeof(MappingEntry) * static_cast<std::size_t>(c.ntasks()), 4096);
+    node_hosts = mapping + sizeof(MappingEntry) * static_cast<std::size_t>(c.ntasks());
+    nodes = align_up(node_hosts + sizeof(std::uint16_t) * static_cast<std::size_t>(c.shape.node_count()),
+                     4096);
     fifo = align_up(ReceptionFifo::region_bytes(c.fifo_packets), 4096);
     group = align_up(sizeof(Doorbell), 4096) + kReceptionFifos * fifo;
     links = nodes + static_cast<std::size_t>(c.shape.node_count()) * kFifoGroups * group;
@@ -68,7 +74,11 @@ struct Machine::Layout {
         c.mode == NodeMode::virtual_node
             ? static_cast<std::size_t>(c.shape.node_count()) * 2 * sizeof(VirtualFifo)
             : 0;
-    total = align_up(virtual_fifos + virtual_bytes, 4096);
+    outbound = align_up(virtual_fifos + virtual_bytes, 4096);
+    const std::size_t outbound_bytes = c.placement.transport == Transport::ofi
+                                           ? sizeof(OutboundRing) * static_cast<std::size_t>(c.ntasks())
+                                           : 0;
+    total = align_up(outbound + outbound_bytes, 4096);
     if (c.regions.size() > kMaxRegions) throw ConfigError("too many segment regions");
     for (const auto& r : c.regions) {
       if (r.name.empty() || r.name.size() >= kRegionNameBytes)
@@ -85,7 +95,9 @@ std::size_t Machine::segment_bytes(const JobConfig& config) {
 
 Machine::Machine(std::span<std::byte> segment, JobConfig config)
     : segment_(segment), config_(std::move(config)) {
+  if (config_.placement.node_host.empty()) config_.placement = Placement::single(config_.shape);
   const Layout l(config_);
+  outbound_offset_ = l.outbound;
   nodes_offset_ = l.nodes;
   group_stride_ = l.group;
   fifo_stride_ = l.fifo;
@@ -94,7 +106,9 @@ Machine::Machine(std::span<std::byte> segment, JobConfig config)
   virtual_offset_ = l.virtual_fifos;
 }
 
-Machine Machine::format(std::span<std::byte> segment, const JobConfig& c) {
+Machine Machine::format(std::span<std::byte> segment, const JobConfig& config) {
+  JobConfig c = config;
+  if (c.placement.node_host.empty()) c.placement = Placement::single(c.shape);
   const Layout l(c);
   if (segment.size() < l.total) throw ConfigError("shared-memory segment too small for the job");
   auto* h = new (segment.data()) SegmentHeader{};
@@ -122,6 +136,13 @@ Machine Machine::format(std::span<std::byte> segment, const JobConfig& c) {
     h->regions[i].offset = l.regions[i];
     h->regions[i].bytes = c.regions[i].bytes;
   }
+  h->hosts = static_cast<std::uint32_t>(c.placement.host_count());
+  h->this_host = static_cast<std::uint32_t>(c.placement.this_host);
+  h->transport = static_cast<std::uint32_t>(c.placement.transport);
+  h->node_host_offset = l.node_hosts;
+  h->outbound_offset = l.outbound;
+  std::memcpy(segment.data() + l.node_hosts, c.placement.node_host.data(),
+              c.placement.node_host.size() * sizeof(std::uint16_t));
   auto* table = reinterpret_cast<MappingEntry*>(segment.data() + l.mapping);
   for (int r = 0; r < c.ntasks(); ++r) {
     const auto loc = c.mapping.location(static_cast<torus::Rank>(r));
@@ -129,6 +150,7 @@ Machine Machine::format(std::span<std::byte> segment, const JobConfig& c) {
   }
   Machine m(segment, c);
   for (torus::NodeId n = 0; n < static_cast<torus::NodeId>(c.shape.node_count()); ++n) {
+    if (!c.placement.local(n)) continue;  // another host's segment holds its FIFOs
     for (int g = 0; g < kFifoGroups; ++g) {
       std::byte* region = m.group_region(n, g);
       new (region) Doorbell{};
@@ -146,6 +168,11 @@ Machine Machine::format(std::span<std::byte> segment, const JobConfig& c) {
     for (int i = 0; i < 2 * c.shape.node_count(); ++i)
       new (&rings[i]) VirtualFifo();
   }
+  if (c.placement.transport == Transport::ofi) {
+    for (int r = 0; r < c.ntasks(); ++r)
+      new (&m.outbound(static_cast<torus::Rank>(r))) OutboundRing{};
+  }
+  h->local_tasks = static_cast<std::uint32_t>(m.local_tasks());
   // Publish last: a reader that sees the magic sees a fully formatted segment.
   std::atomic_thread_fence(std::memory_order_release);
   h->magic = kMagic;
@@ -181,13 +208,33 @@ Machine Machine::attach(std::span<std::byte> segment) {
   for (int r = 0; r < h->ntasks; ++r)
     locations[static_cast<std::size_t>(r)] = {table[r].node, static_cast<int>(table[r].t)};
   auto mapping = torus::Mapping::from_locations(shape, tasks_per_node(mode), std::move(locations));
+  if (h->hosts < 1 || h->hosts > static_cast<std::uint32_t>(Placement::kMaxHosts) ||
+      h->this_host >= h->hosts || h->transport > static_cast<std::uint32_t>(Transport::ofi) ||
+      h->node_host_offset < h->mapping_offset ||
+      h->node_host_offset + sizeof(std::uint16_t) * static_cast<std::uint64_t>(shape.node_count()) >
+          h->nodes_offset)
+    throw ConfigError("shared-memory segment has a corrupt host placement");
+  Placement placement;
+  placement.this_host = static_cast<int>(h->this_host);
+  placement.transport = static_cast<Transport>(h->transport);
+  placement.source = "segment";
+  for (std::uint32_t i = 0; i < h->hosts; ++i)
+    placement.hosts.push_back({"host" + std::to_string(i), "", 0});
+  placement.node_host.resize(static_cast<std::size_t>(shape.node_count()));
+  std::memcpy(placement.node_host.data(), segment.data() + h->node_host_offset,
+              placement.node_host.size() * sizeof(std::uint16_t));
+  for (auto host : placement.node_host) {
+    if (host >= h->hosts) throw ConfigError("shared-memory segment has a corrupt host placement");
+    ++placement.hosts[host].nodes;
+  }
   JobConfig c{shape,
               mode,
               std::move(mapping),
               h->fifo_packets,
               h->seed,
               std::string(h->mapping_source, strnlen(h->mapping_source, sizeof h->mapping_source)),
-              {}};
+              {},
+              std::move(placement)};
   if (h->region_count > kMaxRegions)
     throw ConfigError("shared-memory segment has a corrupt region table");
   for (std::uint32_t i = 0; i < h->region_count; ++i) {
@@ -214,6 +261,26 @@ ReceptionFifo Machine::fifo(torus::NodeId node, int group, int index) const {
 
 Doorbell& Machine::doorbell(torus::NodeId node, int group) const {
   return *std::launder(reinterpret_cast<Doorbell*>(group_region(node, group)));
+}
+
+int Machine::local_tasks() const {
+  int n = 0;
+  for (int r = 0; r < config_.ntasks(); ++r)
+    n += local(static_cast<torus::Rank>(r));
+  return n;
+}
+
+std::uint32_t Machine::barrier_participants() const {
+  const auto* h = std::launder(reinterpret_cast<const SegmentHeader*>(segment_.data()));
+  return h->local_tasks + (config_.placement.host_count() > 1 ? 1u : 0u);
+}
+
+OutboundRing& Machine::outbound(torus::Rank rank) const {
+  return std::launder(reinterpret_cast<OutboundRing*>(segment_.data() + outbound_offset_))[rank];
+}
+
+Doorbell& Machine::agent_bell() const {
+  return std::launder(reinterpret_cast<SegmentHeader*>(segment_.data()))->agent_bell;
 }
 
 JobBarrier& Machine::barrier() const {

@@ -77,7 +77,9 @@ void JobRunner::start_tasks() {
   sigemptyset(&none);
   std::fflush(nullptr);
 
+  int started = 0;
   for (std::size_t r = 0; r < tasks_.size(); ++r) {
+    if (!machine_.local(static_cast<torus::Rank>(r))) continue;  // another host runs it
     const std::string rank = std::to_string(r);
     const pid_t pid = fork();
     if (pid < 0) {
@@ -101,11 +103,11 @@ void JobRunner::start_tasks() {
       std::fprintf(stderr, "bglrun: cannot execute '%s': %s\n", argv[0], std::strerror(errno));
       _exit(127);
     }
-    if (r == 0) group_ = pid;
+    if (started++ == 0) group_ = pid;
     setpgid(pid, group_);  // also from the parent, so that no signal can race the child's own call
     tasks_[r] = Task{pid, true};
   }
-  spdlog::info("started {} tasks (process group {})", tasks_.size(), group_);
+  spdlog::info("started {} tasks (process group {})", started, group_);
 }
 
 void JobRunner::stop(int signal, const std::string& why) {
@@ -161,7 +163,13 @@ int JobRunner::run() {
     if (sig > 0 && sig != SIGCHLD) {
       if (!stopping_) exit_status_ = 128 + sig;
       stop(sig, "received " + signal_name(sig));
-    } else if (now >= deadline && !stopping_) {
+    } else if (settings_.external_fault && !stopping_) {
+      if (auto fault = settings_.external_fault()) {
+        exit_status_ = 1;
+        stop(SIGTERM, *fault);
+      }
+    }
+    if (now >= deadline && !stopping_) {
       exit_status_ = 124;
       stop(SIGTERM, "the job timed out after " + std::to_string(settings_.timeout_seconds) + " s");
     }

@@ -1,10 +1,12 @@
 #pragma once
-// Starts the tasks of a job and supervises them until they all end: forwards signals, enforces the
+// Starts the tasks of a job (those placed on this host) and supervises them until they all end: forwards signals, enforces the
 // timeout, and stops the whole job (SIGTERM, then SIGKILL after a grace period) as soon as one task
 // fails, naming it. Tasks run in their own process group and die with the launcher (PDEATHSIG).
 #include <signal.h>
 #include <sys/types.h>
 
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +22,9 @@ struct RunSettings {
   std::vector<std::string> command;
   double timeout_seconds = 0;
   double kill_grace_seconds = 2;
+  // Polled while the job runs: a problem outside the tasks (another host disappeared) that ends
+  // the job; the launcher then exits with status 1.
+  std::function<std::optional<std::string>()> external_fault;
 };
 
 class JobRunner {

@@ -2,19 +2,25 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
 
 #include "bgl/collnet/region.hpp"
+#include "bgl/env.hpp"
 #include "bgl/log.hpp"
 #include "bgl/pkt/machine.hpp"
+#include "bgl/pkt/ofi_agent.hpp"
 #include "bgl/pkt/segment.hpp"
 #include "bgl/torus/error.hpp"
 #include "job_runner.hpp"
 #include "mpiexec_launch.hpp"
 #include "options.hpp"
+#include "pmi_client.hpp"
 #include "stats_report.hpp"
 
 namespace {
@@ -43,6 +49,49 @@ void print_mapping(const pkt::JobConfig& c) {
   }
 }
 
+// A multi-host job started without a process manager: run one bglrun per host under Hydra's
+// mpiexec (mpiexec.hydra from Debian's mpich, or BGL_HYDRA), which starts them and serves the PMI
+// key-value store through which the hosts' agents exchange their libfabric addresses. Hosts all on
+// loopback (--hosts N without a file) are started locally (-launcher fork); others by Hydra's
+// default launcher (ssh) on the hosts of the placement. -disable-auto-cleanup: when a host dies,
+// the others' agents notice and end the job with an error naming it, instead of Hydra killing
+// them silently.
+[[noreturn]] void relaunch_under_hydra(const pkt::Placement& placement, int argc, char** argv) {
+  const std::string hydra = env::get("BGL_HYDRA").value_or("mpiexec.hydra");
+  std::vector<std::string> args{hydra, "-disable-auto-cleanup", "-n",
+                                std::to_string(placement.host_count())};
+  const bool loopback =
+      std::all_of(placement.hosts.begin(), placement.hosts.end(),
+                  [](const pkt::HostEntry& h) { return h.address.starts_with("127."); });
+  if (loopback) {
+    args.insert(args.end(), {"-launcher", "fork"});
+  } else {
+    std::string list;
+    for (const auto& h : placement.hosts)
+      list += (list.empty() ? "" : ",") + h.name + ":1";
+    args.insert(args.end(), {"-hosts", list});
+  }
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  args.emplace_back(n > 0 ? std::string(self, static_cast<std::size_t>(n)) : argv[0]);
+  for (int i = 1; i < argc; ++i)
+    args.emplace_back(argv[i]);
+  std::vector<char*> cargs;
+  for (auto& a : args)
+    cargs.push_back(a.data());
+  cargs.push_back(nullptr);
+  spdlog::info("starting {} hosts through {}", placement.host_count(), hydra);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  std::fflush(nullptr);
+  execvp(cargs[0], cargs.data());
+  throw ConfigError("the job spans " + std::to_string(placement.host_count()) +
+                    " hosts and needs Hydra's mpiexec to start them, but '" + hydra +
+                    "' cannot be executed (" + std::strerror(errno) +
+                    "); install Debian's mpich package or set BGL_HYDRA");
+}
+
 int launch(int argc, char** argv) {
   // Signals wait until the launcher can clean up after them.
   const sigset_t signals = run::launcher_signals();
@@ -61,12 +110,30 @@ int launch(int argc, char** argv) {
   }
   if (o.log_level) log::set_level(*o.log_level, "--log-level");
   auto config = pkt::JobConfig::resolve(o.job);
+  // Several hosts: this bglrun is one of them, started by a PMI process manager (Hydra).
+  std::optional<run::PmiClient> pmi;
+  if (config.placement.host_count() > 1 && !o.dry_run) {
+    if (auto client = run::PmiClient::from_environment()) pmi.emplace(std::move(*client));
+    if (!pmi) relaunch_under_hydra(config.placement, argc, argv);
+    if (pmi->size() != config.placement.host_count())
+      throw ConfigError("the placement (" + config.placement.source + ") has " +
+                        std::to_string(config.placement.host_count()) +
+                        " hosts, but the process manager started " + std::to_string(pmi->size()) +
+                        " bglrun processes; start exactly one per host");
+    auto job = o.job;
+    job.host_index = pmi->rank();
+    config = pkt::JobConfig::resolve(job);
+    spdlog::set_pattern("[bglrun@" + std::to_string(pmi->rank()) + " %^%l%$] %v");
+  }
   config.regions.push_back({std::string(collnet::kRegionName), collnet::region_bytes(config)});
   if (o.dry_run || o.show_mapping) print_mapping(config);
   if (o.dry_run) return 0;
   if (!executable(o.command.front()))
     throw ConfigError("program '" + o.command.front() + "' not found or not executable");
   const auto mpiexec = run::choose_mpiexec(o.launcher, o.command);
+  if (mpiexec && config.placement.host_count() > 1)
+    throw ConfigError("MPI programs cannot span several hosts yet (the MPICH device's job start "
+                      "is single-host); run them on one host");
 
   if (const int stale = pkt::Segment::remove_stale())
     spdlog::warn("removed {} shared-memory segments left by launchers that were killed", stale);
@@ -75,10 +142,52 @@ int launch(int argc, char** argv) {
   collnet::format(machine);
   spdlog::info("{}; segment {} ({} MiB virtual)", config.summary(), segment.name(),
                segment.bytes().size() >> 20);
+  const auto& placement = config.placement;
+  if (placement.host_count() > 1 || placement.transport != pkt::Transport::shm) {
+    // Reported at start-up (once per job: by host 0): which nodes each host holds.
+    const auto text = "placement (" + placement.source + ", transport " +
+                      std::string(pkt::to_string(placement.transport)) + "):\n" +
+                      placement.report(config.shape);
+    if (placement.this_host == 0)
+      std::fprintf(stderr, "bglrun: %s", text.c_str());
+    else
+      spdlog::info("{}", text);
+  }
 
-  const run::RunSettings settings{o.command, o.timeout_seconds, o.kill_grace_seconds};
-  const int status = mpiexec ? run::run_with_mpiexec(machine, segment, settings, *mpiexec)
-                             : run::JobRunner(machine, segment, settings).run();
+  std::unique_ptr<pkt::OfiAgent> agent;
+  if (placement.transport == pkt::Transport::ofi) {
+    agent = std::make_unique<pkt::OfiAgent>(machine, placement, pkt::OfiOptions::from_environment());
+    std::vector<std::vector<std::byte>> addresses{agent->address()};
+    if (pmi) {
+      pmi->put("bgl-ofi-" + std::to_string(pmi->rank()), pkt::to_hex(addresses[0]));
+      pmi->barrier();
+      addresses.clear();
+      for (int h = 0; h < pmi->size(); ++h)
+        addresses.push_back(pkt::from_hex(pmi->get("bgl-ofi-" + std::to_string(h))));
+    }
+    agent->start(addresses);
+    spdlog::info("libfabric agent: {}", agent->describe());
+  }
+
+  run::RunSettings settings{o.command, o.timeout_seconds, o.kill_grace_seconds, {}};
+  if (agent) settings.external_fault = [&agent] { return agent->fault(); };
+  int status = mpiexec ? run::run_with_mpiexec(machine, segment, settings, *mpiexec)
+                       : run::JobRunner(machine, segment, settings).run();
+  if (agent) {
+    agent->finish(status);
+    if (const auto fault = agent->fault()) {
+      std::fprintf(stderr, "bglrun: host %d: %s; the job was stopped\n", placement.this_host,
+                   fault->c_str());
+      if (status == 0) status = 1;
+    }
+    const auto s = agent->stats();
+    spdlog::info("libfabric agent: {} packets sent in {} messages ({} bytes), {} received, {} "
+                 "rejected, {} credit stalls, {} FIFO stalls",
+                 s.packets_sent, s.messages_sent, s.bytes_sent, s.packets_received, s.rejected,
+                 s.credit_stalls, s.fifo_stalls);
+    agent.reset();
+  }
+  if (pmi) pmi->finalize();
   spdlog::info("{}", run::statistics_summary(machine));
   if (o.stats_file) {
     std::ofstream out(*o.stats_file);

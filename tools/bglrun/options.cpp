@@ -12,7 +12,8 @@ namespace {
 bool takes_value(std::string_view f) {
   for (std::string_view v :
        {"-np", "-n", "--np", "--shape", "--mesh", "--mode", "--mapping", "--mapfile", "--timeout",
-        "--fifo-packets", "--seed", "--stats", "--log-level", "--kill-grace", "--launcher"})
+        "--fifo-packets", "--seed", "--stats", "--log-level", "--kill-grace", "--launcher",
+        "--hosts", "--hostfile", "--transport"})
     if (f == v) return true;
   return false;
 }
@@ -45,6 +46,12 @@ void apply(LauncherOptions& o, std::string_view flag, const std::string& value) 
     o.log_level = value;
   } else if (flag == "--launcher") {
     o.launcher = value;
+  } else if (flag == "--hosts") {
+    j.hosts = static_cast<int>(env::parse_int(value, flag, 1, pkt::Placement::kMaxHosts));
+  } else if (flag == "--hostfile") {
+    j.hostfile = value;
+  } else if (flag == "--transport") {
+    j.transport = value;
   }
 }
 
@@ -67,6 +74,12 @@ Runs N tasks of `program` on an emulated Blue Gene/L partition.
   --kill-grace S         seconds between SIGTERM and SIGKILL when stopping (BGL_KILL_GRACE; 2)
   --fifo-packets N       reception FIFO capacity, power of two (BGL_FIFO_PACKETS; default 64)
   --seed N               adaptive-routing seed (BGL_SEED)
+  --hosts N              spread the partition over N hosts (BGL_HOSTS; without --hostfile all on
+                         127.0.0.1, for tests); nodes go in contiguous blocks of node ids
+  --hostfile FILE        hosts, one "name [address] [nodes=N]" line each (BGL_HOSTFILE)
+  --transport T          shm | ofi | auto (BGL_TRANSPORT; auto: ofi when the job spans hosts);
+                         ofi on one host sends every packet between nodes through libfabric
+                         (provider FI_PROVIDER, default tcp;ofi_rxm)
   --stats FILE           write per-task, per-link and per-FIFO statistics as JSON (BGL_STATS)
   --show-mapping         print the rank -> (x,y,z,t) table before starting
   --dry-run              validate the configuration, print it and the mapping, run nothing

@@ -14,6 +14,7 @@
 #include <span>
 #include <vector>
 
+#include "bgl/pkt/backend.hpp"
 #include "bgl/pkt/backoff.hpp"
 #include "bgl/pkt/header.hpp"
 #include "bgl/pkt/machine.hpp"
@@ -112,6 +113,7 @@ class Endpoint {
   struct Peer {
     std::array<std::uint8_t, 3> coord;
     std::uint8_t deterministic_fifo;
+    bool remote;  // reached through the libfabric backend (another host, or BGL_TRANSPORT=ofi)
   };
   // Deterministic routes are fixed, so their link traffic is counted per destination and spread
   // over the route's links only when somebody looks (exact, and off the hot path).
@@ -145,6 +147,8 @@ class Endpoint {
   torus::NodeId node_;
   int group_;
   std::array<ReceptionFifo, kReceptionFifos> fifos_;
+  ShmBackend shm_;
+  std::optional<OfiBackend> ofi_;
   VirtualFifo* virtual_out_ = nullptr;  // virtual-node mode: to the node's other task
   VirtualFifo* virtual_in_ = nullptr;   // and from it
   Doorbell* bell_;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "bgl/pkt/node_mode.hpp"
+#include "bgl/pkt/placement.hpp"
 #include "bgl/torus/mapping.hpp"
 #include "bgl/torus/shape.hpp"
 
@@ -22,6 +23,10 @@ struct JobOptions {
   std::optional<std::string> mapfile;  // mapping file (BGL_MAPFILE)
   std::optional<int> fifo_packets;     // reception FIFO capacity (BGL_FIFO_PACKETS)
   std::optional<std::uint64_t> seed;   // adaptive-routing seed (BGL_SEED)
+  std::optional<std::string> hostfile;   // hosts and their nodes (BGL_HOSTFILE)
+  std::optional<int> hosts;              // number of hosts without a file (BGL_HOSTS)
+  std::optional<std::string> transport;  // shm | ofi | auto (BGL_TRANSPORT)
+  std::optional<int> host_index;         // which host this is (from the process manager)
 
   // Fills every unset field from its BGL_* variable; ConfigError names a malformed variable.
   void merge_environment();
@@ -44,6 +49,7 @@ struct JobConfig {
   std::uint64_t seed;
   std::string mapping_source;  // "order XYZT" or the mapping file's path
   std::vector<RegionRequest> regions;
+  Placement placement;  // which nodes are on which host; one host unless configured
 
   int ntasks() const { return mapping.size(); }
 

@@ -12,6 +12,7 @@
 #include "bgl/pkt/doorbell.hpp"
 #include "bgl/pkt/job_barrier.hpp"
 #include "bgl/pkt/job_config.hpp"
+#include "bgl/pkt/outbound_ring.hpp"
 #include "bgl/pkt/reception_fifo.hpp"
 #include "bgl/pkt/virtual_fifo.hpp"
 
@@ -69,10 +70,23 @@ class Machine {
   const JobConfig& config() const { return config_; }
   const torus::Shape& shape() const { return config_.shape; }
   const torus::Mapping& mapping() const { return config_.mapping; }
+  const Placement& placement() const { return config_.placement; }
+  // Tasks of this host (the others run on other hosts, with segments of their own).
+  bool local(torus::Rank rank) const {
+    return config_.placement.local(config_.mapping.location(rank).node);
+  }
+  int local_tasks() const;
 
   ReceptionFifo fifo(torus::NodeId node, int group, int index) const;
   Doorbell& doorbell(torus::NodeId node, int group) const;
   JobBarrier& barrier() const;
+  // Who takes part in barrier(): the local tasks, plus the libfabric agent when the job spans
+  // hosts (it completes a barrier generation only when every host's tasks have arrived).
+  std::uint32_t barrier_participants() const;
+  // Transport ofi only: the ring from `rank` (a local task) to the host's agent, and the agent's
+  // doorbell.
+  OutboundRing& outbound(torus::Rank rank) const;
+  Doorbell& agent_bell() const;
   std::span<LinkTotals> links() const;  // node * 6 + direction
   TaskSlot& task(torus::Rank rank) const;
   // Virtual-node mode: the ring from FIFO group `from` of `node` to the node's other group.
@@ -88,7 +102,7 @@ class Machine {
   std::span<std::byte> segment_;
   JobConfig config_;
   std::size_t nodes_offset_ = 0, group_stride_ = 0, fifo_stride_ = 0;
-  std::size_t links_offset_ = 0, tasks_offset_ = 0, virtual_offset_ = 0;
+  std::size_t links_offset_ = 0, tasks_offset_ = 0, virtual_offset_ = 0, outbound_offset_ = 0;
 };
 
 }  // namespace bgl::pkt

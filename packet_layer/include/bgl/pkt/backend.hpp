@@ -1,0 +1,66 @@
+#pragma once
+// Where an Endpoint hands a packet for a node's reception FIFO. Two backends:
+//   ShmBackend  the node is on this host: copy into its reception FIFO in the segment and ring its
+//               doorbell (the hot path: no indirection beyond the FIFO itself);
+//   OfiBackend  the node is on another host (or BGL_TRANSPORT=ofi): copy into this task's outbound
+//               ring; the host's libfabric agent (bgl/pkt/ofi_agent.hpp, in bglrun) sends it and
+//               the destination host's agent deposits it, with credits for backpressure.
+// Endpoint decides per destination node from the placement with a flag in its per-node table and
+// calls the final classes directly, so the choice costs one predictable branch.
+#include <cstdint>
+#include <span>
+
+#include "bgl/pkt/header.hpp"
+#include "bgl/pkt/machine.hpp"
+#include "bgl/pkt/outbound_ring.hpp"
+#include "bgl/pkt/placement.hpp"
+
+namespace bgl::pkt {
+
+struct Target {
+  torus::NodeId node = 0;
+  std::uint8_t group = 0;
+  std::uint8_t fifo = 0;  // reception FIFO index 0..7
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  // Copies the packet towards `to`; false (nothing copied) when there is no room now.
+  virtual bool try_deliver(Target to, const PacketHeader& h, std::span<const std::byte> payload,
+                           std::span<const std::byte> more) = 0;
+  virtual Transport transport() const = 0;
+};
+
+class ShmBackend final : public Backend {
+ public:
+  explicit ShmBackend(const Machine& machine) : machine_(&machine) {}
+  bool try_deliver(Target to, const PacketHeader& h, std::span<const std::byte> payload,
+                   std::span<const std::byte> more) override {
+    if (!machine_->fifo(to.node, to.group, to.fifo).try_push(h, payload, more)) return false;
+    machine_->doorbell(to.node, to.group).ring();
+    return true;
+  }
+  Transport transport() const override { return Transport::shm; }
+
+ private:
+  const Machine* machine_;
+};
+
+class OfiBackend final : public Backend {
+ public:
+  OfiBackend(OutboundRing& ring, Doorbell& agent) : ring_(&ring), agent_(&agent) {}
+  bool try_deliver(Target to, const PacketHeader& h, std::span<const std::byte> payload,
+                   std::span<const std::byte> more) override {
+    if (!ring_->try_push(to.node, to.group, to.fifo, h, payload, more)) return false;
+    agent_->ring();
+    return true;
+  }
+  Transport transport() const override { return Transport::ofi; }
+
+ private:
+  OutboundRing* ring_;
+  Doorbell* agent_;
+};
+
+}  // namespace bgl::pkt

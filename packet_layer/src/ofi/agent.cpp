@@ -1,0 +1,834 @@
+#include "bgl/pkt/ofi_agent.hpp"
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+
+#include "bgl/env.hpp"
+#include "bgl/log.hpp"
+#include "bgl/pkt/backend.hpp"
+#include "bgl/pkt/backoff.hpp"
+#include "bgl/torus/error.hpp"
+#include "wire.hpp"
+
+namespace bgl::pkt {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+[[noreturn]] void fail(const std::string& what, int rc) {
+  throw ConfigError("libfabric: " + what + ": " + fi_strerror(-rc));
+}
+
+template <class T>
+void close_fid(T*& p) {
+  if (p) fi_close(&p->fid);
+  p = nullptr;
+}
+
+// One message buffer. The libfabric context comes first so that a completion's op_context leads
+// back to its buffer.
+struct Buffer {
+  fi_context2 ctx{};
+  int index = 0;
+  int host = -1;  // send buffers: the destination host
+  bool send = false;
+  std::uint32_t records = 0;  // data messages: packets in it
+  std::size_t used = 0;       // bytes written
+  alignas(64) std::array<std::byte, wire::kBufferBytes> data{};
+
+  wire::Header& header() { return *reinterpret_cast<wire::Header*>(data.data()); }
+};
+
+// Inbound packets waiting for room in a reception FIFO (bounded by the credits).
+struct Pending {
+  Target to;
+  std::uint16_t src_host = 0;
+  int next = -1;
+  Packet packet;
+};
+
+constexpr int kRecvBuffers = 64;
+constexpr std::chrono::milliseconds kHousekeeping{20};
+constexpr int kLoggedRejections = 20;  // per host, then every 1000th
+
+}  // namespace
+
+OfiOptions OfiOptions::from_environment() {
+  OfiOptions o;
+  if (auto p = env::get("FI_PROVIDER")) o.provider = *p;
+  if (auto p = env::get("BGL_OFI_PROGRESS")) {
+    if (*p != "default" && *p != "manual" && *p != "auto")
+      throw ConfigError("BGL_OFI_PROGRESS='" + *p + "': expected default, manual or auto");
+    o.progress = *p;
+  }
+  if (auto v = env::get_int("BGL_OFI_CREDITS", 1, 1 << 16)) o.credits = static_cast<std::uint32_t>(*v);
+  if (auto v = env::get_int("BGL_OFI_BATCH", 1, 32)) o.batch = static_cast<std::uint32_t>(*v);
+  if (auto v = env::get_int("BGL_OFI_SLEEP_US", 0, 1'000'000)) o.sleep = std::chrono::microseconds(*v);
+  if (auto v = env::get_int("BGL_OFI_TIMEOUT_MS", 100, 3'600'000)) {
+    o.timeout = std::chrono::milliseconds(*v);
+    o.heartbeat = std::min(o.heartbeat, o.timeout / 5);
+  }
+  return o;
+}
+
+std::string to_hex(const std::vector<std::byte>& bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string s;
+  for (auto b : bytes) {
+    s.push_back(kDigits[static_cast<unsigned>(b) >> 4]);
+    s.push_back(kDigits[static_cast<unsigned>(b) & 15]);
+  }
+  return s;
+}
+
+std::vector<std::byte> from_hex(const std::string& text) {
+  const auto digit = [&](char c) -> unsigned {
+    if (c >= '0' && c <= '9') return static_cast<unsigned>(c - '0');
+    if (c >= 'a' && c <= 'f') return static_cast<unsigned>(c - 'a' + 10);
+    throw ConfigError("malformed libfabric address '" + text + "'");
+  };
+  if (text.empty() || text.size() % 2) throw ConfigError("malformed libfabric address '" + text + "'");
+  std::vector<std::byte> out;
+  for (std::size_t i = 0; i < text.size(); i += 2)
+    out.push_back(static_cast<std::byte>(digit(text[i]) << 4 | digit(text[i + 1])));
+  return out;
+}
+
+struct OfiAgent::Impl {
+  struct Peer {
+    std::uint32_t credits = 0;  // packets we may still send it
+    std::uint32_t owed = 0;     // credits we owe it (its packets we deposited)
+    std::uint32_t tx_seq = 0, rx_seq = 0;
+    int batch = -1;          // open data buffer
+    std::deque<int> queued;  // buffers ready to post, in order
+    Clock::time_point last_sent, last_heard;
+    bool bye = false;
+    int status = 0;
+    std::uint64_t rejected = 0;
+  };
+
+  const Machine& machine;
+  Placement placement;
+  OfiOptions options;
+  int hosts;
+  int me;
+
+  fi_info* info = nullptr;
+  fid_fabric* fabric = nullptr;
+  fid_domain* domain = nullptr;
+  fid_av* av = nullptr;
+  fid_cq* cq = nullptr;
+  fid_ep* ep = nullptr;
+  fid_mr* mr = nullptr;
+  void* desc = nullptr;
+
+  std::vector<Buffer> buffers;
+  std::vector<int> free_send;
+  std::vector<fi_addr_t> addresses;
+  std::vector<Peer> peers;
+
+  std::vector<Pending> pool;
+  int free_pending = -1;
+  std::vector<int> queue_head, queue_tail;  // per (node, group, fifo)
+  std::vector<int> blocked;                 // keys with waiting packets
+
+  std::vector<torus::Rank> local_ranks;
+  std::size_t next_ring = 0;
+  WaitPolicy policy;
+
+  // Barrier across hosts.
+  std::uint32_t generation = 0;
+  bool arrival_sent = false;
+  std::array<int, 2> arrivals{};
+
+  std::thread thread;
+  std::atomic<bool> stop{false};
+  std::atomic<bool> finishing{false};
+  std::atomic<bool> finished{false};
+  int my_status = 0;
+  bool bye_sent = false;
+  mutable std::mutex mutex;
+  std::optional<std::string> fault_text;
+  std::atomic<bool> faulted{false};
+  OfiStats stats;
+
+  Impl(const Machine& m, const Placement& p, OfiOptions o)
+      : machine(m),
+        placement(p),
+        options(std::move(o)),
+        hosts(p.host_count()),
+        me(p.this_host),
+        peers(static_cast<std::size_t>(hosts)),
+        policy(WaitPolicy::for_job(m.local_tasks() + 1)) {
+    open();
+    for (int r = 0; r < m.mapping().size(); ++r)
+      if (m.local(static_cast<torus::Rank>(r))) local_ranks.push_back(static_cast<torus::Rank>(r));
+    const std::size_t keys = static_cast<std::size_t>(m.shape().node_count()) * kFifoGroups *
+                             kReceptionFifos;
+    queue_head.assign(keys, -1);
+    queue_tail.assign(keys, -1);
+    pool.resize(static_cast<std::size_t>(options.credits) * static_cast<std::size_t>(hosts));
+    for (std::size_t i = 0; i < pool.size(); ++i)
+      pool[i].next = i + 1 < pool.size() ? static_cast<int>(i + 1) : -1;
+    free_pending = pool.empty() ? -1 : 0;
+    for (auto& peer : peers)
+      peer.credits = options.credits;
+  }
+
+  ~Impl() {
+    stop = true;
+    if (thread.joinable()) thread.join();
+    close_fid(ep);
+    close_fid(mr);
+    close_fid(av);
+    close_fid(cq);
+    close_fid(domain);
+    close_fid(fabric);
+    if (info) fi_freeinfo(info);
+  }
+
+  void open() {
+    fi_info* hints = fi_allocinfo();
+    if (!hints) throw ConfigError("libfabric: fi_allocinfo failed");
+    hints->ep_attr->type = FI_EP_RDM;
+    hints->caps = FI_MSG;
+    hints->mode = FI_CONTEXT | FI_CONTEXT2;
+    hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_VIRT_ADDR;
+    hints->domain_attr->threading = FI_THREAD_DOMAIN;
+    hints->tx_attr->msg_order = FI_ORDER_SAS;
+    hints->rx_attr->msg_order = FI_ORDER_SAS;
+    if (options.progress != "default") {
+      const auto p = options.progress == "auto" ? FI_PROGRESS_AUTO : FI_PROGRESS_MANUAL;
+      hints->domain_attr->data_progress = p;
+      hints->domain_attr->control_progress = p;
+    }
+    // libfabric itself honours FI_PROVIDER; without it, ask for the default provider by name.
+    if (!env::get("FI_PROVIDER")) hints->fabric_attr->prov_name = strdup(options.provider.c_str());
+    const auto& host = placement.hosts[static_cast<std::size_t>(me)];
+    const int rc = fi_getinfo(FI_VERSION(1, 9), host.address.c_str(), nullptr, FI_SOURCE, hints,
+                              &info);
+    fi_freeinfo(hints);
+    if (rc != 0 || !info)
+      throw ConfigError("libfabric: no provider '" + options.provider + "' with reliable messages" +
+                        " on " + host.address + " (host " + host.name + "): " + fi_strerror(-rc) +
+                        "; check fi_info -p '" + options.provider + "'");
+    if (!(info->tx_attr->msg_order & FI_ORDER_SAS))
+      spdlog::warn("libfabric provider {} does not promise send-after-send order; the agents "
+                   "check sequence numbers and stop the job if messages overtake each other",
+                   info->fabric_attr->prov_name);
+    int r = fi_fabric(info->fabric_attr, &fabric, nullptr);
+    if (r) fail("fi_fabric", r);
+    if ((r = fi_domain(fabric, info, &domain, nullptr))) fail("fi_domain", r);
+    fi_cq_attr cq_attr{};
+    cq_attr.format = FI_CQ_FORMAT_MSG;
+    cq_attr.size = 4096;
+    cq_attr.wait_obj = FI_WAIT_NONE;
+    if ((r = fi_cq_open(domain, &cq_attr, &cq, nullptr))) fail("fi_cq_open", r);
+    fi_av_attr av_attr{};
+    av_attr.type = FI_AV_TABLE;
+    av_attr.count = static_cast<std::size_t>(hosts);
+    if ((r = fi_av_open(domain, &av_attr, &av, nullptr))) fail("fi_av_open", r);
+    if ((r = fi_endpoint(domain, info, &ep, nullptr))) fail("fi_endpoint", r);
+    if ((r = fi_ep_bind(ep, &av->fid, 0))) fail("fi_ep_bind(av)", r);
+    if ((r = fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV))) fail("fi_ep_bind(cq)", r);
+    if ((r = fi_enable(ep))) fail("fi_enable", r);
+
+    // Control messages of one barrier: the exchange entries of our tasks, to every other host.
+    const std::size_t barrier_buffers =
+        (machine.local_tasks() / wire::kMaxExchangePerMessage + 2) * static_cast<std::size_t>(hosts);
+    const std::size_t send_buffers = std::max<std::size_t>(128, barrier_buffers + 64);
+    buffers = std::vector<Buffer>(kRecvBuffers + send_buffers);
+    for (std::size_t i = 0; i < buffers.size(); ++i) {
+      buffers[i].index = static_cast<int>(i);
+      buffers[i].send = i >= kRecvBuffers;
+      if (buffers[i].send) free_send.push_back(static_cast<int>(i));
+    }
+    std::reverse(free_send.begin(), free_send.end());
+    if (info->domain_attr->mr_mode & FI_MR_LOCAL) {
+      if ((r = fi_mr_reg(domain, buffers.data(), buffers.size() * sizeof(Buffer),
+                         FI_SEND | FI_RECV, 0, 0, 0, &mr, nullptr)))
+        fail("fi_mr_reg", r);
+      desc = fi_mr_desc(mr);
+    }
+    for (int i = 0; i < kRecvBuffers; ++i)
+      post_receive(buffers[static_cast<std::size_t>(i)]);
+  }
+
+  void post_receive(Buffer& b) {
+    for (;;) {
+      const auto r = fi_recv(ep, b.data.data(), b.data.size(), desc, FI_ADDR_UNSPEC, &b.ctx);
+      if (r == 0) return;
+      if (r != -FI_EAGAIN) fail("fi_recv", static_cast<int>(r));
+      fi_cq_read(cq, nullptr, 0);  // progress
+    }
+  }
+
+  std::vector<std::byte> name() const {
+    std::vector<std::byte> out(256);
+    std::size_t len = out.size();
+    const int r = fi_getname(&ep->fid, out.data(), &len);
+    if (r) fail("fi_getname", r);
+    out.resize(len);
+    return out;
+  }
+
+  void connect(const std::vector<std::vector<std::byte>>& all) {
+    if (static_cast<int>(all.size()) != hosts)
+      throw ConfigError("libfabric: " + std::to_string(all.size()) + " addresses for " +
+                        std::to_string(hosts) + " hosts");
+    addresses.assign(all.size(), FI_ADDR_UNSPEC);
+    for (std::size_t h = 0; h < all.size(); ++h) {
+      const int n = fi_av_insert(av, all[h].data(), 1, &addresses[h], 0, nullptr);
+      if (n != 1) throw ConfigError("libfabric: cannot insert the address of host " + std::to_string(h));
+    }
+    const auto now = Clock::now();
+    for (auto& p : peers)
+      p.last_heard = p.last_sent = now;
+  }
+
+  void set_fault(std::string text) {
+    std::lock_guard lock(mutex);
+    if (fault_text) return;
+    spdlog::error("{}", text);
+    fault_text = std::move(text);
+    faulted = true;
+  }
+
+  std::string host_name(int h) const {
+    const auto& e = placement.hosts[static_cast<std::size_t>(h)];
+    return "host " + std::to_string(h) + " (" + e.name + ", " + e.address + ")";
+  }
+
+  // ---- sending ----
+
+  int take_buffer(int host, wire::Kind kind) {
+    if (free_send.empty()) return -1;
+    const int i = free_send.back();
+    free_send.pop_back();
+    Buffer& b = buffers[static_cast<std::size_t>(i)];
+    b.host = host;
+    b.records = 0;
+    b.used = sizeof(wire::Header);
+    b.header() = wire::Header{wire::kMagic, static_cast<std::uint8_t>(kind), wire::kVersion,
+                              static_cast<std::uint16_t>(me), 0, 0, 0, 0};
+    return i;
+  }
+
+  void queue_control(int host, wire::Kind kind, std::uint32_t value) {
+    const int i = take_buffer(host, kind);
+    if (i < 0) return;  // only heartbeats and credits can be skipped; callers ensure the rest
+    buffers[static_cast<std::size_t>(i)].header().value = value;
+    peers[static_cast<std::size_t>(host)].queued.push_back(i);
+  }
+
+  void close_batch(Peer& peer) {
+    if (peer.batch < 0) return;
+    Buffer& b = buffers[static_cast<std::size_t>(peer.batch)];
+    b.header().count = b.records;
+    peer.queued.push_back(peer.batch);
+    peer.batch = -1;
+  }
+
+  // Posts queued messages in order; false when the provider pushed back.
+  bool post(int host) {
+    Peer& peer = peers[static_cast<std::size_t>(host)];
+    bool any = false;
+    while (!peer.queued.empty()) {
+      Buffer& b = buffers[static_cast<std::size_t>(peer.queued.front())];
+      b.header().seq = peer.tx_seq;
+      b.header().credits = peer.owed;
+      const auto r = fi_send(ep, b.data.data(), b.used, desc, addresses[static_cast<std::size_t>(host)],
+                             &b.ctx);
+      if (r == -FI_EAGAIN) break;
+      if (r != 0) {
+        set_fault("sending to " + host_name(host) + " failed: " + fi_strerror(static_cast<int>(-r)));
+        return any;
+      }
+      ++peer.tx_seq;
+      peer.owed = 0;
+      peer.last_sent = Clock::now();
+      ++stats.messages_sent;
+      stats.bytes_sent += b.used;
+      stats.packets_sent += b.records;
+      peer.queued.pop_front();
+      any = true;
+    }
+    return any;
+  }
+
+  bool drain_rings() {
+    bool any = false;
+    const std::size_t n = local_ranks.size();
+    for (std::size_t k = 0; k < n; ++k) {
+      const std::size_t at = (next_ring + k) % n;
+      OutboundRing& ring = machine.outbound(local_ranks[at]);
+      for (std::uint32_t taken = 0; taken < options.batch; ++taken) {
+        const OutboundPacket* p = ring.front();
+        if (!p) break;
+        const int host = placement.node_host[p->node];
+        Peer& peer = peers[static_cast<std::size_t>(host)];
+        if (peer.bye && host != me) {
+          spdlog::error("packet for node {} on {}, whose tasks have ended: discarded [{}]", p->node,
+                        host_name(host), p->header.describe());
+          ring.pop();
+          continue;
+        }
+        if (peer.credits == 0) {
+          ++stats.credit_stalls;
+          break;  // the ring's later packets wait behind this one: order
+        }
+        const std::size_t bytes = wire::record_bytes(p->header.payload_bytes);
+        if (peer.batch >= 0 &&
+            (buffers[static_cast<std::size_t>(peer.batch)].used + bytes > wire::kBufferBytes ||
+             buffers[static_cast<std::size_t>(peer.batch)].records >= options.batch))
+          close_batch(peer);
+        if (peer.batch < 0 && (peer.batch = take_buffer(host, wire::Kind::data)) < 0) break;
+        Buffer& b = buffers[static_cast<std::size_t>(peer.batch)];
+        const wire::Record rec{p->node, p->group, p->fifo,
+                               static_cast<std::uint16_t>(kHeaderBytes + p->header.payload_bytes)};
+        std::memcpy(b.data.data() + b.used, &rec, sizeof rec);
+        std::memcpy(b.data.data() + b.used + sizeof rec, &p->header, kHeaderBytes);
+        std::memcpy(b.data.data() + b.used + sizeof rec + kHeaderBytes, p->payload.data(),
+                    p->header.payload_bytes);
+        b.used += bytes;
+        ++b.records;
+        --peer.credits;
+        ring.pop();
+        any = true;
+      }
+    }
+    next_ring = n ? (next_ring + 1) % n : 0;
+    for (auto& peer : peers)
+      close_batch(peer);
+    return any;
+  }
+
+  // ---- receiving ----
+
+  std::size_t key_of(const Target& t) const {
+    return (static_cast<std::size_t>(t.node) * kFifoGroups + t.group) * kReceptionFifos + t.fifo;
+  }
+
+  bool try_deposit(const Target& to, const PacketHeader& h, std::span<const std::byte> payload) {
+    if (!machine.fifo(to.node, to.group, to.fifo).try_push(h, payload)) return false;
+    machine.doorbell(to.node, to.group).ring();
+    return true;
+  }
+
+  void reject(int src, const std::string& why) {
+    Peer& peer = peers[static_cast<std::size_t>(src)];
+    ++stats.rejected;
+    ++peer.rejected;
+    if (peer.rejected <= kLoggedRejections || peer.rejected % 1000 == 0)
+      spdlog::error("rejected a packet from {}: {} ({} rejected from it so far)", host_name(src),
+                    why, peer.rejected);
+  }
+
+  // What is wrong with an inbound record, or an empty string.
+  std::string check_record(int src, const wire::Record& rec, const PacketHeader& h) const {
+    const auto& shape = machine.shape();
+    if (rec.node >= static_cast<std::uint32_t>(shape.node_count()))
+      return "target node " + std::to_string(rec.node) + " outside the partition";
+    if (!placement.local(rec.node))
+      return "target node " + std::to_string(rec.node) + " lives on host " +
+             std::to_string(placement.node_host[rec.node]) + ", not here";
+    if (rec.group >= kFifoGroups) return "FIFO group " + std::to_string(rec.group);
+    if (rec.fifo >= kReceptionFifos) return "reception FIFO " + std::to_string(rec.fifo);
+    if (rec.bytes != kHeaderBytes + h.payload_bytes)
+      return "record of " + std::to_string(rec.bytes) + " bytes for a payload of " +
+             std::to_string(h.payload_bytes);
+    if (const auto p = h.validate(shape, kFifoGroups); p != PacketHeader::Problem::none)
+      return std::string(to_string(p)) + " [" + h.describe() + "]";
+    if (h.dest_group != rec.group) return "header FIFO group differs from the target's";
+    const auto at = shape.coord(rec.node);
+    if (!h.deposit() && h.destination() != at) return "header destination is not the target node";
+    if (h.deposit()) {
+      const auto dim = static_cast<int>(torus::index_of(h.line_direction())) / 2;
+      const auto d = h.destination();
+      const std::array<int, 3> a{at.x, at.y, at.z}, b{d.x, d.y, d.z};
+      for (int i = 0; i < 3; ++i)
+        if (i != dim && a[static_cast<std::size_t>(i)] != b[static_cast<std::size_t>(i)])
+          return "deposit-bit copy for a node off the line";
+    }
+    const auto source = h.source_rank();
+    if (source >= static_cast<std::uint32_t>(machine.mapping().size()))
+      return "source rank " + std::to_string(source) + " outside the job";
+    const auto source_node = machine.mapping().location(source).node;
+    if (placement.node_host[source_node] != src)
+      return "source rank " + std::to_string(source) + " does not live on the sending host";
+    if ((rec.fifo == kHighPriorityFifo) != h.high_priority())
+      return "priority class does not match reception FIFO " + std::to_string(rec.fifo);
+    if (rec.fifo == kLocalFifo && source_node != rec.node)
+      return "local-FIFO packet from another node";
+    return {};
+  }
+
+  void accept(int src, const wire::Record& rec, const PacketHeader& h,
+              std::span<const std::byte> payload) {
+    Peer& peer = peers[static_cast<std::size_t>(src)];
+    const Target to{rec.node, rec.group, rec.fifo};
+    const auto key = key_of(to);
+    ++stats.packets_received;
+    if (queue_head[key] < 0 && try_deposit(to, h, payload)) {
+      ++peer.owed;
+      return;
+    }
+    if (free_pending < 0) {
+      reject(src, "more packets than credits (the sender overran its credits)");
+      ++peer.owed;
+      return;
+    }
+    ++stats.fifo_stalls;
+    const int i = free_pending;
+    Pending& p = pool[static_cast<std::size_t>(i)];
+    free_pending = p.next;
+    p.to = to;
+    p.src_host = static_cast<std::uint16_t>(src);
+    p.next = -1;
+    p.packet.header = h;
+    std::memcpy(p.packet.payload.data(), payload.data(), payload.size());
+    if (queue_head[key] < 0) {
+      queue_head[key] = i;
+      blocked.push_back(static_cast<int>(key));
+    } else {
+      pool[static_cast<std::size_t>(queue_tail[key])].next = i;
+    }
+    queue_tail[key] = i;
+  }
+
+  bool deliver_blocked() {
+    bool any = false;
+    for (std::size_t k = 0; k < blocked.size();) {
+      const auto key = static_cast<std::size_t>(blocked[k]);
+      while (queue_head[key] >= 0) {
+        Pending& p = pool[static_cast<std::size_t>(queue_head[key])];
+        if (!try_deposit(p.to, p.packet.header, {p.packet.payload.data(), p.packet.header.payload_bytes}))
+          break;
+        ++peers[p.src_host].owed;
+        const int next = p.next;
+        p.next = free_pending;
+        free_pending = queue_head[key];
+        queue_head[key] = next;
+        any = true;
+      }
+      if (queue_head[key] < 0) {
+        blocked[k] = blocked.back();
+        blocked.pop_back();
+      } else {
+        ++k;
+      }
+    }
+    return any;
+  }
+
+  void on_message(const std::byte* data, std::size_t len) {
+    ++stats.messages_received;
+    wire::Header hdr;
+    if (len < sizeof hdr) {
+      spdlog::error("discarded a {}-byte message: shorter than a message header", len);
+      return;
+    }
+    std::memcpy(&hdr, data, sizeof hdr);
+    if (hdr.magic != wire::kMagic || hdr.version != wire::kVersion || hdr.src_host >= hosts) {
+      spdlog::error("discarded a {}-byte message that is not from an agent of this job "
+                    "(magic {:#x}, version {}, host {})",
+                    len, hdr.magic, hdr.version, hdr.src_host);
+      return;
+    }
+    const int src = hdr.src_host;
+    Peer& peer = peers[static_cast<std::size_t>(src)];
+    if (hdr.seq != peer.rx_seq) {
+      set_fault("message " + std::to_string(hdr.seq) + " from " + host_name(src) +
+                " arrived when " + std::to_string(peer.rx_seq) +
+                " was expected: the provider lost or reordered messages");
+      return;
+    }
+    ++peer.rx_seq;
+    peer.last_heard = Clock::now();
+    if (static_cast<std::uint64_t>(peer.credits) + hdr.credits > options.credits) {
+      spdlog::error("{} returned {} credits, more than it owes; ignored", host_name(src),
+                    hdr.credits);
+    } else {
+      peer.credits += hdr.credits;
+    }
+    switch (static_cast<wire::Kind>(hdr.kind)) {
+      case wire::Kind::data: {
+        std::size_t at = sizeof hdr;
+        for (std::uint32_t i = 0; i < hdr.count; ++i) {
+          wire::Record rec;
+          PacketHeader h;
+          if (at + sizeof rec + kHeaderBytes > len) {
+            reject(src, "message of " + std::to_string(len) + " bytes ends inside record " +
+                            std::to_string(i) + " of " + std::to_string(hdr.count));
+            peer.owed += hdr.count - i;
+            break;
+          }
+          std::memcpy(&rec, data + at, sizeof rec);
+          std::memcpy(&h, data + at + sizeof rec, kHeaderBytes);
+          if (rec.bytes < kHeaderBytes || rec.bytes > kMaxPacketBytes ||
+              at + sizeof rec + rec.bytes > len) {
+            reject(src, "record " + std::to_string(i) + " claims " + std::to_string(rec.bytes) +
+                            " bytes, beyond the packet size or the message");
+            peer.owed += hdr.count - i;
+            break;
+          }
+          if (const auto why = check_record(src, rec, h); !why.empty()) {
+            reject(src, why);
+            ++peer.owed;
+          } else {
+            accept(src, rec, h, {data + at + sizeof rec + kHeaderBytes, h.payload_bytes});
+          }
+          at += wire::record_bytes(rec.bytes - kHeaderBytes);
+        }
+        break;
+      }
+      case wire::Kind::exchange: {
+        std::size_t at = sizeof hdr;
+        for (std::uint32_t i = 0; i < hdr.count && at + sizeof(wire::Exchange) <= len; ++i) {
+          wire::Exchange e;
+          std::memcpy(&e, data + at, sizeof e);
+          at += sizeof e;
+          if (e.rank >= static_cast<std::uint32_t>(machine.mapping().size()) ||
+              placement.node_host[machine.mapping().location(e.rank).node] != src ||
+              e.bytes > kExchangeBytes) {
+            spdlog::error("discarded a bootstrap entry from {} for rank {}", host_name(src), e.rank);
+            continue;
+          }
+          std::memcpy(machine.task(e.rank).exchange.data(), e.data, e.bytes);
+        }
+        break;
+      }
+      case wire::Kind::barrier_done:
+        if (hdr.value == generation || hdr.value == generation + 1)
+          ++arrivals[hdr.value & 1];
+        else
+          set_fault(host_name(src) + " reached barrier " + std::to_string(hdr.value) +
+                    " while this host is at " + std::to_string(generation));
+        break;
+      case wire::Kind::bye:
+        peer.bye = true;
+        peer.status = static_cast<int>(hdr.value);
+        if (hdr.value != 0)
+          set_fault(host_name(src) + " stopped its tasks with status " +
+                    std::to_string(hdr.value) + " (see its log for the failing rank)");
+        break;
+      case wire::Kind::credit:
+      case wire::Kind::heartbeat:
+        break;
+      default:
+        spdlog::error("discarded a message of unknown kind {} from {}", hdr.kind, host_name(src));
+    }
+  }
+
+  bool poll_cq() {
+    std::array<fi_cq_msg_entry, 32> entries;
+    const auto n = fi_cq_read(cq, entries.data(), entries.size());
+    if (n == -FI_EAGAIN) return false;
+    if (n == -FI_EAVAIL) {
+      fi_cq_err_entry err{};
+      if (fi_cq_readerr(cq, &err, 0) == 1) {
+        auto* b = static_cast<Buffer*>(err.op_context);
+        const char* text = fi_cq_strerror(cq, err.prov_errno, err.err_data, nullptr, 0);
+        if (b && b->send) {
+          set_fault("lost the connection to " + host_name(b->host) + ": " + fi_strerror(err.err) +
+                    " (" + (text ? text : "?") + "); that host disappeared");
+          free_send.push_back(b->index);
+        } else if (b) {
+          spdlog::error("receive failed: {} ({})", fi_strerror(err.err), text ? text : "?");
+          post_receive(*b);
+        }
+      }
+      return true;
+    }
+    if (n < 0) {
+      set_fault(std::string("libfabric completion queue failed: ") + fi_strerror(static_cast<int>(-n)));
+      return false;
+    }
+    for (long i = 0; i < n; ++i) {
+      auto* b = static_cast<Buffer*>(entries[static_cast<std::size_t>(i)].op_context);
+      if (b->send) {
+        free_send.push_back(b->index);
+      } else {
+        on_message(b->data.data(), entries[static_cast<std::size_t>(i)].len);
+        post_receive(*b);
+      }
+    }
+    return n > 0;
+  }
+
+  // ---- barrier, heartbeats, end ----
+
+  bool barrier_step() {
+    if (hosts == 1) return false;
+    bool any = false;
+    JobBarrier& b = machine.barrier();
+    const std::size_t needed =
+        (local_ranks.size() / wire::kMaxExchangePerMessage + 2) * static_cast<std::size_t>(hosts);
+    if (!arrival_sent && free_send.size() >= needed &&
+        b.arrived.load(std::memory_order_acquire) == static_cast<std::uint32_t>(local_ranks.size())) {
+      for (int h = 0; h < hosts; ++h) {
+        if (h == me) continue;
+        for (std::size_t first = 0; first < local_ranks.size(); first += wire::kMaxExchangePerMessage) {
+          const int i = take_buffer(h, wire::Kind::exchange);
+          Buffer& buf = buffers[static_cast<std::size_t>(i)];  // enough buffers: see open()
+          const std::size_t last = std::min(local_ranks.size(), first + wire::kMaxExchangePerMessage);
+          for (std::size_t k = first; k < last; ++k) {
+            wire::Exchange e{local_ranks[k], static_cast<std::uint32_t>(kExchangeBytes), {}};
+            std::memcpy(e.data, machine.task(local_ranks[k]).exchange.data(), kExchangeBytes);
+            std::memcpy(buf.data.data() + buf.used, &e, sizeof e);
+            buf.used += sizeof e;
+          }
+          buf.header().count = static_cast<std::uint32_t>(last - first);
+          peers[static_cast<std::size_t>(h)].queued.push_back(i);
+        }
+        queue_control(h, wire::Kind::barrier_done, generation);
+      }
+      arrival_sent = true;
+      any = true;
+    }
+    if (arrival_sent && arrivals[generation & 1] == hosts - 1) {
+      arrivals[generation & 1] = 0;
+      arrival_sent = false;
+      ++generation;
+      b.arrive_and_wait(machine.barrier_participants(), policy);  // the last: releases the tasks
+      any = true;
+    }
+    return any;
+  }
+
+  void housekeeping() {
+    const auto now = Clock::now();
+    for (int h = 0; h < hosts; ++h) {
+      Peer& peer = peers[static_cast<std::size_t>(h)];
+      if (h == me || peer.bye) continue;
+      if (now - peer.last_sent >= options.heartbeat && peer.queued.empty())
+        queue_control(h, wire::Kind::heartbeat, 0);
+      if (now - peer.last_heard > options.timeout)
+        set_fault(host_name(h) + " has not been heard from for " +
+                  std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                     now - peer.last_heard)
+                                     .count()) +
+                  " ms: it disappeared or the network to it failed");
+    }
+  }
+
+  bool idle_ready() const {
+    for (auto r : local_ranks)
+      if (machine.outbound(r).front()) return true;
+    return false;
+  }
+
+  void run() {
+    Backoff backoff(policy);
+    auto next_housekeeping = Clock::now();
+    for (;;) {
+      if (stop.load(std::memory_order_relaxed)) return;
+      bool work = poll_cq();
+      work |= drain_rings();
+      work |= deliver_blocked();
+      work |= barrier_step();
+      if (finishing.load(std::memory_order_acquire) && !bye_sent) {
+        for (int h = 0; h < hosts; ++h)
+          if (h != me) queue_control(h, wire::Kind::bye, static_cast<std::uint32_t>(my_status));
+        bye_sent = true;
+      }
+      // Credits flow back on the next message to their host; with nothing else going there,
+      // return them once a quarter has piled up or when the agent is about to idle.
+      for (int h = 0; h < hosts; ++h) {
+        Peer& peer = peers[static_cast<std::size_t>(h)];
+        if (peer.owed > 0 && peer.queued.empty() &&
+            (peer.owed >= std::max(1u, options.credits / 4) || !work))
+          queue_control(h, wire::Kind::credit, 0);
+        if (!peer.queued.empty()) work |= post(h);
+      }
+      const auto now = Clock::now();
+      if (now >= next_housekeeping) {
+        housekeeping();
+        next_housekeeping = now + kHousekeeping;
+      }
+      if (bye_sent && !finished.load(std::memory_order_relaxed)) {
+        bool all = true;
+        for (int h = 0; h < hosts; ++h)
+          all &= h == me || peers[static_cast<std::size_t>(h)].bye;
+        bool flushed = true;
+        for (auto& p : peers)
+          flushed &= p.queued.empty();
+        if ((all && flushed) || faulted.load()) finished.store(true, std::memory_order_release);
+      }
+      if (work) {
+        backoff.reset();
+      } else if (options.sleep.count() == 0 || !backoff.sleeping()) {
+        backoff.idle(machine.agent_bell(), [&] { return idle_ready(); },
+                     options.sleep.count() ? options.sleep : std::chrono::microseconds(1));
+      } else {
+        machine.agent_bell().sleep_unless([&] { return idle_ready(); }, options.sleep);
+      }
+    }
+  }
+};
+
+OfiAgent::OfiAgent(const Machine& machine, const Placement& placement, OfiOptions options)
+    : impl_(std::make_unique<Impl>(machine, placement, std::move(options))) {}
+
+OfiAgent::~OfiAgent() = default;
+
+std::vector<std::byte> OfiAgent::address() const {
+  return impl_->name();
+}
+
+void OfiAgent::start(const std::vector<std::vector<std::byte>>& addresses) {
+  impl_->connect(addresses);
+  impl_->thread = std::thread([this] {
+    try {
+      impl_->run();
+    } catch (const std::exception& e) {
+      impl_->set_fault(std::string("the libfabric agent failed: ") + e.what());
+      impl_->finished = true;
+    }
+  });
+}
+
+std::optional<std::string> OfiAgent::fault() const {
+  if (!impl_->faulted.load(std::memory_order_acquire)) return std::nullopt;
+  std::lock_guard lock(impl_->mutex);
+  return impl_->fault_text;
+}
+
+int OfiAgent::finish(int status) {
+  if (!impl_->thread.joinable()) return 0;
+  impl_->my_status = status;
+  impl_->finishing.store(true, std::memory_order_release);
+  while (!impl_->finished.load(std::memory_order_acquire))
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  // Give the last messages (our bye) a moment to leave before the endpoint closes.
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  impl_->stop = true;
+  impl_->thread.join();
+  for (const auto& p : impl_->peers)
+    if (p.status != 0) return p.status;
+  return 0;
+}
+
+OfiStats OfiAgent::stats() const {
+  return impl_->stats;
+}
+
+std::string OfiAgent::describe() const {
+  const auto* info = impl_->info;
+  const auto a = impl_->name();
+  std::vector<char> text(256);
+  std::size_t len = text.size();
+  fi_av_straddr(impl_->av, a.data(), text.data(), &len);
+  return std::string(info->fabric_attr->prov_name) + " on " + info->fabric_attr->name + "/" +
+         info->domain_attr->name + ", address " + std::string(text.data()) + ", progress " +
+         (info->domain_attr->data_progress == FI_PROGRESS_AUTO ? "auto" : "manual");
+}
+
+}  // namespace bgl::pkt

@@ -1,0 +1,59 @@
+#pragma once
+// The messages agents exchange (docs/PACKETS.md, "Several hosts"). Hosts of one job run the same
+// build on the same architecture, so fields travel in host byte order; every field is checked on
+// arrival anyway, because a message from the network is untrusted input.
+#include <cstddef>
+#include <cstdint>
+
+#include "bgl/pkt/header.hpp"
+#include "bgl/pkt/machine.hpp"
+
+namespace bgl::pkt::wire {
+
+inline constexpr std::uint32_t kMagic = 0x57474c42;  // "BGLW"
+inline constexpr std::uint8_t kVersion = 1;
+inline constexpr std::size_t kBufferBytes = 16384;
+
+enum class Kind : std::uint8_t {
+  data = 1,          // `count` packet records
+  credit = 2,        // only returns credits
+  exchange = 3,      // `count` exchange entries of the sender's tasks (barrier / allgather)
+  barrier_done = 4,  // the sender's tasks all arrived at barrier generation `value`
+  heartbeat = 5,
+  bye = 6,  // the sender's tasks ended; `value` is its exit status
+};
+
+struct Header {
+  std::uint32_t magic;
+  std::uint8_t kind;
+  std::uint8_t version;
+  std::uint16_t src_host;
+  std::uint32_t seq;      // per pair of hosts, in send order
+  std::uint32_t count;    // records or entries that follow
+  std::uint32_t credits;  // packets the sender deposited for the receiver since its last message
+  std::uint32_t value;    // generation (barrier_done) or status (bye)
+};
+static_assert(sizeof(Header) == 24);
+
+// A packet record: this, then the 16-byte header and payload_bytes payload, padded to 8 bytes.
+struct Record {
+  std::uint32_t node;   // the node whose reception FIFO gets the packet
+  std::uint8_t group;   // FIFO group there
+  std::uint8_t fifo;    // reception FIFO index 0..7
+  std::uint16_t bytes;  // header + payload
+};
+static_assert(sizeof(Record) == 8);
+
+constexpr std::size_t record_bytes(std::size_t payload) {
+  return (sizeof(Record) + kHeaderBytes + payload + 7) / 8 * 8;
+}
+
+struct Exchange {
+  std::uint32_t rank;
+  std::uint32_t bytes;
+  std::byte data[kExchangeBytes];
+};
+
+inline constexpr std::size_t kMaxExchangePerMessage = (kBufferBytes - sizeof(Header)) / sizeof(Exchange);
+
+}  // namespace bgl::pkt::wire

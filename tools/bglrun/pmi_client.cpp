@@ -1,0 +1,99 @@
+#include "pmi_client.hpp"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "bgl/env.hpp"
+#include "bgl/torus/error.hpp"
+
+namespace bgl::run {
+
+std::optional<PmiClient> PmiClient::from_environment() {
+  const auto fd = env::get_int("PMI_FD", 0, 1 << 20);
+  if (!fd) return std::nullopt;
+  const auto rank = env::get_int("PMI_RANK", 0, 1 << 24);
+  const auto size = env::get_int("PMI_SIZE", 1, 1 << 24);
+  if (!rank || !size || *rank >= *size)
+    throw ConfigError("PMI_FD is set but PMI_RANK/PMI_SIZE are missing or inconsistent");
+  PmiClient c(static_cast<int>(*fd), static_cast<int>(*rank), static_cast<int>(*size));
+  c.command("cmd=init pmi_version=1 pmi_subversion=1\n", "response_to_init");
+  c.kvs_ = field(c.command("cmd=get_my_kvsname\n", "my_kvsname"), "kvsname");
+  if (c.kvs_.empty()) throw ConfigError("PMI: the process manager sent no KVS name");
+  return c;
+}
+
+PmiClient::PmiClient(PmiClient&& o) noexcept
+    : fd_(std::exchange(o.fd_, -1)),
+      rank_(o.rank_),
+      size_(o.size_),
+      kvs_(std::move(o.kvs_)),
+      finalized_(std::exchange(o.finalized_, true)) {}
+
+PmiClient::~PmiClient() {
+  if (fd_ >= 0 && !finalized_) {
+    try {
+      finalize();
+    } catch (...) {
+      // the process manager is gone; nothing to tell it
+    }
+  }
+}
+
+std::string PmiClient::field(const std::string& line, const std::string& name) {
+  const std::string key = name + "=";
+  for (std::size_t at = 0; (at = line.find(key, at)) != std::string::npos; ++at) {
+    if (at != 0 && line[at - 1] != ' ') continue;
+    const auto start = at + key.size();
+    return line.substr(start, line.find_first_of(" \n", start) - start);
+  }
+  return {};
+}
+
+std::string PmiClient::command(const std::string& line, const std::string& expect) {
+  for (std::size_t done = 0; done < line.size();) {
+    const ssize_t n = write(fd_, line.data() + done, line.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0)
+      throw ConfigError("PMI: cannot talk to the process manager: " +
+                        std::string(std::strerror(errno)));
+    done += static_cast<std::size_t>(n);
+  }
+  std::string reply;
+  for (char c = 0; c != '\n';) {
+    const ssize_t n = read(fd_, &c, 1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0)
+      throw ConfigError("PMI: the process manager closed the connection (waiting for " + expect +
+                        ")");
+    reply.push_back(c);
+    if (reply.size() > 4096) throw ConfigError("PMI: reply too long");
+  }
+  if (field(reply, "cmd") != expect)
+    throw ConfigError("PMI: expected " + expect + ", got '" + reply.substr(0, reply.size() - 1) +
+                      "'");
+  if (const auto rc = field(reply, "rc"); !rc.empty() && rc != "0")
+    throw ConfigError("PMI: " + expect + " failed: '" + reply.substr(0, reply.size() - 1) + "'");
+  return reply;
+}
+
+void PmiClient::put(const std::string& key, const std::string& value) {
+  command("cmd=put kvsname=" + kvs_ + " key=" + key + " value=" + value + "\n", "put_result");
+}
+
+std::string PmiClient::get(const std::string& key) {
+  return field(command("cmd=get kvsname=" + kvs_ + " key=" + key + "\n", "get_result"), "value");
+}
+
+void PmiClient::barrier() {
+  command("cmd=barrier_in\n", "barrier_out");
+}
+
+void PmiClient::finalize() {
+  finalized_ = true;
+  command("cmd=finalize\n", "finalize_ack");
+}
+
+}  // namespace bgl::run
