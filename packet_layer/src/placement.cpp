@@ -45,11 +45,13 @@ std::vector<HostEntry> Placement::parse_hostfile(std::string_view text, std::str
         if (h.nodes) throw ConfigError(where + "nodes= given twice");
         h.nodes = static_cast<int>(
             env::parse_int(std::string_view(words[i]).substr(6), where + "nodes", 1, 1 << 20));
+      } else if (words[i].starts_with("netns=") && words[i].size() > 6) {
+        h.netns = words[i].substr(6);
       } else if (h.address.empty() && words[i].find('=') == std::string::npos) {
         h.address = words[i];
       } else {
         throw ConfigError(where + "unexpected '" + words[i] +
-                          "' (expected: name [address] [nodes=N])");
+                          "' (expected: name [address] [nodes=N] [netns=NAME])");
       }
     }
     if (h.address.empty()) h.address = h.name;
@@ -141,7 +143,8 @@ std::string Placement::report(const torus::Shape& shape) const {
     out += "host " + std::to_string(h) + " " + e.name + " (" + e.address + "): " +
            std::to_string(e.nodes) + " nodes, ids " + std::to_string(first) + ".." +
            std::to_string(last) + " = " + torus::to_string(shape.coord(first)) + ".." +
-           torus::to_string(shape.coord(last)) + (h == this_host ? "  <- this host" : "") + "\n";
+           torus::to_string(shape.coord(last)) + (e.netns.empty() ? "" : ", netns " + e.netns) +
+           (h == this_host ? "  <- this host" : "") + "\n";
     first = last + 1;
   }
   return out;

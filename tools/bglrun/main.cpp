@@ -1,4 +1,6 @@
 // bglrun: starts a program's tasks on an emulated Blue Gene/L partition.
+#include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -58,22 +60,27 @@ void print_mapping(const pkt::JobConfig& c) {
 // them silently.
 [[noreturn]] void relaunch_under_hydra(const pkt::Placement& placement, int argc, char** argv) {
   const std::string hydra = env::get("BGL_HYDRA").value_or("mpiexec.hydra");
+  char self_buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", self_buf, sizeof self_buf - 1);
+  const std::string self = n > 0 ? std::string(self_buf, static_cast<std::size_t>(n)) : argv[0];
+  std::string list;
+  for (const auto& h : placement.hosts)
+    list += (list.empty() ? "" : ",") + h.name + ":1";
   std::vector<std::string> args{hydra, "-disable-auto-cleanup", "-n",
-                                std::to_string(placement.host_count())};
-  const bool loopback =
-      std::all_of(placement.hosts.begin(), placement.hosts.end(),
-                  [](const pkt::HostEntry& h) { return h.address.starts_with("127."); });
-  if (loopback) {
-    args.insert(args.end(), {"-launcher", "fork"});
-  } else {
-    std::string list;
-    for (const auto& h : placement.hosts)
-      list += (list.empty() ? "" : ",") + h.name + ":1";
-    args.insert(args.end(), {"-hosts", list});
+                                std::to_string(placement.host_count()), "-hosts", list};
+  // Emulated hosts (all on loopback, or in network namespaces of this machine) get a Hydra proxy
+  // each, started by bglrun itself in place of ssh, so that one dying host takes down only its
+  // own proxy, as on real hosts.
+  const bool emulated =
+      std::all_of(placement.hosts.begin(), placement.hosts.end(), [](const pkt::HostEntry& h) {
+        return h.address.starts_with("127.") || !h.netns.empty();
+      });
+  if (emulated) {
+    args.insert(args.end(), {"-launcher", "ssh", "-launcher-exec", self});
+    setenv("HYDRA_LAUNCHER_EXTRA_ARGS", "--host-exec", 1);
+    setenv("HYDRA_LAUNCHER_AUTOFORK", "0", 1);
   }
-  char self[4096];
-  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  args.emplace_back(n > 0 ? std::string(self, static_cast<std::size_t>(n)) : argv[0]);
+  args.push_back(self);
   for (int i = 1; i < argc; ++i)
     args.emplace_back(argv[i]);
   std::vector<char*> cargs;
@@ -92,9 +99,53 @@ void print_mapping(const pkt::JobConfig& c) {
                     "); install Debian's mpich package or set BGL_HYDRA");
 }
 
+// Hydra's "ssh" for emulated hosts: `bglrun -x --host-exec HOST command...` runs the command here.
+// Hydra quotes the program for a remote shell; the quotes are taken off.
+[[noreturn]] void host_exec(int argc, char** argv) {
+  std::vector<std::string> args;
+  for (int i = 4; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a.size() >= 2 && a.front() == '"' && a.back() == '"') a = a.substr(1, a.size() - 2);
+    args.push_back(a);
+  }
+  if (args.empty()) {
+    std::fprintf(stderr, "bglrun --host-exec: no command\n");
+    _exit(127);
+  }
+  std::vector<char*> cargs;
+  for (auto& a : args)
+    cargs.push_back(a.data());
+  cargs.push_back(nullptr);
+  execvp(cargs[0], cargs.data());
+  std::fprintf(stderr, "bglrun --host-exec: cannot execute '%s': %s\n", cargs[0],
+               std::strerror(errno));
+  _exit(127);
+}
+
+// An emulated host in a network namespace: its bglrun enters it before opening its libfabric
+// endpoint (the PMI connection to Hydra's proxy, a socket already open, keeps working).
+void enter_netns(const std::string& name) {
+  const std::string path = "/var/run/netns/" + name;
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    throw ConfigError("cannot open network namespace '" + name + "' (" + path +
+                      "): " + std::strerror(errno) + "; create it with ip netns add");
+  if (setns(fd, CLONE_NEWNET) != 0) {
+    const int e = errno;
+    close(fd);
+    throw ConfigError("cannot enter network namespace '" + name + "': " + std::strerror(e));
+  }
+  close(fd);
+  spdlog::info("entered network namespace {}", name);
+}
+
 int launch(int argc, char** argv) {
   // Signals wait until the launcher can clean up after them.
-  const sigset_t signals = run::launcher_signals();
+  sigset_t signals = run::launcher_signals();
+  // Hydra (-disable-auto-cleanup) tells the surviving processes of a job that one died with
+  // SIGUSR1, whose default action would kill this host's launcher before its agent can name the
+  // dead host. Blocked here (and in every thread started later); tasks unblock it.
+  sigaddset(&signals, SIGUSR1);
   sigprocmask(SIG_BLOCK, &signals, nullptr);
 
   log::init("bglrun");
@@ -155,6 +206,9 @@ int launch(int argc, char** argv) {
   }
 
   std::unique_ptr<pkt::OfiAgent> agent;
+  if (const auto& ns = placement.hosts[static_cast<std::size_t>(placement.this_host)].netns;
+      !ns.empty())
+    enter_netns(ns);
   if (placement.transport == pkt::Transport::ofi) {
     agent = std::make_unique<pkt::OfiAgent>(machine, placement, pkt::OfiOptions::from_environment());
     std::vector<std::vector<std::byte>> addresses{agent->address()};
@@ -164,6 +218,10 @@ int launch(int argc, char** argv) {
       addresses.clear();
       for (int h = 0; h < pmi->size(); ++h)
         addresses.push_back(pkt::from_hex(pmi->get("bgl-ofi-" + std::to_string(h))));
+      // Done with the process manager: after PMI finalize, Hydra no longer treats one host's
+      // death as a PMI abort that kills the others outright (with -disable-auto-cleanup), so the
+      // surviving agents can name the dead host and end the job themselves.
+      pmi->finalize();
     }
     agent->start(addresses);
     spdlog::info("libfabric agent: {}", agent->describe());
@@ -187,7 +245,7 @@ int launch(int argc, char** argv) {
                  s.credit_stalls, s.fifo_stalls);
     agent.reset();
   }
-  if (pmi) pmi->finalize();
+
   spdlog::info("{}", run::statistics_summary(machine));
   if (o.stats_file) {
     std::ofstream out(*o.stats_file);
@@ -200,6 +258,8 @@ int launch(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 3 && std::string_view(argv[1]) == "-x" && std::string_view(argv[2]) == "--host-exec")
+    host_exec(argc, argv);
   try {
     return launch(argc, argv);
   } catch (const bgl::ConfigError& e) {

@@ -296,7 +296,7 @@ struct OfiAgent::Impl {
   void set_fault(std::string text) {
     std::lock_guard lock(mutex);
     if (fault_text) return;
-    spdlog::error("{}", text);
+    spdlog::debug("fault: {}", text);  // bglrun reports it when it stops the job
     fault_text = std::move(text);
     faulted = true;
   }
@@ -615,7 +615,9 @@ struct OfiAgent::Impl {
       case wire::Kind::bye:
         peer.bye = true;
         peer.status = static_cast<int>(hdr.value);
-        if (hdr.value != 0)
+        // A host that stopped because of another host's failure (count 1) is no news: the failing
+        // host tells everybody itself.
+        if (hdr.value != 0 && hdr.count == 0)
           set_fault(host_name(src) + " stopped its tasks with status " +
                     std::to_string(hdr.value) + " (see its log for the failing rank)");
         break;
@@ -735,8 +737,14 @@ struct OfiAgent::Impl {
       work |= deliver_blocked();
       work |= barrier_step();
       if (finishing.load(std::memory_order_acquire) && !bye_sent) {
-        for (int h = 0; h < hosts; ++h)
-          if (h != me) queue_control(h, wire::Kind::bye, static_cast<std::uint32_t>(my_status));
+        for (int h = 0; h < hosts; ++h) {
+          if (h == me) continue;
+          queue_control(h, wire::Kind::bye, static_cast<std::uint32_t>(my_status));
+          if (!peers[static_cast<std::size_t>(h)].queued.empty())
+            buffers[static_cast<std::size_t>(peers[static_cast<std::size_t>(h)].queued.back())]
+                .header()
+                .count = faulted.load() ? 1 : 0;  // stopped because of another host's fault
+        }
         bye_sent = true;
       }
       // Credits flow back on the next message to their host; with nothing else going there,

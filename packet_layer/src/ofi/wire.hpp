@@ -20,7 +20,8 @@ enum class Kind : std::uint8_t {
   exchange = 3,      // `count` exchange entries of the sender's tasks (barrier / allgather)
   barrier_done = 4,  // the sender's tasks all arrived at barrier generation `value`
   heartbeat = 5,
-  bye = 6,  // the sender's tasks ended; `value` is its exit status
+  bye = 6,  // the sender's tasks ended; `value` is its exit status, `count` 1 when it stopped
+            // them because of another host's fault
 };
 
 struct Header {

@@ -23,6 +23,7 @@ struct HostEntry {
   std::string name;
   std::string address;  // what libfabric binds to and peers reach (default: the name)
   int nodes = 0;        // nodes placed on the host (0 in a host file: an equal share)
+  std::string netns;    // emulated host: the network namespace its bglrun enters (netns=NAME)
 };
 
 struct Placement {
@@ -42,7 +43,7 @@ struct Placement {
 
   // One host holding every node.
   static Placement single(const torus::Shape& shape);
-  // `hostfile` (lines "name [address] [nodes=N]", '#' comments) or `hosts` hosts on 127.0.0.1;
+  // `hostfile` (lines "name [address] [nodes=N] [netns=NAME]", '#' comments) or `hosts` hosts on 127.0.0.1;
   // nodes in contiguous blocks of node ids (slabs of the torus along z, then y) unless the file
   // gives counts. `transport` is "shm", "ofi" or "auto" (ofi when there are several hosts).
   // Throws ConfigError naming the file and line, or the option.
