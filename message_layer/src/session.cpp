@@ -50,12 +50,11 @@ Session::Session(pkt::Runtime runtime, std::unique_ptr<Bootstrap> bootstrap, con
   layer_ = std::make_unique<MessageLayer>(runtime_.endpoint(), config);
 }
 
-// Every task must have attached the same segment: a host that mixed up environments would
-// otherwise exchange packets with strangers.
+// Every task must have attached the same job (on several hosts: segments of the same job): a host
+// that mixed up environments would otherwise exchange packets with strangers.
 void Session::check_agreement() {
-  const std::string name = env::get("BGL_SEGMENT").value_or("");
   const std::uint64_t mine =
-      std::hash<std::string>{}(name) ^ static_cast<std::uint64_t>(runtime_.size());
+      runtime_.machine().job_id() ^ static_cast<std::uint64_t>(runtime_.size());
   std::vector<std::uint64_t> all(static_cast<std::size_t>(bootstrap_->size()));
   bootstrap_->allgather(std::as_bytes(std::span(&mine, 1)), std::as_writable_bytes(std::span(all)));
   for (std::size_t r = 0; r < all.size(); ++r)

@@ -48,6 +48,7 @@ struct SegmentHeader {
   // Placement: hosts, this host, transport, node -> host table (uint16 per node).
   std::uint32_t hosts, this_host, transport, local_tasks;
   std::uint64_t node_host_offset, outbound_offset;
+  std::uint64_t job_id;
   JobBarrier barrier;
   Doorbell agent_bell;
 };
@@ -140,6 +141,7 @@ Machine Machine::format(std::span<std::byte> segment, const JobConfig& config) {
   h->this_host = static_cast<std::uint32_t>(c.placement.this_host);
   h->transport = static_cast<std::uint32_t>(c.placement.transport);
   h->node_host_offset = l.node_hosts;
+  h->job_id = c.job_id;
   h->outbound_offset = l.outbound;
   std::memcpy(segment.data() + l.node_hosts, c.placement.node_host.data(),
               c.placement.node_host.size() * sizeof(std::uint16_t));
@@ -234,7 +236,8 @@ Machine Machine::attach(std::span<std::byte> segment) {
               h->seed,
               std::string(h->mapping_source, strnlen(h->mapping_source, sizeof h->mapping_source)),
               {},
-              std::move(placement)};
+              std::move(placement),
+              h->job_id};
   if (h->region_count > kMaxRegions)
     throw ConfigError("shared-memory segment has a corrupt region table");
   for (std::uint32_t i = 0; i < h->region_count; ++i) {

@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <random>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -188,6 +190,8 @@ int launch(int argc, char** argv) {
 
   if (const int stale = pkt::Segment::remove_stale())
     spdlog::warn("removed {} shared-memory segments left by launchers that were killed", stale);
+  config.job_id = pmi ? std::hash<std::string>{}(pmi->kvs_name())
+                      : (std::uint64_t{std::random_device{}()} << 32 | std::random_device{}());
   auto segment = pkt::Segment::create(pkt::Machine::segment_bytes(config));
   const auto machine = pkt::Machine::format(segment.bytes(), config);
   collnet::format(machine);

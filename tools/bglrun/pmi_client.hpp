@@ -21,6 +21,7 @@ class PmiClient {
 
   int rank() const { return rank_; }
   int size() const { return size_; }
+  const std::string& kvs_name() const { return kvs_; }  // the same for every process of the job
   void put(const std::string& key, const std::string& value);
   std::string get(const std::string& key);
   void barrier();  // also commits the puts

@@ -50,6 +50,9 @@ struct JobConfig {
   std::string mapping_source;  // "order XYZT" or the mapping file's path
   std::vector<RegionRequest> regions;
   Placement placement;  // which nodes are on which host; one host unless configured
+  // Identifies the job: the same on every host of a multi-host job (bglrun agrees on it), so
+  // that tasks can check they joined the same job.
+  std::uint64_t job_id = 0;
 
   int ntasks() const { return mapping.size(); }
 

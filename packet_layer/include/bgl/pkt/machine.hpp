@@ -76,6 +76,7 @@ class Machine {
     return config_.placement.local(config_.mapping.location(rank).node);
   }
   int local_tasks() const;
+  std::uint64_t job_id() const { return config_.job_id; }
 
   ReceptionFifo fifo(torus::NodeId node, int group, int index) const;
   Doorbell& doorbell(torus::NodeId node, int group) const;
