@@ -165,10 +165,11 @@ void format(const pkt::Machine& machine, const Options& options) {
 
 std::span<std::byte> attach_region(const pkt::Machine& machine) {
   if (machine.placement().host_count() > 1)
-    throw ConfigError("the emulated collective network does not span hosts yet: this job is "
-                      "placed on " +
-                      std::to_string(machine.placement().host_count()) +
-                      " hosts; run programs that use it on one host");
+    throw ConfigError(
+        "the emulated collective network does not span hosts yet: this job is "
+        "placed on " +
+        std::to_string(machine.placement().host_count()) +
+        " hosts; run programs that use it on one host");
   const auto region = machine.region(kRegionName);
   if (region.size() < sizeof(RegionHeader))
     throw ConfigError("this job has no collective network region ('" + std::string(kRegionName) +

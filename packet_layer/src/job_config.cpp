@@ -114,15 +114,15 @@ JobConfig JobConfig::resolve(const JobOptions& o) {
     source = "order " + order;
     return torus::Mapping::from_order(*shape, tpn, order, ntasks);
   }();
-  return JobConfig{*shape,
-                   mode,
-                   std::move(mapping),
-                   static_cast<std::uint32_t>(fifo),
-                   o.seed.value_or(0x5eed),
-                   std::move(source),
-                   {},
-                   Placement::resolve(*shape, o.hostfile, o.hosts, o.transport,
-                                      o.host_index.value_or(0))};
+  return JobConfig{
+      *shape,
+      mode,
+      std::move(mapping),
+      static_cast<std::uint32_t>(fifo),
+      o.seed.value_or(0x5eed),
+      std::move(source),
+      {},
+      Placement::resolve(*shape, o.hostfile, o.hosts, o.transport, o.host_index.value_or(0))};
 }
 
 std::string JobConfig::summary() const {

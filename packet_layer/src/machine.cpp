@@ -62,8 +62,8 @@ struct Machine::Layout {
   explicit Layout(const JobConfig& c) {
     mapping = align_up(sizeof(SegmentHeader), 4096);
     node_hosts = mapping + sizeof(MappingEntry) * static_cast<std::size_t>(c.ntasks());
-    nodes = align_up(node_hosts + sizeof(std::uint16_t) * static_cast<std::size_t>(c.shape.node_count()),
-                     4096);
+    nodes = align_up(
+        node_hosts + sizeof(std::uint16_t) * static_cast<std::size_t>(c.shape.node_count()), 4096);
     fifo = align_up(ReceptionFifo::region_bytes(c.fifo_packets), 4096);
     group = align_up(sizeof(Doorbell), 4096) + kReceptionFifos * fifo;
     links = nodes + static_cast<std::size_t>(c.shape.node_count()) * kFifoGroups * group;
@@ -76,9 +76,10 @@ struct Machine::Layout {
             ? static_cast<std::size_t>(c.shape.node_count()) * 2 * sizeof(VirtualFifo)
             : 0;
     outbound = align_up(virtual_fifos + virtual_bytes, 4096);
-    const std::size_t outbound_bytes = c.placement.transport == Transport::ofi
-                                           ? sizeof(OutboundRing) * static_cast<std::size_t>(c.ntasks())
-                                           : 0;
+    const std::size_t outbound_bytes =
+        c.placement.transport == Transport::ofi
+            ? sizeof(OutboundRing) * static_cast<std::size_t>(c.ntasks())
+            : 0;
     total = align_up(outbound + outbound_bytes, 4096);
     if (c.regions.size() > kMaxRegions) throw ConfigError("too many segment regions");
     for (const auto& r : c.regions) {

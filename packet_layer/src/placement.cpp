@@ -99,8 +99,7 @@ Placement Placement::resolve(const torus::Shape& shape, const std::optional<std:
     // Equal contiguous blocks of node ids: with node id x + X*(y + Y*z), a block whose size is a
     // multiple of X*Y is a slab of whole z planes, so most traffic of a stencil stays on its host.
     for (int h = 0; h < hosts; ++h)
-      p.hosts[static_cast<std::size_t>(h)].nodes =
-          nodes / hosts + (h < nodes % hosts ? 1 : 0);
+      p.hosts[static_cast<std::size_t>(h)].nodes = nodes / hosts + (h < nodes % hosts ? 1 : 0);
   } else {
     int sum = 0;
     for (const auto& h : p.hosts)
@@ -140,8 +139,8 @@ std::string Placement::report(const torus::Shape& shape) const {
   for (int h = 0; h < host_count(); ++h) {
     const auto& e = hosts[static_cast<std::size_t>(h)];
     const torus::NodeId last = first + static_cast<torus::NodeId>(e.nodes) - 1;
-    out += "host " + std::to_string(h) + " " + e.name + " (" + e.address + "): " +
-           std::to_string(e.nodes) + " nodes, ids " + std::to_string(first) + ".." +
+    out += "host " + std::to_string(h) + " " + e.name + " (" + e.address +
+           "): " + std::to_string(e.nodes) + " nodes, ids " + std::to_string(first) + ".." +
            std::to_string(last) + " = " + torus::to_string(shape.coord(first)) + ".." +
            torus::to_string(shape.coord(last)) + (e.netns.empty() ? "" : ", netns " + e.netns) +
            (h == this_host ? "  <- this host" : "") + "\n";

@@ -33,12 +33,11 @@ Runtime Runtime::from_environment(std::optional<torus::Rank> host_rank) {
                       std::to_string(size) + " tasks");
   rt.rank_ = static_cast<torus::Rank>(*rank);
   if (!rt.machine_->local(rt.rank_))
-    throw ConfigError("rank " + std::to_string(*rank) + " lives on host " +
-                      std::to_string(rt.machine_->placement().node_host[rt.machine_->mapping()
-                                                                            .location(rt.rank_)
-                                                                            .node]) +
-                      ", but this segment belongs to host " +
-                      std::to_string(rt.machine_->placement().this_host));
+    throw ConfigError(
+        "rank " + std::to_string(*rank) + " lives on host " +
+        std::to_string(
+            rt.machine_->placement().node_host[rt.machine_->mapping().location(rt.rank_).node]) +
+        ", but this segment belongs to host " + std::to_string(rt.machine_->placement().this_host));
   rt.policy_ = std::make_unique<WaitPolicy>(WaitPolicy::for_job(size));
   const int group = rt.machine_->mapping().location(rt.rank_).t;
   rt.endpoint_ = std::make_unique<Endpoint>(*rt.machine_, rt.rank_, group, *rt.policy_);

@@ -1,7 +1,8 @@
 #pragma once
-// Starts the tasks of a job (those placed on this host) and supervises them until they all end: forwards signals, enforces the
-// timeout, and stops the whole job (SIGTERM, then SIGKILL after a grace period) as soon as one task
-// fails, naming it. Tasks run in their own process group and die with the launcher (PDEATHSIG).
+// Starts the tasks of a job (those placed on this host) and supervises them until they all end:
+// forwards signals, enforces the timeout, and stops the whole job (SIGTERM, then SIGKILL after a
+// grace period) as soon as one task fails, naming it. Tasks run in their own process group and die
+// with the launcher (PDEATHSIG).
 #include <signal.h>
 #include <sys/types.h>
 

@@ -7,12 +7,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
-#include <cstring>
-#include <functional>
-#include <random>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
+#include <functional>
 #include <iostream>
+#include <random>
 
 #include "bgl/collnet/region.hpp"
 #include "bgl/env.hpp"
@@ -68,15 +68,14 @@ void print_mapping(const pkt::JobConfig& c) {
   std::string list;
   for (const auto& h : placement.hosts)
     list += (list.empty() ? "" : ",") + h.name + ":1";
-  std::vector<std::string> args{hydra, "-disable-auto-cleanup", "-n",
-                                std::to_string(placement.host_count()), "-hosts", list};
+  std::vector<std::string> args{
+      hydra, "-disable-auto-cleanup", "-n", std::to_string(placement.host_count()), "-hosts", list};
   // Emulated hosts (all on loopback, or in network namespaces of this machine) get a Hydra proxy
   // each, started by bglrun itself in place of ssh, so that one dying host takes down only its
   // own proxy, as on real hosts.
-  const bool emulated =
-      std::all_of(placement.hosts.begin(), placement.hosts.end(), [](const pkt::HostEntry& h) {
-        return h.address.starts_with("127.") || !h.netns.empty();
-      });
+  const bool emulated = std::all_of(
+      placement.hosts.begin(), placement.hosts.end(),
+      [](const pkt::HostEntry& h) { return h.address.starts_with("127.") || !h.netns.empty(); });
   if (emulated) {
     args.insert(args.end(), {"-launcher", "ssh", "-launcher-exec", self});
     setenv("HYDRA_LAUNCHER_EXTRA_ARGS", "--host-exec", 1);
@@ -185,8 +184,9 @@ int launch(int argc, char** argv) {
     throw ConfigError("program '" + o.command.front() + "' not found or not executable");
   const auto mpiexec = run::choose_mpiexec(o.launcher, o.command);
   if (mpiexec && config.placement.host_count() > 1)
-    throw ConfigError("MPI programs cannot span several hosts yet (the MPICH device's job start "
-                      "is single-host); run them on one host");
+    throw ConfigError(
+        "MPI programs cannot span several hosts yet (the MPICH device's job start "
+        "is single-host); run them on one host");
 
   if (const int stale = pkt::Segment::remove_stale())
     spdlog::warn("removed {} shared-memory segments left by launchers that were killed", stale);
@@ -214,7 +214,8 @@ int launch(int argc, char** argv) {
       !ns.empty())
     enter_netns(ns);
   if (placement.transport == pkt::Transport::ofi) {
-    agent = std::make_unique<pkt::OfiAgent>(machine, placement, pkt::OfiOptions::from_environment());
+    agent =
+        std::make_unique<pkt::OfiAgent>(machine, placement, pkt::OfiOptions::from_environment());
     std::vector<std::vector<std::byte>> addresses{agent->address()};
     if (pmi) {
       pmi->put("bgl-ofi-" + std::to_string(pmi->rank()), pkt::to_hex(addresses[0]));
@@ -243,10 +244,11 @@ int launch(int argc, char** argv) {
       if (status == 0) status = 1;
     }
     const auto s = agent->stats();
-    spdlog::info("libfabric agent: {} packets sent in {} messages ({} bytes), {} received, {} "
-                 "rejected, {} credit stalls, {} FIFO stalls",
-                 s.packets_sent, s.messages_sent, s.bytes_sent, s.packets_received, s.rejected,
-                 s.credit_stalls, s.fifo_stalls);
+    spdlog::info(
+        "libfabric agent: {} packets sent in {} messages ({} bytes), {} received, {} "
+        "rejected, {} credit stalls, {} FIFO stalls",
+        s.packets_sent, s.messages_sent, s.bytes_sent, s.packets_received, s.rejected,
+        s.credit_stalls, s.fifo_stalls);
     agent.reset();
   }
 

@@ -68,9 +68,11 @@ OfiOptions OfiOptions::from_environment() {
       throw ConfigError("BGL_OFI_PROGRESS='" + *p + "': expected default, manual or auto");
     o.progress = *p;
   }
-  if (auto v = env::get_int("BGL_OFI_CREDITS", 1, 1 << 16)) o.credits = static_cast<std::uint32_t>(*v);
+  if (auto v = env::get_int("BGL_OFI_CREDITS", 1, 1 << 16))
+    o.credits = static_cast<std::uint32_t>(*v);
   if (auto v = env::get_int("BGL_OFI_BATCH", 1, 32)) o.batch = static_cast<std::uint32_t>(*v);
-  if (auto v = env::get_int("BGL_OFI_SLEEP_US", 0, 1'000'000)) o.sleep = std::chrono::microseconds(*v);
+  if (auto v = env::get_int("BGL_OFI_SLEEP_US", 0, 1'000'000))
+    o.sleep = std::chrono::microseconds(*v);
   if (auto v = env::get_int("BGL_OFI_TIMEOUT_MS", 100, 3'600'000)) {
     o.timeout = std::chrono::milliseconds(*v);
     o.heartbeat = std::min(o.heartbeat, o.timeout / 5);
@@ -94,7 +96,8 @@ std::vector<std::byte> from_hex(const std::string& text) {
     if (c >= 'a' && c <= 'f') return static_cast<unsigned>(c - 'a' + 10);
     throw ConfigError("malformed libfabric address '" + text + "'");
   };
-  if (text.empty() || text.size() % 2) throw ConfigError("malformed libfabric address '" + text + "'");
+  if (text.empty() || text.size() % 2)
+    throw ConfigError("malformed libfabric address '" + text + "'");
   std::vector<std::byte> out;
   for (std::size_t i = 0; i < text.size(); i += 2)
     out.push_back(static_cast<std::byte>(digit(text[i]) << 4 | digit(text[i + 1])));
@@ -170,8 +173,8 @@ struct OfiAgent::Impl {
     open();
     for (int r = 0; r < m.mapping().size(); ++r)
       if (m.local(static_cast<torus::Rank>(r))) local_ranks.push_back(static_cast<torus::Rank>(r));
-    const std::size_t keys = static_cast<std::size_t>(m.shape().node_count()) * kFifoGroups *
-                             kReceptionFifos;
+    const std::size_t keys =
+        static_cast<std::size_t>(m.shape().node_count()) * kFifoGroups * kReceptionFifos;
     queue_head.assign(keys, -1);
     queue_tail.assign(keys, -1);
     pool.resize(static_cast<std::size_t>(options.credits) * static_cast<std::size_t>(hosts));
@@ -212,17 +215,18 @@ struct OfiAgent::Impl {
     // libfabric itself honours FI_PROVIDER; without it, ask for the default provider by name.
     if (!env::get("FI_PROVIDER")) hints->fabric_attr->prov_name = strdup(options.provider.c_str());
     const auto& host = placement.hosts[static_cast<std::size_t>(me)];
-    const int rc = fi_getinfo(FI_VERSION(1, 9), host.address.c_str(), nullptr, FI_SOURCE, hints,
-                              &info);
+    const int rc =
+        fi_getinfo(FI_VERSION(1, 9), host.address.c_str(), nullptr, FI_SOURCE, hints, &info);
     fi_freeinfo(hints);
     if (rc != 0 || !info)
       throw ConfigError("libfabric: no provider '" + options.provider + "' with reliable messages" +
                         " on " + host.address + " (host " + host.name + "): " + fi_strerror(-rc) +
                         "; check fi_info -p '" + options.provider + "'");
     if (!(info->tx_attr->msg_order & FI_ORDER_SAS))
-      spdlog::warn("libfabric provider {} does not promise send-after-send order; the agents "
-                   "check sequence numbers and stop the job if messages overtake each other",
-                   info->fabric_attr->prov_name);
+      spdlog::warn(
+          "libfabric provider {} does not promise send-after-send order; the agents "
+          "check sequence numbers and stop the job if messages overtake each other",
+          info->fabric_attr->prov_name);
     int r = fi_fabric(info->fabric_attr, &fabric, nullptr);
     if (r) fail("fi_fabric", r);
     if ((r = fi_domain(fabric, info, &domain, nullptr))) fail("fi_domain", r);
@@ -241,8 +245,8 @@ struct OfiAgent::Impl {
     if ((r = fi_enable(ep))) fail("fi_enable", r);
 
     // Control messages of one barrier: the exchange entries of our tasks, to every other host.
-    const std::size_t barrier_buffers =
-        (machine.local_tasks() / wire::kMaxExchangePerMessage + 2) * static_cast<std::size_t>(hosts);
+    const std::size_t barrier_buffers = (machine.local_tasks() / wire::kMaxExchangePerMessage + 2) *
+                                        static_cast<std::size_t>(hosts);
     const std::size_t send_buffers = std::max<std::size_t>(128, barrier_buffers + 64);
     buffers = std::vector<Buffer>(kRecvBuffers + send_buffers);
     for (std::size_t i = 0; i < buffers.size(); ++i) {
@@ -252,8 +256,8 @@ struct OfiAgent::Impl {
     }
     std::reverse(free_send.begin(), free_send.end());
     if (info->domain_attr->mr_mode & FI_MR_LOCAL) {
-      if ((r = fi_mr_reg(domain, buffers.data(), buffers.size() * sizeof(Buffer),
-                         FI_SEND | FI_RECV, 0, 0, 0, &mr, nullptr)))
+      if ((r = fi_mr_reg(domain, buffers.data(), buffers.size() * sizeof(Buffer), FI_SEND | FI_RECV,
+                         0, 0, 0, &mr, nullptr)))
         fail("fi_mr_reg", r);
       desc = fi_mr_desc(mr);
     }
@@ -286,7 +290,8 @@ struct OfiAgent::Impl {
     addresses.assign(all.size(), FI_ADDR_UNSPEC);
     for (std::size_t h = 0; h < all.size(); ++h) {
       const int n = fi_av_insert(av, all[h].data(), 1, &addresses[h], 0, nullptr);
-      if (n != 1) throw ConfigError("libfabric: cannot insert the address of host " + std::to_string(h));
+      if (n != 1)
+        throw ConfigError("libfabric: cannot insert the address of host " + std::to_string(h));
     }
     const auto now = Clock::now();
     for (auto& p : peers)
@@ -316,8 +321,14 @@ struct OfiAgent::Impl {
     b.host = host;
     b.records = 0;
     b.used = sizeof(wire::Header);
-    b.header() = wire::Header{wire::kMagic, static_cast<std::uint8_t>(kind), wire::kVersion,
-                              static_cast<std::uint16_t>(me), 0, 0, 0, 0};
+    b.header() = wire::Header{wire::kMagic,
+                              static_cast<std::uint8_t>(kind),
+                              wire::kVersion,
+                              static_cast<std::uint16_t>(me),
+                              0,
+                              0,
+                              0,
+                              0};
     return i;
   }
 
@@ -344,11 +355,12 @@ struct OfiAgent::Impl {
       Buffer& b = buffers[static_cast<std::size_t>(peer.queued.front())];
       b.header().seq = peer.tx_seq;
       b.header().credits = peer.owed;
-      const auto r = fi_send(ep, b.data.data(), b.used, desc, addresses[static_cast<std::size_t>(host)],
-                             &b.ctx);
+      const auto r = fi_send(ep, b.data.data(), b.used, desc,
+                             addresses[static_cast<std::size_t>(host)], &b.ctx);
       if (r == -FI_EAGAIN) break;
       if (r != 0) {
-        set_fault("sending to " + host_name(host) + " failed: " + fi_strerror(static_cast<int>(-r)));
+        set_fault("sending to " + host_name(host) +
+                  " failed: " + fi_strerror(static_cast<int>(-r)));
         return any;
       }
       ++peer.tx_seq;
@@ -509,7 +521,8 @@ struct OfiAgent::Impl {
       const auto key = static_cast<std::size_t>(blocked[k]);
       while (queue_head[key] >= 0) {
         Pending& p = pool[static_cast<std::size_t>(queue_head[key])];
-        if (!try_deposit(p.to, p.packet.header, {p.packet.payload.data(), p.packet.header.payload_bytes}))
+        if (!try_deposit(p.to, p.packet.header,
+                         {p.packet.payload.data(), p.packet.header.payload_bytes}))
           break;
         ++peers[p.src_host].owed;
         const int next = p.next;
@@ -537,9 +550,10 @@ struct OfiAgent::Impl {
     }
     std::memcpy(&hdr, data, sizeof hdr);
     if (hdr.magic != wire::kMagic || hdr.version != wire::kVersion || hdr.src_host >= hosts) {
-      spdlog::error("discarded a {}-byte message that is not from an agent of this job "
-                    "(magic {:#x}, version {}, host {})",
-                    len, hdr.magic, hdr.version, hdr.src_host);
+      spdlog::error(
+          "discarded a {}-byte message that is not from an agent of this job "
+          "(magic {:#x}, version {}, host {})",
+          len, hdr.magic, hdr.version, hdr.src_host);
       return;
     }
     const int src = hdr.src_host;
@@ -598,7 +612,8 @@ struct OfiAgent::Impl {
           if (e.rank >= static_cast<std::uint32_t>(machine.mapping().size()) ||
               placement.node_host[machine.mapping().location(e.rank).node] != src ||
               e.bytes > kExchangeBytes) {
-            spdlog::error("discarded a bootstrap entry from {} for rank {}", host_name(src), e.rank);
+            spdlog::error("discarded a bootstrap entry from {} for rank {}", host_name(src),
+                          e.rank);
             continue;
           }
           std::memcpy(machine.task(e.rank).exchange.data(), e.data, e.bytes);
@@ -618,8 +633,8 @@ struct OfiAgent::Impl {
         // A host that stopped because of another host's failure (count 1) is no news: the failing
         // host tells everybody itself.
         if (hdr.value != 0 && hdr.count == 0)
-          set_fault(host_name(src) + " stopped its tasks with status " +
-                    std::to_string(hdr.value) + " (see its log for the failing rank)");
+          set_fault(host_name(src) + " stopped its tasks with status " + std::to_string(hdr.value) +
+                    " (see its log for the failing rank)");
         break;
       case wire::Kind::credit:
       case wire::Kind::heartbeat:
@@ -650,7 +665,8 @@ struct OfiAgent::Impl {
       return true;
     }
     if (n < 0) {
-      set_fault(std::string("libfabric completion queue failed: ") + fi_strerror(static_cast<int>(-n)));
+      set_fault(std::string("libfabric completion queue failed: ") +
+                fi_strerror(static_cast<int>(-n)));
       return false;
     }
     for (long i = 0; i < n; ++i) {
@@ -674,13 +690,16 @@ struct OfiAgent::Impl {
     const std::size_t needed =
         (local_ranks.size() / wire::kMaxExchangePerMessage + 2) * static_cast<std::size_t>(hosts);
     if (!arrival_sent && free_send.size() >= needed &&
-        b.arrived.load(std::memory_order_acquire) == static_cast<std::uint32_t>(local_ranks.size())) {
+        b.arrived.load(std::memory_order_acquire) ==
+            static_cast<std::uint32_t>(local_ranks.size())) {
       for (int h = 0; h < hosts; ++h) {
         if (h == me) continue;
-        for (std::size_t first = 0; first < local_ranks.size(); first += wire::kMaxExchangePerMessage) {
+        for (std::size_t first = 0; first < local_ranks.size();
+             first += wire::kMaxExchangePerMessage) {
           const int i = take_buffer(h, wire::Kind::exchange);
           Buffer& buf = buffers[static_cast<std::size_t>(i)];  // enough buffers: see open()
-          const std::size_t last = std::min(local_ranks.size(), first + wire::kMaxExchangePerMessage);
+          const std::size_t last =
+              std::min(local_ranks.size(), first + wire::kMaxExchangePerMessage);
           for (std::size_t k = first; k < last; ++k) {
             wire::Exchange e{local_ranks[k], static_cast<std::uint32_t>(kExchangeBytes), {}};
             std::memcpy(e.data, machine.task(local_ranks[k]).exchange.data(), kExchangeBytes);
@@ -714,9 +733,9 @@ struct OfiAgent::Impl {
         queue_control(h, wire::Kind::heartbeat, 0);
       if (now - peer.last_heard > options.timeout)
         set_fault(host_name(h) + " has not been heard from for " +
-                  std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                     now - peer.last_heard)
-                                     .count()) +
+                  std::to_string(
+                      std::chrono::duration_cast<std::chrono::milliseconds>(now - peer.last_heard)
+                          .count()) +
                   " ms: it disappeared or the network to it failed");
     }
   }
@@ -773,8 +792,9 @@ struct OfiAgent::Impl {
       if (work) {
         backoff.reset();
       } else if (options.sleep.count() == 0 || !backoff.sleeping()) {
-        backoff.idle(machine.agent_bell(), [&] { return idle_ready(); },
-                     options.sleep.count() ? options.sleep : std::chrono::microseconds(1));
+        backoff.idle(
+            machine.agent_bell(), [&] { return idle_ready(); },
+            options.sleep.count() ? options.sleep : std::chrono::microseconds(1));
       } else {
         machine.agent_bell().sleep_unless([&] { return idle_ready(); }, options.sleep);
       }

@@ -55,6 +55,7 @@ struct Exchange {
   std::byte data[kExchangeBytes];
 };
 
-inline constexpr std::size_t kMaxExchangePerMessage = (kBufferBytes - sizeof(Header)) / sizeof(Exchange);
+inline constexpr std::size_t kMaxExchangePerMessage =
+    (kBufferBytes - sizeof(Header)) / sizeof(Exchange);
 
 }  // namespace bgl::pkt::wire

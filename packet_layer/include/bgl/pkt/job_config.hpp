@@ -16,13 +16,13 @@ namespace bgl::pkt {
 // What the user said; unset fields take their BGL_* variable, then the default.
 struct JobOptions {
   std::optional<int> ntasks;
-  std::optional<std::string> shape;    // "4x4x2" (BGL_SHAPE)
-  std::optional<std::string> mesh;     // dimensions without wrap links, "xyz" subset (BGL_MESH)
-  std::optional<std::string> mode;     // heater | coprocessor | vn (BGL_MODE)
-  std::optional<std::string> mapping;  // order such as XYZT (BGL_MAPPING)
-  std::optional<std::string> mapfile;  // mapping file (BGL_MAPFILE)
-  std::optional<int> fifo_packets;     // reception FIFO capacity (BGL_FIFO_PACKETS)
-  std::optional<std::uint64_t> seed;   // adaptive-routing seed (BGL_SEED)
+  std::optional<std::string> shape;      // "4x4x2" (BGL_SHAPE)
+  std::optional<std::string> mesh;       // dimensions without wrap links, "xyz" subset (BGL_MESH)
+  std::optional<std::string> mode;       // heater | coprocessor | vn (BGL_MODE)
+  std::optional<std::string> mapping;    // order such as XYZT (BGL_MAPPING)
+  std::optional<std::string> mapfile;    // mapping file (BGL_MAPFILE)
+  std::optional<int> fifo_packets;       // reception FIFO capacity (BGL_FIFO_PACKETS)
+  std::optional<std::uint64_t> seed;     // adaptive-routing seed (BGL_SEED)
   std::optional<std::string> hostfile;   // hosts and their nodes (BGL_HOSTFILE)
   std::optional<int> hosts;              // number of hosts without a file (BGL_HOSTS)
   std::optional<std::string> transport;  // shm | ofi | auto (BGL_TRANSPORT)

@@ -43,10 +43,10 @@ struct Placement {
 
   // One host holding every node.
   static Placement single(const torus::Shape& shape);
-  // `hostfile` (lines "name [address] [nodes=N] [netns=NAME]", '#' comments) or `hosts` hosts on 127.0.0.1;
-  // nodes in contiguous blocks of node ids (slabs of the torus along z, then y) unless the file
-  // gives counts. `transport` is "shm", "ofi" or "auto" (ofi when there are several hosts).
-  // Throws ConfigError naming the file and line, or the option.
+  // `hostfile` (lines "name [address] [nodes=N] [netns=NAME]", '#' comments) or `hosts` hosts on
+  // 127.0.0.1; nodes in contiguous blocks of node ids (slabs of the torus along z, then y) unless
+  // the file gives counts. `transport` is "shm", "ofi" or "auto" (ofi when there are several
+  // hosts). Throws ConfigError naming the file and line, or the option.
   static Placement resolve(const torus::Shape& shape, const std::optional<std::string>& hostfile,
                            std::optional<int> hosts, const std::optional<std::string>& transport,
                            int this_host);

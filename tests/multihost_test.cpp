@@ -1,0 +1,330 @@
+// The libfabric backend end to end: jobs whose packets go through the hosts' libfabric agents,
+// on one host (BGL_TRANSPORT=ofi), on several emulated hosts over loopback (one bglrun per host,
+// started by Hydra's mpiexec), and on hosts in two network namespaces joined by a veth pair; packet
+// semantics across hosts (order, adaptive reordering, deposit-bit lines, backpressure), the
+// message layer over it, failures (a failing rank, a host that disappears) and bad placements.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "process_runner.hpp"
+
+namespace bgl::test {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+const std::string kBglrun = BGLRUN_PATH;
+const std::string kScenarios = SCENARIOS_PATH;
+const std::string kMl = ML_SCENARIOS_PATH;
+
+// Hosts notice a silent peer after this (the default of 10 s is for real networks).
+const std::string kFastTimeout = "BGL_OFI_TIMEOUT_MS=2000";
+
+ProcessResult bglrun(std::vector<std::string> args, double timeout = 90,
+                     std::vector<std::string> env = {}) {
+  args.insert(args.begin(), kBglrun);
+  env.push_back(kFastTimeout);
+  return run_process(args, timeout, env);
+}
+
+std::string temp_path(const std::string& name) {
+  return ::testing::TempDir() + "/" + name + "." + std::to_string(getpid());
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream(path) << text;
+}
+
+// ---------------------------------------------------------------------------------------------
+// One host, every packet between nodes through the libfabric agent
+
+TEST(OfiOneHost, PairOrderHoldsAndNothingIsLost) {
+  const auto r = bglrun({"-np", "8", "--shape", "2x2x2", kScenarios, "order", "300"}, 90,
+                        {"BGL_TRANSPORT=ofi"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("transport ofi"));
+}
+
+TEST(OfiOneHost, AdaptiveRoutingStillReorders) {
+  const auto r = bglrun({"-np", "8", "--shape", "2x2x2", kScenarios, "adaptive", "2000"}, 90,
+                        {"BGL_TRANSPORT=ofi"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("deterministic: 2000 packets, 0 out of order"));
+}
+
+TEST(OfiOneHost, ForcedSharedMemoryCannotSpanHosts) {
+  const auto r =
+      bglrun({"--hosts", "2", "-np", "8", kScenarios, "order", "1"}, 30, {"BGL_TRANSPORT=shm"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("BGL_TRANSPORT=shm, but the placement"));
+  EXPECT_THAT(r.output, HasSubstr("spans 2 hosts"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Several emulated hosts on loopback
+
+TEST(MultiHost, PlacementIsReportedAndPairOrderHolds) {
+  const auto r =
+      bglrun({"--hosts", "2", "-np", "8", "--shape", "2x2x2", kScenarios, "order", "300"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output,
+              HasSubstr("host 0 host0 (127.0.0.1): 4 nodes, ids 0..3 = (0,0,0)..(1,1,0)"));
+  EXPECT_THAT(r.output,
+              HasSubstr("host 1 host1 (127.0.0.1): 4 nodes, ids 4..7 = (0,0,1)..(1,1,1)"));
+}
+
+TEST(MultiHost, AdaptiveRoutingReordersAcrossHostsAndLosesNothing) {
+  // Rank 0 on host 0, the last rank on host 1.
+  const auto r =
+      bglrun({"--hosts", "2", "-np", "8", "--shape", "2x2x2", kScenarios, "adaptive", "2000"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("deterministic: 2000 packets, 0 out of order"));
+  const std::regex adaptive("adaptive: 2000 packets, ([0-9]+) out of order");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.output, m, adaptive)) << r.output;
+  EXPECT_GT(std::stoi(m[1]), 0);
+}
+
+TEST(MultiHost, DepositBitLinesSpanFourHosts) {
+  // 8x2x1 on four hosts: the x lines from (0,0,0) cross hosts 0 and 1 (nodes 0..3 and 4..7).
+  const auto r =
+      bglrun({"--hosts", "4", "-np", "16", "--shape", "8x2x1", kScenarios, "deposit", "2000"}, 120);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("rank 7: 4000 deposit-bit copies"));
+  EXPECT_THAT(r.output, HasSubstr("rank 1: 2000 deposit-bit copies"));
+  EXPECT_THAT(r.output, HasSubstr("rank 8: 0 deposit-bit copies"));
+}
+
+TEST(MultiHost, FewCreditsAndTinyFifosAreBackpressureNotLoss) {
+  // Seven producers (three on the other host) flood rank 0's FIFO of 4 packets with 2 credits per
+  // pair of hosts: the senders must wait, nothing may be lost or duplicated.
+  const auto r = bglrun({"--hosts", "2", "-np", "8", "--shape", "2x2x2", "--fifo-packets", "4",
+                         "--log-level", "info", kScenarios, "flood", "3000"},
+                        120, {"BGL_OFI_CREDITS=2", "BGL_OFI_BATCH=1"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("rank 0: 21000 packets from 7 producers"));
+  const std::regex stalls("([0-9]+) credit stalls");
+  bool stalled = false;
+  for (auto it = std::sregex_iterator(r.output.begin(), r.output.end(), stalls);
+       it != std::sregex_iterator(); ++it)
+    stalled |= std::stoull((*it)[1]) > 0;
+  EXPECT_TRUE(stalled) << "no host ever ran out of credits:\n" << r.output;
+  EXPECT_THAT(r.output, HasSubstr(" 0 rejected"));
+}
+
+TEST(MultiHost, AFailingRankStopsEveryHostAndIsNamed) {
+  const auto r =
+      bglrun({"--hosts", "2", "-np", "8", "--shape", "2x2x2", kScenarios, "fail", "5", "9"}, 60);
+  EXPECT_EQ(r.exit_code, 9) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("rank 5 on node (1,0,1) t=0"));
+  EXPECT_THAT(r.output, HasSubstr("exited with code 9"));
+  EXPECT_THAT(r.output, HasSubstr("host 1 (host1, 127.0.0.1) stopped its tasks with status 9"));
+}
+
+// The pids the "hang" scenario printed ("pid RANK PID"), once `n` ranks have.
+std::vector<int> wait_for_pids(const std::string& log, int n, double timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::vector<int> pids(static_cast<std::size_t>(n), 0);
+    const std::string text = read_file(log);
+    const std::regex line("pid (\\d+) (\\d+)");
+    int found = 0;
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), line);
+         it != std::sregex_iterator(); ++it) {
+      const int rank = std::stoi((*it)[1]);
+      if (rank < n && pids[static_cast<std::size_t>(rank)] == 0) ++found;
+      if (rank < n) pids[static_cast<std::size_t>(rank)] = std::stoi((*it)[2]);
+    }
+    if (found == n) return pids;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return {};
+}
+
+int parent_of(int pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  std::getline(stat, text);
+  const auto close_paren = text.rfind(')');
+  if (close_paren == std::string::npos) return -1;
+  std::istringstream fields(text.substr(close_paren + 2));
+  char state = 0;
+  int ppid = -1;
+  fields >> state >> ppid;
+  return ppid;
+}
+
+TEST(MultiHost, AHostThatDisappearsEndsTheJobWithAClearError) {
+  const std::string log = temp_path("hostdeath.log");
+  setenv("BGL_OFI_TIMEOUT_MS", "2000", 1);
+  const int launcher = spawn_process(
+      {kBglrun, "--hosts", "2", "-np", "8", "--shape", "2x2x2", kScenarios, "hang"}, log);
+  unsetenv("BGL_OFI_TIMEOUT_MS");
+  const auto pids = wait_for_pids(log, 8, 60);
+  ASSERT_EQ(pids.size(), 8u) << read_file(log);
+  // Host 1 runs ranks 4..7; its bglrun is their parent. Kill it as a crashed machine would die.
+  const int host1 = parent_of(pids[4]);
+  ASSERT_GT(host1, 1);
+  ASSERT_EQ(parent_of(pids[5]), host1);
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_EQ(kill(host1, SIGKILL), 0);
+  const int code = wait_process(launcher, 30);
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::string out = read_file(log);
+  EXPECT_NE(code, 0) << out;
+  EXPECT_NE(code, -1) << "the job did not end after its host died:\n" << out;
+  EXPECT_LT(took, 20.0);
+  EXPECT_THAT(out, HasSubstr("host 1 (host1, 127.0.0.1) has not been heard from"));
+  EXPECT_THAT(out, HasSubstr("it disappeared or the network to it failed"));
+  for (int pid : pids)
+    EXPECT_FALSE(process_alive(pid)) << "task pid " << pid << " survived";
+}
+
+TEST(MultiHost, MessageLayerSuiteOverTwoHosts) {
+  const auto mix = bglrun({"--hosts", "2", "-np", "8", "--shape", "2x2x2", kMl, "mix", "all"}, 120);
+  EXPECT_EQ(mix.exit_code, 0) << mix.output;
+  EXPECT_THAT(mix.output, HasSubstr("mix all: 8 tasks: ok"));
+  const auto stress = bglrun(
+      {"--hosts", "2", "-np", "8", "--shape", "2x2x2", kMl, "stress", "11", "40", "100000"}, 150);
+  EXPECT_EQ(stress.exit_code, 0) << stress.output;
+  EXPECT_THAT(stress.output, HasSubstr("seed 11: ok"));
+  const auto ping =
+      bglrun({"--hosts", "2", "-np", "4", "--shape", "2x2x1", kMl, "pingpong", "boundary"}, 150);
+  EXPECT_EQ(ping.exit_code, 0) << ping.output;
+  EXPECT_THAT(ping.output, HasSubstr("messages each way: ok"));
+  const auto bp =
+      bglrun({"--hosts", "2", "-np", "4", "--shape", "2x2x1", kMl, "backpressure", "150"}, 150);
+  EXPECT_EQ(bp.exit_code, 0) << bp.output;
+}
+
+TEST(MultiHost, BadHostFilesAreRejectedBeforeAnythingStarts) {
+  const std::string file = temp_path("hosts.txt");
+  write_file(file, "a 127.0.0.1 nodes=4\nb 127.0.0.1 cores=3\n");
+  auto r = bglrun({"--hostfile", file, "-np", "8", kScenarios, "order", "1"}, 30);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr(file + ":2: unexpected 'cores=3'"));
+  write_file(file, "a nodes=4\nb nodes=3\n");
+  r = bglrun({"--hostfile", file, "-np", "8", kScenarios, "order", "1"}, 30);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("nodes= add up to 7, but shape 2x2x2 has 8 nodes"));
+  r = bglrun({"--hosts", "9", "-np", "8", kScenarios, "order", "1"}, 30);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("9 hosts for 8 nodes"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Two network namespaces joined by a veth pair: each emulated host's bglrun enters its namespace,
+// so every packet between hosts crosses the veth link.
+
+class TwoNamespaces : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string tag = std::to_string(getpid() % 100000);
+    ns_[0] = "bglA" + tag;
+    ns_[1] = "bglB" + tag;
+    const std::string veth_a = "bva" + tag, veth_b = "bvb" + tag;
+    TearDown();  // leftovers of a killed earlier run with the same pid
+    const std::vector<std::string> steps = {
+        "ip netns add " + ns_[0],
+        "ip netns add " + ns_[1],
+        "ip link add " + veth_a + " netns " + ns_[0] + " type veth peer name " + veth_b +
+            " netns " + ns_[1],
+        "ip -n " + ns_[0] + " addr add 10.213.0.1/24 dev " + veth_a,
+        "ip -n " + ns_[1] + " addr add 10.213.0.2/24 dev " + veth_b,
+        "ip -n " + ns_[0] + " link set " + veth_a + " up",
+        "ip -n " + ns_[1] + " link set " + veth_b + " up",
+        "ip -n " + ns_[0] + " link set lo up",
+        "ip -n " + ns_[1] + " link set lo up",
+    };
+    for (const auto& step : steps) {
+      const auto r = run_process({"/bin/sh", "-c", step + " 2>&1"}, 20);
+      ASSERT_EQ(r.exit_code, 0)
+          << "cannot build the two-namespace network (this test needs root and ip(8) from "
+             "iproute2): '"
+          << step << "' failed: " << r.output;
+    }
+    created_ = true;
+    hostfile_ = temp_path("netns-hosts.txt");
+    write_file(hostfile_,
+               "# two emulated hosts, one network namespace each, joined by veth\n"
+               "hostA 10.213.0.1 netns=" +
+                   ns_[0] +
+                   "\n"
+                   "hostB 10.213.0.2 netns=" +
+                   ns_[1] + "\n");
+  }
+  void TearDown() override {
+    for (const auto& ns : ns_)
+      if (!ns.empty()) run_process({"/bin/sh", "-c", "ip netns del " + ns + " 2>/dev/null"}, 20);
+  }
+
+  std::array<std::string, 2> ns_;
+  std::string hostfile_;
+  bool created_ = false;
+};
+
+TEST_F(TwoNamespaces, PacketAndMessageLayerSuitesPassAcrossTheVeth) {
+  ASSERT_TRUE(created_);
+  const auto order = bglrun({"--hostfile", hostfile_, "-np", "8", "--shape", "2x2x2", "--log-level",
+                             "info", kScenarios, "order", "300"});
+  EXPECT_EQ(order.exit_code, 0) << order.output;
+  EXPECT_THAT(order.output, HasSubstr("hostA (10.213.0.1): 4 nodes"));
+  EXPECT_THAT(order.output, HasSubstr("netns " + ns_[0]));
+  EXPECT_THAT(order.output, HasSubstr("entered network namespace " + ns_[1]));
+  EXPECT_THAT(order.output, HasSubstr("fi_sockaddr_in://10.213.0.2"));  // bound to the veth
+  const auto adaptive = bglrun(
+      {"--hostfile", hostfile_, "-np", "8", "--shape", "2x2x2", kScenarios, "adaptive", "1000"});
+  EXPECT_EQ(adaptive.exit_code, 0) << adaptive.output;
+  const auto mix =
+      bglrun({"--hostfile", hostfile_, "-np", "8", "--shape", "2x2x2", kMl, "mix", "all"}, 120);
+  EXPECT_EQ(mix.exit_code, 0) << mix.output;
+  EXPECT_THAT(mix.output, HasSubstr("mix all: 8 tasks: ok"));
+  const auto stress = bglrun({"--hostfile", hostfile_, "-np", "8", "--shape", "2x2x2", kMl,
+                              "stress", "12", "40", "100000"},
+                             150);
+  EXPECT_EQ(stress.exit_code, 0) << stress.output;
+  const auto ping = bglrun(
+      {"--hostfile", hostfile_, "-np", "4", "--shape", "2x2x1", kMl, "pingpong", "boundary"}, 150);
+  EXPECT_EQ(ping.exit_code, 0) << ping.output;
+}
+
+TEST_F(TwoNamespaces, CuttingTheLinkEndsTheJobWithAClearError) {
+  ASSERT_TRUE(created_);
+  const std::string log = temp_path("netns-cut.log");
+  setenv("BGL_OFI_TIMEOUT_MS", "2000", 1);
+  const int launcher = spawn_process(
+      {kBglrun, "--hostfile", hostfile_, "-np", "8", "--shape", "2x2x2", kScenarios, "hang"}, log);
+  unsetenv("BGL_OFI_TIMEOUT_MS");
+  ASSERT_EQ(wait_for_pids(log, 8, 60).size(), 8u) << read_file(log);
+  const auto cut = run_process(
+      {"/bin/sh", "-c",
+       "ip -n " + ns_[1] + " link set bvb" + std::to_string(getpid() % 100000) + " down"},
+      20);
+  ASSERT_EQ(cut.exit_code, 0) << cut.output;
+  const int code = wait_process(launcher, 30);
+  const std::string out = read_file(log);
+  EXPECT_NE(code, 0) << out;
+  EXPECT_NE(code, -1) << "the job did not end after the link was cut:\n" << out;
+  EXPECT_THAT(out, HasSubstr("has not been heard from"));
+}
+
+}  // namespace
+}  // namespace bgl::test
