@@ -8,6 +8,7 @@ packages=(
   libboost-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev
   libfabric-dev libfabric-bin
+  mpich iproute2 jq
   clang-format
 )
 
