@@ -228,8 +228,8 @@ int launch(int argc, char** argv) {
       // surviving agents can name the dead host and end the job themselves.
       pmi->finalize();
     }
-    agent->start(addresses);
     spdlog::info("libfabric agent: {}", agent->describe());
+    agent->start(addresses);
   }
 
   run::RunSettings settings{o.command, o.timeout_seconds, o.kill_grace_seconds, {}};

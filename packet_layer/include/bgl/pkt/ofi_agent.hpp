@@ -57,7 +57,7 @@ class OfiAgent {
   OfiAgent(const OfiAgent&) = delete;
   OfiAgent& operator=(const OfiAgent&) = delete;
 
-  // This endpoint's libfabric address, to publish to the other hosts.
+  // This endpoint's libfabric address, to publish to the other hosts (before start()).
   std::vector<std::byte> address() const;
   // Every host's address in host order (this host's included); then starts the agent thread.
   void start(const std::vector<std::vector<std::byte>>& addresses);
@@ -69,7 +69,8 @@ class OfiAgent {
   // 0; a fault is reported through fault().
   int finish(int status);
   OfiStats stats() const;
-  std::string describe() const;  // provider, fabric, domain, address
+  // Provider, fabric, domain, address. Before start(): the endpoint is the agent's afterwards.
+  std::string describe() const;
 
  private:
   struct Impl;
