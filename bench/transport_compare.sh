@@ -70,8 +70,8 @@ summary=$(jq -s --arg load "$(cut -d' ' -f1-3 /proc/loadavg)" --arg provider "$p
 if [ $json = 1 ]; then
   echo "$summary"
 else
-  echo "$summary" | jq -r '"packet latency (half round trip) and 256-byte streaming, provider \(.provider), load average \(.loadavg)",
-    (["config","lat32_min_ns","lat32_med_ns","lat256_min_ns","lat256_med_ns","MBps_max","MBps_med","lat256/fi","MBps/fi"] | @tsv),
+  echo "$summary" | jq -r '"# packet latency (half round trip, ns) and 256-byte packet streaming (MB/s; fi_pingpong: its ping-pong throughput), provider \(.provider), load average \(.loadavg)"'
+  echo "$summary" | jq -r '(["config","lat32_min_ns","lat32_med_ns","lat256_min_ns","lat256_med_ns","MBps_max","MBps_med","lat256/fi","MBps/fi"] | @tsv),
     (.rows[] | [.config, (.lat32_min_ns|floor), (.lat32_median_ns|floor), (.lat256_min_ns|floor),
                 (.lat256_median_ns|floor), (.MBps_max*100|floor/100), (.MBps_median*100|floor/100),
                 (.lat256_vs_fi_median*100|floor/100), (.MBps_vs_fi_median*100|floor/100)] | @tsv)' |
