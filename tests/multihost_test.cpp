@@ -27,13 +27,13 @@ const std::string kBglrun = BGLRUN_PATH;
 const std::string kScenarios = SCENARIOS_PATH;
 const std::string kMl = ML_SCENARIOS_PATH;
 
-// Hosts notice a silent peer after this (the default of 10 s is for real networks).
-const std::string kFastTimeout = "BGL_OFI_TIMEOUT_MS=2000";
+// Tests of a dead host shorten the silence that means "gone" (default 10 s); the others keep the
+// default, so that a loaded machine (sanitizers, parallel builds) cannot fake a dead host.
+const char* const kFastTimeout = "4000";
 
 ProcessResult bglrun(std::vector<std::string> args, double timeout = 90,
-                     std::vector<std::string> env = {}) {
+                     const std::vector<std::string>& env = {}) {
   args.insert(args.begin(), kBglrun);
-  env.push_back(kFastTimeout);
   return run_process(args, timeout, env);
 }
 
@@ -173,7 +173,7 @@ int parent_of(int pid) {
 
 TEST(MultiHost, AHostThatDisappearsEndsTheJobWithAClearError) {
   const std::string log = temp_path("hostdeath.log");
-  setenv("BGL_OFI_TIMEOUT_MS", "2000", 1);
+  setenv("BGL_OFI_TIMEOUT_MS", kFastTimeout, 1);
   const int launcher = spawn_process(
       {kBglrun, "--hosts", "2", "-np", "8", "--shape", "2x2x2", kScenarios, "hang"}, log);
   unsetenv("BGL_OFI_TIMEOUT_MS");
@@ -191,7 +191,7 @@ TEST(MultiHost, AHostThatDisappearsEndsTheJobWithAClearError) {
   const std::string out = read_file(log);
   EXPECT_NE(code, 0) << out;
   EXPECT_NE(code, -1) << "the job did not end after its host died:\n" << out;
-  EXPECT_LT(took, 20.0);
+  EXPECT_LT(took, 25.0);
   EXPECT_THAT(out, HasSubstr("host 1 (host1, 127.0.0.1) has not been heard from"));
   EXPECT_THAT(out, HasSubstr("it disappeared or the network to it failed"));
   for (int pid : pids)
@@ -309,7 +309,7 @@ TEST_F(TwoNamespaces, PacketAndMessageLayerSuitesPassAcrossTheVeth) {
 TEST_F(TwoNamespaces, CuttingTheLinkEndsTheJobWithAClearError) {
   ASSERT_TRUE(created_);
   const std::string log = temp_path("netns-cut.log");
-  setenv("BGL_OFI_TIMEOUT_MS", "2000", 1);
+  setenv("BGL_OFI_TIMEOUT_MS", kFastTimeout, 1);
   const int launcher = spawn_process(
       {kBglrun, "--hostfile", hostfile_, "-np", "8", "--shape", "2x2x2", kScenarios, "hang"}, log);
   unsetenv("BGL_OFI_TIMEOUT_MS");
