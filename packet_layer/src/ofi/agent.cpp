@@ -672,9 +672,6 @@ struct OfiAgent::Impl {
     for (long i = 0; i < n; ++i) {
       auto* b = static_cast<Buffer*>(entries[static_cast<std::size_t>(i)].op_context);
       if (b->send) {
-        // The provider completed the send: the peer's side of the connection took the bytes,
-        // which is as good a sign of life as a message from it (a busy peer may be slow to talk).
-        peers[static_cast<std::size_t>(b->host)].last_heard = Clock::now();
         free_send.push_back(b->index);
       } else {
         on_message(b->data.data(), entries[static_cast<std::size_t>(i)].len);
