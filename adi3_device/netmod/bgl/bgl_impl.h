@@ -15,10 +15,13 @@
 
 #include <bgl/msg/bgl_msg.h>
 #include <bgl_nm_idle.h>
+#include <bgl_coll_hooks.h>
 
 #define MPIDI_BGL_MAX_AM_HDR   BGL_MSG_MAX_USER_HEADER
 #define MPIDI_BGL_ONE_PACKET   256      /* more than the largest one-packet payload */
-#define MPIDI_BGL_MAX_HANDLERS MPL_MIN(MPIDI_AM_HANDLERS_MAX, BGL_MSG_MAX_HANDLERS)
+/* The layer's handlers below BGL_COLL_FIRST_HANDLER are MPIDIG's, the rest the collectives
+ * library's (bgl_coll_hooks.h). */
+#define MPIDI_BGL_MAX_HANDLERS MPL_MIN(MPIDI_AM_HANDLERS_MAX, BGL_COLL_FIRST_HANDLER)
 #define MPIDI_BGL_AMREQ(req)   ((req)->dev.ch4.am.netmod_am.bgl)
 #define MPIDI_BGL_AV(av)       ((av)->netmod.bgl)
 

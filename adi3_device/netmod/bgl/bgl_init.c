@@ -10,6 +10,7 @@
 
 #include "bgl_impl.h"
 #include "bgl_noinline.h"
+#include "bgl_coll.h"
 
 MPIDI_BGL_global_t MPIDI_BGL_global;
 
@@ -53,6 +54,9 @@ int MPIDI_BGL_init_local(int *tag_bits)
     MPIR_ERR_CHECK(mpi_errno);
 
     MPIDI_BGL_progress_config();
+
+    mpi_errno = MPIDI_BGL_coll_init();
+    MPIR_ERR_CHECK(mpi_errno);
 
     /* MPI_Get_processor_name: the task's place in the partition, as on BG/L. */
     if (bgl_nm_processor_name(MPIDI_BGL_global.idle, MPIDI_global.pname,
@@ -102,6 +106,7 @@ int MPIDI_BGL_mpi_finalize_hook(void)
                 (unsigned long long) MPIDI_BGL_global.n_sleeps);
     }
 
+    MPIDI_BGL_coll_finalize();
     bgl_nm_idle_close(MPIDI_BGL_global.idle);
     MPIDI_BGL_global.idle = NULL;
     bgl_msg_finalize(MPIDI_BGL_global.session);

@@ -6,6 +6,7 @@
 
 #include "bgl_impl.h"
 #include "bgl_noinline.h"
+#include "bgl_coll.h"
 
 int MPIDI_BGL_comm_set_hints(MPIR_Comm * comm_ptr, MPIR_Info * info)
 {
@@ -43,6 +44,10 @@ int MPIDI_BGL_dynamic_recv(int tag, void *buf, int size, int timeout)
 
 int MPIDI_BGL_mpi_comm_commit_pre_hook(MPIR_Comm * comm)
 {
+    /* the collective hooks' view of the communicator is built on its first collective */
+    comm->dev.ch4.netmod.bgl.coll_state = 0;
+    comm->dev.ch4.netmod.bgl.world_ranks = NULL;
+    comm->dev.ch4.netmod.bgl.whole_job = 0;
     return MPI_SUCCESS;
 }
 
@@ -53,6 +58,7 @@ int MPIDI_BGL_mpi_comm_commit_post_hook(MPIR_Comm * comm)
 
 int MPIDI_BGL_mpi_comm_free_hook(MPIR_Comm * comm)
 {
+    MPIDI_BGL_coll_comm_free(comm);
     return MPI_SUCCESS;
 }
 

@@ -18,8 +18,12 @@ typedef struct {
     int dummy;
 } MPIDI_BGL_request_t;
 
+/* The communicator as the collectives library sees it (bgl_coll.c), built on its first
+ * collective call and freed with the communicator. */
 typedef struct {
-    int dummy;
+    int coll_state;             /* 0 not yet looked at, 1 usable by the hooks, -1 not usable */
+    uint32_t *world_ranks;      /* comm rank -> task; NULL when the identity */
+    int whole_job;
 } MPIDI_BGL_comm_t;
 
 typedef struct {

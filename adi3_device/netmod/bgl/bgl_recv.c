@@ -213,6 +213,10 @@ int MPIDI_BGL_accept_deferred(void)
     goto fn_exit;
 }
 
+/* MPIDIG's static handlers must all be below the collectives library's. */
+_Static_assert(MPIDIG_HANDLER_STATIC_MAX <= BGL_COLL_FIRST_HANDLER,
+               "MPIDIG handler ids collide with the collectives library's");
+
 int MPIDI_BGL_register_handlers(void)
 {
     int mpi_errno = MPI_SUCCESS;
