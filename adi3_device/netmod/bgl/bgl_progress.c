@@ -13,9 +13,11 @@
  *   yield  for BGL_NM_YIELD_US more (default 200 us; 10 us oversubscribed): sched_yield() in
  *          every call, so that a runnable rank on this core gets it;
  *   sleep  on the task's doorbell (a futex in the job's segment that senders ring when they
- *          deliver a packet to a sleeping task), at most BGL_NM_SLEEP_US (starts at 1/8 of it
- *          and doubles while nothing comes; default 1000 us): the core is free, and the rank
- *          wakes as soon as a packet arrives. The timeout bounds how late the rank notices
+ *          deliver a packet to a sleeping task), at most BGL_NM_SLEEP_US (starts at 125 us or
+ *          less and doubles while nothing comes; default 20000 us): the core is free, and the
+ *          rank wakes as soon as a packet arrives. Each sleep costs the sleeper a memory barrier
+ *          on every core (the packet layer's doorbell), so a rank that waits long must sleep
+ *          long: 64 ranks re-sleeping every millisecond took all of two cores. The timeout bounds how late the rank notices
  *          anything that does not ring: nobody rings a sender whose packets wait for room in a
  *          full reception FIFO, so while any of our sends is in flight the sleep is capped at
  *          BGL_NM_BUSY_SLEEP_US (default 50 us); a test loop's other conditions.
@@ -53,8 +55,8 @@ void MPIDI_BGL_progress_config(void)
     g->spin_ns = 1000 * env_us("BGL_NM_SPIN_US", g->oversubscribed ? 1 : 20);
     g->yield_ns = 1000 * env_us("BGL_NM_YIELD_US", g->oversubscribed ? 10 : 200);
     g->gap_ns = 1000 * env_us("BGL_NM_GAP_US", 5);
-    g->sleep_max_us = (uint32_t) MPL_MAX(1, env_us("BGL_NM_SLEEP_US", 1000));
-    g->sleep_min_us = MPL_MAX(1, g->sleep_max_us / 8);
+    g->sleep_max_us = (uint32_t) MPL_MAX(1, env_us("BGL_NM_SLEEP_US", 20000));
+    g->sleep_min_us = MPL_MIN(125, g->sleep_max_us);
     g->busy_sleep_us = (uint32_t) MPL_MAX(1, env_us("BGL_NM_BUSY_SLEEP_US", 50));
     g->max_iov = (MPI_Aint) env_us("BGL_NM_MAX_IOV", 64);
 }
