@@ -26,6 +26,7 @@
 #include "bench_util.hpp"
 #include "bgl/msg/session.hpp"
 #include "bgl/torus/distance.hpp"
+#include "raw_gate.hpp"
 
 namespace {
 
@@ -112,33 +113,7 @@ std::string text_option(const bench::Args& args, std::string_view name, std::str
   return fallback;
 }
 
-// Out-of-band flags beside the job's segment, one cache line per task. The raw floors share the
-// reception FIFOs with the message layer, and a raw packet must never reach a task that is polling
-// in the message layer (which would discard it as malformed). A partner announces here that it
-// polls raw packets now (2g) and that it is done (2g + 1), so the benchmark does not depend on the
-// order in which the layer sends and receives inside advance() or post().
-class RawGate {
- public:
-  explicit RawGate(pkt::Runtime& rt)
-      : memory_(rt, std::max<std::size_t>(4096, static_cast<std::size_t>(rt.size()) * 64)) {}
-  void set(Rank r, std::uint64_t v) { flag(r).store(v, std::memory_order_release); }
-  // Spins until rank r's flag is v, yielding after a while (the partner may share our core).
-  void await(Rank r, std::uint64_t v) {
-    for (int spins = 0; flag(r).load(std::memory_order_acquire) != v; ++spins) {
-      if (spins < 4096)
-        pkt::Backoff::cpu_relax();
-      else
-        pkt::Backoff::yield();
-    }
-  }
-
- private:
-  std::atomic_ref<std::uint64_t> flag(Rank r) {
-    return std::atomic_ref<std::uint64_t>(
-        *reinterpret_cast<std::uint64_t*>(memory_.data() + r * 64));
-  }
-  bench::ScratchMemory memory_;
-};
+using bench::RawGate;
 
 // One task: its message layer, the commands other tasks sent it, and the ping-pong counters.
 class Task {

@@ -284,7 +284,7 @@ int run(int argc, char** argv) {
     t.print();
     std::printf(
         "\nThe emulator's links have no bandwidth of their own: these are CPU-bound figures of the "
-        "machine's cores (see bench/RESULTS-node-modes.md).\n");
+        "machine's cores (see docs/PERFORMANCE.md, \"Node modes (issue 5)\").\n");
   }
   return 0;
 }

@@ -92,6 +92,12 @@ int bgl_msg_init(const bgl_msg_bootstrap_t* bootstrap, bgl_msg_session_t** out) 
 }
 
 void bgl_msg_finalize(bgl_msg_session_t* session) {
+  if (!session) return;
+  try {
+    session->session->finalize();
+  } catch (const std::exception& e) {
+    g_last_error = e.what();  // a handler or callback failed while flushing; nothing to return
+  }
   delete session;
 }
 
@@ -168,8 +174,11 @@ int bgl_msg_advance(bgl_msg_session_t* s) {
 void bgl_msg_wait(bgl_msg_session_t* s) {
   s->session->layer().wait();
 }
+int bgl_msg_idle(const bgl_msg_session_t* s) {
+  return s->session->layer().idle() ? 1 : 0;
+}
 int bgl_msg_barrier(bgl_msg_session_t* s) {
-  return guarded([&] { s->session->bootstrap().barrier(); });
+  return guarded([&] { s->session->barrier(); });
 }
 
 int bgl_msg_costart(bgl_msg_session_t* s, bgl_msg_unit_fn unit, void* arg, uint32_t* ticket) {

@@ -22,12 +22,27 @@ Coprocessor::~Coprocessor() {
   thread_.join();
 }
 
-void Coprocessor::add_permanent(Poll poll, Poll pending, void* arg) {
+std::size_t Coprocessor::add_permanent(Poll poll, Poll pending, void* arg) {
   const std::size_t n = permanent_count_.load(std::memory_order_relaxed);
   if (n == kMaxPermanent) throw std::runtime_error("too many permanent coprocessor units");
-  permanent_[n] = Permanent{poll, pending, arg};
+  if (!poll) throw std::invalid_argument("add_permanent: no poll function");
+  Permanent& p = permanent_[n];  // not visible to the coprocessor until the count says so
+  p.poll = poll;
+  p.pending = pending;
+  p.arg = arg;
   permanent_count_.store(n + 1, std::memory_order_release);
   bell_.ring();
+  return n;
+}
+
+bool Coprocessor::permanent_failed(std::size_t index) const {
+  if (index >= permanent_count_.load(std::memory_order_acquire))
+    throw std::out_of_range("no permanent coprocessor unit " + std::to_string(index));
+  return permanent_[index].failed.load(std::memory_order_acquire);
+}
+
+std::string Coprocessor::permanent_error(std::size_t index) const {
+  return permanent_failed(index) ? permanent_[index].error : std::string();
 }
 
 Coprocessor::Ticket Coprocessor::costart(Unit unit, void* arg) {
@@ -90,11 +105,43 @@ bool Coprocessor::run_transients() {
   return worked;
 }
 
-bool Coprocessor::has_work() const {
+// A permanent unit that throws would otherwise end the thread (std::terminate): it is retired
+// instead, with its error kept for the main task, and logged once.
+void Coprocessor::fail(Permanent& p, const char* what) {
+  p.error = what;
+  spdlog::error("permanent coprocessor unit failed and is stopped: {}", what);
+  p.failed.store(true, std::memory_order_release);
+}
+
+bool Coprocessor::run_permanent(Permanent& p) {
+  if (p.failed.load(std::memory_order_relaxed)) return false;
+  try {
+    return p.poll(p.arg);
+  } catch (const std::exception& e) {
+    fail(p, e.what());
+  } catch (...) {
+    fail(p, "unknown exception");
+  }
+  return false;
+}
+
+bool Coprocessor::permanent_pending(Permanent& p) {
+  if (!p.pending || p.failed.load(std::memory_order_relaxed)) return false;
+  try {
+    return p.pending(p.arg);
+  } catch (const std::exception& e) {
+    fail(p, e.what());
+  } catch (...) {
+    fail(p, "unknown exception");
+  }
+  return false;
+}
+
+bool Coprocessor::has_work() {
   if (stop_.load(std::memory_order_acquire) || queue_.read_available() > 0) return true;
   const std::size_t n = permanent_count_.load(std::memory_order_acquire);
   for (std::size_t i = 0; i < n; ++i)
-    if (permanent_[i].pending && permanent_[i].pending(permanent_[i].arg)) return true;
+    if (permanent_pending(permanent_[i])) return true;
   return false;
 }
 
@@ -104,7 +151,7 @@ void Coprocessor::run() {
     bool worked = run_transients();
     const std::size_t n = permanent_count_.load(std::memory_order_acquire);
     for (std::size_t i = 0; i < n; ++i)
-      worked |= permanent_[i].poll(permanent_[i].arg);
+      worked |= run_permanent(permanent_[i]);
     if (worked)
       backoff.reset();
     else

@@ -26,6 +26,7 @@ class MessageLayer::Engine {
   bool advance();
   void wait() { ep_.wait(); }
   bool idle() const;
+  bool flushed() const { return control_count_ == 0 && ep_.injection_idle(); }
   Protocol choose(const SendMessage& m) const;
   const Statistics& statistics() const { return stats_; }
   const Config& config() const { return config_; }
@@ -67,6 +68,7 @@ class MessageLayer::Engine {
   Step send_one_packet(SendMessage& m);
   Step send_eager(SendMessage& m, DestState& d, bool adaptive);
   Step send_scout(SendMessage& m, bool virtual_node);
+  void allow_sibling_reads(Rank sibling);
   Step send_rzv_data(SendMessage& m);
   std::span<const std::byte> first_prefix(const SendMessage& m, std::byte* buffer) const;
   std::span<const std::byte> data_view(const SendMessage& m, std::size_t offset, std::size_t n,
@@ -96,6 +98,9 @@ class MessageLayer::Engine {
     RecvTarget target;
     std::unique_ptr<std::byte[]> pool;  // unexpected data until accept()
     bool unexpected = false;
+    // Answered "later" but the pool had no room: its packets wait in the source's stall queue
+    // until pool space frees up or accept() names a destination.
+    bool pool_wait = false;
     bool data_complete = false;
     bool on_coprocessor = false;
   };
@@ -114,18 +119,41 @@ class MessageLayer::Engine {
     std::uint16_t expected_seq = 0;  // number of the next message to match
     // An adaptive-eager first packet that overtook earlier (ordered) messages waits here.
     std::optional<pkt::Packet> held;
+    // The stall queue (indices into hold_, oldest first): a first packet that lacked a receive
+    // entry or pool space, and every packet of this source that must follow it. Taking them out of
+    // the reception FIFO keeps the FIFO flowing for everybody else (backpressure stays per source).
+    std::uint32_t stall_head = kNone;
+    std::uint32_t stall_tail = kNone;
+    // The stall queue's head is the first packet of this message, already matched (its handler
+    // ran and answered "later"); it resumes when the message has pool space or a destination.
+    std::uint32_t resume = kNone;
     // Adaptive-eager data that overtook its first packet: bytes at their offsets, and the ranges.
     std::vector<std::byte> staging;
     std::vector<std::pair<std::uint64_t, std::uint32_t>> staged;
   };
-  enum class Taken : std::uint8_t { consumed, blocked };
+  // consumed: done with the packet; blocked: leave it in its FIFO (no room to hold it);
+  // hold: keep it in the source's stall queue (its message waits for resources).
+  enum class Taken : std::uint8_t { consumed, blocked, hold };
+  struct HeldPacket {
+    pkt::Packet packet;
+    std::uint32_t next = kNone;
+  };
 
   bool receive_some();
-  Taken dispatch(const pkt::PacketHeader& h, std::span<const std::byte> payload);
-  Taken on_first(const pkt::PacketHeader& h, std::span<const std::byte> payload);
+  Taken take(const pkt::PacketHeader& h, std::span<const std::byte> payload);
+  bool joins_stall(const pkt::PacketHeader& h, std::span<const std::byte> payload,
+                   const SourceState& src) const;
+  bool hold_packet(Rank source, const pkt::PacketHeader& h, std::span<const std::byte> payload);
+  void pop_held(SourceState& src);
+  Taken dispatch(const pkt::PacketHeader& h, std::span<const std::byte> payload, bool from_queue);
+  Taken on_first(const pkt::PacketHeader& h, std::span<const std::byte> payload, bool from_queue);
   Taken match(const pkt::PacketHeader& h, std::span<const std::byte> payload,
-              const wire::First& first);
+              const wire::First& first, bool from_queue);
+  Taken resume(SourceState& src, const pkt::Packet& p);
+  void start(std::uint32_t id, RecvState& r, SourceState& src, std::span<const std::byte> chunk);
+  bool charge_pool(RecvState& r);
   bool release_held();
+  bool release_stalled();
   void on_eager_data(const pkt::PacketHeader& h, std::span<const std::byte> payload);
   void on_ack(Rank source, std::span<const std::byte> payload);
   void on_rzv_data(const pkt::PacketHeader& h, std::span<const std::byte> payload);
@@ -151,8 +179,10 @@ class MessageLayer::Engine {
   pkt::Endpoint& ep_;
   Config config_;
   int size_;
-  std::optional<Rank> sibling_;   // virtual-node mode: the other task of this node
-  bool vn_copy_refused_ = false;  // process_vm_readv is not allowed here: stream instead
+  std::optional<Rank> sibling_;     // virtual-node mode: the other task of this node
+  bool vn_copy_refused_ = false;    // process_vm_readv is not allowed here: stream instead
+  bool vn_reader_allowed_ = false;  // allow_sibling_reads() done
+  std::int32_t pid_ = 0;            // this task's pid, for virtual-node requests
   std::vector<std::pair<ArrivalHandler, void*>> handlers_;
 
   std::vector<DestState> dests_;
@@ -161,6 +191,8 @@ class MessageLayer::Engine {
   std::size_t queued_ = 0;  // posted messages not yet out of their destination queue
   std::size_t next_active_ = 0;
   SlotTable<RzvSend> rzv_sends_;
+  SendMessage* sent_head_ = nullptr;  // sent by post() itself, done() not yet called
+  SendMessage* sent_tail_ = nullptr;
   SendMessage* rzv_head_ = nullptr;
   SendMessage* rzv_tail_ = nullptr;
   std::vector<Control> controls_;  // ring
@@ -170,13 +202,18 @@ class MessageLayer::Engine {
   SlotTable<RecvState> recvs_;
   std::size_t pool_in_use_ = 0;
   std::uint32_t blocked_fifos_ = 0;
-  std::vector<Rank> held_sources_;
+  std::uint64_t delivered_ = 0;     // messages handed to their receiver (completion calls)
+  std::vector<Rank> held_sources_;  // sources with an out-of-sequence adaptive-eager first packet
+  std::vector<HeldPacket> hold_;    // stall queues' packets (BGL_ML_HOLD_PACKETS), preallocated
+  std::vector<std::uint32_t> hold_free_;
+  std::vector<Rank> stalled_;  // sources with a non-empty stall queue
 
   pkt::WaitPolicy co_policy_;
   std::unique_ptr<pkt::Endpoint> co_endpoint_;  // FIFO group 1, used by the coprocessor only
   std::unique_ptr<CoReceive[]> co_table_;       // indexed like recvs_
   std::vector<std::uint32_t> co_active_;        // main task: receives on the coprocessor
   std::atomic<std::uint64_t> co_packets_{0};
+  std::size_t co_unit_ = 0;  // the communication unit's index among the permanent units
   std::unique_ptr<Coprocessor> coprocessor_;  // last: its thread uses the members above
   Statistics stats_;
 };

@@ -1,6 +1,8 @@
 // Coprocessor mode: the communication unit that receives rendezvous data on the coprocessor's own
 // FIFO group, and the main task's side of it (completion after the software-coherence step).
 #include <cstring>
+#include <stdexcept>
+#include <string>
 
 #include "bgl/log.hpp"
 #include "engine.hpp"
@@ -26,7 +28,7 @@ void MessageLayer::Engine::start_coprocessor() {
   coprocessor_ = std::make_unique<Coprocessor>(bell, co_policy_);
   if (!config_.coprocessor_receive) return;
   co_endpoint_ = std::make_unique<pkt::Endpoint>(machine, ep_.rank(), 1, co_policy_);
-  coprocessor_->add_permanent(
+  co_unit_ = coprocessor_->add_permanent(
       [](void* self) { return static_cast<Engine*>(self)->coprocessor_receive(); },
       [](void* self) { return static_cast<Engine*>(self)->co_endpoint_->poll_ready(); }, this);
 }
@@ -52,17 +54,25 @@ bool MessageLayer::Engine::coprocessor_receive() {
     if (!d || d->id.load(std::memory_order_acquire) != h.word) {
       malformed(h, "coprocessor FIFO packet for no coprocessor receive");
     } else {
+      // The descriptor is ours until the last byte is in: the main task reuses it only after it
+      // sees `received` reach `bytes`, so nothing of it may be read after that store.
+      const std::uint64_t bytes = d->bytes;
+      const std::uint64_t before = d->received.load(std::memory_order_relaxed);  // we write it
       const std::uint64_t offset =
           std::uint64_t{wire::load<std::uint32_t>(payload)} * wire::kRzvChunk;
       const auto data = payload.subspan(wire::kRzvIndexBytes);
-      if (offset + data.size() > d->bytes) {
+      if (offset + data.size() > bytes || before + data.size() > bytes) {
         malformed(h, "coprocessor data beyond the message");
       } else {
         std::memcpy(d->buffer + offset, data.data(), data.size());
         co_packets_.fetch_add(1, std::memory_order_relaxed);
-        // The last packet: release our writes and wake the main task, which completes it.
-        if (d->received.fetch_add(data.size(), std::memory_order_acq_rel) + data.size() == d->bytes)
-          ep_.machine().doorbell(ep_.node(), ep_.group()).ring();
+        const bool last = before + data.size() == bytes;
+        // Retired before completion is published: a stray packet naming this receive later
+        // (duplicate, forged) finds no descriptor instead of a buffer the task has reused.
+        if (last) d->id.store(kNone, std::memory_order_relaxed);
+        // Releases our writes; the main task completes the message when it sees the total.
+        d->received.store(before + data.size(), std::memory_order_release);
+        if (last) ep_.machine().doorbell(ep_.node(), ep_.group()).ring();
       }
     }
     co_endpoint_->discard(*f);
@@ -72,6 +82,12 @@ bool MessageLayer::Engine::coprocessor_receive() {
 }
 
 bool MessageLayer::Engine::coprocessor_complete() {
+  // Receives handed to a communication unit that died would wait for ever: say so instead.
+  if (co_endpoint_ && coprocessor_->permanent_failed(co_unit_))
+    throw std::runtime_error("rank " + std::to_string(rank()) +
+                             ": the coprocessor's communication unit failed (" +
+                             coprocessor_->permanent_error(co_unit_) + "); " +
+                             std::to_string(co_active_.size()) + " receives cannot complete");
   bool progress = false;
   for (std::size_t i = 0; i < co_active_.size();) {
     const std::uint32_t id = co_active_[i];
@@ -83,8 +99,7 @@ bool MessageLayer::Engine::coprocessor_complete() {
     // The software-coherence step: make the coprocessor's writes visible to this processor. On
     // BG/L both cores flush/invalidate the buffer's L1 lines; here an acquire fence, counted.
     std::atomic_thread_fence(std::memory_order_acquire);
-    ++stats_.coherence_operations;
-    d.id.store(kNone, std::memory_order_relaxed);
+    ++stats_.coherence_operations;  // (the coprocessor has retired d.id already)
     co_active_[i] = co_active_.back();
     co_active_.pop_back();
     stats_.coprocessor_packets = co_packets_.load(std::memory_order_relaxed);

@@ -35,11 +35,18 @@ Protocol protocol_of(std::uint8_t first_packet_type) {
 bool MessageLayer::Engine::release_held() {
   bool progress = false;
   for (std::size_t i = 0; i < held_sources_.size();) {
-    SourceState& src = sources_[held_sources_[i]];
+    const Rank source = held_sources_[i];
+    SourceState& src = sources_[source];
     const pkt::Packet& p = *src.held;
     const std::span<const std::byte> payload(p.payload.data(), p.header.payload_bytes);
     const auto first = wire::load<wire::First>(payload);
-    if (first.seq != src.expected_seq || match(p.header, payload, first) == Taken::blocked) {
+    Taken t = Taken::blocked;
+    if (first.seq == src.expected_seq) {
+      // Behind a stalled message of its source it queues up, to be matched in turn.
+      t = src.stall_head != kNone ? Taken::hold : match(p.header, payload, first, false);
+      if (t == Taken::hold) t = hold_packet(source, p.header, payload) ? Taken::consumed : t;
+    }
+    if (t != Taken::consumed) {
       ++i;
       continue;
     }
@@ -51,37 +58,135 @@ bool MessageLayer::Engine::release_held() {
   return progress;
 }
 
+// Stall queues whose head can go on now (a receive entry or pool space freed up, or accept()).
+bool MessageLayer::Engine::release_stalled() {
+  bool progress = false;
+  for (std::size_t i = 0; i < stalled_.size();) {
+    SourceState& src = sources_[stalled_[i]];
+    while (src.stall_head != kNone) {
+      const pkt::Packet& p = hold_[src.stall_head].packet;
+      const Taken t = src.resume != kNone
+                          ? resume(src, p)
+                          : dispatch(p.header, {p.payload.data(), p.header.payload_bytes}, true);
+      if (t != Taken::consumed) break;
+      pop_held(src);
+      progress = true;
+    }
+    if (src.stall_head == kNone) {
+      stalled_[i] = stalled_.back();
+      stalled_.pop_back();
+    } else {
+      ++i;
+    }
+  }
+  return progress;
+}
+
 bool MessageLayer::Engine::receive_some() {
-  bool progress = !held_sources_.empty() && release_held();
-  for (int budget = kBudget; budget > 0; --budget) {
+  bool progress = false;
+  if (!held_sources_.empty()) progress |= release_held();
+  if (!stalled_.empty()) progress |= release_stalled();
+  const std::uint64_t delivered = delivered_;
+  // Up to kBudget packets, but back to the caller as soon as a message was delivered: its
+  // progress loop may be waiting for just that (one reception poll less on the latency path).
+  for (int budget = kBudget; budget > 0 && delivered_ == delivered; --budget) {
     const auto f = ep_.poll(blocked_fifos_);
     if (!f) break;
     const pkt::PacketHeader& h = ep_.peek(*f);
-    if (dispatch(h, ep_.payload(*f)) == Taken::blocked) {
-      // Leave the packet where it is (backpressure towards its sender) until resources free up.
+    if (take(h, ep_.payload(*f)) == Taken::blocked) {
+      // No room to hold it: leave the packet where it is (backpressure towards its sender) until
+      // resources free up.
       blocked_fifos_ |= 1u << f->index;
       continue;
     }
     ep_.discard(*f);  // the data were copied straight from the FIFO slot to their destination
     progress = true;
     if (!held_sources_.empty()) release_held();
+    if (!stalled_.empty()) release_stalled();
   }
   return progress;
 }
 
-MessageLayer::Engine::Taken MessageLayer::Engine::dispatch(const pkt::PacketHeader& h,
-                                                           std::span<const std::byte> payload) {
-  if (h.source_rank() >= static_cast<std::uint32_t>(size_)) {
+// A packet from a reception FIFO. Packets of a source with a stall queue that must stay in order
+// behind it join the queue; a first packet whose message must wait starts one.
+MessageLayer::Engine::Taken MessageLayer::Engine::take(const pkt::PacketHeader& h,
+                                                       std::span<const std::byte> payload) {
+  const Rank source = h.source_rank();
+  if (source >= static_cast<std::uint32_t>(size_)) {
     malformed(h, "source rank outside the job");
     return Taken::consumed;
   }
+  Taken t = sources_[source].stall_head != kNone && joins_stall(h, payload, sources_[source])
+                ? Taken::hold
+                : dispatch(h, payload, false);
+  if (t == Taken::hold) t = hold_packet(source, h, payload) ? Taken::consumed : Taken::blocked;
+  return t;
+}
+
+// The packets that must not overtake a stalled message of their source: its ordered stream (first
+// packets and eager data), and an adaptive-eager first packet whose turn it is (a later one waits
+// in `held`). Rendezvous data, acks, fins and tokens never depend on it.
+bool MessageLayer::Engine::joins_stall(const pkt::PacketHeader& h,
+                                       std::span<const std::byte> payload,
+                                       const SourceState& src) const {
+  switch (h.dispatch) {
+    case wire::kOnePacket:
+    case wire::kEagerFirst:
+    case wire::kEagerData:
+    case wire::kScout:
+    case wire::kVnRts:
+      return true;
+    case wire::kAeFirst:
+      return payload.size() >= wire::kFirstBytes &&
+             wire::load<wire::First>(payload).seq == src.expected_seq;
+    default:
+      return false;
+  }
+}
+
+bool MessageLayer::Engine::hold_packet(Rank source, const pkt::PacketHeader& h,
+                                       std::span<const std::byte> payload) {
+  if (hold_free_.empty()) {
+    ++stats_.hold_full_waits;
+    return false;
+  }
+  const std::uint32_t i = hold_free_.back();
+  hold_free_.pop_back();
+  HeldPacket& e = hold_[i];
+  std::memcpy(&e.packet.header, &h, sizeof h);
+  std::memcpy(e.packet.payload.data(), payload.data(), payload.size());
+  e.next = kNone;
+  SourceState& src = sources_[source];
+  if (src.stall_tail == kNone) {
+    src.stall_head = i;
+    stalled_.push_back(source);
+  } else {
+    hold_[src.stall_tail].next = i;
+  }
+  src.stall_tail = i;
+  stats_.held_packets_max = std::max(stats_.held_packets_max, ++stats_.held_packets);
+  return true;
+}
+
+void MessageLayer::Engine::pop_held(SourceState& src) {
+  const std::uint32_t i = src.stall_head;
+  src.stall_head = hold_[i].next;
+  if (src.stall_head == kNone) src.stall_tail = kNone;
+  hold_free_.push_back(i);
+  --stats_.held_packets;
+  blocked_fifos_ = 0;  // room to hold packets again
+}
+
+MessageLayer::Engine::Taken MessageLayer::Engine::dispatch(const pkt::PacketHeader& h,
+                                                           std::span<const std::byte> payload,
+                                                           bool from_queue) {
   switch (h.dispatch) {
     case wire::kOnePacket:
     case wire::kEagerFirst:
     case wire::kScout:
     case wire::kVnRts:
     case wire::kAeFirst:
-      return on_first(h, payload);
+      return on_first(h, payload, from_queue);
     case wire::kEagerData:
       on_eager_data(h, payload);
       break;
@@ -110,7 +215,8 @@ MessageLayer::Engine::Taken MessageLayer::Engine::dispatch(const pkt::PacketHead
 }
 
 MessageLayer::Engine::Taken MessageLayer::Engine::on_first(const pkt::PacketHeader& h,
-                                                           std::span<const std::byte> payload) {
+                                                           std::span<const std::byte> payload,
+                                                           bool from_queue) {
   if (payload.size() < wire::kFirstBytes)
     return malformed(h, "first packet too short"), Taken::consumed;
   const auto first = wire::load<wire::First>(payload);
@@ -145,23 +251,28 @@ MessageLayer::Engine::Taken MessageLayer::Engine::on_first(const pkt::PacketHead
     held_sources_.push_back(source);
     return Taken::consumed;
   }
-  return match(h, payload, first);
+  return match(h, payload, first, from_queue);
 }
 
+// The handler is asked first: a message it gives a destination needs no pool. Only a message
+// answered "later" is charged to the pool; without room it waits in its source's stall queue
+// (backpressure for that source alone) until pool space frees up or accept() names a destination.
 MessageLayer::Engine::Taken MessageLayer::Engine::match(const pkt::PacketHeader& h,
                                                         std::span<const std::byte> payload,
-                                                        const wire::First& first) {
-  const Protocol protocol = protocol_of(h.dispatch);
-  const std::uint64_t bytes = first.bytes();
-  const auto chunk = payload.subspan(wire::kFirstBytes + first.header_bytes);
-  const Rank source = h.source_rank();
-  SourceState& src = sources_[source];
-  // Resources first, so that the handler is called exactly once per message.
-  const std::uint64_t pool_need = slotted(protocol) ? 0 : bytes;
-  if (recvs_.full() || pool_in_use_ + pool_need > config_.pool_bytes) {
-    ++stats_.pool_waits;
+                                                        const wire::First& first, bool from_queue) {
+  // A packet still in its FIFO may have to be held: without room for that it stays in the FIFO.
+  if (!from_queue && hold_free_.empty()) {
+    ++stats_.hold_full_waits;
     return Taken::blocked;
   }
+  if (recvs_.full()) {
+    if (!from_queue) ++stats_.table_waits;
+    return Taken::hold;  // the handler runs once an entry is free
+  }
+  const Protocol protocol = protocol_of(h.dispatch);
+  const std::uint64_t bytes = first.bytes();
+  const Rank source = h.source_rank();
+  SourceState& src = sources_[source];
   std::uint32_t id = 0;
   recvs_.acquire(id);
   RecvState& r = *recvs_.find(id);
@@ -169,45 +280,76 @@ MessageLayer::Engine::Taken MessageLayer::Engine::match(const pkt::PacketHeader&
   r.source = source;
   r.bytes = bytes;
   r.sender_slot = h.word;
+  const auto chunk = payload.subspan(wire::kFirstBytes + first.header_bytes);
   if (protocol == Protocol::virtual_node) r.vn = wire::load<wire::VnSource>(chunk);
   const auto [handler, context] = handlers_[first.handler];
   const Arrival arrival{
       source, first.handler, payload.subspan(wire::kFirstBytes, first.header_bytes),
       bytes,  protocol,      RecvHandle{id}};
   ++src.expected_seq;
+  ++stats_.protocol[static_cast<std::size_t>(protocol)].packets_received;
   r.target = handler(context, arrival);
   if (r.target.kind == RecvTarget::Kind::later) {
     r.unexpected = true;
-    if (pool_need) r.pool = std::make_unique_for_overwrite<std::byte[]>(pool_need);
-    pool_in_use_ += pool_need;
-    stats_.pool_bytes_in_use = pool_in_use_;
-    stats_.pool_bytes_max = std::max<std::uint64_t>(stats_.pool_bytes_max, pool_in_use_);
     ++stats_.unexpected_messages;
     stats_.unexpected_depth_max = std::max(stats_.unexpected_depth_max, ++stats_.unexpected_depth);
+    if (!slotted(protocol) && bytes > 0 && !charge_pool(r)) {
+      r.pool_wait = true;
+      ++stats_.pool_waits;
+      src.resume = id;
+      return Taken::hold;
+    }
   }
-  auto& counters = stats_.protocol[static_cast<std::size_t>(protocol)];
-  ++counters.packets_received;
+  start(id, r, src, chunk);
+  return Taken::consumed;
+}
 
-  switch (protocol) {
+// The stall queue's head is the first packet of a matched message that waited for pool space.
+MessageLayer::Engine::Taken MessageLayer::Engine::resume(SourceState& src, const pkt::Packet& p) {
+  const std::uint32_t id = src.resume;
+  RecvState& r = *recvs_.find(id);
+  if (r.pool_wait) {
+    if (r.unexpected && !charge_pool(r)) return Taken::blocked;
+    r.pool_wait = false;  // pool space, or accept() gave it a destination
+  }
+  src.resume = kNone;
+  const std::span<const std::byte> payload(p.payload.data(), p.header.payload_bytes);
+  const auto first = wire::load<wire::First>(payload);
+  start(id, r, src, payload.subspan(wire::kFirstBytes + first.header_bytes));
+  return Taken::consumed;
+}
+
+bool MessageLayer::Engine::charge_pool(RecvState& r) {
+  if (pool_in_use_ + r.bytes > config_.pool_bytes) return false;
+  r.pool = std::make_unique_for_overwrite<std::byte[]>(r.bytes);
+  pool_in_use_ += r.bytes;
+  stats_.pool_bytes_in_use = pool_in_use_;
+  stats_.pool_bytes_max = std::max<std::uint64_t>(stats_.pool_bytes_max, pool_in_use_);
+  return true;
+}
+
+// The message's destination (or pool) is known: its first packet's data go there.
+void MessageLayer::Engine::start(std::uint32_t id, RecvState& r, SourceState& src,
+                                 std::span<const std::byte> chunk) {
+  switch (r.protocol) {
     case Protocol::rendezvous:
     case Protocol::virtual_node:
       if (!r.unexpected) begin_receive(r, id);
       break;
     case Protocol::eager:
-      if (chunk.size() < bytes) src.eager = id;
+      if (chunk.size() < r.bytes) src.eager = id;
       data_arrived(id, r, 0, chunk);
       break;
     case Protocol::adaptive_eager:
       src.adaptive = id;
       src.parity = !src.parity;
       unstage(src, r);
-      data_arrived(id, r, 0, chunk);
+      if (recvs_.find(id)) data_arrived(id, r, 0, chunk);
       break;
     case Protocol::one_packet:
       data_arrived(id, r, 0, chunk);
       break;
   }
-  return Taken::consumed;
 }
 
 void MessageLayer::Engine::on_eager_data(const pkt::PacketHeader& h,
@@ -323,11 +465,21 @@ bool MessageLayer::Engine::copy_from_sender(RecvState& r) {
                        static_cast<std::size_t>(want - done)};
     const ssize_t got = process_vm_readv(r.vn.pid, part.data(), n, &remote, 1, 0);
     if (got <= 0) {
-      spdlog::warn(
-          "process_vm_readv from rank {} failed ({}); virtual-node messages stream through the "
-          "virtual FIFO instead",
-          r.source, std::strerror(errno));
-      vn_copy_refused_ = done == 0 && (errno == EPERM || errno == ENOSYS);
+      const int error = errno;
+      if (done == 0 && (error == EPERM || error == ENOSYS)) {
+        // The kernel forbids it (Yama's ptrace_scope, a non-dumpable sender, no such system
+        // call): say so once, then every virtual-node message streams.
+        vn_copy_refused_ = true;
+        spdlog::warn(
+            "rank {}: the kernel refuses process_vm_readv from rank {} ({}); virtual-node messages "
+            "stream through the virtual FIFO instead (see BGL_ML_VN_COPY in docs/CONFIGURATION.md)",
+            rank(), r.source, std::strerror(error));
+      } else {
+        spdlog::warn(
+            "rank {}: process_vm_readv from rank {} failed after {} of {} bytes ({}); this "
+            "message streams through the virtual FIFO instead",
+            rank(), r.source, done, want, std::strerror(error));
+      }
       if (done == 0) return false;
       break;
     }
@@ -337,7 +489,8 @@ bool MessageLayer::Engine::copy_from_sender(RecvState& r) {
 }
 
 void MessageLayer::Engine::begin_rendezvous_data(RecvState& r, std::uint32_t id) {
-  auto group = static_cast<std::uint32_t>(ep_.group());  // this task's FIFO group (its t in VN mode)
+  auto group =
+      static_cast<std::uint32_t>(ep_.group());  // this task's FIFO group (its t in VN mode)
   if (coprocessor_eligible(r)) {
     CoReceive& d = co_table_[id & (SlotTable<int>::kMaxCapacity - 1)];
     d.buffer = r.target.buffer.data();
@@ -402,6 +555,7 @@ void MessageLayer::Engine::finish_receive(std::uint32_t id, RecvState& r) {
   const std::uint64_t delivered = std::min(r.bytes, capacity);
   recvs_.release(id);
   blocked_fifos_ = 0;  // a receive slot is free again
+  ++delivered_;
   if (target.done) target.done(target.context, id, delivered);
 }
 

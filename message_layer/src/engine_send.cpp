@@ -1,5 +1,8 @@
 // The send side: per-destination queues, protocol steps, rendezvous data, control packets.
+#include <sys/prctl.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <cstring>
 #include <stdexcept>
@@ -33,7 +36,15 @@ MessageLayer::Engine::Engine(pkt::Endpoint& endpoint, Config config)
       sources_(static_cast<std::size_t>(size_)),
       recvs_(config.max_receives) {
   active_.reserve(static_cast<std::size_t>(size_));
+  if (config.hold_packets == 0) throw std::invalid_argument("hold_packets must be at least 1");
+  hold_.resize(config.hold_packets);
+  hold_free_.reserve(config.hold_packets);
+  for (std::uint32_t i = config.hold_packets; i-- > 0;)
+    hold_free_.push_back(i);
+  stalled_.reserve(static_cast<std::size_t>(size_));
+  held_sources_.reserve(static_cast<std::size_t>(size_));
   vn_copy_refused_ = !config.vn_direct_copy;
+  pid_ = getpid();
   const auto& machine = endpoint.machine();
   if (machine.config().mode == pkt::NodeMode::coprocessor) start_coprocessor();
   if (machine.config().mode == pkt::NodeMode::virtual_node) {
@@ -41,6 +52,19 @@ MessageLayer::Engine::Engine(pkt::Endpoint& endpoint, Config config)
     sibling_ = machine.mapping().rank_at(here.node, 1 - here.t);
   }
   visiting_.reserve(static_cast<std::size_t>(size_));
+}
+
+// The receiver of a virtual-node message reads this task's memory. Where Yama restricts ptrace to
+// descendants (kernel.yama.ptrace_scope = 1, the default of several distributions) only a task
+// this one names may do so: name the node's other task. Without Yama the call fails harmlessly
+// (EINVAL) and ordinary same-user permission applies.
+void MessageLayer::Engine::allow_sibling_reads(Rank sibling) {
+  const std::int32_t pid = ep_.machine().task(sibling).pid;
+  if (pid <= 0) return;  // not attached yet: try again with the next message
+  vn_reader_allowed_ = true;
+  if (::prctl(PR_SET_PTRACER, static_cast<unsigned long>(pid), 0, 0, 0) != 0 && errno != EINVAL)
+    spdlog::debug("rank {}: PR_SET_PTRACER for rank {} failed: {}", rank(), sibling,
+                  std::strerror(errno));
 }
 
 void MessageLayer::Engine::register_handler(HandlerId id, ArrivalHandler handler, void* context) {
@@ -81,12 +105,30 @@ void MessageLayer::Engine::post(SendMessage& m) {
   if ((p == Protocol::eager || p == Protocol::adaptive_eager) && m.data.size() >= wire::kParityBit)
     throw std::invalid_argument("eager protocols carry at most 2 GiB; use rendezvous");
   auto& s = m.state;
-  s = SendMessage::State{};
+  // The bookkeeping only (header_copy is overwritten below as far as it is used).
+  s.next = nullptr;
+  s.offset = 0;
+  s.packets = 0;
+  s.remote_id = 0;
+  s.local_id = 0;
+  s.phase = 0;
+  s.data_group = 0;
   s.protocol = p;
   s.header_bytes = static_cast<std::uint8_t>(m.header.size());
   if (!m.header.empty()) std::memcpy(s.header_copy, m.header.data(), m.header.size());
   DestState& d = dests_[m.dest];
   s.seq = d.next_seq++;
+  // Fast path: a one-packet message to a destination with nothing queued goes out at once (the
+  // latency of the next advance()'s reception poll saved); done() still runs from advance().
+  if (p == Protocol::one_packet && !d.head && may_start(d) &&
+      send_one_packet(m) == Step::finished) {
+    if (sent_tail_)
+      sent_tail_->state.next = &m;
+    else
+      sent_head_ = &m;
+    sent_tail_ = &m;
+    return;
+  }
   ++queued_;
   if (d.tail)
     d.tail->state.next = &m;
@@ -108,6 +150,15 @@ void MessageLayer::Engine::activate(Rank dest) {
 // after another (so the receiver can attribute ordered data packets), then rendezvous data.
 bool MessageLayer::Engine::send_some() {
   bool progress = flush_controls();
+  // Messages post() sent at once; their done() may post again (onto a fresh list).
+  while (sent_head_) {
+    SendMessage& m = *sent_head_;
+    sent_head_ = m.state.next;
+    if (!sent_head_) sent_tail_ = nullptr;
+    m.state.next = nullptr;
+    finish_send(m);
+    progress = true;
+  }
   int budget = kBudget;
   // Callbacks below may post messages (activating destinations): they land in the fresh active_.
   visiting_.clear();
@@ -244,9 +295,15 @@ MessageLayer::Engine::Step MessageLayer::Engine::send_scout(SendMessage& m, bool
   const pkt::PacketSpec spec{.dest = ep_.destination_of(m.dest),
                              .dispatch = virtual_node ? wire::kVnRts : wire::kScout,
                              .word = s.local_id};
-  const wire::VnSource source{reinterpret_cast<std::uintptr_t>(m.data.buffer.data()), getpid(), 0};
-  const auto where =
-      virtual_node ? std::as_bytes(std::span(&source, 1)) : std::span<const std::byte>{};
+  // Only the virtual-node request says where the data are (the pid is cached: getpid() is a
+  // syscall, and a rendezvous used to pay it on every scout).
+  if (virtual_node && !vn_reader_allowed_) allow_sibling_reads(m.dest);
+  wire::VnSource source{};
+  std::span<const std::byte> where;
+  if (virtual_node) {
+    source = {reinterpret_cast<std::uintptr_t>(m.data.buffer.data()), pid_, 0};
+    where = std::as_bytes(std::span(&source, 1));
+  }
   if (ep_.inject(ordered_fifo(m.dest), spec, first_prefix(m, prefix), where) ==
       pkt::InjectStatus::full) {
     rzv_sends_.release(s.local_id);
@@ -374,8 +431,9 @@ bool MessageLayer::Engine::flush_controls() {
 }
 
 bool MessageLayer::Engine::idle() const {
-  return queued_ == 0 && active_.empty() && rzv_head_ == nullptr && rzv_sends_.in_use() == 0 &&
-         control_count_ == 0 && co_active_.empty() && ep_.injection_idle();
+  return queued_ == 0 && active_.empty() && sent_head_ == nullptr && rzv_head_ == nullptr &&
+         rzv_sends_.in_use() == 0 && control_count_ == 0 && co_active_.empty() &&
+         ep_.injection_idle();
 }
 
 }  // namespace bgl::msg

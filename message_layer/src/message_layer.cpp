@@ -61,6 +61,8 @@ Config Config::from_environment() {
     c.max_receives = static_cast<std::uint32_t>(*v);
   if (auto v = env::get_int("BGL_ML_MAX_RZV", 1, 1 << 20))
     c.max_rendezvous = static_cast<std::uint32_t>(*v);
+  if (auto v = env::get_int("BGL_ML_HOLD_PACKETS", 1, 1 << 20))
+    c.hold_packets = static_cast<std::uint32_t>(*v);
   if (auto v = env::get_int("BGL_ML_VN_COPY", 0, 1)) c.vn_direct_copy = *v != 0;
   if (auto v = env::get_int("BGL_ML_COPROCESSOR_RECEIVE", 0, 1)) c.coprocessor_receive = *v != 0;
   return c;
@@ -90,6 +92,10 @@ std::string Statistics::to_json() const {
                         {"pool_bytes_in_use", pool_bytes_in_use},
                         {"pool_bytes_max", pool_bytes_max},
                         {"pool_waits", pool_waits},
+                        {"table_waits", table_waits},
+                        {"held_packets", held_packets},
+                        {"held_packets_max", held_packets_max},
+                        {"hold_full_waits", hold_full_waits},
                         {"early_adaptive_packets", early_adaptive_packets},
                         {"token_waits", token_waits},
                         {"coprocessor_messages", coprocessor_messages},
@@ -124,6 +130,9 @@ void MessageLayer::wait() {
 }
 bool MessageLayer::idle() const {
   return engine_->idle();
+}
+bool MessageLayer::flushed() const {
+  return engine_->flushed();
 }
 Protocol MessageLayer::choose(const SendMessage& m) const {
   return engine_->choose(m);

@@ -5,6 +5,7 @@
 
 #include "bgl/env.hpp"
 #include "bgl/log.hpp"
+#include "bgl/pkt/job_barrier.hpp"
 #include "bgl/torus/error.hpp"
 
 namespace bgl::msg {
@@ -27,6 +28,7 @@ std::unique_ptr<Session> Session::from_launcher(const Config& config) {
   auto runtime = pkt::Runtime::from_environment();
   auto session = std::unique_ptr<Session>(new Session(std::move(runtime), nullptr, config));
   session->bootstrap_ = std::make_unique<LauncherBootstrap>(session->runtime_);
+  session->launcher_ = true;
   session->check_agreement();
   return session;
 }
@@ -60,6 +62,60 @@ void Session::check_agreement() {
     if (all[r] != mine)
       throw ConfigError("task " + std::to_string(r) +
                         " attached a different emulated job than task " + std::to_string(rank()));
+}
+
+void Session::barrier() {
+  MessageLayer& ml = *layer_;
+  ml.progress_until([&] { return ml.flushed(); });
+  if (!launcher_) {
+    bootstrap_->barrier();
+    return;
+  }
+  const pkt::Machine& machine = runtime_.machine();
+  pkt::JobBarrier& job = machine.barrier();
+  bool last = false;
+  const std::uint32_t generation = job.arrive(static_cast<std::uint32_t>(size()), last);
+  if (last) {
+    // The others sleep on their own doorbells (where packets wake them): ring each of them.
+    for (int r = 0; r < size(); ++r) {
+      const auto where = mapping().location(static_cast<Rank>(r));
+      machine.doorbell(where.node, where.t).ring();
+    }
+    return;
+  }
+  pkt::Endpoint& ep = runtime_.endpoint();
+  pkt::Doorbell& bell = machine.doorbell(ep.node(), ep.group());
+  pkt::Backoff backoff(runtime_.wait_policy());
+  const auto ready = [&] { return job.passed(generation) || ep.poll_ready(); };
+  // Packets still waiting in the injection FIFOs move only when this task calls the layer: sleep
+  // briefly then (the doorbell rings for arrivals, not for room in a peer's FIFO).
+  constexpr std::chrono::microseconds kPendingCap{200};
+  while (!job.passed(generation)) {
+    if (ml.advance()) {
+      backoff.reset();
+      continue;
+    }
+    backoff.idle(bell, ready, ep.injection_idle() ? std::chrono::microseconds::max() : kPendingCap);
+  }
+}
+
+void Session::finalize(std::chrono::milliseconds patience) {
+  MessageLayer& ml = *layer_;
+  auto last_progress = std::chrono::steady_clock::now();
+  while (!ml.flushed()) {
+    if (ml.advance()) {
+      last_progress = std::chrono::steady_clock::now();
+      continue;
+    }
+    if (std::chrono::steady_clock::now() - last_progress > patience) {
+      spdlog::error(
+          "rank {}: finalize gives up after {} ms without progress: packets still wait for room "
+          "in a peer's reception FIFO (a task stopped receiving before everything reached it)",
+          rank(), patience.count());
+      return;
+    }
+    ml.wait();
+  }
 }
 
 Session::~Session() {

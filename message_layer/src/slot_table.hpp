@@ -35,11 +35,12 @@ class SlotTable {
     Slot& s = slots_[index];
     return s.used && (id >> kIndexBits) == s.generation ? &s.value : nullptr;
   }
+  // The value is left as it is (acquire() resets it): a release on the hot path stays cheap.
+  // Values that own resources must give them up before.
   void release(std::uint32_t id) {
     const std::uint32_t index = id & (kMaxCapacity - 1);
     Slot& s = slots_[index];
     s.used = false;
-    s.value = T{};
     s.generation = (s.generation + 1) & ((1u << (32 - kIndexBits)) - 1);
     free_.push_back(index);
   }

@@ -1,12 +1,13 @@
 // In-process tests of the message layer's error handling: bad input to post(), accept() and
 // register_handler() is std::invalid_argument with a clear message and leaves the layer usable;
-// forged or stray packets are discarded without calling a handler or corrupting a transfer. Also
-// the known defects (marked BUG), each a failing test that shows it.
+// forged or stray packets are discarded without calling a handler or corrupting a transfer; a
+// lack of receive entries or pool space is backpressure for the source concerned, never loss.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
@@ -305,17 +306,13 @@ TEST(MlRobustness, ForgedPacketsAreDiscardedAndTheLayerCarriesOn) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Defects. Each test below fails until the defect it describes is fixed.
+// Resources: backpressure per source, never loss
 
-// BUG: MessageLayer::Engine::match (engine_receive.cpp:159-163) reserves pool space for every
-// one-packet, eager and adaptive-eager message *before* asking the arrival handler, so a message
-// whose handler would give it a buffer still waits for the unexpected pool. A message larger than
-// BGL_ML_POOL_BYTES is never matched at all (the job hangs), and an expected message waits until
-// unexpected ones are accepted (an MPI program that receives from rank 2 before it receives the
-// messages rank 0 sent first deadlocks). Backpressure is right for unexpected data only.
-// OPEN DEFECT (issue 4 stays open until fixed): enable when first packets that lack resources
-// are held per source instead of blocking their FIFO, and the pool is charged after the handler.
-TEST(MlBugs, DISABLED_ExpectedEagerMessageLargerThanThePoolIsDelivered) {
+// MessageLayer::Engine::match used to reserve pool space for every one-packet, eager and
+// adaptive-eager message *before* asking the arrival handler, so a message whose handler gives it
+// a buffer still waited for the unexpected pool: one larger than BGL_ML_POOL_BYTES was never
+// matched (the job hung). Now the handler is asked first and only "later" is charged to the pool.
+TEST(MlResources, ExpectedEagerMessageLargerThanThePoolIsDelivered) {
   for (Protocol p : {Protocol::eager, Protocol::adaptive_eager, Protocol::one_packet}) {
     Config c;
     c.pool_bytes = p == Protocol::one_packet ? 100 : 1000;
@@ -330,12 +327,10 @@ TEST(MlBugs, DISABLED_ExpectedEagerMessageLargerThanThePoolIsDelivered) {
   }
 }
 
-// BUG: (same cause as above) rank 1 waits for rank 2's message before it accepts the two
-// unexpected messages from rank 0 that filled its pool; rank 2's message, which has a buffer,
-// is held back by the full pool.
-// OPEN DEFECT (issue 4 stays open until fixed): enable when first packets that lack resources
-// are held per source instead of blocking their FIFO, and the pool is charged after the handler.
-TEST(MlBugs, DISABLED_ExpectedMessageIsNotHeldBackByAFullPool) {
+// Rank 1 waits for rank 2's message before it accepts the two unexpected messages from rank 0
+// that filled its pool; rank 2's message, which has a buffer, must not be held back (it used to
+// be: same cause as above).
+TEST(MlResources, ExpectedMessageIsNotHeldBackByAFullPool) {
   Config c;
   c.pool_bytes = 4096;
   InProcessJob job({.ntasks = 3, .shape = "3x1x1"}, c);
@@ -352,14 +347,11 @@ TEST(MlBugs, DISABLED_ExpectedMessageIsNotHeldBackByAFullPool) {
       << "rank 2's expected 500-byte message waits for pool space it does not need";
 }
 
-// BUG: MessageLayer::Engine::receive_some (engine_receive.cpp:54-64) blocks a whole reception FIFO
-// when a first packet finds the receive table full (BGL_ML_MAX_RECVS), but the packets that would
-// free a table entry (the data of the messages being received) queue in the same FIFO behind it.
-// With one entry, a second rendezvous message from a neighbour deadlocks the pair: the scout of
-// message 2 waits for message 1's entry, and message 1's data wait behind that scout.
-// OPEN DEFECT (issue 4 stays open until fixed): enable when first packets that lack resources
-// are held per source instead of blocking their FIFO, and the pool is charged after the handler.
-TEST(MlBugs, DISABLED_FullReceiveTableDoesNotDeadlockRendezvous) {
+// receive_some used to block a whole reception FIFO when a first packet found the receive table
+// full (BGL_ML_MAX_RECVS), but the packets that would free a table entry (the data of the
+// messages being received) queue in the same FIFO behind it: with one entry, a second rendezvous
+// from a neighbour deadlocked the pair. Now the first packet waits in its source's stall queue.
+TEST(MlResources, FullReceiveTableDoesNotDeadlockRendezvous) {
   Config c;
   c.max_receives = 1;
   InProcessJob job(kNeighbours, c);
@@ -371,6 +363,142 @@ TEST(MlBugs, DISABLED_FullReceiveTableDoesNotDeadlockRendezvous) {
     out.post(job.ml(0), 1, seq, 10000, message_key(0, 1, seq), o);
   EXPECT_TRUE(job.run_until([&] { return in.completed() == 2; }))
       << "completed " << in.completed() << " of 2 rendezvous messages with a 1-entry table";
+}
+
+// Every message of `in` arrived whole, in posting order per source, with the contents it was sent.
+void expect_intact(const Inbox& in) {
+  std::map<Rank, std::uint32_t> next;
+  for (const auto& d : in.got) {
+    EXPECT_EQ(d.test_header().seq, next[d.source]++) << "order: " << describe(d);
+    EXPECT_EQ(d.completions, 1) << describe(d);
+    EXPECT_EQ(d.completed_bytes, d.bytes) << describe(d);
+    EXPECT_EQ(find_mismatch(d.contents(), message_key(d.source, 1, d.test_header().seq)),
+              kNoMismatch)
+        << describe(d);
+    EXPECT_TRUE(d.guards_intact()) << describe(d);
+  }
+}
+
+// Many rendezvous messages queue up behind a one-entry receive table: their scouts wait in the
+// source's stall queue (not in the FIFO the data come through) and are matched one by one.
+TEST(MlResources, ManyRendezvousThroughAOneEntryTable) {
+  Config c;
+  c.max_receives = 1;
+  InProcessJob job({.ntasks = 3, .shape = "3x1x1"}, c);
+  Inbox in(job.ml(1), 1, [](Inbox&, Delivery& d) { return Inbox::into(d, d.bytes, 3); });
+  Outbox out;
+  SendOptions o;
+  o.protocol = Protocol::rendezvous;
+  for (std::uint32_t seq = 0; seq < 12; ++seq) {
+    out.post(job.ml(0), 1, seq, 3000 + 7 * seq, message_key(0, 1, seq), o);
+    out.post(job.ml(2), 1, seq, 2000 + 5 * seq, message_key(2, 1, seq), o);
+  }
+  ASSERT_TRUE(job.run_until([&] { return in.completed() == 24 && out.all_done(); }));
+  expect_intact(in);
+  const auto& st = job.ml(1).statistics();
+  EXPECT_GT(st.table_waits, 0u);
+  EXPECT_GT(st.held_packets_max, 0u);
+  EXPECT_EQ(st.held_packets, 0u);
+}
+
+// Unexpected messages beyond the pool: the one that does not fit has had its handler called; it
+// and everything its source sent after it wait (in order) until pool space frees up. Another
+// source's expected message is not held back meanwhile.
+TEST(MlResources, UnexpectedBeyondThePoolWaitsForPoolSpaceInOrder) {
+  for (Protocol p : {Protocol::eager, Protocol::one_packet}) {
+    SCOPED_TRACE(to_string(p));
+    Config c;
+    const std::size_t size = p == Protocol::one_packet ? 200 : 2000;
+    c.pool_bytes = 2 * size;
+    InProcessJob job({.ntasks = 3, .shape = "3x1x1"}, c);
+    Inbox in(job.ml(1), 1, [](Inbox&, Delivery& d) {
+      if (d.source == 0 && d.test_header().seq < 3) return Inbox::later(d);
+      return Inbox::into(d, d.bytes, 1);
+    });
+    Outbox out;
+    SendOptions o;
+    o.protocol = p;
+    for (std::uint32_t seq = 0; seq < 5; ++seq)  // 0..2 unexpected, 3 and 4 expected
+      out.post(job.ml(0), 1, seq, size, message_key(0, 1, seq), o);
+    ASSERT_TRUE(job.run_until([&] { return in.arrived() == 3; }));
+    job.settle();
+    EXPECT_EQ(in.arrived(), 3u) << "message 3 must not overtake message 2, which waits";
+    EXPECT_EQ(job.ml(1).statistics().pool_bytes_in_use, 2 * size);
+    EXPECT_GE(job.ml(1).statistics().pool_waits, 1u);
+    out.post(job.ml(2), 1, 0, 700, message_key(2, 1, 0));
+    ASSERT_TRUE(job.run_until([&] { return in.completed() == 1; }))
+        << "another source's expected message is held back";
+    EXPECT_EQ(in.got.back().source, 2u);
+    // Accepting message 0 frees pool space: message 2 takes it, 3 and 4 follow.
+    in.accept(in.got[0], Inbox::into(in.got[0], size, 2));
+    ASSERT_TRUE(job.run_until([&] { return in.arrived() == 6 && in.completed() == 4; }));
+    in.accept(in.got[1], Inbox::into(in.got[1], size, 0));
+    in.accept(in.got[2], Inbox::into(in.got[2], size, 5));
+    ASSERT_TRUE(job.run_until([&] { return in.completed() == 6 && out.all_done(); }));
+    expect_intact(in);
+    EXPECT_EQ(job.ml(1).statistics().pool_bytes_in_use, 0u);
+    EXPECT_EQ(job.ml(1).statistics().held_packets, 0u);
+  }
+}
+
+// A message waiting for pool space that the receiver accepts goes straight to its destination.
+// Adaptive eager too: its data (which overtake nothing here but may arrive early) are staged
+// until then, and the token goes back only when it is complete.
+TEST(MlResources, AcceptingAMessageThatWaitsForPoolSpaceDeliversIt) {
+  for (Protocol p : {Protocol::eager, Protocol::adaptive_eager, Protocol::one_packet}) {
+    SCOPED_TRACE(to_string(p));
+    Config c;
+    c.pool_bytes = 100;  // smaller than every message
+    InProcessJob job(kNeighbours, c);
+    Inbox in(job.ml(1), 1, [](Inbox&, Delivery& d) { return Inbox::later(d); });
+    Outbox out;
+    SendOptions o;
+    o.protocol = p;
+    const std::size_t size = p == Protocol::one_packet ? 150 : 5000;
+    for (std::uint32_t seq = 0; seq < 3; ++seq)
+      out.post(job.ml(0), 1, seq, size + seq, message_key(0, 1, seq), o);
+    for (std::uint32_t seq = 0; seq < 3; ++seq) {
+      ASSERT_TRUE(job.run_until([&] { return in.arrived() == seq + 1; })) << seq;
+      job.settle();
+      EXPECT_EQ(in.arrived(), seq + 1) << "later messages wait behind the one without pool";
+      in.accept(in.got[seq], Inbox::into(in.got[seq], size + seq, seq));
+      ASSERT_TRUE(job.run_until([&] { return in.completed() == seq + 1; })) << seq;
+    }
+    ASSERT_TRUE(job.run_until([&] { return out.all_done(); }));
+    expect_intact(in);
+    EXPECT_EQ(job.ml(1).statistics().pool_bytes_max, 0u);
+    EXPECT_EQ(job.ml(1).statistics().pool_waits, 3u);
+  }
+}
+
+// The stall queues are bounded (BGL_ML_HOLD_PACKETS): beyond them packets stay in their FIFO
+// (backpressure), and everything still arrives once the receiver accepts.
+TEST(MlResources, FullStallQueuesAreBackpressureNotLoss) {
+  Config c;
+  c.pool_bytes = 1000;
+  c.hold_packets = 4;
+  InProcessJob job({.ntasks = 3, .shape = "3x1x1"}, c);
+  Inbox in(job.ml(1), 1, [](Inbox&, Delivery& d) { return Inbox::later(d); });
+  Outbox out;
+  for (std::uint32_t seq = 0; seq < 6; ++seq) {
+    out.post(job.ml(0), 1, seq, 3000, message_key(0, 1, seq));  // eager, 13 packets each
+    out.post(job.ml(2), 1, seq, 150, message_key(2, 1, seq));
+  }
+  job.settle();
+  const auto& st = job.ml(1).statistics();
+  EXPECT_LE(st.held_packets_max, 4u);
+  EXPECT_GT(st.hold_full_waits, 0u);
+  // Accept everything that has arrived, repeatedly, until all twelve are complete.
+  std::size_t accepted = 0;
+  ASSERT_TRUE(job.run_until([&] {
+    for (; accepted < in.arrived(); ++accepted) {
+      Delivery& d = in.got[accepted];
+      in.accept(d, Inbox::into(d, d.bytes, accepted % 8));
+    }
+    return in.completed() == 12;
+  }));
+  expect_intact(in);
+  EXPECT_EQ(st.held_packets, 0u);
 }
 
 // idle() used to look only at the destinations that may send, so it said true while a posted

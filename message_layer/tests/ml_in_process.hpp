@@ -22,10 +22,20 @@
 
 namespace bgl::msg::test {
 
+// ML_TEST_NODE_MODE (coprocessor or vn), set by ctest for the second and third run of this suite,
+// replaces the default mode: every test that does not ask for a mode runs in all three. In
+// virtual-node mode the tasks keep their nodes (t = 0): what changes is the mode's machinery
+// (half a node's FIFO groups, the virtual FIFO set up, the coprocessor thread and its receive
+// path in coprocessor mode), not the placement.
+inline std::string default_node_mode() {
+  const char* v = std::getenv("ML_TEST_NODE_MODE");
+  return v && *v ? v : "heater";
+}
+
 struct JobSpec {
   int ntasks = 2;
   std::string shape = "2x1x1";
-  std::string mode = "heater";
+  std::string mode = default_node_mode();
   std::string mesh;                         // dimensions without wrap links, e.g. "x"
   std::optional<std::string> mapping_text;  // "x y z [t]" per rank, as in a bglrun mapfile
   int fifo_packets = 64;
@@ -112,11 +122,28 @@ class InProcessJob {
     o.seed = s.seed;
     auto c = pkt::JobConfig::resolve(o);
     if (s.mapping_text) {
-      c.mapping = torus::Mapping::from_text(c.shape, pkt::tasks_per_node(c.mode), *s.mapping_text,
+      std::string text = *s.mapping_text;
+      // A one-task-per-node mapping run in virtual-node mode by ML_TEST_NODE_MODE: t = 0.
+      if (c.mode == pkt::NodeMode::virtual_node) text = with_t0(text);
+      c.mapping = torus::Mapping::from_text(c.shape, pkt::tasks_per_node(c.mode), text,
                                             "test mapping", s.ntasks);
       c.mapping_source = "test mapping";
     }
     return c;
+  }
+
+  // "x y z" lines (a one-task-per-node mapping) as "x y z 0".
+  static std::string with_t0(const std::string& text) {
+    std::string out;
+    std::size_t start = 0;
+    while (start < text.size()) {
+      const std::size_t end = std::min(text.find('\n', start), text.size());
+      const std::string line = text.substr(start, end - start);
+      const auto words = std::count_if(line.begin(), line.end(), [](char ch) { return ch == ' '; });
+      out += line + (words == 2 ? " 0" : "") + "\n";
+      start = end + 1;
+    }
+    return out;
   }
 
   pkt::JobConfig config_;

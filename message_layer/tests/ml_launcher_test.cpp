@@ -296,6 +296,15 @@ TEST(MlBackpressure, TinyPoolManyUnexpectedMessagesAcceptedSlowlyHeater) {
   expect_backpressure(r, 4096);
 }
 
+TEST(MlBackpressure, TinyPoolManyUnexpectedMessagesAcceptedSlowlyCoprocessor) {
+  const auto r = bglrun(
+      {"-np", "4", "--shape", "2x2x1", "--mode", "coprocessor", kScenarios, "backpressure", "150"},
+      120, {"BGL_ML_POOL_BYTES=4096"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("backpressure: 450 unexpected messages"));
+  expect_backpressure(r, 4096);
+}
+
 TEST(MlBackpressure, TinyPoolManyUnexpectedMessagesAcceptedSlowlyVirtualNode) {
   const auto r =
       bglrun({"-np", "8", "--shape", "2x2x1", "--mode", "vn", kScenarios, "backpressure", "60"},
@@ -306,7 +315,7 @@ TEST(MlBackpressure, TinyPoolManyUnexpectedMessagesAcceptedSlowlyVirtualNode) {
 }
 
 TEST(MlUnexpected, RendezvousSenderWaitsUntilTheReceiverAccepts) {
-  for (const Pair& pair : {kPairs[1], kPairs[3]}) {
+  for (const Pair& pair : kPairs) {
     const MapFile map(pair.mapping);
     auto args = pair_args(pair, map);
     args.insert(args.end(), {kScenarios, "unexpected_rzv"});
@@ -319,10 +328,25 @@ TEST(MlUnexpected, RendezvousSenderWaitsUntilTheReceiverAccepts) {
 // ---------------------------------------------------------------------------------------------
 // Statistics in bglrun's --stats report
 
-TEST(MlStatistics, PerProtocolCountsMatchWhatWasSent) {
+struct StatsCase {
+  const char* name;
+  const char* mode;
+  const char* shape;  // 4 tasks; in VN mode none of them sends to its node's other task
+};
+
+void PrintTo(const StatsCase& c, std::ostream* os) {
+  *os << c.name;
+}
+
+class MlStatistics : public ::testing::TestWithParam<StatsCase> {};
+
+TEST_P(MlStatistics, PerProtocolCountsMatchWhatWasSent) {
+  const StatsCase& c = GetParam();
+  const bool co_mode = std::string(c.mode) == "coprocessor";
   const std::string stats = temp_path("stats.json");
-  const auto r =
-      bglrun({"-np", "4", "--shape", "2x2x1", "--stats", stats, kScenarios, "stats"}, 60);
+  const auto r = bglrun(
+      {"-np", "4", "--shape", c.shape, "--mode", c.mode, "--stats", stats, kScenarios, "stats"},
+      60);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto j = nlohmann::json::parse(read_file(stats));
   std::filesystem::remove(stats);
@@ -342,14 +366,28 @@ TEST(MlStatistics, PerProtocolCountsMatchWhatWasSent) {
     ASSERT_TRUE(t.contains("message_layer")) << t.dump();
     const auto& ml = t.at("message_layer");
     std::uint64_t packets = 0;
+    // Coprocessor mode: the communication unit receives the rendezvous data of aligned buffers,
+    // and the main task counts only the packets it received itself.
+    const std::uint64_t on_coprocessor = ml.at("coprocessor_packets").get<std::uint64_t>();
+    if (co_mode) {
+      EXPECT_EQ(ml.at("coprocessor_messages"), 7u) << "the receive buffers are aligned";
+      EXPECT_EQ(on_coprocessor, 7u * 22);
+    } else {
+      EXPECT_EQ(ml.at("coprocessor_messages"), 0u);
+      EXPECT_EQ(on_coprocessor, 0u);
+    }
+    EXPECT_EQ(ml.at("coherence_operations"), ml.at("coprocessor_messages"));
     for (const auto& e : expect) {
       const auto& p = ml.at("protocols").at(e.name);
+      const bool rzv = std::string(e.name) == "rendezvous";
       EXPECT_EQ(p.at("messages_sent"), e.messages) << e.name;
       EXPECT_EQ(p.at("messages_received"), e.messages) << e.name;
       EXPECT_EQ(p.at("bytes_sent"), e.bytes) << e.name;
       EXPECT_EQ(p.at("bytes_received"), e.bytes) << e.name;
       EXPECT_EQ(p.at("packets_sent"), e.packets) << e.name;
-      EXPECT_EQ(p.at("packets_received"), e.packets) << e.name;
+      EXPECT_EQ(p.at("packets_received").get<std::uint64_t>() + (rzv ? on_coprocessor : 0),
+                e.packets)
+          << e.name;
       packets += e.packets;
     }
     for (const auto& [name, p] : ml.at("protocols").items()) {
@@ -364,8 +402,42 @@ TEST(MlStatistics, PerProtocolCountsMatchWhatWasSent) {
     EXPECT_EQ(ml.at("unexpected_depth"), 0u);
     // The packet layer injected exactly the message layer's packets.
     EXPECT_EQ(t.at("counters").at("packets_injected"), packets + 7 * 2 + 11);
+    for (const char* key : {"pool_bytes_max", "pool_waits", "table_waits", "held_packets",
+                            "held_packets_max", "hold_full_waits", "unexpected_depth_max"})
+      EXPECT_EQ(ml.at(key), 0u) << key;
   }
+  // Per link (from the torus routes) and per reception FIFO (high-water marks), job-wide: every
+  // task's packets crossed links and were received from some FIFO.
+  std::uint64_t injected = 0, link_packets = 0, fifo_received = 0;
+  for (const auto& t : j.at("tasks"))
+    injected += t.at("counters").at("packets_injected").get<std::uint64_t>();
+  for (const auto& l : j.at("links")) {
+    EXPECT_GT(l.at("bytes").get<std::uint64_t>(), l.at("packets").get<std::uint64_t>());
+    link_packets += l.at("packets").get<std::uint64_t>();
+  }
+  // High-water marks are sampled (every 32nd packet of a FIFO, kHighWaterSampling in
+  // packet_layer/src/reception_fifo.cpp): they never exceed the FIFO's capacity, and a FIFO that
+  // took at least 32 packets has one.
+  constexpr std::uint64_t kHighWaterSampling = 32;
+  const auto capacity = j.at("job").at("fifo_packets").get<std::uint64_t>();
+  for (const auto& f : j.at("fifos")) {
+    const auto high_water = f.at("high_water").get<std::uint64_t>();
+    const auto received = f.at("received").get<std::uint64_t>();
+    EXPECT_LE(high_water, capacity) << f.dump();
+    if (received >= kHighWaterSampling) EXPECT_GE(high_water, 1u) << f.dump();
+    fifo_received += received;
+  }
+  EXPECT_GE(link_packets, injected) << "every packet between nodes crosses at least one link";
+  // (A task may stop before taking the last adaptive-eager token sent back to it.)
+  EXPECT_LE(fifo_received, injected);
+  EXPECT_GE(fifo_received + 4, injected);
 }
+
+INSTANTIATE_TEST_SUITE_P(, MlStatistics,
+                         ::testing::Values(StatsCase{"Heater", "heater", "2x2x1"},
+                                           StatsCase{"Coprocessor", "coprocessor", "2x2x1"},
+                                           StatsCase{"VirtualNode", "vn", "2x1x1"}),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 // ---------------------------------------------------------------------------------------------
 // Errors and start-up
@@ -446,14 +518,13 @@ TEST(MlCApiHost, HostBootstrapWithFileCallbacks) {
   EXPECT_THAT(r.output, HasSubstr("c_api: 32 messages each way, host bootstrap"));
 }
 
-// BUG: the C ABI (bgl/msg/bgl_msg.h, src/c_api.cpp) offers no way to learn that a task's own
-// packets have left: done() means "the buffer may be reused" (the data may still be queued in the
-// task's injection FIFO when the destination's reception FIFO is full), MessageLayer::idle() has
-// no C counterpart, and neither bgl_msg_barrier() nor bgl_msg_finalize() moves queued packets on.
-// A C sender that waits for done() and then enters the barrier (or finalizes) strands the end of
-// its message; the receiver waits forever. Reception FIFOs of two packets make it certain here.
-// OPEN DEFECT (issue 4 stays open until fixed): enable with the fix.
-TEST(MlCApiBugs, DISABLED_SenderThatSawDoneThenEntersTheBarrierDeliversItsMessage) {
+// The C ABI used to offer no way to learn that a task's own packets had left: done() means
+// "the buffer may be reused" (the data may still be queued in the task's injection FIFO when the
+// destination's reception FIFO is full), and neither bgl_msg_barrier() nor bgl_msg_finalize()
+// moved queued packets on, so a C sender that waited for done() and entered the barrier
+// stranded the end of its message. Now the barrier flushes and keeps advancing, finalize
+// flushes, and bgl_msg_idle() tells. Reception FIFOs of two packets make the case certain.
+TEST(MlCApiRegressions, SenderThatSawDoneThenEntersTheBarrierDeliversItsMessage) {
   const auto r =
       bglrun({"-np", "2", "--shape", "2x1x1", "--fifo-packets", "2", kCApi, "strand"}, 60);
   EXPECT_EQ(r.exit_code, 0) << r.output;
@@ -472,14 +543,10 @@ TEST(MlCApiHost, HostBootstrapThatDisagreesWithTheJobIsAConfigurationError) {
   EXPECT_THAT(rank.output, HasSubstr("rank 3 is outside the job's 2 tasks"));
 }
 
-// BUG: a process cannot start a second session after bgl_msg_finalize() (or after a failed
-// bgl_msg_init() that got as far as attaching the job): pkt::Segment::attach
-// (packet_layer/src/segment.cpp:51-60) takes ownership of the descriptor inherited from bglrun
-// (BGL_SEGMENT_FD) and Segment::release (segment.cpp:107) closes it, so the next attach fails
-// with "cannot stat shared-memory segment ...: Bad file descriptor". Attach should dup() the
-// inherited descriptor (or leave it open).
-// OPEN DEFECT (issue 4 stays open until fixed): enable with the fix.
-TEST(MlCApiBugs, DISABLED_SecondSessionAfterFinalize) {
+// A process could not start a second session after bgl_msg_finalize(): pkt::Segment::attach
+// took ownership of the descriptor inherited from bglrun (BGL_SEGMENT_FD) and closed it on
+// release, so the next attach failed with "Bad file descriptor" (fixed: attach duplicates it).
+TEST(MlCApiRegressions, SecondSessionAfterFinalize) {
   const auto r = bglrun({"-np", "2", "--shape", "2x1x1", kCApi, "reinit"}, 60);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("second session: ok"));

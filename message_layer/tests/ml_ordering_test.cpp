@@ -352,7 +352,7 @@ TEST(MlInProcessBackpressure, FullReceiveTableMakesArrivalsWait) {
     job.settle();
     EXPECT_EQ(in.arrived(), 4u) << to_string(p);
     EXPECT_EQ(job.ml(3).statistics().unexpected_depth, 4u);
-    EXPECT_GT(job.ml(3).statistics().pool_waits, 0u);
+    EXPECT_GT(job.ml(3).statistics().table_waits, 0u);
     int idle = 0;
     for (int round = 0; in.completed() < 60 || !out.all_done(); ++round) {
       bool any = job.advance_all();

@@ -283,6 +283,10 @@ TEST(MlStatisticsJson, JsonCarriesEveryCounterUnderItsName) {
   s.pool_waits = 107;
   s.early_adaptive_packets = 108;
   s.token_waits = (1ULL << 40) + 109;  // 64-bit values survive
+  s.table_waits = 110;
+  s.held_packets = 111;
+  s.held_packets_max = 112;
+  s.hold_full_waits = 113;
   const auto j = nlohmann::json::parse(s.to_json());
   ASSERT_TRUE(j.is_object());
   v = 1;
@@ -301,6 +305,10 @@ TEST(MlStatisticsJson, JsonCarriesEveryCounterUnderItsName) {
   EXPECT_EQ(j.at("pool_waits"), 107u);
   EXPECT_EQ(j.at("early_adaptive_packets"), 108u);
   EXPECT_EQ(j.at("token_waits").get<std::uint64_t>(), (1ULL << 40) + 109);
+  EXPECT_EQ(j.at("table_waits"), 110u);
+  EXPECT_EQ(j.at("held_packets"), 111u);
+  EXPECT_EQ(j.at("held_packets_max"), 112u);
+  EXPECT_EQ(j.at("hold_full_waits"), 113u);
   // Fits the launcher's per-task report slot even with large counters.
   for (auto& p : s.protocol)
     p.bytes_received = ~0ULL;

@@ -362,6 +362,65 @@ TEST_F(CoprocessorTest, FailuresAmongManyOutstandingUnitsAreReportedPerTicket) {
   }
 }
 
+// A permanent unit that throws on its `after`-th call (from poll, or from pending).
+struct Fragile {
+  std::atomic<int> calls{0};
+  int after = 3;
+  bool throw_in_pending = false;
+};
+
+bool fragile_poll(void* arg) {
+  auto& f = *static_cast<Fragile*>(arg);
+  if (f.calls.fetch_add(1) + 1 == f.after && !f.throw_in_pending)
+    throw std::runtime_error("permanent unit broke on call " + std::to_string(f.after));
+  return false;
+}
+bool fragile_pending(void* arg) {
+  auto& f = *static_cast<Fragile*>(arg);
+  if (f.throw_in_pending && f.calls.load() >= f.after) throw 42;
+  return false;
+}
+
+TEST_F(CoprocessorTest, APermanentUnitThatThrowsIsStoppedAndReportedTheOthersKeepRunning) {
+  QuietLog quiet;
+  Fragile breaks_in_poll, breaks_in_pending;
+  breaks_in_pending.throw_in_pending = true;
+  Counter healthy;
+  Coprocessor co(bell_, policy_);
+  const auto a = co.add_permanent(&fragile_poll, &fragile_pending, &breaks_in_poll);
+  const auto b = co.add_permanent(&fragile_poll, &fragile_pending, &breaks_in_pending);
+  const auto c = co.add_permanent(&count_calls, nullptr, &healthy);
+  EXPECT_EQ(a, 0u);
+  EXPECT_EQ(b, 1u);
+  EXPECT_EQ(c, 2u);
+  EXPECT_THROW((void)co.permanent_failed(3), std::out_of_range);
+
+  const auto start = Clock::now();
+  while (!(co.permanent_failed(a) && co.permanent_failed(b)) && seconds_since(start) < 10)
+    std::this_thread::sleep_for(1ms);
+  ASSERT_TRUE(co.permanent_failed(a));
+  ASSERT_TRUE(co.permanent_failed(b));
+  EXPECT_FALSE(co.permanent_failed(c));
+  EXPECT_EQ(co.permanent_error(a), "permanent unit broke on call 3");
+  EXPECT_EQ(co.permanent_error(b), "unknown exception");
+  EXPECT_EQ(co.permanent_error(c), "");
+
+  // The failed units are never called again; the healthy one and transient units carry on.
+  const int calls_a = breaks_in_poll.calls.load();
+  const int calls_b = breaks_in_pending.calls.load();
+  EXPECT_EQ(calls_a, 3);
+  const auto healthy_before = healthy.calls.load();
+  for (int i = 0; i < 100; ++i) {
+    Square s{i, 0};
+    EXPECT_EQ(co.cojoin(co.costart(&square, &s)), i);
+    EXPECT_EQ(s.output, long{i} * i);
+  }
+  std::this_thread::sleep_for(30ms);
+  EXPECT_EQ(breaks_in_poll.calls.load(), calls_a);
+  EXPECT_EQ(breaks_in_pending.calls.load(), calls_b);
+  EXPECT_GT(healthy.calls.load(), healthy_before);
+}
+
 // --- stress (mostly for ThreadSanitizer) -----------------------------------------------------
 
 TEST_F(CoprocessorTest, WindowOfOutstandingUnitsBesidePermanentUnits) {

@@ -31,6 +31,14 @@
 //                                   and receiver offsets 0,1,3,7,15,16,31 (16 MiB: 7 pairs), both
 //                                   directions at once; odd ones unexpected (accepted later), every
 //                                   fourth into a scatter list; protocol, contents, counters
+//   nm_scenarios sizes MAXBYTES refuse  the same with the kernel refusing process_vm_readv
+//                                   between the tasks (each makes itself non-dumpable and drops
+//                                   CAP_SYS_PTRACE): the virtual-node protocol must stream
+#include <linux/capability.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -769,7 +777,19 @@ std::vector<SizeItem> size_plan(std::size_t max_bytes) {
   return plan;
 }
 
-int sizes(Session& s, std::size_t max_bytes) {
+// Makes the kernel refuse process_vm_readv of this task's memory by the node's other task (as
+// under Yama or a hardened kernel): this task becomes non-dumpable and gives up CAP_SYS_PTRACE
+// (which would override that) from its effective set, as its sibling does.
+void refuse_memory_reads() {
+  CHECK(::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0);
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2]{};
+  CHECK(::syscall(SYS_capget, &header, data) == 0);
+  data[CAP_SYS_PTRACE / 32].effective &= ~(1u << (CAP_SYS_PTRACE % 32));
+  CHECK(::syscall(SYS_capset, &header, data) == 0);
+}
+
+int sizes(Session& s, std::size_t max_bytes, bool refuse) {
   MessageLayer& ml = s.layer();
   const Rank me = s.rank();
   const auto sib = sibling_of(s, me);
@@ -835,6 +855,7 @@ int sizes(Session& s, std::size_t max_bytes) {
   std::uint64_t vn_expected = 0, co_expected = 0;
   const auto window_for = [&](std::size_t bytes) { return bytes >= (1u << 20) ? 2u : 6u; };
 
+  if (refuse) refuse_memory_reads();
   s.bootstrap().barrier();
   const auto start = Clock::now();
   g_watchdog->arm("sizes");
@@ -901,14 +922,14 @@ int sizes(Session& s, std::size_t max_bytes) {
   const auto& st = ml.statistics();
   const auto& vn = st.protocol[static_cast<std::size_t>(Protocol::virtual_node)];
   CHECK(vn.messages_received == vn_expected);
+  const bool streamed = vn.packets_received > vn_expected;
   if (sib) {
     CHECK_MSG(vn_expected > 0, "no virtual-node message between the tasks of a node");
-    if (ml.config().vn_direct_copy)
-      CHECK_MSG(vn.packets_received == vn_expected,
-                "direct copy: only the requests travel as packets, got " +
-                    std::to_string(vn.packets_received) + " packets");
+    if (ml.config().vn_direct_copy && !refuse)
+      CHECK_MSG(!streamed, "direct copy: only the requests travel as packets, got " +
+                               std::to_string(vn.packets_received) + " packets");
     else
-      CHECK_MSG(vn.packets_received > vn_expected, "the fallback streams the data as packets");
+      CHECK_MSG(streamed, "the fallback streams the data as packets");
   } else {
     CHECK(vn_expected == 0);
   }
@@ -919,8 +940,7 @@ int sizes(Session& s, std::size_t max_bytes) {
       "sizes: rank %u (%s) <-> rank %u: %zu messages each way, %llu virtual-node (%s), %llu on the "
       "coprocessor, %.2f s\n",
       me, mode_name(s.mode()).c_str(), partner, plan.size(),
-      static_cast<unsigned long long>(vn_expected),
-      ml.config().vn_direct_copy ? "direct copy" : "streamed",
+      static_cast<unsigned long long>(vn_expected), streamed ? "streamed" : "direct copy",
       static_cast<unsigned long long>(co_expected), seconds);
   s.bootstrap().barrier();
   return 0;
@@ -957,7 +977,9 @@ int main(int argc, char** argv) {
     if (what == "mlflood")
       return mlflood(*session, static_cast<std::uint32_t>(number(argc, argv, 2, 200)),
                      number(argc, argv, 3, 20000));
-    if (what == "sizes") return sizes(*session, number(argc, argv, 2, 16u << 20));
+    if (what == "sizes")
+      return sizes(*session, number(argc, argv, 2, 16u << 20),
+                   argc > 3 && std::string(argv[3]) == "refuse");
     std::fprintf(stderr, "nm_scenarios: unknown scenario '%s'\n", what.c_str());
     return 2;
   } catch (const std::exception& e) {

@@ -27,18 +27,25 @@ WaitPolicy WaitPolicy::for_job(int tasks) {
   return p;
 }
 
-void JobBarrier::arrive_and_wait(std::uint32_t participants, const WaitPolicy& policy) {
+std::uint32_t JobBarrier::arrive(std::uint32_t participants, bool& last) {
   const std::uint32_t generation = bell.rings.load(std::memory_order_acquire);
-  if (arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == participants) {
+  last = arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == participants;
+  if (last) {
     arrived.store(0, std::memory_order_relaxed);
     bell.rings.fetch_add(1, std::memory_order_release);
     futex_wake_all(bell.rings);
-    return;
   }
+  return generation;
+}
+
+void JobBarrier::arrive_and_wait(std::uint32_t participants, const WaitPolicy& policy) {
+  bool last = false;
+  const std::uint32_t generation = arrive(participants, last);
+  if (last) return;
   Backoff backoff(policy);
-  const auto passed = [&] { return bell.rings.load(std::memory_order_acquire) != generation; };
-  while (!passed())
-    backoff.idle(bell, passed);
+  const auto open = [&] { return passed(generation); };
+  while (!open())
+    backoff.idle(bell, open);
 }
 
 }  // namespace bgl::pkt

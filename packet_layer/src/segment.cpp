@@ -51,7 +51,9 @@ Segment Segment::create(std::size_t bytes) {
 Segment Segment::attach(int fd, const std::string& name) {
   Segment s;
   s.name_ = name;
-  s.fd_ = fd >= 0 ? fd : shm_open(name.c_str(), O_RDWR, 0);
+  // An inherited descriptor (bglrun's BGL_SEGMENT_FD) stays open for the process: the segment
+  // keeps a duplicate of its own, so that a later attach (a second session) finds it again.
+  s.fd_ = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : shm_open(name.c_str(), O_RDWR, 0);
   if (s.fd_ < 0) fail("cannot open shared-memory segment " + name);
   struct stat st {};
   if (fstat(s.fd_, &st) != 0) fail("cannot stat shared-memory segment " + name);

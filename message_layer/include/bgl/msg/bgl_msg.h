@@ -87,8 +87,13 @@ struct bgl_msg_send {
   BGL_MSG_ALIGN16 unsigned char opaque[BGL_MSG_SEND_OPAQUE_BYTES]; /* the layer's; do not touch */
 };
 
-/* bootstrap == NULL: a program started by bglrun. */
+/* bootstrap == NULL: a program started by bglrun. A process may start a new session after
+ * bgl_msg_finalize(). */
 int bgl_msg_init(const bgl_msg_bootstrap_t* bootstrap, bgl_msg_session_t** session);
+/* Advances until every packet the task still owes the network has left it (so a message whose
+ * done callback ran is delivered even if its last packets were still queued), then ends the
+ * session. Not collective. Gives up with an error logged after 10 s without any progress (a peer
+ * that stopped receiving). NULL is ignored. */
 void bgl_msg_finalize(bgl_msg_session_t* session);
 const char* bgl_msg_last_error(void);
 
@@ -104,6 +109,13 @@ int bgl_msg_accept(bgl_msg_session_t* session, bgl_msg_recv_handle_t handle, con
 /* Returns 1 if anything happened, 0 if not. */
 int bgl_msg_advance(bgl_msg_session_t* session);
 void bgl_msg_wait(bgl_msg_session_t* session);
+/* 1 when nothing this task posted is queued or in flight: every done (and remote_done) callback
+ * has run, no rendezvous waits for its ack or fin, no control packet is owed and the injection
+ * FIFOs are empty; 0 otherwise. (done alone means only "the send buffer may be reused".) */
+int bgl_msg_idle(const bgl_msg_session_t* session);
+/* A barrier of all tasks that keeps advancing: the task first flushes what it owes the network
+ * (its peers keep receiving), then waits while still advancing, so peers can flush into it.
+ * With a host bootstrap the host's barrier is called after the flush. */
 int bgl_msg_barrier(bgl_msg_session_t* session);
 
 /* Coprocessor mode: run work units on the node's second processor. bgl_msg_costart returns

@@ -4,6 +4,11 @@
 // (the communication unit that receives rendezvous data is one); transient units run once:
 // costart() starts one, cojoin() waits for it and returns its result. The two processors
 // coordinate only through the scratchpad: the unit table and the queue below.
+//
+// Errors: a transient unit that throws completes with kUnitFailed and error() says why; a permanent
+// unit that throws is taken out of the rotation (the others and the transient units keep running)
+// and permanent_error() says why.
+#include <array>
 #include <atomic>
 #include <boost/lockfree/spsc_queue.hpp>
 #include <cstdint>
@@ -35,8 +40,13 @@ class Coprocessor {
   Coprocessor& operator=(const Coprocessor&) = delete;
 
   // `pending` (may be null) tells cheaply whether `poll` has work, so the coprocessor does not
-  // sleep through it. Call before the coprocessor's work matters; at most kMaxPermanent.
-  void add_permanent(Poll poll, Poll pending, void* arg);
+  // sleep through it. Call before the coprocessor's work matters; at most kMaxPermanent (else
+  // std::runtime_error). Returns the unit's index for permanent_failed()/permanent_error().
+  std::size_t add_permanent(Poll poll, Poll pending, void* arg);
+  // True once the permanent unit threw (from poll or pending); it is not called again.
+  bool permanent_failed(std::size_t index) const;
+  // What it threw; empty while it has not failed.
+  std::string permanent_error(std::size_t index) const;
 
   // Throws std::runtime_error when kMaxTransient units are outstanding (not yet joined).
   Ticket costart(Unit unit, void* arg);
@@ -57,14 +67,19 @@ class Coprocessor {
     std::atomic<std::uint32_t> state{kFree};
   };
   struct Permanent {
-    Poll poll;
-    Poll pending;
-    void* arg;
+    Poll poll = nullptr;
+    Poll pending = nullptr;
+    void* arg = nullptr;
+    std::string error;                // written by the coprocessor before `failed` is set
+    std::atomic<bool> failed{false};  // set by the coprocessor only
   };
 
   void run();
   bool run_transients();
-  bool has_work() const;
+  bool run_permanent(Permanent& p);
+  bool permanent_pending(Permanent& p);
+  bool has_work();
+  void fail(Permanent& p, const char* what);
 
   pkt::Doorbell& bell_;
   const pkt::WaitPolicy& policy_;

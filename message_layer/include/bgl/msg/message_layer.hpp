@@ -22,7 +22,10 @@ struct Config {
   std::size_t pool_bytes = 64u << 20;   // unexpected eager data (BGL_ML_POOL_BYTES)
   std::uint32_t max_receives = 4096;    // messages being received or unexpected (BGL_ML_MAX_RECVS)
   std::uint32_t max_rendezvous = 1024;  // rendezvous sends awaiting ack/fin (BGL_ML_MAX_RZV)
-  bool vn_direct_copy = true;           // VN protocol copies with process_vm_readv (BGL_ML_VN_COPY)
+  // Packets a task takes out of its reception FIFOs and keeps while their message waits for a
+  // receive entry or pool space (BGL_ML_HOLD_PACKETS); beyond that, backpressure in the FIFO.
+  std::uint32_t hold_packets = 1024;
+  bool vn_direct_copy = true;  // VN protocol copies with process_vm_readv (BGL_ML_VN_COPY)
   // Coprocessor mode: the coprocessor receives eligible rendezvous data
   // (BGL_ML_COPROCESSOR_RECEIVE).
   bool coprocessor_receive = true;
@@ -64,6 +67,10 @@ class MessageLayer {
   }
   // True when nothing is queued, in flight or expected at the sender side.
   bool idle() const;
+  // True when no packet of this task waits in its injection FIFOs or control queue: everything
+  // of every message whose done() has run has been handed to the network (messages still queued
+  // may remain). What a barrier or finalisation waits for before the task may stop advancing.
+  bool flushed() const;
 
   Protocol choose(const SendMessage& message) const;
   const Statistics& statistics() const;

@@ -3,6 +3,7 @@
 // every task agrees on the job (same segment, same size), primes the rank mapping, reads the node
 // mode, and creates the MessageLayer. At the end it publishes the task's statistics for bglrun's
 // --stats report.
+#include <chrono>
 #include <memory>
 
 #include "bgl/msg/bootstrap.hpp"
@@ -22,6 +23,16 @@ class Session {
                                                  const Config& config = Config::from_environment());
   ~Session();
 
+  // A barrier of all tasks that keeps the message layer moving: the task first hands every
+  // packet it owes to the network (its peers keep receiving, being in the barrier too or still
+  // working), and advances while it waits, so that peers can flush into it. With a host
+  // bootstrap the host's barrier cannot advance: the task flushes, then calls it.
+  void barrier();
+  // Flushes what the task still owes the network (advancing, so that the peers it sends to can
+  // make room), then the session may be destroyed. Gives up with an error after `patience`
+  // without any progress (a peer that stopped receiving).
+  void finalize(std::chrono::milliseconds patience = std::chrono::seconds(10));
+
   Rank rank() const { return runtime_.rank(); }
   int size() const { return runtime_.size(); }
   pkt::NodeMode mode() const { return runtime_.machine().config().mode; }
@@ -37,6 +48,7 @@ class Session {
   pkt::Runtime runtime_;
   std::unique_ptr<Bootstrap> bootstrap_;
   std::unique_ptr<MessageLayer> layer_;
+  bool launcher_ = false;  // bootstrap_ is the launcher's: its barrier is split-phase
 };
 
 }  // namespace bgl::msg

@@ -24,7 +24,11 @@ struct Statistics {
   std::uint64_t unexpected_depth_max = 0;
   std::uint64_t pool_bytes_in_use = 0;
   std::uint64_t pool_bytes_max = 0;
-  std::uint64_t pool_waits = 0;              // an arrival waited (backpressure) for pool space
+  std::uint64_t pool_waits = 0;        // an unexpected message waited (backpressure) for pool space
+  std::uint64_t table_waits = 0;       // a first packet waited for a receive-table entry
+  std::uint64_t held_packets = 0;      // packets in the stall queues now
+  std::uint64_t held_packets_max = 0;  // ... at most
+  std::uint64_t hold_full_waits = 0;   // a packet stayed in its FIFO: the stall queues were full
   std::uint64_t early_adaptive_packets = 0;  // adaptive-eager data that overtook its first packet
   std::uint64_t token_waits = 0;             // a send waited for an adaptive-eager token
   std::uint64_t coprocessor_messages = 0;    // rendezvous data received by the coprocessor

@@ -15,6 +15,14 @@ struct alignas(64) JobBarrier {
   Doorbell bell;  // bell.rings doubles as the generation counter
 
   void arrive_and_wait(std::uint32_t participants, const WaitPolicy& policy);
+
+  // Split phase, for a task that keeps working while it waits: arrive() returns the generation
+  // to wait for (and releases everybody when the caller is the last); passed() tells whether the
+  // barrier has opened since. `last` is set for the task that opened it.
+  std::uint32_t arrive(std::uint32_t participants, bool& last);
+  bool passed(std::uint32_t generation) const {
+    return bell.rings.load(std::memory_order_acquire) != generation;
+  }
 };
 
 }  // namespace bgl::pkt

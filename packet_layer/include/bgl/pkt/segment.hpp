@@ -12,7 +12,8 @@ class Segment {
   // Creates and maps a new segment of `bytes` (zero-filled, pages allocated lazily). The file
   // descriptor stays open and is inherited by children (no FD_CLOEXEC).
   static Segment create(std::size_t bytes);
-  // Maps an inherited descriptor, or opens by name when fd < 0.
+  // Maps an inherited descriptor (which stays open: the segment uses a duplicate), or opens by
+  // name when fd < 0.
   static Segment attach(int fd, const std::string& name);
 
   // Removes segments named by dead creators ("/dev/shm/bglemu.<pid>.*"); returns how many.
