@@ -11,9 +11,9 @@
  * the same datatype and operation on all of them).
  */
 
+#include "bgl_impl.h"
 #include "bgl_coll.h"
 #include <bgl_coll_hooks.h>
-#include "bgl_impl.h"
 
 static int hooks_enabled;
 

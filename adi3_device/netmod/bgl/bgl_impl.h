@@ -10,12 +10,12 @@
 #define BGL_IMPL_H_INCLUDED
 
 #include <mpidimpl.h>
-#include "ch4_impl.h"
 #include "mpidch4r.h"
+#include "ch4_impl.h"
 
 #include <bgl/msg/bgl_msg.h>
-#include <bgl_coll_hooks.h>
 #include <bgl_nm_idle.h>
+#include <bgl_coll_hooks.h>
 
 #define MPIDI_BGL_MAX_AM_HDR BGL_MSG_MAX_USER_HEADER
 #define MPIDI_BGL_ONE_PACKET 256 /* more than the largest one-packet payload */

@@ -8,9 +8,9 @@
  * bootstrap's allgather that every rank attached the same job with the same size.
  */
 
-#include "bgl_coll.h"
 #include "bgl_impl.h"
 #include "bgl_noinline.h"
+#include "bgl_coll.h"
 
 MPIDI_BGL_global_t MPIDI_BGL_global;
 

@@ -4,9 +4,9 @@
  * hooks have nothing to do; dynamic processes are not supported (as in UCX 4.0.2).
  */
 
+#include "bgl_impl.h"
 #include "bgl_noinline.h"
 #include "bgl_coll.h"
-#include "bgl_impl.h"
 
 int MPIDI_BGL_comm_set_hints(MPIR_Comm* comm_ptr, MPIR_Info* info) {
   return MPI_SUCCESS;

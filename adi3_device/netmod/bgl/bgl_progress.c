@@ -25,9 +25,9 @@
  * Any progress ends the idle run. The clock (CLOCK_MONOTONIC, vDSO) is read only on idle calls.
  */
 
+#include "bgl_impl.h"
 #include <sched.h>
 #include <time.h>
-#include "bgl_impl.h"
 
 static uint64_t now_ns(void) {
   struct timespec ts;

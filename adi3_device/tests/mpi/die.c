@@ -2,9 +2,9 @@
  * exit (exit(3) without MPI_Finalize) or abort (MPI_Abort(..., 4)). The other ranks are blocked in
  * a receive that never completes; the launcher must end the job, name RANK, and leave no
  * process or segment behind. */
+#include "mpitest.h"
 #include <signal.h>
 #include <unistd.h>
-#include "mpitest.h"
 
 int main(int argc, char** argv) {
   mt_init(&argc, &argv);

@@ -5,10 +5,10 @@
  * of CPU in total). The bgl device spins briefly, yields, then sleeps on its doorbell, so the
  * total stays a small fraction of that; the test fails when it exceeds `limit` (default 0.25) x
  * cores x seconds. A final allreduce checks that the ranks still communicate correctly. */
+#include "mpitest.h"
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
-#include "mpitest.h"
 
 static double cpu_seconds(void) {
   struct rusage u;
