@@ -13,21 +13,22 @@
 
 int MPIDI_BGL_coll_init(void);
 void MPIDI_BGL_coll_finalize(void);
-void MPIDI_BGL_coll_comm_free(MPIR_Comm* comm);
+void MPIDI_BGL_coll_comm_free(MPIR_Comm * comm);
 
-int MPIDI_BGL_barrier_hook(MPIR_Comm* comm, MPIR_Errflag_t* errflag);
-int MPIDI_BGL_bcast_hook(void* buffer, MPI_Aint count, MPI_Datatype datatype, int root,
-                         MPIR_Comm* comm, MPIR_Errflag_t* errflag);
-int MPIDI_BGL_reduce_hook(const void* sendbuf, void* recvbuf, MPI_Aint count, MPI_Datatype datatype,
-                          MPI_Op op, int root, MPIR_Comm* comm, MPIR_Errflag_t* errflag);
-int MPIDI_BGL_allreduce_hook(const void* sendbuf, void* recvbuf, MPI_Aint count,
-                             MPI_Datatype datatype, MPI_Op op, MPIR_Comm* comm,
-                             MPIR_Errflag_t* errflag);
-int MPIDI_BGL_allgather_hook(const void* sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
-                             void* recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
-                             MPIR_Comm* comm, MPIR_Errflag_t* errflag);
-int MPIDI_BGL_alltoall_hook(const void* sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
-                            void* recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
-                            MPIR_Comm* comm, MPIR_Errflag_t* errflag);
+int MPIDI_BGL_barrier_hook(MPIR_Comm * comm, MPIR_Errflag_t * errflag);
+int MPIDI_BGL_bcast_hook(void *buffer, MPI_Aint count, MPI_Datatype datatype, int root,
+                         MPIR_Comm * comm, MPIR_Errflag_t * errflag);
+int MPIDI_BGL_reduce_hook(const void *sendbuf, void *recvbuf, MPI_Aint count,
+                          MPI_Datatype datatype, MPI_Op op, int root, MPIR_Comm * comm,
+                          MPIR_Errflag_t * errflag);
+int MPIDI_BGL_allreduce_hook(const void *sendbuf, void *recvbuf, MPI_Aint count,
+                             MPI_Datatype datatype, MPI_Op op, MPIR_Comm * comm,
+                             MPIR_Errflag_t * errflag);
+int MPIDI_BGL_allgather_hook(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
+                             void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
+                             MPIR_Comm * comm, MPIR_Errflag_t * errflag);
+int MPIDI_BGL_alltoall_hook(const void *sendbuf, MPI_Aint sendcount, MPI_Datatype sendtype,
+                            void *recvbuf, MPI_Aint recvcount, MPI_Datatype recvtype,
+                            MPIR_Comm * comm, MPIR_Errflag_t * errflag);
 
 #endif /* BGL_COLL_H_INCLUDED */

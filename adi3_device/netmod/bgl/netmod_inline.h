@@ -14,12 +14,12 @@
 #include "bgl_coll.h"
 /* MPICH's fallback collectives, with six of them routed through the hooks (bgl_coll.c): only the
  * calls inside the fallback header are renamed, the MPIR_*_impl prototypes were seen before. */
-#define MPIR_Barrier_impl MPIDI_BGL_barrier_hook
-#define MPIR_Bcast_impl MPIDI_BGL_bcast_hook
-#define MPIR_Reduce_impl MPIDI_BGL_reduce_hook
+#define MPIR_Barrier_impl   MPIDI_BGL_barrier_hook
+#define MPIR_Bcast_impl     MPIDI_BGL_bcast_hook
+#define MPIR_Reduce_impl    MPIDI_BGL_reduce_hook
 #define MPIR_Allreduce_impl MPIDI_BGL_allreduce_hook
 #define MPIR_Allgather_impl MPIDI_BGL_allgather_hook
-#define MPIR_Alltoall_impl MPIDI_BGL_alltoall_hook
+#define MPIR_Alltoall_impl  MPIDI_BGL_alltoall_hook
 #include "netmod_am_fallback_coll.h"
 #undef MPIR_Barrier_impl
 #undef MPIR_Bcast_impl
