@@ -4,7 +4,8 @@
 #
 #   tools/build_mpich.sh [options]
 #     --bglml PATH          libbglml.so to use (default: build it with CMake in build/)
-#     --bglml-include DIR   directory with bgl/msg/bgl_msg.h or bgl_nm_idle.h (repeatable)
+#     --bglml-include DIR   directory with bgl/msg/bgl_msg.h, bgl_nm_idle.h or bgl_coll_hooks.h
+#                           (repeatable)
 #     --jobs N              make -jN (default: nproc)
 #     --print-prefix        print the install prefix for the current configuration and exit
 #     --force               reconfigure and rebuild from scratch
@@ -24,11 +25,16 @@
 #   4. configures --with-device=ch4:bgl --with-ch4-shmmods=none (all traffic, on-node too, goes
 #      through the emulated machine), builds (make) and installs;
 #   5. copies libbglml.so and its headers into the prefix (libmpi.so finds it by rpath).
-# The build directory is keyed by a hash of the configuration (this script, the configure
-# options, the MPICH source version, the netmod's Makefile.mk and subconfigure.m4); a change of
-# the netmod's .c/.h files only re-copies them and runs make (incremental, seconds).
+# The build directory is keyed by a hash of the configuration (the recipe version below, the
+# configure options, the MPICH source version, the netmod's Makefile.mk and subconfigure.m4); a
+# change of the netmod's .c/.h files or of libbglml's headers only re-copies them and runs make
+# (incremental, about a minute). Bump `recipe` when a change of the steps below must rebuild.
 set -euo pipefail
+recipe=2
 
+# The whole script is one function, read completely before it runs: editing this file while a
+# build runs (they take minutes) cannot derail it.
+main() {
 script=$(readlink -f "${BASH_SOURCE[0]}")
 repo=$(cd "$(dirname "$script")/.." && pwd)
 netmod_src=$repo/adi3_device/netmod/bgl
@@ -86,7 +92,7 @@ configure_options=(
 # --- the cache key -------------------------------------------------------------------------
 # Structural inputs (a change means a new build directory and a cold build) ...
 config_hash=$( {
-  cat "$script"
+  echo "recipe $recipe"
   printf '%s\n' "$mpich_version" "${configure_options[@]}"
   cat "$netmod_src/Makefile.mk" "$netmod_src/subconfigure.m4"
 } | sha256sum | cut -c1-16)
@@ -97,7 +103,8 @@ source_files() {
 source_hash=$( {
   echo "$config_hash"
   for f in $(source_files); do echo "$f"; cat "$netmod_src/$f"; done
-  cat "$repo/message_layer/include/bgl/msg/bgl_msg.h" "$repo/adi3_device/bglml/bgl_nm_idle.h"
+  cat "$repo/message_layer/include/bgl/msg/bgl_msg.h" "$repo/adi3_device/bglml/bgl_nm_idle.h" \
+    "$repo/adi3_device/bglml/bgl_coll_hooks.h"
 } | sha256sum | cut -c1-16)
 
 dir=$cache/mpich-$mpich_version-$config_hash
@@ -142,9 +149,11 @@ install_bglml() {
   for d in "${includes[@]}"; do
     [ -f "$d/bgl/msg/bgl_msg.h" ] && cp -f "$d/bgl/msg/bgl_msg.h" "$prefix/include/bgl/msg/"
     [ -f "$d/bgl_nm_idle.h" ] && cp -f "$d/bgl_nm_idle.h" "$prefix/include/"
+    [ -f "$d/bgl_coll_hooks.h" ] && cp -f "$d/bgl_coll_hooks.h" "$prefix/include/"
   done
-  [ -f "$prefix/include/bgl/msg/bgl_msg.h" ] && [ -f "$prefix/include/bgl_nm_idle.h" ] ||
-    die "bgl_msg.h / bgl_nm_idle.h not found in ${includes[*]}"
+  [ -f "$prefix/include/bgl/msg/bgl_msg.h" ] && [ -f "$prefix/include/bgl_nm_idle.h" ] &&
+    [ -f "$prefix/include/bgl_coll_hooks.h" ] ||
+    die "bgl_msg.h / bgl_nm_idle.h / bgl_coll_hooks.h not found in ${includes[*]}"
 }
 
 if [ $force -eq 0 ] && [ -x "$prefix/bin/mpicc" ] && [ "$(cat "$dir/.installed" 2>/dev/null)" = "$source_hash" ]; then
@@ -269,3 +278,7 @@ timed "installed $prefix" "$start" 0
 say "  mpicc:   $prefix/bin/mpicc"
 say "  mpif90:  $prefix/bin/mpif90"
 say "  mpiexec: $prefix/bin/mpiexec (bglrun uses it for MPI programs)"
+}
+
+main "$@"
+exit

@@ -1,76 +1,97 @@
 #!/usr/bin/env bash
-# Runs MPICH's own test suite (test/mpi of the same MPICH source) against the bgl device, every
-# test through bglrun (and so through Hydra's mpiexec), and summarises pass/fail per directory.
+# Runs MPICH's own test suite (test/mpi of the same MPICH 4.0.2 source) against the bgl device,
+# every test through bglrun (and so through Hydra's mpiexec) on an emulated partition, or against
+# Debian's stock MPICH for comparison, and summarises pass/fail per directory.
 #
-#   tools/mpich_testsuite.sh [--dirs "pt2pt coll"] [--maxnp 4] [--mode heater|coprocessor|vn]
-#                            [--out DIR] [--timeout S] [--reference]
+#   tools/mpich_testsuite.sh [--dirs "pt2pt coll"] [--maxnp 4] [--modes "heater vn"]
+#                            [--timeout S] [--out DIR] [--reference] [--expect FILE]
 #
-# --dirs     test/mpi subdirectories (default: pt2pt coll)
-# --maxnp    largest job (tests that need more ranks are skipped; default 4)
-# --mode     node mode of the emulated partition (default heater)
-# --timeout  per-test limit in seconds (default 180, MPICH's)
-# --reference  run the same tests with Debian's MPICH (mpiexec.mpich) instead, for comparison
-# Results: DIR/summary.txt, DIR/<dir>.tap (TAP), DIR/<dir>.log (runtests' output).
+# --dirs       test/mpi subdirectories (default: pt2pt coll)
+# --maxnp      largest job; tests that need more ranks are skipped (default 4)
+# --modes      node modes of the emulated partition, one run per mode (default heater)
+# --timeout    per-test limit in seconds; caps the testlists' own (longer) limits (default 60)
+# --out        results directory (default $TMPDIR/mpich_testsuite.PID)
+# --reference  run the same tests with Debian's MPICH (mpiexec.mpich, package mpich) instead
+# --expect     file of known failures, one "dir/program np  reason" per line: the script exits 1
+#              when a test fails that is not listed there (default: no list, never fails)
+# Results: DIR/summary.txt; per directory and mode DIR/<mode>/<dir>.tap (TAP), .log (runtests'
+# output), .results ("dir/program np pass|fail|xfail|skip" per test, for comparisons).
+#
+# The suite is configured and built once per MPI (in the MPICH cache, next to the prefix; for
+# Debian's MPICH in $BGL_CACHE_DIR/mpich-testsuite-debian).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 dirs="pt2pt coll"
 maxnp=4
-mode=heater
-timeout=180
+modes=heater
+timeout=60
 reference=0
+expect=""
 out=${TMPDIR:-/tmp}/mpich_testsuite.$$
 while [ $# -gt 0 ]; do
   case "$1" in
     --dirs) dirs=$2; shift 2 ;;
     --maxnp) maxnp=$2; shift 2 ;;
-    --mode) mode=$2; shift 2 ;;
+    --modes|--mode) modes=$2; shift 2 ;;
     --timeout) timeout=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --reference) reference=1; shift ;;
-    *) sed -n '2,/^set -euo/p' "$0" | sed -e 's/^# \{0,1\}//' -e '/^set -euo/d' >&2; exit 2 ;;
+    --expect) expect=$(readlink -f "$2"); shift 2 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed -e 's/^# \{0,1\}//' -e '/^set -euo/d'; exit 0 ;;
+    *) echo "mpich_testsuite: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
+case "$timeout" in ''|*[!0-9]*) echo "mpich_testsuite: --timeout needs whole seconds, got '$timeout'" >&2; exit 2 ;; esac
+case "$maxnp" in ''|*[!0-9]*) echo "mpich_testsuite: --maxnp needs a number, got '$maxnp'" >&2; exit 2 ;; esac
+[ -z "$expect" ] || [ -f "$expect" ] || { echo "mpich_testsuite: --expect file not found" >&2; exit 2; }
 
-prefix=${BGL_MPICH_PREFIX:-$("$repo/tools/build_mpich.sh" --print-prefix)}
-[ -x "$prefix/bin/mpicc" ] || { echo "no bgl MPICH at $prefix (tools/build_mpich.sh)" >&2; exit 1; }
-cache=$(dirname "$prefix")
-src=$cache/src/test/mpi
+cache_root=${BGL_CACHE_DIR:-$HOME/.cache/bglemu}
+src=$cache_root/src/mpich-4.0.2/test/mpi
 bglrun=${BGLRUN:-$repo/build/bin/bglrun}
+if [ $reference -eq 1 ]; then
+  command -v mpicc.mpich > /dev/null ||
+    { echo "mpich_testsuite: Debian's mpich is not installed (apt-get install mpich libmpich-dev)" >&2; exit 1; }
+  tdir=$cache_root/mpich-testsuite-debian
+  modes=debian
+else
+  prefix=${BGL_MPICH_PREFIX:-$("$repo/tools/build_mpich.sh" --print-prefix)}
+  [ -x "$prefix/bin/mpicc" ] || { echo "mpich_testsuite: no bgl MPICH at $prefix (tools/build_mpich.sh)" >&2; exit 1; }
+  [ -x "$bglrun" ] || { echo "mpich_testsuite: no bglrun at $bglrun (tools/build.sh)" >&2; exit 1; }
+  tdir=$(dirname "$prefix")/testsuite
+fi
+[ -f "$src/configure" ] || { echo "mpich_testsuite: no MPICH source at $src (tools/build_mpich.sh fetches it)" >&2; exit 1; }
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-
-if [ $reference -eq 1 ]; then
-  mpi=/usr
-  tdir=$cache/testsuite-debian
-  command -v mpicc.mpich > /dev/null || { echo "Debian's mpich is not installed" >&2; exit 1; }
-else
-  mpi=$prefix
-  tdir=$cache/testsuite
-fi
 
 # A private configured copy of test/mpi built with the MPI under test.
 if [ ! -f "$tdir/Makefile" ]; then
   echo "mpich_testsuite: configuring test/mpi in $tdir"
   mkdir -p "$tdir"
+  mpi=${prefix:-}
   if [ $reference -eq 1 ]; then
     # Debian's wrappers have .mpich suffixes; a bin/ of links gives configure the usual names.
     mkdir -p "$tdir/mpibin/bin"
-    for t in mpicc mpicxx mpif77 mpifort mpiexec; do ln -sf "/usr/bin/$t.mpich" "$tdir/mpibin/bin/$t"; done
+    for t in mpicc mpicxx mpif77 mpifort mpif90 mpiexec; do ln -sf "/usr/bin/$t.mpich" "$tdir/mpibin/bin/$t"; done
     mpi=$tdir/mpibin
   fi
   (cd "$tdir" && "$src/configure" --with-mpi="$mpi" --disable-perftest --disable-ft-tests \
-     --disable-spawn --disable-cxx FFLAGS=-fallow-argument-mismatch FCFLAGS=-fallow-argument-mismatch) \
-    > "$out/configure.log" 2>&1 || { tail -20 "$out/configure.log" >&2; exit 1; }
+     --disable-spawn --disable-cxx --disable-fortran FFLAGS=-fallow-argument-mismatch \
+     FCFLAGS=-fallow-argument-mismatch) > "$out/configure.log" 2>&1 ||
+    { tail -20 "$out/configure.log" >&2; rm -f "$tdir/Makefile"; exit 1; }
 fi
 
-# mpiexec for runtests: bglrun with the job's mode, or Debian's mpiexec.
-wrapper=$out/mpiexec
-if [ $reference -eq 1 ]; then
-  ln -sf /usr/bin/mpiexec.mpich "$wrapper"
-else
-  cat > "$wrapper" <<EOF
+# The mpiexec runtests calls: bglrun with the job's mode, or Debian's mpiexec; both with the
+# per-test limit capped at --timeout (runtests passes the testlist's limit in MPIEXEC_TIMEOUT).
+make_wrapper() {  # mode file
+  local launcher
+  if [ "$1" = debian ]; then
+    launcher='exec env "${env_args[@]}" MPIEXEC_TIMEOUT=$t /usr/bin/mpiexec.mpich -n "$np" "$@"'
+  else
+    launcher="exec env \"\${env_args[@]}\" \"$bglrun\" -np \"\$np\" --mode $1 --timeout \"\$t\" --launcher mpiexec \"\$@\""
+  fi
+  cat > "$2" <<EOF
 #!/usr/bin/env bash
-# runtests calls: mpiexec -n N [mpiexec args] ./program [args]
+# runtests calls: mpiexec -n N [-genv NAME VALUE ...] ./program [args]
 np=1; env_args=()
 while [ \$# -gt 0 ]; do
   case "\$1" in
@@ -80,29 +101,61 @@ while [ \$# -gt 0 ]; do
     *) break ;;
   esac
 done
-exec env "\${env_args[@]}" "$bglrun" -np "\$np" --mode "$mode" --timeout "\${MPIEXEC_TIMEOUT:-$timeout}" \\
-  --launcher mpiexec "\$@"
+t=\${MPIEXEC_TIMEOUT:-$timeout}
+[ "\$t" -le $timeout ] 2> /dev/null || t=$timeout
+$launcher
 EOF
-  chmod +x "$wrapper"
-fi
+  chmod +x "$2"
+}
 
 summary=$out/summary.txt
 : > "$summary"
-echo "# MPICH 4.0.2 test/mpi, $( [ $reference -eq 1 ] && echo "Debian's MPICH" || echo "bgl device, --mode $mode"), maxnp $maxnp, $(date -u +%Y-%m-%dT%H:%MZ)" | tee -a "$summary"
+unexpected=0
+what=$([ $reference -eq 1 ] && echo "Debian's MPICH $(dpkg-query -W -f='${Version}' mpich)" || echo "bgl device ($prefix)")
+echo "# MPICH 4.0.2 test/mpi on $what, maxnp $maxnp, per-test limit ${timeout}s, $(date -u +%Y-%m-%dT%H:%MZ)" | tee -a "$summary"
 for d in $dirs; do
-  echo "== $d: building"
+  [ -d "$tdir/$d" ] || { echo "mpich_testsuite: no test directory $d" >&2; exit 2; }
+  echo "== $d: building" >&2
   make -C "$tdir/$d" -k -j"$(nproc)" > "$out/$d.build.log" 2>&1 || true
-  echo "== $d: running"
-  start=$(date +%s)
-  (cd "$tdir/$d" && MPITEST_TIMEOUT=$timeout perl ../runtests -srcdir="$src/$d" -tests=testlist \
-      -mpiexec="$wrapper" -maxnp="$maxnp" -tapfile="$out/$d.tap" -showprogress) \
-    > "$out/$d.log" 2>&1 || true
-  pass=$(grep -c '^ok ' "$out/$d.tap" || true)
-  xfail=$(grep -c '^ok .*# TODO\|^not ok .*# TODO' "$out/$d.tap" || true)
-  fail=$(grep '^not ok ' "$out/$d.tap" | grep -vc '# TODO\|# SKIP' || true)
-  skip=$(grep -c '# SKIP' "$out/$d.tap" || true)
-  printf '%-10s pass %4d  fail %4d  xfail/todo %3d  skip %3d  (%ds)\n' "$d" "$pass" "$fail" "$xfail" "$skip" \
-    $(( $(date +%s) - start )) | tee -a "$summary"
-  grep '^not ok ' "$out/$d.tap" | grep -v '# TODO\|# SKIP' | sed "s/^/    $d: /" | tee -a "$summary" || true
+done
+for mode in $modes; do
+  mkdir -p "$out/$mode"
+  make_wrapper "$mode" "$out/$mode/mpiexec"
+  for d in $dirs; do
+    echo "== $d ($mode): running" >&2
+    start=$(date +%s)
+    (cd "$tdir/$d" && MPITEST_TIMEOUT=$timeout perl ../runtests -srcdir="$src/$d" -tests=testlist \
+        -mpiexec="$out/$mode/mpiexec" -maxnp="$maxnp" -tapfile="$out/$mode/$d.tap") \
+      > "$out/$mode/$d.log" 2>&1 || true
+    # one line per test: "dir/program np result"
+    awk -v d="$d" '
+      /^ok / || /^not ok / {
+        line = $0; sub(/ # time=.*/, "", line)
+        res = /^ok / ? "pass" : "fail"
+        if (line ~ /# SKIP/) res = "skip"; else if (line ~ /# TODO/) res = "xfail"
+        sub(/^(not )?ok [0-9]+ - /, "", line); sub(/ +#.*/, "", line)
+        n = split(line, f, " "); prog = f[1]; sub(/^\.\//, "", prog)
+        print d "/" prog, f[2], res
+      }' "$out/$mode/$d.tap" > "$out/$mode/$d.results"
+    read -r pass fail xfail skip < <(awk '{c[$3]++} END {print c["pass"]+0, c["fail"]+0, c["xfail"]+0, c["skip"]+0}' \
+      "$out/$mode/$d.results")
+    printf '%-8s %-10s pass %4d  fail %4d  xfail %3d  skip %3d  (%ds)\n' "$mode" "$d" "$pass" "$fail" \
+      "$xfail" "$skip" $(( $(date +%s) - start )) | tee -a "$summary"
+    while read -r name np res; do
+      [ "$res" = fail ] || continue
+      known=""
+      [ -n "$expect" ] && known=$(awk -v t="$name" -v n="$np" '$1 == t && $2 == n {$1 = $2 = ""; sub(/^ +/, ""); print; exit}' "$expect")
+      if [ -n "$known" ]; then
+        echo "    failed (known: $known): $name $np" | tee -a "$summary"
+      else
+        echo "    FAILED: $name $np  (output: $out/$mode/$d.tap)" | tee -a "$summary"
+        unexpected=$((unexpected + 1))
+      fi
+    done < "$out/$mode/$d.results"
+  done
 done
 echo "# details: $out" | tee -a "$summary"
+if [ -n "$expect" ]; then
+  echo "mpich_testsuite: $unexpected unexpected failure(s)" | tee -a "$summary"
+  [ $unexpected -eq 0 ]
+fi

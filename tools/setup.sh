@@ -10,6 +10,10 @@ packages=(
   libfabric-dev libfabric-bin
   mpich iproute2 jq
   clang-format
+  # MPICH with the bgl device (tools/build_mpich.sh; it also adds a deb-src entry for the source)
+  dpkg-dev autoconf automake libtool m4 perl make gfortran python3 libhwloc-dev
+  # Debian's stock MPICH: the reference of tools/mpi_compare.sh and tools/mpich_testsuite.sh
+  mpich libmpich-dev
 )
 
 missing=()

@@ -172,6 +172,27 @@ TEST_F(Mpi, CollVirtualNode16Mapfile) {
   EXPECT_THAT(r.output, HasSubstr("coll: OK"));
 }
 
+// The collective hooks see the communicator as job ranks, contiguous bytes and predefined types
+// (a preloaded stand-in library traces them and declines; MPICH computes, coll.c checks).
+TEST_F(Mpi, CollectiveHooksGetTranslatedArguments) {
+  const auto r =
+      run_process({kBglrun, "-np", "4", "--shape", "2x2x1", "--timeout", "200", program("coll")},
+                  240, {std::string("LD_PRELOAD=") + COLL_TRACE_LIB});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("coll: OK"));
+  EXPECT_THAT(r.output, HasSubstr("bgl_coll_trace: init version=1 progress=yes"));
+  EXPECT_THAT(r.output, HasSubstr("dtype=F64 op=SUM in_place=0 size=4 ranks=identity whole_job=1"));
+  EXPECT_THAT(r.output, HasSubstr("dtype=F64 op=MAX in_place=1 size=4 ranks=identity whole_job=1"));
+  EXPECT_THAT(r.output, HasSubstr("dtype=F64 op=SUM root=3 in_place=0 size=4"));
+  // MPI_Comm_split(world, rank % 2, rank): rank 0's half is job ranks 0 and 2.
+  EXPECT_THAT(r.output, HasSubstr("size=2 ranks=0,2 whole_job=0"));
+  // MPI_Comm_split(world, 0, size - rank): the reversed order.
+  EXPECT_THAT(r.output, HasSubstr("size=4 ranks=3,2,1,0 whole_job=1"));
+  EXPECT_THAT(r.output, HasSubstr("bgl_coll_trace: allgather bytes="));
+  EXPECT_THAT(r.output, HasSubstr("bgl_coll_trace: alltoall bytes="));
+  EXPECT_THAT(r.output, HasSubstr("bgl_coll_trace: barrier size=4"));
+}
+
 TEST_F(Mpi, CollCoprocessor5) {
   // An odd number of ranks (non-power-of-two algorithms), a mesh dimension.
   const auto r = bglrun({"-np", "5", "--shape", "5x1x1", "--mesh", "x", "--mode", "coprocessor",
@@ -185,6 +206,21 @@ TEST_F(Mpi, FortranVirtualNode4) {
       {"-np", "4", "--shape", "2x1x1", "--mode", "vn", "--timeout", "120", program("ftest")});
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("ftest: OK"));
+}
+
+// Oversubscribed: waiting ranks spin briefly, yield, then sleep on their doorbell, so the CPU
+// time of 7 (63) ranks waiting for 3 s stays far below what busy polling would burn (idle.c
+// checks at most 25% of the cores' time; stock MPICH uses all of it).
+TEST_F(Mpi, IdleRanksYieldTheCpu8) {
+  const auto r = bglrun({"-np", "8", "--shape", "2x2x2", "--timeout", "60", program("idle"), "2"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("idle: OK")) << r.output;
+}
+TEST_F(Mpi, IdleRanksYieldTheCpu64VirtualNode) {
+  const auto r = bglrun(
+      {"-np", "64", "--shape", "4x4x2", "--mode", "vn", "--timeout", "120", program("idle"), "2"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("idle: OK")) << r.output;
 }
 
 // A rank dies; bglrun ends the job, names the rank, and leaves no segment and no process.

@@ -3,7 +3,7 @@
  *
  *   P=$(tools/build_mpich.sh --print-prefix)
  *   $P/bin/mpicc -o hello examples/mpi/hello.c
- *   build/bin/bglrun -np 16 --shape 2x2x2 --mode vn --mapfile examples/map-2x2x2-vn.txt ./hello */
+ *   build/bin/bglrun -np 16 --shape 2x2x2 --mode vn --mapfile examples/mpi/map-2x2x2-vn.txt ./hello */
 #include <mpi.h>
 #include <stdio.h>
 

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "bgl/log.hpp"
+#include "supervise_util.hpp"
 
 namespace bgl::run {
 namespace {
@@ -30,21 +31,6 @@ sigset_t launcher_signals() {
     sigaddset(&set, s);
   return set;
 }
-
-namespace {
-
-std::string signal_name(int sig) {
-  const char* abbrev = sigabbrev_np(sig);
-  const char* text = strsignal(sig);
-  return std::string("signal ") + std::to_string(sig) + " (SIG" + (abbrev ? abbrev : "?") + ": " +
-         (text ? text : "?") + ")";
-}
-
-Clock::duration seconds(double s) {
-  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
-}
-
-}  // namespace
 
 JobRunner::JobRunner(const pkt::Machine& machine, const pkt::Segment& segment, RunSettings settings)
     : machine_(machine), segment_(segment), settings_(std::move(settings)) {

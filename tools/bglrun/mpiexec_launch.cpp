@@ -22,6 +22,7 @@
 #include "bgl/env.hpp"
 #include "bgl/log.hpp"
 #include "bgl/torus/error.hpp"
+#include "supervise_util.hpp"
 
 namespace bgl::run {
 namespace {
@@ -93,17 +94,6 @@ std::string bgl_libmpi_of(const std::string& program) {
     if (name.find("libbglml.so") != std::string::npos) bglml = true;
   }
   return bglml ? libmpi : std::string{};
-}
-
-std::string signal_name(int sig) {
-  const char* abbrev = sigabbrev_np(sig);
-  const char* text = strsignal(sig);
-  return std::string("signal ") + std::to_string(sig) + " (SIG" + (abbrev ? abbrev : "?") + ": " +
-         (text ? text : "?") + ")";
-}
-
-Clock::duration seconds(double s) {
-  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
 }
 
 // Children of this process (the job's processes that outlived their parents are re-parented to

@@ -10,78 +10,81 @@
 #define BGL_IMPL_H_INCLUDED
 
 #include <mpidimpl.h>
-#include "ch4_impl.h"
 #include "mpidch4r.h"
+#include "ch4_impl.h"
 
 #include <bgl/msg/bgl_msg.h>
 #include <bgl_nm_idle.h>
+#include <bgl_coll_hooks.h>
 
-#define MPIDI_BGL_MAX_AM_HDR BGL_MSG_MAX_USER_HEADER
-#define MPIDI_BGL_ONE_PACKET 256 /* more than the largest one-packet payload */
-#define MPIDI_BGL_MAX_HANDLERS MPL_MIN(MPIDI_AM_HANDLERS_MAX, BGL_MSG_MAX_HANDLERS)
-#define MPIDI_BGL_AMREQ(req) ((req)->dev.ch4.am.netmod_am.bgl)
-#define MPIDI_BGL_AV(av) ((av)->netmod.bgl)
+#define MPIDI_BGL_MAX_AM_HDR   BGL_MSG_MAX_USER_HEADER
+#define MPIDI_BGL_ONE_PACKET   256      /* more than the largest one-packet payload */
+/* The layer's handlers below BGL_COLL_FIRST_HANDLER are MPIDIG's, the rest the collectives
+ * library's (bgl_coll_hooks.h). */
+#define MPIDI_BGL_MAX_HANDLERS MPL_MIN(MPIDI_AM_HANDLERS_MAX, BGL_COLL_FIRST_HANDLER)
+#define MPIDI_BGL_AMREQ(req)   ((req)->dev.ch4.am.netmod_am.bgl)
+#define MPIDI_BGL_AV(av)       ((av)->netmod.bgl)
 
 /* A message being sent: the layer's descriptor plus what completion needs. */
 typedef struct MPIDI_BGL_send {
-  bgl_msg_send_t msg;
-  MPIR_Request* sreq; /* NULL for header-only messages */
-  int handler_id;
-  void* buf;                   /* pack buffer or iovec array, freed when sent */
-  struct MPIDI_BGL_send* next; /* free list */
+    bgl_msg_send_t msg;
+    MPIR_Request *sreq;         /* NULL for header-only messages */
+    int handler_id;
+    void *buf;                  /* pack buffer or iovec array, freed when sent */
+    struct MPIDI_BGL_send *next;        /* free list */
 } MPIDI_BGL_send_t;
 
 /* A one-packet message between its arrival and its data (delivered to MPIDIG as a whole). */
 typedef struct MPIDI_BGL_one_packet {
-  uint64_t hdr[MPIDI_BGL_MAX_AM_HDR / sizeof(uint64_t)];
-  int handler_id;
-  int is_static;
-  unsigned char data[MPIDI_BGL_ONE_PACKET];
+    uint64_t hdr[MPIDI_BGL_MAX_AM_HDR / sizeof(uint64_t)];
+    int handler_id;
+    int is_static;
+    unsigned char data[MPIDI_BGL_ONE_PACKET];
 } MPIDI_BGL_one_packet_t;
 
 typedef struct {
-  bgl_msg_session_t* session;
-  bgl_nm_idle_t* idle;
-  int in_advance; /* the layer's advance() is not re-entrant */
+    bgl_msg_session_t *session;
+    bgl_nm_idle_t *idle;
+    int in_advance;             /* the layer's advance() is not re-entrant */
 
-  /* idle policy of the progress engine (see bgl_progress.c) */
-  int oversubscribed;
-  uint64_t spin_ns;
-  uint64_t yield_ns;
-  uint64_t gap_ns;
-  uint32_t sleep_min_us;
-  uint32_t sleep_max_us;
-  int idling;
-  uint64_t idle_since;
-  uint64_t last_exit;
-  uint32_t sleep_us;
-  uint32_t busy_sleep_us; /* the cap while our own sends are in flight */
-  uint64_t n_yields, n_sleeps;
-  int64_t sends_in_flight; /* posted, not yet done */
+    /* idle policy of the progress engine (see bgl_progress.c) */
+    int oversubscribed;
+    uint64_t spin_ns;
+    uint64_t yield_ns;
+    uint64_t gap_ns;
+    uint32_t sleep_min_us;
+    uint32_t sleep_max_us;
+    int idling;
+    uint64_t idle_since;
+    uint64_t last_exit;
+    uint32_t sleep_us;
+    uint32_t busy_sleep_us;     /* the cap while our own sends are in flight */
+    uint64_t n_yields, n_sleeps;
+    int64_t sends_in_flight;    /* posted, not yet done */
 
-  /* data layout choices */
-  MPI_Aint max_iov; /* more iovec entries than this: pack / unpack instead */
+    /* data layout choices */
+    MPI_Aint max_iov;           /* more iovec entries than this: pack / unpack instead */
 
-  /* send descriptors */
-  MPIDI_BGL_send_t* free_sends;
-  void** chunks;
-  int n_chunks, max_chunks;
+    /* send descriptors */
+    MPIDI_BGL_send_t *free_sends;
+    void **chunks;
+    int n_chunks, max_chunks;
 
-  /* unexpected messages matched during advance(): accepted right after it */
-  MPIR_Request** deferred;
-  int n_deferred, max_deferred;
+    /* unexpected messages matched during advance(): accepted right after it */
+    MPIR_Request **deferred;
+    int n_deferred, max_deferred;
 
-  MPIDI_BGL_one_packet_t one_packet;
-  int one_packet_busy;
+    MPIDI_BGL_one_packet_t one_packet;
+    int one_packet_busy;
 } MPIDI_BGL_global_t;
 
 extern MPIDI_BGL_global_t MPIDI_BGL_global;
 
-int MPIDI_BGL_am_post(int rank, MPIR_Comm* comm, int handler_id, const void* am_hdr,
-                      MPI_Aint am_hdr_sz, const void* data, MPI_Aint count, MPI_Datatype datatype,
-                      MPIR_Request* sreq);
+int MPIDI_BGL_am_post(int rank, MPIR_Comm * comm, int handler_id, const void *am_hdr,
+                      MPI_Aint am_hdr_sz, const void *data, MPI_Aint count,
+                      MPI_Datatype datatype, MPIR_Request * sreq);
 int MPIDI_BGL_register_handlers(void);
-int MPIDI_BGL_data_copy_cb(MPIR_Request* rreq);
+int MPIDI_BGL_data_copy_cb(MPIR_Request * rreq);
 int MPIDI_BGL_accept_deferred(void);
 int MPIDI_BGL_progress_impl(int vci, int blocking);
 void MPIDI_BGL_progress_config(void);

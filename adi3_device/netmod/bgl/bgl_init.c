@@ -10,104 +10,114 @@
 
 #include "bgl_impl.h"
 #include "bgl_noinline.h"
+#include "bgl_coll.h"
 
 MPIDI_BGL_global_t MPIDI_BGL_global;
 
-static int pmi_barrier(void* context) {
-  return MPIR_pmi_barrier() == MPI_SUCCESS ? 0 : -1;
+static int pmi_barrier(void *context)
+{
+    return MPIR_pmi_barrier() == MPI_SUCCESS ? 0 : -1;
 }
 
-static int pmi_allgather(void* context, const void* mine, size_t bytes, void* all) {
-  if (bytes > (size_t)MPIR_pmi_max_val_size() / 2) /* values travel hex-encoded */
-    return -1;
-  return MPIR_pmi_allgather(mine, (int)bytes, all, (int)bytes, MPIR_PMI_DOMAIN_ALL) == MPI_SUCCESS
-             ? 0
-             : -1;
+static int pmi_allgather(void *context, const void *mine, size_t bytes, void *all)
+{
+    if (bytes > (size_t) MPIR_pmi_max_val_size() / 2)   /* values travel hex-encoded */
+        return -1;
+    return MPIR_pmi_allgather(mine, (int) bytes, all, (int) bytes, MPIR_PMI_DOMAIN_ALL)
+        == MPI_SUCCESS ? 0 : -1;
 }
 
-int MPIDI_BGL_init_local(int* tag_bits) {
-  int mpi_errno = MPI_SUCCESS;
-  int rc;
-  MPIR_FUNC_ENTER;
+int MPIDI_BGL_init_local(int *tag_bits)
+{
+    int mpi_errno = MPI_SUCCESS;
+    int rc;
+    MPIR_FUNC_ENTER;
 
-  memset(&MPIDI_BGL_global, 0, sizeof(MPIDI_BGL_global));
+    memset(&MPIDI_BGL_global, 0, sizeof(MPIDI_BGL_global));
 
-  bgl_msg_bootstrap_t bootstrap = {
-      .context = NULL,
-      .rank = (uint32_t)MPIR_Process.rank,
-      .size = (uint32_t)MPIR_Process.size,
-      .barrier = pmi_barrier,
-      .allgather = pmi_allgather,
-  };
-  rc = bgl_msg_init(&bootstrap, &MPIDI_BGL_global.session);
-  MPIR_ERR_CHKANDJUMP1(rc != 0, mpi_errno, MPI_ERR_OTHER, "**fail", "**fail %s",
-                       bgl_msg_last_error());
+    bgl_msg_bootstrap_t bootstrap = {
+        .context = NULL,
+        .rank = (uint32_t) MPIR_Process.rank,
+        .size = (uint32_t) MPIR_Process.size,
+        .barrier = pmi_barrier,
+        .allgather = pmi_allgather,
+    };
+    rc = bgl_msg_init(&bootstrap, &MPIDI_BGL_global.session);
+    MPIR_ERR_CHKANDJUMP1(rc != 0, mpi_errno, MPI_ERR_OTHER, "**fail", "**fail %s",
+                         bgl_msg_last_error());
 
-  rc = bgl_nm_idle_open((uint32_t)MPIR_Process.rank, &MPIDI_BGL_global.idle);
-  MPIR_ERR_CHKANDJUMP1(rc != 0, mpi_errno, MPI_ERR_OTHER, "**fail", "**fail %s",
-                       bgl_nm_idle_error());
+    rc = bgl_nm_idle_open((uint32_t) MPIR_Process.rank, &MPIDI_BGL_global.idle);
+    MPIR_ERR_CHKANDJUMP1(rc != 0, mpi_errno, MPI_ERR_OTHER, "**fail", "**fail %s",
+                         bgl_nm_idle_error());
 
-  mpi_errno = MPIDI_BGL_register_handlers();
-  MPIR_ERR_CHECK(mpi_errno);
+    mpi_errno = MPIDI_BGL_register_handlers();
+    MPIR_ERR_CHECK(mpi_errno);
 
-  MPIDI_BGL_progress_config();
+    MPIDI_BGL_progress_config();
 
-  /* MPI_Get_processor_name: the task's place in the partition, as on BG/L. */
-  if (bgl_nm_processor_name(MPIDI_BGL_global.idle, MPIDI_global.pname, MPI_MAX_PROCESSOR_NAME) ==
-      0) {
-    MPIDI_global.pname_len = (int)strlen(MPIDI_global.pname);
-    MPIDI_global.pname_set = 1;
-  }
+    mpi_errno = MPIDI_BGL_coll_init();
+    MPIR_ERR_CHECK(mpi_errno);
 
-fn_exit:
-  MPIR_FUNC_EXIT;
-  return mpi_errno;
-fn_fail:
-  goto fn_exit;
+    /* MPI_Get_processor_name: the task's place in the partition, as on BG/L. */
+    if (bgl_nm_processor_name(MPIDI_BGL_global.idle, MPIDI_global.pname,
+                              MPI_MAX_PROCESSOR_NAME) == 0) {
+        MPIDI_global.pname_len = (int) strlen(MPIDI_global.pname);
+        MPIDI_global.pname_set = 1;
+    }
+
+  fn_exit:
+    MPIR_FUNC_EXIT;
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
 }
 
-int MPIDI_BGL_init_world(void) {
-  MPIR_FUNC_ENTER;
-  for (int i = 0; i < MPIR_Process.size; i++) {
-    MPIDI_BGL_AV(&MPIDIU_get_av(0, i)).dest = (uint32_t)i;
-  }
-  MPIR_FUNC_EXIT;
-  return MPI_SUCCESS;
+int MPIDI_BGL_init_world(void)
+{
+    MPIR_FUNC_ENTER;
+    for (int i = 0; i < MPIR_Process.size; i++) {
+        MPIDI_BGL_AV(&MPIDIU_get_av(0, i)).dest = (uint32_t) i;
+    }
+    MPIR_FUNC_EXIT;
+    return MPI_SUCCESS;
 }
 
-int MPIDI_BGL_post_init(void) {
-  return MPI_SUCCESS;
+int MPIDI_BGL_post_init(void)
+{
+    return MPI_SUCCESS;
 }
 
-int MPIDI_BGL_mpi_finalize_hook(void) {
-  int mpi_errno = MPI_SUCCESS;
-  MPIR_FUNC_ENTER;
+int MPIDI_BGL_mpi_finalize_hook(void)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIR_FUNC_ENTER;
 
-  /* Every MPI operation has completed; what may still be queued are the layer's control
-   * packets (rendezvous fins, adaptive-eager tokens). Flush them, then meet the others. */
-  for (int quiet = 0; quiet < 1000;) {
-    quiet = bgl_msg_advance(MPIDI_BGL_global.session) ? 0 : quiet + 1;
-  }
-  mpi_errno = MPIR_pmi_barrier();
-  MPIR_ERR_CHECK(mpi_errno);
+    /* Every MPI operation has completed; what may still be queued are the layer's control
+     * packets (rendezvous fins, adaptive-eager tokens). Flush them, then meet the others. */
+    for (int quiet = 0; quiet < 1000;) {
+        quiet = bgl_msg_advance(MPIDI_BGL_global.session) ? 0 : quiet + 1;
+    }
+    mpi_errno = MPIR_pmi_barrier();
+    MPIR_ERR_CHECK(mpi_errno);
 
-  if (MPIR_CVAR_CH4_RUNTIME_CONF_DEBUG && MPIR_Process.rank == 0) {
-    fprintf(stderr, "bgl netmod: rank 0 progress yielded %llu times, slept %llu times\n",
-            (unsigned long long)MPIDI_BGL_global.n_yields,
-            (unsigned long long)MPIDI_BGL_global.n_sleeps);
-  }
+    if (MPIR_CVAR_CH4_RUNTIME_CONF_DEBUG && MPIR_Process.rank == 0) {
+        fprintf(stderr, "bgl netmod: rank 0 progress yielded %llu times, slept %llu times\n",
+                (unsigned long long) MPIDI_BGL_global.n_yields,
+                (unsigned long long) MPIDI_BGL_global.n_sleeps);
+    }
 
-  bgl_nm_idle_close(MPIDI_BGL_global.idle);
-  MPIDI_BGL_global.idle = NULL;
-  bgl_msg_finalize(MPIDI_BGL_global.session);
-  MPIDI_BGL_global.session = NULL;
-  MPIDI_BGL_send_pool_free();
-  MPL_free(MPIDI_BGL_global.deferred);
-  MPIDI_BGL_global.deferred = NULL;
+    MPIDI_BGL_coll_finalize();
+    bgl_nm_idle_close(MPIDI_BGL_global.idle);
+    MPIDI_BGL_global.idle = NULL;
+    bgl_msg_finalize(MPIDI_BGL_global.session);
+    MPIDI_BGL_global.session = NULL;
+    MPIDI_BGL_send_pool_free();
+    MPL_free(MPIDI_BGL_global.deferred);
+    MPIDI_BGL_global.deferred = NULL;
 
-fn_exit:
-  MPIR_FUNC_EXIT;
-  return mpi_errno;
-fn_fail:
-  goto fn_exit;
+  fn_exit:
+    MPIR_FUNC_EXIT;
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
 }

@@ -13,9 +13,11 @@
  *   yield  for BGL_NM_YIELD_US more (default 200 us; 10 us oversubscribed): sched_yield() in
  *          every call, so that a runnable rank on this core gets it;
  *   sleep  on the task's doorbell (a futex in the job's segment that senders ring when they
- *          deliver a packet to a sleeping task), at most BGL_NM_SLEEP_US (starts at 1/8 of it
- *          and doubles while nothing comes; default 1000 us): the core is free, and the rank
- *          wakes as soon as a packet arrives. The timeout bounds how late the rank notices
+ *          deliver a packet to a sleeping task), at most BGL_NM_SLEEP_US (starts at 125 us or
+ *          less and doubles while nothing comes; default 20000 us): the core is free, and the
+ *          rank wakes as soon as a packet arrives. Each sleep costs the sleeper a memory barrier
+ *          on every core (the packet layer's doorbell), so a rank that waits long must sleep
+ *          long: 64 ranks re-sleeping every millisecond took all of two cores. The timeout bounds how late the rank notices
  *          anything that does not ring: nobody rings a sender whose packets wait for room in a
  *          full reception FIFO, so while any of our sends is in flight the sleep is capped at
  *          BGL_NM_BUSY_SLEEP_US (default 50 us); a test loop's other conditions.
@@ -23,80 +25,88 @@
  * Any progress ends the idle run. The clock (CLOCK_MONOTONIC, vDSO) is read only on idle calls.
  */
 
+#include "bgl_impl.h"
 #include <sched.h>
 #include <time.h>
-#include "bgl_impl.h"
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
 }
 
-static uint64_t env_us(const char* name, uint64_t dflt) {
-  int value;
-  if (MPL_env2int(name, &value) && value >= 0) return (uint64_t)value;
-  return dflt;
+static uint64_t env_us(const char *name, uint64_t dflt)
+{
+    int value;
+    if (MPL_env2int(name, &value) && value >= 0)
+        return (uint64_t) value;
+    return dflt;
 }
 
-void MPIDI_BGL_progress_config(void) {
-  MPIDI_BGL_global_t* g = &MPIDI_BGL_global;
-  int cores = bgl_nm_online_cores();
-  int local = MPIR_Process.local_size > 0 ? MPIR_Process.local_size : MPIR_Process.size;
+void MPIDI_BGL_progress_config(void)
+{
+    MPIDI_BGL_global_t *g = &MPIDI_BGL_global;
+    int cores = bgl_nm_online_cores();
+    int local = MPIR_Process.local_size > 0 ? MPIR_Process.local_size : MPIR_Process.size;
 
-  g->oversubscribed = local > cores;
-  MPL_env2bool("BGL_NM_OVERSUBSCRIBED", &g->oversubscribed);
-  g->spin_ns = 1000 * env_us("BGL_NM_SPIN_US", g->oversubscribed ? 1 : 20);
-  g->yield_ns = 1000 * env_us("BGL_NM_YIELD_US", g->oversubscribed ? 10 : 200);
-  g->gap_ns = 1000 * env_us("BGL_NM_GAP_US", 5);
-  g->sleep_max_us = (uint32_t)MPL_MAX(1, env_us("BGL_NM_SLEEP_US", 1000));
-  g->sleep_min_us = MPL_MAX(1, g->sleep_max_us / 8);
-  g->busy_sleep_us = (uint32_t)MPL_MAX(1, env_us("BGL_NM_BUSY_SLEEP_US", 50));
-  g->max_iov = (MPI_Aint)env_us("BGL_NM_MAX_IOV", 64);
+    g->oversubscribed = local > cores;
+    MPL_env2bool("BGL_NM_OVERSUBSCRIBED", &g->oversubscribed);
+    g->spin_ns = 1000 * env_us("BGL_NM_SPIN_US", g->oversubscribed ? 1 : 20);
+    g->yield_ns = 1000 * env_us("BGL_NM_YIELD_US", g->oversubscribed ? 10 : 200);
+    g->gap_ns = 1000 * env_us("BGL_NM_GAP_US", 5);
+    g->sleep_max_us = (uint32_t) MPL_MAX(1, env_us("BGL_NM_SLEEP_US", 20000));
+    g->sleep_min_us = MPL_MIN(125, g->sleep_max_us);
+    g->busy_sleep_us = (uint32_t) MPL_MAX(1, env_us("BGL_NM_BUSY_SLEEP_US", 50));
+    g->max_iov = (MPI_Aint) env_us("BGL_NM_MAX_IOV", 64);
 }
 
-static void idle_step(MPIDI_BGL_global_t* g) {
-  uint64_t now = now_ns();
-  if (!g->idling || now - g->last_exit > g->gap_ns) {
-    g->idling = 1;
-    g->idle_since = now;
-    g->sleep_us = g->sleep_min_us;
-  }
-  uint64_t idle = now - g->idle_since;
-  if (idle < g->spin_ns) {
-    /* poll again */
-  } else if (idle < g->spin_ns + g->yield_ns) {
-    sched_yield();
-    g->n_yields++;
-  } else {
-    g->n_sleeps++;
-    uint32_t us = g->sends_in_flight > 0 ? MPL_MIN(g->sleep_us, g->busy_sleep_us) : g->sleep_us;
-    if (!bgl_nm_idle_wait(g->idle, us)) g->sleep_us = MPL_MIN(2 * g->sleep_us, g->sleep_max_us);
-  }
-  g->last_exit = now_ns();
+static void idle_step(MPIDI_BGL_global_t * g)
+{
+    uint64_t now = now_ns();
+    if (!g->idling || now - g->last_exit > g->gap_ns) {
+        g->idling = 1;
+        g->idle_since = now;
+        g->sleep_us = g->sleep_min_us;
+    }
+    uint64_t idle = now - g->idle_since;
+    if (idle < g->spin_ns) {
+        /* poll again */
+    } else if (idle < g->spin_ns + g->yield_ns) {
+        sched_yield();
+        g->n_yields++;
+    } else {
+        g->n_sleeps++;
+        uint32_t us = g->sends_in_flight > 0 ? MPL_MIN(g->sleep_us, g->busy_sleep_us) : g->sleep_us;
+        if (!bgl_nm_idle_wait(g->idle, us))
+            g->sleep_us = MPL_MIN(2 * g->sleep_us, g->sleep_max_us);
+    }
+    g->last_exit = now_ns();
 }
 
-int MPIDI_BGL_progress_impl(int vci, int blocking) {
-  int mpi_errno = MPI_SUCCESS;
-  MPIDI_BGL_global_t* g = &MPIDI_BGL_global;
+int MPIDI_BGL_progress_impl(int vci, int blocking)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIDI_BGL_global_t *g = &MPIDI_BGL_global;
 
-  if (g->in_advance) return MPI_SUCCESS; /* called from one of our callbacks */
+    if (g->in_advance)
+        return MPI_SUCCESS;     /* called from one of our callbacks */
 
-  g->in_advance = 1;
-  int made = bgl_msg_advance(g->session);
-  g->in_advance = 0;
-  if (g->n_deferred) {
-    made = 1;
-    mpi_errno = MPIDI_BGL_accept_deferred();
-    MPIR_ERR_CHECK(mpi_errno);
-  }
-  if (made)
-    g->idling = 0;
-  else
-    idle_step(g);
+    g->in_advance = 1;
+    int made = bgl_msg_advance(g->session);
+    g->in_advance = 0;
+    if (g->n_deferred) {
+        made = 1;
+        mpi_errno = MPIDI_BGL_accept_deferred();
+        MPIR_ERR_CHECK(mpi_errno);
+    }
+    if (made)
+        g->idling = 0;
+    else
+        idle_step(g);
 
-fn_exit:
-  return mpi_errno;
-fn_fail:
-  goto fn_exit;
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
 }

@@ -19,167 +19,174 @@
 
 #define MPIDI_BGL_SEND_CHUNK 64
 
-static int send_pool_grow(void) {
-  int mpi_errno = MPI_SUCCESS;
-  MPIDI_BGL_global_t* g = &MPIDI_BGL_global;
+static int send_pool_grow(void)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIDI_BGL_global_t *g = &MPIDI_BGL_global;
 
-  if (g->n_chunks == g->max_chunks) {
-    int n = g->max_chunks ? 2 * g->max_chunks : 16;
-    void** chunks = MPL_realloc(g->chunks, n * sizeof(void*), MPL_MEM_BUFFER);
-    MPIR_ERR_CHKANDJUMP(chunks == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
-    g->chunks = chunks;
-    g->max_chunks = n;
-  }
-  MPIDI_BGL_send_t* chunk =
-      MPL_malloc(MPIDI_BGL_SEND_CHUNK * sizeof(MPIDI_BGL_send_t), MPL_MEM_BUFFER);
-  MPIR_ERR_CHKANDJUMP(chunk == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
-  g->chunks[g->n_chunks++] = chunk;
-  for (int i = 0; i < MPIDI_BGL_SEND_CHUNK; i++) {
-    chunk[i].next = g->free_sends;
-    g->free_sends = &chunk[i];
-  }
+    if (g->n_chunks == g->max_chunks) {
+        int n = g->max_chunks ? 2 * g->max_chunks : 16;
+        void **chunks = MPL_realloc(g->chunks, n * sizeof(void *), MPL_MEM_BUFFER);
+        MPIR_ERR_CHKANDJUMP(chunks == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
+        g->chunks = chunks;
+        g->max_chunks = n;
+    }
+    MPIDI_BGL_send_t *chunk = MPL_malloc(MPIDI_BGL_SEND_CHUNK * sizeof(MPIDI_BGL_send_t),
+                                         MPL_MEM_BUFFER);
+    MPIR_ERR_CHKANDJUMP(chunk == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
+    g->chunks[g->n_chunks++] = chunk;
+    for (int i = 0; i < MPIDI_BGL_SEND_CHUNK; i++) {
+        chunk[i].next = g->free_sends;
+        g->free_sends = &chunk[i];
+    }
 
-fn_exit:
-  return mpi_errno;
-fn_fail:
-  goto fn_exit;
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
 }
 
-void MPIDI_BGL_send_pool_free(void) {
-  MPIDI_BGL_global_t* g = &MPIDI_BGL_global;
-  for (int i = 0; i < g->n_chunks; i++)
-    MPL_free(g->chunks[i]);
-  MPL_free(g->chunks);
-  g->chunks = NULL;
-  g->n_chunks = g->max_chunks = 0;
-  g->free_sends = NULL;
+void MPIDI_BGL_send_pool_free(void)
+{
+    MPIDI_BGL_global_t *g = &MPIDI_BGL_global;
+    for (int i = 0; i < g->n_chunks; i++)
+        MPL_free(g->chunks[i]);
+    MPL_free(g->chunks);
+    g->chunks = NULL;
+    g->n_chunks = g->max_chunks = 0;
+    g->free_sends = NULL;
 }
 
-static void send_done(bgl_msg_send_t* msg) {
-  MPIDI_BGL_send_t* s = (MPIDI_BGL_send_t*)msg->context;
-  MPIR_Request* sreq = s->sreq;
-  int handler_id = s->handler_id;
+static void send_done(bgl_msg_send_t * msg)
+{
+    MPIDI_BGL_send_t *s = (MPIDI_BGL_send_t *) msg->context;
+    MPIR_Request *sreq = s->sreq;
+    int handler_id = s->handler_id;
 
-  if (s->buf) {
-    MPL_free(s->buf);
-    s->buf = NULL;
-  }
-  s->next = MPIDI_BGL_global.free_sends;
-  MPIDI_BGL_global.free_sends = s;
-  MPIDI_BGL_global.sends_in_flight--;
-  if (sreq) {
-    int mpi_errno = MPIDIG_global.origin_cbs[handler_id](sreq);
-    MPIR_Assert(mpi_errno == MPI_SUCCESS);
-  }
+    if (s->buf) {
+        MPL_free(s->buf);
+        s->buf = NULL;
+    }
+    s->next = MPIDI_BGL_global.free_sends;
+    MPIDI_BGL_global.free_sends = s;
+    MPIDI_BGL_global.sends_in_flight--;
+    if (sreq) {
+        int mpi_errno = MPIDIG_global.origin_cbs[handler_id] (sreq);
+        MPIR_Assert(mpi_errno == MPI_SUCCESS);
+    }
 }
 
 /* Points the message's data at a non-contiguous buffer: a short iovec array or a packed copy. */
-static int describe_noncontig(MPIDI_BGL_send_t* s, const void* data, MPI_Aint count,
-                              MPI_Datatype datatype, MPI_Aint data_sz) {
-  int mpi_errno = MPI_SUCCESS;
-  MPI_Aint num_iov = 0;
+static int describe_noncontig(MPIDI_BGL_send_t * s, const void *data, MPI_Aint count,
+                              MPI_Datatype datatype, MPI_Aint data_sz)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPI_Aint num_iov = 0;
 
-  MPIR_Typerep_iov_len(count, datatype, data_sz, &num_iov);
-  if (num_iov > 0 && num_iov <= MPIDI_BGL_global.max_iov) {
-    struct iovec* iov = MPL_malloc(num_iov * sizeof(struct iovec), MPL_MEM_BUFFER);
-    MPIR_ERR_CHKANDJUMP(iov == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
-    MPI_Aint actual_iov_len, actual_iov_bytes;
-    mpi_errno = MPIR_Typerep_to_iov(data, count, datatype, 0, iov, num_iov, data_sz,
-                                    &actual_iov_len, &actual_iov_bytes);
-    if (mpi_errno != MPI_SUCCESS) {
-      MPL_free(iov);
-      MPIR_ERR_CHECK(mpi_errno);
+    MPIR_Typerep_iov_len(count, datatype, data_sz, &num_iov);
+    if (num_iov > 0 && num_iov <= MPIDI_BGL_global.max_iov) {
+        struct iovec *iov = MPL_malloc(num_iov * sizeof(struct iovec), MPL_MEM_BUFFER);
+        MPIR_ERR_CHKANDJUMP(iov == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
+        MPI_Aint actual_iov_len, actual_iov_bytes;
+        mpi_errno = MPIR_Typerep_to_iov(data, count, datatype, 0, iov, num_iov, data_sz,
+                                        &actual_iov_len, &actual_iov_bytes);
+        if (mpi_errno != MPI_SUCCESS) {
+            MPL_free(iov);
+            MPIR_ERR_CHECK(mpi_errno);
+        }
+        MPIR_Assert(actual_iov_bytes == data_sz);
+        s->buf = iov;
+        s->msg.iov = iov;
+        s->msg.iov_count = (size_t) actual_iov_len;
+    } else {
+        void *packed = MPL_malloc(data_sz, MPL_MEM_BUFFER);
+        MPIR_ERR_CHKANDJUMP(packed == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
+        MPI_Aint actual_pack_bytes;
+        mpi_errno = MPIR_Typerep_pack(data, count, datatype, 0, packed, data_sz,
+                                      &actual_pack_bytes);
+        if (mpi_errno != MPI_SUCCESS) {
+            MPL_free(packed);
+            MPIR_ERR_CHECK(mpi_errno);
+        }
+        MPIR_Assert(actual_pack_bytes == data_sz);
+        s->buf = packed;
+        s->msg.data = packed;
+        s->msg.bytes = (size_t) data_sz;
     }
-    MPIR_Assert(actual_iov_bytes == data_sz);
-    s->buf = iov;
-    s->msg.iov = iov;
-    s->msg.iov_count = (size_t)actual_iov_len;
-  } else {
-    void* packed = MPL_malloc(data_sz, MPL_MEM_BUFFER);
-    MPIR_ERR_CHKANDJUMP(packed == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
-    MPI_Aint actual_pack_bytes;
-    mpi_errno = MPIR_Typerep_pack(data, count, datatype, 0, packed, data_sz, &actual_pack_bytes);
-    if (mpi_errno != MPI_SUCCESS) {
-      MPL_free(packed);
-      MPIR_ERR_CHECK(mpi_errno);
-    }
-    MPIR_Assert(actual_pack_bytes == data_sz);
-    s->buf = packed;
-    s->msg.data = packed;
-    s->msg.bytes = (size_t)data_sz;
-  }
 
-fn_exit:
-  return mpi_errno;
-fn_fail:
-  goto fn_exit;
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
 }
 
-int MPIDI_BGL_am_post(int rank, MPIR_Comm* comm, int handler_id, const void* am_hdr,
-                      MPI_Aint am_hdr_sz, const void* data, MPI_Aint count, MPI_Datatype datatype,
-                      MPIR_Request* sreq) {
-  int mpi_errno = MPI_SUCCESS;
-  MPIDI_BGL_global_t* g = &MPIDI_BGL_global;
-  MPIDI_BGL_send_t* s;
-  MPIR_FUNC_ENTER;
+int MPIDI_BGL_am_post(int rank, MPIR_Comm * comm, int handler_id, const void *am_hdr,
+                      MPI_Aint am_hdr_sz, const void *data, MPI_Aint count,
+                      MPI_Datatype datatype, MPIR_Request * sreq)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIDI_BGL_global_t *g = &MPIDI_BGL_global;
+    MPIDI_BGL_send_t *s;
+    MPIR_FUNC_ENTER;
 
-  MPIR_ERR_CHKANDJUMP1(am_hdr_sz > MPIDI_BGL_MAX_AM_HDR, mpi_errno, MPI_ERR_OTHER, "**fail",
-                       "**fail %s", "active-message header larger than bgl's 128 bytes");
-  if (g->free_sends == NULL) {
-    mpi_errno = send_pool_grow();
-    MPIR_ERR_CHECK(mpi_errno);
-  }
-  s = g->free_sends;
-  g->free_sends = s->next;
-
-  s->sreq = sreq;
-  s->handler_id = handler_id;
-  s->buf = NULL;
-  s->msg.dest = MPIDI_BGL_AV(MPIDIU_comm_rank_to_av(comm, rank)).dest;
-  s->msg.handler = (uint8_t)handler_id;
-  s->msg.protocol = BGL_MSG_AUTO;
-  s->msg.header = am_hdr;
-  s->msg.header_bytes = (size_t)am_hdr_sz;
-  s->msg.data = NULL;
-  s->msg.bytes = 0;
-  s->msg.iov = NULL;
-  s->msg.iov_count = 0;
-  s->msg.done = send_done;
-  s->msg.remote_done = NULL;
-  s->msg.context = s;
-
-  if (count > 0) {
-    int dt_contig;
-    MPI_Aint data_sz, dt_true_lb;
-    MPIR_Datatype* dt_ptr;
-    MPIDI_Datatype_get_info(count, datatype, dt_contig, data_sz, dt_ptr, dt_true_lb);
-    (void)dt_ptr;
-    if (data_sz > 0) {
-      if (dt_contig) {
-        s->msg.data = MPIR_get_contig_ptr(data, dt_true_lb);
-        s->msg.bytes = (size_t)data_sz;
-      } else {
-        mpi_errno = describe_noncontig(s, data, count, datatype, data_sz);
-        if (mpi_errno != MPI_SUCCESS) {
-          s->next = g->free_sends;
-          g->free_sends = s;
-          MPIR_ERR_CHECK(mpi_errno);
-        }
-      }
+    MPIR_ERR_CHKANDJUMP1(am_hdr_sz > MPIDI_BGL_MAX_AM_HDR, mpi_errno, MPI_ERR_OTHER, "**fail",
+                         "**fail %s", "active-message header larger than bgl's 128 bytes");
+    if (g->free_sends == NULL) {
+        mpi_errno = send_pool_grow();
+        MPIR_ERR_CHECK(mpi_errno);
     }
-  }
+    s = g->free_sends;
+    g->free_sends = s->next;
 
-  if (bgl_msg_post(g->session, &s->msg) != 0) {
-    MPL_free(s->buf);
-    s->next = g->free_sends;
-    g->free_sends = s;
-    MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**fail", "**fail %s", bgl_msg_last_error());
-  }
-  g->sends_in_flight++;
+    s->sreq = sreq;
+    s->handler_id = handler_id;
+    s->buf = NULL;
+    s->msg.dest = MPIDI_BGL_AV(MPIDIU_comm_rank_to_av(comm, rank)).dest;
+    s->msg.handler = (uint8_t) handler_id;
+    s->msg.protocol = BGL_MSG_AUTO;
+    s->msg.header = am_hdr;
+    s->msg.header_bytes = (size_t) am_hdr_sz;
+    s->msg.data = NULL;
+    s->msg.bytes = 0;
+    s->msg.iov = NULL;
+    s->msg.iov_count = 0;
+    s->msg.done = send_done;
+    s->msg.remote_done = NULL;
+    s->msg.context = s;
 
-fn_exit:
-  MPIR_FUNC_EXIT;
-  return mpi_errno;
-fn_fail:
-  goto fn_exit;
+    if (count > 0) {
+        int dt_contig;
+        MPI_Aint data_sz, dt_true_lb;
+        MPIR_Datatype *dt_ptr;
+        MPIDI_Datatype_get_info(count, datatype, dt_contig, data_sz, dt_ptr, dt_true_lb);
+        (void) dt_ptr;
+        if (data_sz > 0) {
+            if (dt_contig) {
+                s->msg.data = MPIR_get_contig_ptr(data, dt_true_lb);
+                s->msg.bytes = (size_t) data_sz;
+            } else {
+                mpi_errno = describe_noncontig(s, data, count, datatype, data_sz);
+                if (mpi_errno != MPI_SUCCESS) {
+                    s->next = g->free_sends;
+                    g->free_sends = s;
+                    MPIR_ERR_CHECK(mpi_errno);
+                }
+            }
+        }
+    }
+
+    if (bgl_msg_post(g->session, &s->msg) != 0) {
+        MPL_free(s->buf);
+        s->next = g->free_sends;
+        g->free_sends = s;
+        MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**fail", "**fail %s",
+                             bgl_msg_last_error());
+    }
+    g->sends_in_flight++;
+
+  fn_exit:
+    MPIR_FUNC_EXIT;
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
 }
