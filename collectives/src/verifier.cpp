@@ -41,8 +41,10 @@ struct RankState {
   std::vector<StepId> ready;                    // may start at the next level
   std::vector<StepId> active;                   // started, not finished
   std::vector<StepId> hw;                       // tree and global-interrupt steps in order
-  std::vector<std::uint64_t> knows;             // ranks this rank has heard from
-  std::map<StepId, std::vector<std::uint64_t>> snapshot;  // knowledge a send carries
+  // Per step: the ranks it has (transitively) heard from, through its dependencies only (not
+  // through whatever happened to complete earlier in the lock-step run), plus what the step itself
+  // received once complete.
+  std::vector<std::vector<std::uint64_t>> know;
 };
 
 struct Key {
@@ -78,6 +80,9 @@ class Run {
     for (int r = 0; r < p_.p; ++r)
       match_[static_cast<std::size_t>(r)].resize(prog(r).size());
     static_checks();
+    if (!res_.ok) return std::move(res_);
+    for (int r = 0; r < p_.p && res_.ok; ++r)
+      order_check(r);
     if (!res_.ok) return std::move(res_);
     init();
     execute();
@@ -347,8 +352,7 @@ class Run {
       };
       own(rs.buf[0], r);
       if (p_.op == Collective::bcast && r == p_.root) own(rs.buf[1], r);
-      rs.knows.assign(words_, 0);
-      rs.knows[static_cast<std::size_t>(r) / 64] |= std::uint64_t{1} << (r % 64);
+      rs.know.assign(pr.size(), std::vector<std::uint64_t>(words_, 0));
       rs.state.assign(pr.size(), State::waiting);
       rs.pending.assign(pr.size(), 0);
       rs.dependents.assign(pr.size(), {});
@@ -416,29 +420,53 @@ class Run {
       a[w] |= b[w];
   }
 
-  void race_check(int r, StepId id) {
-    const Access a = access(r, prog(r).step(id));
-    for (StepId other : st(r).active) {
-      const Access b = access(r, prog(r).step(other));
-      auto clash = [&](const Region& x, const Region& y) {
-        if (!overlap(x, y)) return false;
-        step_error(r, id,
-                   "runs concurrently with step " + std::to_string(other) + " (" +
-                       to_string(prog(r).step(other)) + ") and touches the same bytes of " +
-                       std::string(to_string(x.buffer)) + " (add a dependency)");
-        return true;
-      };
-      bool bad = false;
-      for (int i = 0; i < a.nwrites && !bad; ++i) {
-        for (int j = 0; j < b.nreads && !bad; ++j)
-          bad = clash(a.writes[static_cast<std::size_t>(i)], b.reads[static_cast<std::size_t>(j)]);
-        for (int j = 0; j < b.nwrites && !bad; ++j)
-          bad = clash(a.writes[static_cast<std::size_t>(i)], b.writes[static_cast<std::size_t>(j)]);
+  // Every two steps of a rank that touch the same bytes, at least one of them writing, must be
+  // ordered by a dependency path: otherwise the executor may run them in either order or at once.
+  // Checked on the dependency graph, independently of the lock-step run's timing.
+  void order_check(int r) {
+    const Program& pr = prog(r);
+    const std::size_t n = pr.size();
+    const std::size_t w = (n + 63) / 64;
+    std::vector<std::uint64_t> anc(n * w, 0);  // anc[j] has bit i: step i precedes step j
+    for (StepId j = 0; j < n; ++j)
+      for (StepId d : pr.step(j).deps) {
+        if (d >= j) continue;
+        anc[j * w + d / 64] |= std::uint64_t{1} << (d % 64);
+        for (std::size_t k = 0; k < w; ++k)
+          anc[j * w + k] |= anc[d * w + k];
       }
-      for (int i = 0; i < a.nreads && !bad; ++i)
-        for (int j = 0; j < b.nwrites && !bad; ++j)
-          bad = clash(a.reads[static_cast<std::size_t>(i)], b.writes[static_cast<std::size_t>(j)]);
-      if (bad) return;
+    struct Touch {
+      std::uint64_t lo, hi;
+      StepId step;
+      bool write;
+    };
+    std::array<std::vector<Touch>, 3> touches;
+    for (StepId i = 0; i < n; ++i) {
+      const Access a = access(r, pr.step(i));
+      for (int k = 0; k < a.nreads; ++k) {
+        const Region& g = a.reads[static_cast<std::size_t>(k)];
+        if (g.bytes)
+          touches[static_cast<std::size_t>(g.buffer)].push_back({g.offset, g.end(), i, false});
+      }
+      for (int k = 0; k < a.nwrites; ++k) {
+        const Region& g = a.writes[static_cast<std::size_t>(k)];
+        if (g.bytes)
+          touches[static_cast<std::size_t>(g.buffer)].push_back({g.offset, g.end(), i, true});
+      }
+    }
+    for (auto& t : touches) {
+      std::ranges::sort(t, [](const Touch& a, const Touch& b) { return a.lo < b.lo; });
+      for (std::size_t i = 0; i < t.size(); ++i)
+        for (std::size_t j = i + 1; j < t.size() && t[j].lo < t[i].hi; ++j) {
+          if (!t[i].write && !t[j].write) continue;
+          if (t[i].step == t[j].step) continue;
+          const StepId a = std::min(t[i].step, t[j].step), b = std::max(t[i].step, t[j].step);
+          if (anc[b * w + a / 64] >> (a % 64) & 1) continue;
+          step_error(r, b,
+                     "touches the same bytes as step " + std::to_string(a) + " (" +
+                         to_string(pr.step(a)) + ") with no dependency path between them");
+          return;
+        }
     }
   }
 
@@ -457,11 +485,12 @@ class Run {
         std::vector<StepId> now;
         now.swap(rs.ready);
         for (StepId id : now) {
-          race_check(r, id);
           rs.state[id] = State::active;
           rs.active.push_back(id);
-          const StepKind k = prog(r).step(id).kind;
-          if (k == StepKind::send || k == StepKind::line_send) rs.snapshot[id] = rs.knows;
+          auto& k = rs.know[id];
+          k[static_cast<std::size_t>(r) / 64] |= std::uint64_t{1} << (r % 64);
+          for (StepId d : prog(r).step(id).deps)
+            or_into(k, rs.know[d]);
           started = true;
         }
       }
@@ -492,11 +521,10 @@ class Run {
           Transfer t{level, r, {}, x.src.bytes, x.kind, x.dir};
           for (const Ref& m : rv) {
             move(r, x.src, m.rank, prog(m.rank).step(m.step).dst, r, id);
-            or_into(st(m.rank).knows, st(r).snapshot[id]);
+            or_into(st(m.rank).know[m.step], st(r).know[id]);
             finish(m.rank, m.step, done);
             t.receivers.push_back(m.rank);
           }
-          st(r).snapshot.erase(id);
           finish(r, id, done);
           res_.transfers.push_back(std::move(t));
         }
@@ -536,22 +564,22 @@ class Run {
     Transfer t{level, x0.kind == StepKind::tree_allreduce ? 0 : x0.peer, {}, 0, x0.kind, {}};
     std::vector<std::uint64_t> all(words_, 0);
     for (int r = 0; r < p_.p; ++r)
-      or_into(all, st(r).knows);
+      or_into(all, st(r).know[st(r).hw[idx]]);
     switch (x0.kind) {
       case StepKind::gi_barrier:
         t.source = 0;
         for (int r = 0; r < p_.p; ++r)
-          st(r).knows = all;
+          st(r).know[st(r).hw[idx]] = all;
         break;
       case StepKind::tree_bcast: {
         const int root = x0.peer;
         const Step& xr = prog(root).step(st(root).hw[idx]);
         t.bytes = xr.src.bytes;
-        const auto rk = st(root).knows;
+        const auto rk = st(root).know[st(root).hw[idx]];
         for (int r = 0; r < p_.p; ++r) {
           const Step& x = prog(r).step(st(r).hw[idx]);
           if (!(r == root && xr.src == xr.dst)) move(root, xr.src, r, x.dst, r, st(r).hw[idx]);
-          or_into(st(r).knows, rk);
+          or_into(st(r).know[st(r).hw[idx]], rk);
         }
         break;
       }
@@ -596,7 +624,7 @@ class Run {
             d.origin[x.dst.offset + i] = acc.origin[i];
             std::ranges::copy(acc.set(i), d.set(x.dst.offset + i).begin());
           }
-          or_into(st(r).knows, all);
+          or_into(st(r).know[st(r).hw[idx]], all);
         }
         break;
       }
@@ -697,7 +725,12 @@ class Run {
       }
       if (p_.op == Collective::barrier || p_.op == Collective::allreduce ||
           p_.op == Collective::allgather || p_.op == Collective::alltoall)
-        if (!std::ranges::equal(st(r).knows, all))
+        if (std::vector<std::uint64_t> k(words_, 0); [&] {
+              k[static_cast<std::size_t>(r) / 64] |= std::uint64_t{1} << (r % 64);
+              for (const auto& s : st(r).know)
+                or_into(k, s);
+              return !std::ranges::equal(k, all);
+            }())
           error("rank " + std::to_string(r) +
                 " finishes without having heard (transitively) from every rank");
     }

@@ -1,0 +1,101 @@
+#pragma once
+// Runs one rank's Program over the message layer (point-to-point and line steps) and the
+// collective network / global interrupt (tree and barrier steps).
+//
+// One Engine per task owns the message-layer handler (kHandler) and matches arriving messages to
+// posted receives by (communicator context, collective sequence number, source, tag); messages of
+// a collective this rank has not reached yet wait as unexpected messages. A Communicator is a
+// group of ranks with a context id; every rank of it calls its collectives in the same order.
+//
+// Deposit-bit line steps are executed as one point-to-point message per receiver (the message
+// layer has no multicast); the cost model charges them as lines.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "bgl/coll/params.hpp"
+#include "bgl/coll/schedule.hpp"
+#include "bgl/msg/message_layer.hpp"
+
+namespace bgl::collnet {
+class CollectiveNetwork;
+}
+
+namespace bgl::coll {
+
+inline constexpr msg::HandlerId kHandler = 62;
+
+class Engine {
+ public:
+  // Registers kHandler on `layer`. `net` (optional) is this task's collective-network object for
+  // tree and global-interrupt steps; it must outlive the engine.
+  explicit Engine(msg::MessageLayer& layer, collnet::CollectiveNetwork* net = nullptr);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  msg::MessageLayer& layer() { return layer_; }
+  collnet::CollectiveNetwork* network() { return net_; }
+
+  struct Key {
+    std::uint32_t context, seq, source, tag;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    std::size_t operator()(const Key& k) const;
+  };
+  // A receive waiting for its message, or a message waiting for its receive.
+  struct Slot {
+    bool posted = false;
+    std::span<std::byte> buffer;  // posted
+    msg::RecvDone done = nullptr;
+    void* context = nullptr;
+    msg::RecvHandle handle{};  // unexpected
+    std::size_t bytes = 0;     // unexpected
+  };
+
+  // Posts a receive (or accepts a message that already arrived).
+  void expect(const Key& key, std::span<std::byte> buffer, msg::RecvDone done, void* context);
+  // Messages that arrived for receives not posted yet (for tests: 0 after every collective).
+  std::size_t unexpected() const;
+
+ private:
+  static msg::RecvTarget arrival(void* self, const msg::Arrival& a);
+  msg::MessageLayer& layer_;
+  collnet::CollectiveNetwork* net_;
+  std::unordered_map<Key, Slot, KeyHash> slots_;
+};
+
+struct Buffers {
+  std::span<const std::byte> send;
+  std::span<std::byte> recv;
+};
+
+class Communicator {
+ public:
+  // `topology.world_ranks` lists the job ranks of the members (empty: the whole job, in order);
+  // `rank` is this task's rank in the communicator. All members use the same `context`.
+  Communicator(Engine& engine, Topology topology, int size, int rank, std::uint32_t context);
+
+  int size() const { return size_; }
+  int rank() const { return rank_; }
+  const Topology& topology() const { return topology_; }
+  Engine& engine() { return engine_; }
+
+  // Executes this rank's program of a schedule for `params` (blocking). Buffer sizes must be at
+  // least params.send_bytes(rank) / recv_bytes(rank). Throws std::invalid_argument for bad
+  // buffers, std::runtime_error when a message of the wrong size arrives.
+  void run(const Program& program, const Params& params, Buffers buffers);
+
+ private:
+  Engine& engine_;
+  Topology topology_;
+  int size_, rank_;
+  std::uint32_t context_;
+  std::uint32_t seq_ = 0;
+  std::vector<std::byte> scratch_;  // reused across calls
+};
+
+}  // namespace bgl::coll

@@ -1,0 +1,423 @@
+#include "bgl/coll/executor.hpp"
+
+#include <array>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "bgl/coll/reduce_ops.hpp"
+#include "bgl/collnet/collective_network.hpp"
+#include "tree_ops.hpp"
+
+namespace bgl::coll {
+
+std::optional<collnet::Op> tree_integer_op(DataType t, ReduceOp op) {
+  collnet::Lane lane;
+  switch (t) {
+    case DataType::i32:
+      lane = collnet::Lane::i32;
+      break;
+    case DataType::u32:
+      lane = collnet::Lane::u32;
+      break;
+    case DataType::i64:
+      lane = collnet::Lane::i64;
+      break;
+    case DataType::u64:
+      lane = collnet::Lane::u64;
+      break;
+    default:
+      return std::nullopt;
+  }
+  switch (op) {
+    case ReduceOp::sum:
+      return collnet::Op{collnet::AluOp::add, lane};
+    case ReduceOp::max:
+      return collnet::Op{collnet::AluOp::max, lane};
+    case ReduceOp::min:
+      return collnet::Op{collnet::AluOp::min, lane};
+    case ReduceOp::band:
+      return collnet::Op{collnet::AluOp::bit_and, lane};
+    case ReduceOp::bor:
+      return collnet::Op{collnet::AluOp::bit_or, lane};
+    case ReduceOp::bxor:
+      return collnet::Op{collnet::AluOp::bit_xor, lane};
+    case ReduceOp::prod:
+      break;
+  }
+  return std::nullopt;
+}
+
+bool tree_double_op(DataType t, ReduceOp op) {
+  return t == DataType::f64 && (op == ReduceOp::sum || op == ReduceOp::max || op == ReduceOp::min);
+}
+
+// ---- Engine
+
+std::size_t Engine::KeyHash::operator()(const Key& k) const {
+  std::uint64_t h = k.context * 0x9E3779B97F4A7C15ull;
+  h ^= (h >> 29) + k.seq * 0xBF58476D1CE4E5B9ull;
+  h ^= (h >> 31) + k.source * 0x94D049BB133111EBull;
+  h ^= (h >> 30) + k.tag;
+  return static_cast<std::size_t>(h);
+}
+
+namespace {
+struct WireHeader {
+  std::uint32_t context, seq, tag;
+};
+}  // namespace
+
+Engine::Engine(msg::MessageLayer& layer, collnet::CollectiveNetwork* net)
+    : layer_(layer), net_(net) {
+  layer_.register_handler(kHandler, &Engine::arrival, this);
+}
+
+Engine::~Engine() = default;
+
+std::size_t Engine::unexpected() const {
+  std::size_t n = 0;
+  for (const auto& [k, s] : slots_)
+    n += !s.posted;
+  return n;
+}
+
+msg::RecvTarget Engine::arrival(void* self, const msg::Arrival& a) {
+  auto& e = *static_cast<Engine*>(self);
+  WireHeader h{};
+  if (a.header.size() != sizeof h)
+    throw std::runtime_error("collectives: message with a " + std::to_string(a.header.size()) +
+                             "-byte header from rank " + std::to_string(a.source) +
+                             " on the collectives handler");
+  std::memcpy(&h, a.header.data(), sizeof h);
+  const Key key{h.context, h.seq, a.source, h.tag};
+  auto it = e.slots_.find(key);
+  if (it == e.slots_.end()) {
+    Slot s;
+    s.handle = a.handle;
+    s.bytes = a.bytes;
+    e.slots_.emplace(key, s);
+    return msg::RecvTarget::later();
+  }
+  const Slot s = it->second;
+  e.slots_.erase(it);
+  if (s.buffer.size() != a.bytes)
+    throw std::runtime_error("collectives: " + std::to_string(a.bytes) +
+                             "-byte message from rank " + std::to_string(a.source) + " (context " +
+                             std::to_string(h.context) + ", collective " + std::to_string(h.seq) +
+                             ", tag " + std::to_string(h.tag) + ") for a " +
+                             std::to_string(s.buffer.size()) + "-byte receive");
+  return msg::RecvTarget::into(s.buffer, s.done, s.context);
+}
+
+void Engine::expect(const Key& key, std::span<std::byte> buffer, msg::RecvDone done,
+                    void* context) {
+  auto it = slots_.find(key);
+  if (it == slots_.end()) {
+    Slot s;
+    s.posted = true;
+    s.buffer = buffer;
+    s.done = done;
+    s.context = context;
+    slots_.emplace(key, s);
+    return;
+  }
+  if (it->second.posted)
+    throw std::logic_error("collectives: two receives posted for source " +
+                           std::to_string(key.source) + " tag " + std::to_string(key.tag));
+  const Slot s = it->second;
+  slots_.erase(it);
+  if (s.bytes != buffer.size())
+    throw std::runtime_error("collectives: " + std::to_string(s.bytes) +
+                             "-byte message from rank " + std::to_string(key.source) + " (tag " +
+                             std::to_string(key.tag) + ") for a " + std::to_string(buffer.size()) +
+                             "-byte receive");
+  layer_.accept(s.handle, msg::RecvTarget::into(buffer, done, context));
+}
+
+// ---- Communicator
+
+Communicator::Communicator(Engine& engine, Topology topology, int size, int rank,
+                           std::uint32_t context)
+    : engine_(engine), topology_(std::move(topology)), size_(size), rank_(rank), context_(context) {
+  if (size < 1 || rank < 0 || rank >= size)
+    throw std::invalid_argument("collectives: rank " + std::to_string(rank) +
+                                " outside a communicator of " + std::to_string(size));
+  if (!topology_.world_ranks.empty() &&
+      topology_.world_ranks.size() != static_cast<std::size_t>(size))
+    throw std::invalid_argument("collectives: " + std::to_string(topology_.world_ranks.size()) +
+                                " world ranks for a communicator of " + std::to_string(size));
+}
+
+namespace {
+
+class Run {
+ public:
+  Run(Communicator& c, const Program& prog, const Params& x, Buffers b,
+      std::span<std::byte> scratch, std::uint32_t context, std::uint32_t seq)
+      : c_(c), prog_(prog), x_(x), b_(b), scratch_(scratch), context_(context), seq_(seq) {}
+
+  void go() {
+    const std::size_t n = prog_.size();
+    pending_.assign(n, 0);
+    outstanding_.assign(n, 0);
+    dependents_.assign(n, {});
+    std::size_t messages = 0;
+    for (StepId id = 0; id < n; ++id) {
+      const Step& s = prog_.step(id);
+      for (StepId d : s.deps) {
+        if (d >= id) throw std::invalid_argument("collectives: step depends on a later step");
+        ++pending_[id];
+        dependents_[d].push_back(id);
+      }
+      if (s.kind == StepKind::send) ++messages;
+      if (s.kind == StepKind::line_send) messages += s.peers.size();
+      if (pending_[id] == 0) ready_.push_back(id);
+    }
+    sends_.reserve(messages);  // SendMessages must not move once posted
+    recvs_.reserve(n);
+    msg::MessageLayer& ml = c_.engine().layer();
+    while (done_ < n) {
+      while (!ready_.empty() || !completed_.empty()) {
+        std::vector<StepId> now;
+        now.swap(ready_);
+        for (StepId id : now)
+          start(id);
+        finish_completed();
+      }
+      if (active_ == 0 && !deferred_.empty()) {
+        const StepId id = deferred_.front();
+        deferred_.erase(deferred_.begin());
+        hardware(id);
+        complete(id);
+        finish_completed();
+        continue;
+      }
+      if (done_ == n) break;
+      if (!ml.advance()) ml.wait();
+      finish_completed();
+    }
+  }
+
+ private:
+  struct SendRec {
+    msg::SendMessage m;
+    WireHeader h;
+    Run* run;
+    StepId id;
+  };
+  struct RecvRec {
+    Run* run;
+    StepId id;
+  };
+
+  std::span<std::byte> region(const Region& g) {
+    switch (g.buffer) {
+      case Buffer::send:
+        throw std::logic_error("collectives: write to the send buffer");
+      case Buffer::recv:
+        return b_.recv.subspan(g.offset, g.bytes);
+      case Buffer::scratch:
+        return scratch_.subspan(g.offset, g.bytes);
+    }
+    return {};
+  }
+  std::span<const std::byte> cregion(const Region& g) {
+    if (g.buffer == Buffer::send) return b_.send.subspan(g.offset, g.bytes);
+    return region(g);
+  }
+
+  std::uint32_t world(int r) const {
+    return static_cast<std::uint32_t>(c_.topology().world_rank(r));
+  }
+
+  void post(int peer, const Region& src, Tag tag, StepId id) {
+    sends_.push_back({});
+    SendRec& s = sends_.back();
+    s.h = {context_, seq_, tag};
+    s.run = this;
+    s.id = id;
+    s.m.dest = world(peer);
+    s.m.handler = kHandler;
+    s.m.header = std::as_bytes(std::span(&s.h, 1));
+    s.m.data.buffer = cregion(src);
+    s.m.done = &Run::send_done;
+    s.m.context = &s;
+    ++outstanding_[id];
+    c_.engine().layer().post(s.m);
+  }
+
+  static void send_done(msg::SendMessage& m) {
+    auto* s = static_cast<SendRec*>(m.context);
+    s->run->sub_done(s->id);
+  }
+  static void recv_done(void* ctx, std::uint32_t, std::size_t) {
+    auto* r = static_cast<RecvRec*>(ctx);
+    r->run->sub_done(r->id);
+  }
+  void sub_done(StepId id) {
+    if (--outstanding_[id] == 0) complete(id);
+  }
+  void complete(StepId id) { completed_.push_back(id); }
+  void finish_completed() {
+    while (!completed_.empty()) {
+      std::vector<StepId> now;
+      now.swap(completed_);
+      for (StepId id : now) {
+        ++done_;
+        const StepKind k = prog_.step(id).kind;
+        if (k == StepKind::send || k == StepKind::recv || k == StepKind::line_send) --active_;
+        for (StepId d : dependents_[id])
+          if (--pending_[d] == 0) ready_.push_back(d);
+      }
+    }
+  }
+
+  void start(StepId id) {
+    const Step& s = prog_.step(id);
+    switch (s.kind) {
+      case StepKind::send:
+        ++active_;
+        post(s.peer, s.src, s.tag, id);
+        break;
+      case StepKind::line_send:
+        ++active_;
+        for (int q : s.peers)
+          post(q, s.src, s.tag, id);
+        if (s.peers.empty()) complete(id);
+        break;
+      case StepKind::recv: {
+        ++active_;
+        recvs_.push_back({this, id});
+        ++outstanding_[id];
+        c_.engine().expect({context_, seq_, world(s.peer), s.tag}, region(s.dst), &Run::recv_done,
+                           &recvs_.back());
+        break;
+      }
+      case StepKind::copy: {
+        const auto src = cregion(s.src);
+        if (!src.empty()) std::memcpy(region(s.dst).data(), src.data(), src.size());
+        complete(id);
+        break;
+      }
+      case StepKind::reduce:
+        apply_reduce(x_.dtype, x_.reduce_op, region(s.dst), cregion(s.src));
+        complete(id);
+        break;
+      default:
+        deferred_.push_back(id);  // hardware steps run when nothing else is in flight
+        break;
+    }
+  }
+
+  void hardware(StepId id) {
+    const Step& s = prog_.step(id);
+    collnet::CollectiveNetwork* net = c_.engine().network();
+    if (!net)
+      throw std::logic_error(
+          "collectives: a collective-network step, but the engine has no collective network");
+    const int me = c_.rank();
+    switch (s.kind) {
+      case StepKind::gi_barrier:
+        net->barrier();
+        return;
+      case StepKind::tree_bcast: {
+        auto dst = region(s.dst);
+        if (me == s.peer && !(s.src == s.dst)) {
+          const auto src = cregion(s.src);
+          std::memcpy(dst.data(), src.data(), src.size());
+        }
+        net->broadcast(world(s.peer), dst);
+        return;
+      }
+      case StepKind::tree_reduce:
+      case StepKind::tree_allreduce: {
+        const auto in = cregion(s.src);
+        const bool all = s.kind == StepKind::tree_allreduce;
+        const bool keep = all || me == s.peer;
+        std::span<std::byte> out = keep ? region(s.dst) : std::span<std::byte>{};
+        if (auto op = tree_integer_op(x_.dtype, x_.reduce_op)) {
+          if (all)
+            net->allreduce(*op, in, out);
+          else
+            net->reduce(world(s.peer), *op, in, out);
+          return;
+        }
+        if (!tree_double_op(x_.dtype, x_.reduce_op))
+          throw std::logic_error("collectives: the collective network cannot reduce this type");
+        // Doubles: every task takes part in the two-phase allreduce; non-roots discard.
+        std::vector<std::byte> tmp;
+        if (!keep) {
+          tmp.resize(in.size());
+          out = tmp;
+        }
+        auto din = std::span(reinterpret_cast<const double*>(in.data()), in.size() / 8);
+        auto dout = std::span(reinterpret_cast<double*>(out.data()), out.size() / 8);
+        std::vector<double> ain, aout;
+        // The FP routines want aligned doubles; user buffers may be misaligned.
+        if (reinterpret_cast<std::uintptr_t>(in.data()) % alignof(double) ||
+            reinterpret_cast<std::uintptr_t>(out.data()) % alignof(double)) {
+          ain.resize(din.size());
+          aout.resize(din.size());
+          std::memcpy(ain.data(), in.data(), in.size());
+          din = ain;
+          dout = aout;
+        }
+        switch (x_.reduce_op) {
+          case ReduceOp::sum:
+            net->allreduce_sum(din, dout);
+            break;
+          case ReduceOp::max:
+            net->allreduce_max(din, dout);
+            break;
+          default:
+            net->allreduce_min(din, dout);
+            break;
+        }
+        if (!aout.empty()) std::memcpy(out.data(), aout.data(), out.size());
+        return;
+      }
+      default:
+        return;
+    }
+  }
+
+  Communicator& c_;
+  const Program& prog_;
+  const Params& x_;
+  Buffers b_;
+  std::span<std::byte> scratch_;
+  std::uint32_t context_, seq_;
+  std::vector<std::uint32_t> pending_, outstanding_;
+  std::vector<std::vector<StepId>> dependents_;
+  std::vector<StepId> ready_, completed_, deferred_;
+  std::vector<SendRec> sends_;
+  std::vector<RecvRec> recvs_;
+  std::size_t done_ = 0;
+  int active_ = 0;
+};
+
+}  // namespace
+
+void Communicator::run(const Program& program, const Params& params, Buffers buffers) {
+  if (buffers.send.size() < params.send_bytes(rank_))
+    throw std::invalid_argument("collectives: " + std::string(to_string(params.op)) +
+                                " needs a send buffer of " +
+                                std::to_string(params.send_bytes(rank_)) + " bytes, got " +
+                                std::to_string(buffers.send.size()));
+  if (buffers.recv.size() < params.recv_bytes(rank_))
+    throw std::invalid_argument("collectives: " + std::string(to_string(params.op)) +
+                                " needs a receive buffer of " +
+                                std::to_string(params.recv_bytes(rank_)) + " bytes, got " +
+                                std::to_string(buffers.recv.size()));
+  if (program.rank() != rank_)
+    throw std::invalid_argument("collectives: program for rank " + std::to_string(program.rank()) +
+                                " run on rank " + std::to_string(rank_));
+  if (scratch_.size() < program.scratch_bytes) scratch_.resize(program.scratch_bytes);
+  Run run(*this, program, params, buffers,
+          std::span(scratch_).first(static_cast<std::size_t>(program.scratch_bytes)), context_,
+          seq_++);
+  run.go();
+}
+
+}  // namespace bgl::coll

@@ -1,0 +1,52 @@
+// Real multi-process runs of every algorithm through the executor and the message layer, started
+// by bglrun; each task compares its results with a locally computed reference.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "process_runner.hpp"
+
+namespace {
+
+using bgl::test::ProcessResult;
+using bgl::test::run_process;
+using ::testing::HasSubstr;
+
+ProcessResult bglrun(std::vector<std::string> args, double timeout) {
+  args.insert(args.begin(), {BGLRUN_PATH, "--timeout", std::to_string(static_cast<int>(timeout))});
+  return run_process(args, timeout + 15);
+}
+
+void expect_ok(const ProcessResult& r) {
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(r.timed_out) << r.output;
+  EXPECT_THAT(r.output, Not(HasSubstr("CHECK FAILED")));
+}
+
+TEST(CollWorld, EveryAlgorithmOn4x2x1) {
+  const auto r = bglrun({"-np", "8", "--shape", "4x2x1", COLL_SCENARIOS_PATH, "world"}, 150);
+  expect_ok(r);
+  EXPECT_THAT(r.output, HasSubstr("coll: world bcast binomial ok"));
+  EXPECT_THAT(r.output, HasSubstr("coll: world alltoall post_all ok"));
+  EXPECT_THAT(r.output, HasSubstr("coll: world allreduce rabenseifner ok"));
+}
+
+TEST(CollWorld, OddSizeOn3x2x1) {
+  const auto r = bglrun({"-np", "6", "--shape", "3x2x1", COLL_SCENARIOS_PATH, "world"}, 150);
+  expect_ok(r);
+  EXPECT_THAT(r.output, HasSubstr("coll: world allgather bruck ok"));
+}
+
+TEST(CollSplit, TwoConcurrentCommunicators) {
+  const auto r = bglrun({"-np", "10", "--shape", "5x2x1", COLL_SCENARIOS_PATH, "split"}, 150);
+  expect_ok(r);
+  EXPECT_THAT(r.output, HasSubstr("coll: split allreduce recursive_doubling ok"));
+}
+
+TEST(CollWorld, VirtualNodeMode) {
+  const auto r = bglrun({"-np", "8", "--shape", "2x2x1", "--mode", "vn", COLL_SCENARIOS_PATH,
+                         "world", "bcast,allreduce,alltoall"},
+                        150);
+  expect_ok(r);
+}
+
+}  // namespace
