@@ -341,9 +341,11 @@ class Run {
     for (int r = 0; r < p_.p; ++r) {
       RankState& rs = st(r);
       const Program& pr = prog(r);
-      rs.buf[0].resize(capacity(r, Buffer::send), words_);
-      rs.buf[1].resize(capacity(r, Buffer::recv), words_);
-      rs.buf[2].resize(capacity(r, Buffer::scratch), words_);
+      if (o_.track_data) {
+        rs.buf[0].resize(capacity(r, Buffer::send), words_);
+        rs.buf[1].resize(capacity(r, Buffer::recv), words_);
+        rs.buf[2].resize(capacity(r, Buffer::scratch), words_);
+      }
       auto own = [&](Cells& c, int who) {
         for (std::uint64_t i = 0; i < c.origin.size(); ++i) {
           c.origin[i] = i;
@@ -370,6 +372,7 @@ class Run {
 
   // Moves provenance; returns false (after reporting) on an undefined read.
   bool move(int from, const Region& s, int to, const Region& d, int r_err, StepId id_err) {
+    if (!o_.track_data) return true;
     Cells& a = cells(from, s.buffer);
     Cells& b = cells(to, d.buffer);
     bool ok = true;
@@ -389,6 +392,7 @@ class Run {
 
   // dst (rank to) op= src (rank from), byte-wise provenance union.
   void combine(int from, const Region& s, int to, const Region& d, int r_err, StepId id_err) {
+    if (!o_.track_data) return;
     Cells& a = cells(from, s.buffer);
     Cells& b = cells(to, d.buffer);
     for (std::uint64_t i = 0; i < s.bytes; ++i) {
@@ -588,6 +592,11 @@ class Run {
         // Combine everyone's contribution in a scratch copy of rank 0's, then deliver.
         const Step& a = prog(0).step(st(0).hw[idx]);
         t.bytes = a.src.bytes;
+        if (!o_.track_data) {
+          for (int r = 0; r < p_.p; ++r)
+            or_into(st(r).know[st(r).hw[idx]], all);
+          break;
+        }
         Cells acc;
         acc.resize(a.src.bytes, words_);
         const Cells& c0 = cells(0, a.src.buffer);
@@ -662,66 +671,68 @@ class Run {
     std::vector<std::uint64_t> one(words_, 0);
     for (int r = 0; r < p_.p; ++r) {
       const Cells& c = cells(r, Buffer::recv);
-      // expected(i) -> (origin offset, contributing rank or -1 for all)
-      auto check = [&](std::uint64_t i, std::uint64_t origin, int who) {
-        std::span<const std::uint64_t> want = all;
-        if (who >= 0) {
-          std::ranges::fill(one, 0);
-          one[static_cast<std::size_t>(who) / 64] |= std::uint64_t{1} << (who % 64);
-          want = one;
-        }
-        const auto got = c.set(i);
-        if (c.origin[i] == origin && std::ranges::equal(got, want)) return true;
-        std::ostringstream o;
-        o << "rank " << r << " ends with recv[" << i << "] = ";
-        if (c.origin[i] == kUndefined) {
-          o << "undefined";
-        } else {
-          o << "byte " << c.origin[i] << " of {";
-          int shown = 0;
-          for (int q = 0; q < p_.p && shown < 8; ++q)
-            if (got[static_cast<std::size_t>(q) / 64] >> (q % 64) & 1)
-              o << (shown++ ? "," : "") << q;
-          o << (shown == 8 ? ",...}" : "}");
-        }
-        o << ", expected byte " << origin << " of "
-          << (who >= 0 ? "rank " + std::to_string(who) : "all ranks");
-        error(o.str());
-        return false;
-      };
-      const std::uint64_t n = c.origin.size();
-      switch (p_.op) {
-        case Collective::bcast:
-          for (std::uint64_t i = 0; i < n; ++i)
-            if (!check(i, i, p_.root)) break;
-          break;
-        case Collective::reduce:
-        case Collective::allreduce:
-          for (std::uint64_t i = 0; i < n; ++i)
-            if (!check(i, i, -1)) break;
-          break;
-        case Collective::reduce_scatter:
-          for (std::uint64_t i = 0; i < n; ++i)
-            if (!check(i, p_.displ(r) + i, -1)) break;
-          break;
-        case Collective::allgather:
-          for (int q = 0; q < p_.p; ++q) {
-            bool ok = true;
-            for (std::uint64_t i = 0; i < p_.counts[static_cast<std::size_t>(q)] && ok; ++i)
-              ok = check(p_.displ(q) + i, i, q);
-            if (!ok) break;
+      if (o_.track_data) {
+        // expected(i) -> (origin offset, contributing rank or -1 for all)
+        auto check = [&](std::uint64_t i, std::uint64_t origin, int who) {
+          std::span<const std::uint64_t> want = all;
+          if (who >= 0) {
+            std::ranges::fill(one, 0);
+            one[static_cast<std::size_t>(who) / 64] |= std::uint64_t{1} << (who % 64);
+            want = one;
           }
-          break;
-        case Collective::alltoall:
-          for (int q = 0; q < p_.p; ++q) {
-            bool ok = true;
-            for (std::uint64_t i = 0; i < p_.a2a_count(q, r) && ok; ++i)
-              ok = check(p_.a2a_recv_displ(q, r) + i, p_.a2a_send_displ(q, r) + i, q);
-            if (!ok) break;
+          const auto got = c.set(i);
+          if (c.origin[i] == origin && std::ranges::equal(got, want)) return true;
+          std::ostringstream o;
+          o << "rank " << r << " ends with recv[" << i << "] = ";
+          if (c.origin[i] == kUndefined) {
+            o << "undefined";
+          } else {
+            o << "byte " << c.origin[i] << " of {";
+            int shown = 0;
+            for (int q = 0; q < p_.p && shown < 8; ++q)
+              if (got[static_cast<std::size_t>(q) / 64] >> (q % 64) & 1)
+                o << (shown++ ? "," : "") << q;
+            o << (shown == 8 ? ",...}" : "}");
           }
-          break;
-        case Collective::barrier:
-          break;
+          o << ", expected byte " << origin << " of "
+            << (who >= 0 ? "rank " + std::to_string(who) : "all ranks");
+          error(o.str());
+          return false;
+        };
+        const std::uint64_t n = c.origin.size();
+        switch (p_.op) {
+          case Collective::bcast:
+            for (std::uint64_t i = 0; i < n; ++i)
+              if (!check(i, i, p_.root)) break;
+            break;
+          case Collective::reduce:
+          case Collective::allreduce:
+            for (std::uint64_t i = 0; i < n; ++i)
+              if (!check(i, i, -1)) break;
+            break;
+          case Collective::reduce_scatter:
+            for (std::uint64_t i = 0; i < n; ++i)
+              if (!check(i, p_.displ(r) + i, -1)) break;
+            break;
+          case Collective::allgather:
+            for (int q = 0; q < p_.p; ++q) {
+              bool ok = true;
+              for (std::uint64_t i = 0; i < p_.counts[static_cast<std::size_t>(q)] && ok; ++i)
+                ok = check(p_.displ(q) + i, i, q);
+              if (!ok) break;
+            }
+            break;
+          case Collective::alltoall:
+            for (int q = 0; q < p_.p; ++q) {
+              bool ok = true;
+              for (std::uint64_t i = 0; i < p_.a2a_count(q, r) && ok; ++i)
+                ok = check(p_.a2a_recv_displ(q, r) + i, p_.a2a_send_displ(q, r) + i, q);
+              if (!ok) break;
+            }
+            break;
+          case Collective::barrier:
+            break;
+        }
       }
       if (p_.op == Collective::barrier || p_.op == Collective::allreduce ||
           p_.op == Collective::allgather || p_.op == Collective::alltoall)

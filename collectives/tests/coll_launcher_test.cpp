@@ -28,6 +28,13 @@ TEST(CollWorld, EveryAlgorithmOn4x2x1) {
   EXPECT_THAT(r.output, HasSubstr("coll: world bcast binomial ok"));
   EXPECT_THAT(r.output, HasSubstr("coll: world alltoall post_all ok"));
   EXPECT_THAT(r.output, HasSubstr("coll: world allreduce rabenseifner ok"));
+  // Seed 004's algorithms: collective network, global interrupt, deposit-bit routes, injection.
+  EXPECT_THAT(r.output, HasSubstr("coll: world bcast tree ok"));
+  EXPECT_THAT(r.output, HasSubstr("coll: world allreduce tree ok"));
+  EXPECT_THAT(r.output, HasSubstr("coll: world reduce tree ok"));
+  EXPECT_THAT(r.output, HasSubstr("coll: world barrier gi ok"));
+  EXPECT_THAT(r.output, HasSubstr("coll: world bcast torus3 ok"));
+  EXPECT_THAT(r.output, HasSubstr("coll: world alltoall controlled ok"));
 }
 
 TEST(CollWorld, OddSizeOn3x2x1) {
@@ -40,6 +47,9 @@ TEST(CollSplit, TwoConcurrentCommunicators) {
   const auto r = bglrun({"-np", "10", "--shape", "5x2x1", COLL_SCENARIOS_PATH, "split"}, 150);
   expect_ok(r);
   EXPECT_THAT(r.output, HasSubstr("coll: split allreduce recursive_doubling ok"));
+  // Not the whole partition: no collective-network algorithm may run.
+  EXPECT_THAT(r.output, Not(HasSubstr(" tree ok")));
+  EXPECT_THAT(r.output, Not(HasSubstr(" gi ok")));
 }
 
 TEST(CollWorld, VirtualNodeMode) {
