@@ -749,7 +749,7 @@ class Run {
 
   const Schedule& s_;
   const Params& p_;
-  const VerifyOptions& o_;
+  const VerifyOptions o_;  // a copy: cheap, and no lifetime to reason about
   std::size_t words_;
   std::vector<RankState> ranks_;
   std::vector<std::vector<std::vector<Ref>>> match_;  // rank, send step -> its receives
