@@ -188,6 +188,12 @@ class Run {
       if (active_ == 0 && !deferred_.empty()) {
         const StepId id = deferred_.front();
         deferred_.erase(deferred_.begin());
+        // A hardware step blocks on the collective network without advancing the message layer.
+        // A send's done() means only that its buffer may be reused: its last packets (and acks
+        // or fins this task owes) may still wait in the injection FIFOs, which move only when
+        // this task advances. A peer still in an earlier collective would wait for them forever
+        // while this task waits for that peer on the tree: hand everything to the network first.
+        ml.progress_until([&] { return ml.flushed(); });
         hardware(id);
         complete(id);
         finish_completed();
