@@ -1,7 +1,10 @@
 #include "bgl/coll/executor.hpp"
 
 #include <array>
+#include <climits>
+#include <cstdint>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -66,11 +69,64 @@ namespace {
 struct WireHeader {
   std::uint32_t context, seq, tag;
 };
+// What every deposit-bit line packet starts with; the packet header's word is the part's size.
+struct LineHeader {
+  std::uint32_t context, seq, tag, offset;
+};
+constexpr std::size_t kLineData = pkt::kMaxPayloadBytes - sizeof(LineHeader);
+
+std::string describe(const Engine::Key& k) {
+  return "from rank " + std::to_string(k.source) + " (context " + std::to_string(k.context) +
+         ", collective " + std::to_string(k.seq) + ", tag " + std::to_string(k.tag) + ")";
+}
 }  // namespace
 
 Engine::Engine(msg::MessageLayer& layer, collnet::CollectiveNetwork* net)
     : layer_(layer), net_(net) {
   layer_.register_handler(kHandler, &Engine::arrival, this);
+  layer_.register_packet_handler(kLineDispatch, &Engine::line_packet, this);
+}
+
+// One copy of a line packet: into the posted receive, or kept until the receive is posted.
+void Engine::line_packet(void* self, const pkt::PacketHeader& h,
+                         std::span<const std::byte> payload) {
+  auto& e = *static_cast<Engine*>(self);
+  LineHeader lh{};
+  if (payload.size() < sizeof lh)
+    throw std::runtime_error("collectives: line packet of " + std::to_string(payload.size()) +
+                             " bytes from rank " + std::to_string(h.source_rank()));
+  std::memcpy(&lh, payload.data(), sizeof lh);
+  const auto data = payload.subspan(sizeof lh);
+  const Key key{lh.context, lh.seq, h.source_rank(), lh.tag};
+  const std::size_t total = h.word;
+  if (lh.offset > total || data.size() > total - lh.offset)
+    throw std::runtime_error("collectives: line packet " + describe(key) + " with bytes " +
+                             std::to_string(lh.offset) + ".." +
+                             std::to_string(lh.offset + data.size()) + " of a " +
+                             std::to_string(total) + "-byte part");
+  auto it = e.slots_.find(key);
+  if (it == e.slots_.end()) {
+    Slot s;
+    s.line = true;
+    s.bytes = total;
+    s.early.resize(total);
+    it = e.slots_.emplace(key, std::move(s)).first;
+  }
+  Slot& s = it->second;
+  const std::size_t expected_total = s.posted ? s.buffer.size() : s.bytes;
+  if ((!s.posted && !s.line) || total != expected_total)
+    throw std::runtime_error("collectives: " + std::to_string(total) + "-byte line part " +
+                             describe(key) + " for a " + std::to_string(expected_total) + "-byte " +
+                             (s.line ? "receive" : "message"));
+  s.line = true;
+  std::byte* dst = s.posted ? s.buffer.data() : s.early.data();
+  if (!data.empty()) std::memcpy(dst + lh.offset, data.data(), data.size());
+  s.got += data.size();
+  if (!s.posted || s.got != total) return;
+  const msg::RecvDone done = s.done;
+  void* context = s.context;
+  e.slots_.erase(it);
+  done(context, key.source, total);
 }
 
 Engine::~Engine() = default;
@@ -99,6 +155,9 @@ msg::RecvTarget Engine::arrival(void* self, const msg::Arrival& a) {
     e.slots_.emplace(key, s);
     return msg::RecvTarget::later();
   }
+  if (it->second.line)
+    throw std::runtime_error("collectives: message " + describe(key) +
+                             " for a receive that line packets already feed");
   const Slot s = it->second;
   e.slots_.erase(it);
   if (s.buffer.size() != a.bytes)
@@ -125,6 +184,26 @@ void Engine::expect(const Key& key, std::span<std::byte> buffer, msg::RecvDone d
   if (it->second.posted)
     throw std::logic_error("collectives: two receives posted for source " +
                            std::to_string(key.source) + " tag " + std::to_string(key.tag));
+  if (it->second.line) {
+    Slot& s = it->second;
+    if (s.bytes != buffer.size())
+      throw std::runtime_error("collectives: " + std::to_string(s.bytes) + "-byte line part " +
+                               describe(key) + " for a " + std::to_string(buffer.size()) +
+                               "-byte receive");
+    // Parts not yet arrived are zero in `early`; their packets overwrite them later.
+    if (!buffer.empty()) std::memcpy(buffer.data(), s.early.data(), buffer.size());
+    if (s.got == s.bytes) {
+      slots_.erase(it);
+      done(context, key.source, buffer.size());
+      return;
+    }
+    s.posted = true;
+    s.buffer = buffer;
+    s.done = done;
+    s.context = context;
+    s.early = {};
+    return;
+  }
   const Slot s = it->second;
   slots_.erase(it);
   if (s.bytes != buffer.size())
@@ -162,7 +241,7 @@ class Run {
     pending_.assign(n, 0);
     outstanding_.assign(n, 0);
     dependents_.assign(n, {});
-    std::size_t messages = 0;
+    std::size_t messages = 0, line_steps = 0;
     for (StepId id = 0; id < n; ++id) {
       const Step& s = prog_.step(id);
       for (StepId d : s.deps) {
@@ -171,11 +250,15 @@ class Run {
         dependents_[d].push_back(id);
       }
       if (s.kind == StepKind::send) ++messages;
-      if (s.kind == StepKind::line_send) messages += s.peers.size();
+      if (s.kind == StepKind::line_send) {
+        messages += s.peers.size();
+        ++line_steps;
+      }
       if (pending_[id] == 0) ready_.push_back(id);
     }
     sends_.reserve(messages);  // SendMessages must not move once posted
     recvs_.reserve(n);
+    lines_.reserve(line_steps);
     msg::MessageLayer& ml = c_.engine().layer();
     while (done_ < n) {
       while (!ready_.empty() || !completed_.empty()) {
@@ -200,7 +283,8 @@ class Run {
         continue;
       }
       if (done_ == n) break;
-      if (!ml.advance()) ml.wait();
+      const bool injected = pump_lines();
+      if (!ml.advance() && !injected) ml.wait();
       finish_completed();
     }
   }
@@ -215,6 +299,15 @@ class Run {
   struct RecvRec {
     Run* run;
     StepId id;
+  };
+  // A deposit-bit line being injected: `data` from `offset` on is still to go.
+  struct LineRec {
+    StepId id;
+    pkt::PacketSpec spec;
+    std::span<const std::byte> data;
+    std::size_t offset;
+    bool first;  // nothing injected yet (a 0-byte part still sends one packet)
+    Tag tag;
   };
 
   std::span<std::byte> region(const Region& g) {
@@ -253,6 +346,60 @@ class Run {
     c_.engine().layer().post(s.m);
   }
 
+  // The packet spec of a real deposit-bit line for step `s`, when its receivers are exactly the
+  // nodes met along the line from this node (one task each, all in the same FIFO group, as
+  // deposit copies land in the same group on every node); nullopt otherwise.
+  std::optional<pkt::PacketSpec> line_spec(const Step& s) {
+    if (s.peers.empty() || s.src.bytes > UINT32_MAX) return std::nullopt;
+    pkt::Endpoint& ep = c_.engine().layer().endpoint();
+    const torus::Shape& shape = ep.machine().shape();
+    const pkt::Destination last = ep.destination_of(world(s.peers.back()));
+    torus::NodeId at = ep.node();
+    for (int q : s.peers) {
+      const auto next = shape.neighbour(at, s.dir);
+      const pkt::Destination d = ep.destination_of(world(q));
+      if (!next || d.node != *next || d.group != last.group || d.node == ep.node())
+        return std::nullopt;
+      at = *next;
+    }
+    pkt::PacketSpec spec;
+    spec.dest = last;
+    spec.dispatch = kLineDispatch;
+    spec.word = static_cast<std::uint32_t>(s.src.bytes);
+    spec.deposit_line = s.dir;
+    return spec;
+  }
+
+  // Injects what the pending lines still have to send, as far as the injection FIFOs take it;
+  // completes the lines that are out. True when anything was injected.
+  bool pump_lines() {
+    bool progress = false;
+    pkt::Endpoint& ep = c_.engine().layer().endpoint();
+    for (std::size_t i = 0; i < lines_.size();) {
+      LineRec& l = lines_[i];
+      // One injection FIFO per direction, as BG/L's lines leave through their direction's link.
+      const int fifo = static_cast<int>(torus::index_of(*l.spec.deposit_line));
+      while (l.first || l.offset < l.data.size()) {
+        const std::size_t n = std::min(kLineData, l.data.size() - l.offset);
+        const LineHeader h{context_, seq_, l.tag, static_cast<std::uint32_t>(l.offset)};
+        if (ep.inject(fifo, l.spec, std::as_bytes(std::span(&h, 1)), l.data.subspan(l.offset, n)) ==
+            pkt::InjectStatus::full)
+          break;
+        l.offset += n;
+        l.first = false;
+        progress = true;
+      }
+      if (l.first || l.offset < l.data.size()) {
+        ++i;
+        continue;
+      }
+      complete(l.id);
+      lines_[i] = lines_.back();
+      lines_.pop_back();
+    }
+    return progress;
+  }
+
   static void send_done(msg::SendMessage& m) {
     auto* s = static_cast<SendRec*>(m.context);
     s->run->sub_done(s->id);
@@ -288,6 +435,11 @@ class Run {
         break;
       case StepKind::line_send:
         ++active_;
+        if (auto spec = line_spec(s)) {
+          lines_.push_back({id, *spec, cregion(s.src), 0, true, s.tag});
+          pump_lines();
+          break;
+        }
         for (int q : s.peers)
           post(q, s.src, s.tag, id);
         if (s.peers.empty()) complete(id);
@@ -399,6 +551,7 @@ class Run {
   std::vector<StepId> ready_, completed_, deferred_;
   std::vector<SendRec> sends_;
   std::vector<RecvRec> recvs_;
+  std::vector<LineRec> lines_;
   std::size_t done_ = 0;
   int active_ = 0;
 };

@@ -9,6 +9,7 @@ namespace {
 
 using bgl::test::ProcessResult;
 using bgl::test::run_process;
+using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 
 ProcessResult bglrun(std::vector<std::string> args, double timeout) {
@@ -35,12 +36,22 @@ TEST(CollWorld, EveryAlgorithmOn4x2x1) {
   EXPECT_THAT(r.output, HasSubstr("coll: world barrier gi ok"));
   EXPECT_THAT(r.output, HasSubstr("coll: world bcast torus3 ok"));
   EXPECT_THAT(r.output, HasSubstr("coll: world alltoall controlled ok"));
+  // The root's X line reaches three nodes: real deposit-bit multicasts, not unicasts.
+  EXPECT_THAT(r.output, ContainsRegex("torus3 deposit-bit copies [1-9][0-9]*"));
 }
 
 TEST(CollWorld, OddSizeOn3x2x1) {
   const auto r = bglrun({"-np", "6", "--shape", "3x2x1", COLL_SCENARIOS_PATH, "world"}, 150);
   expect_ok(r);
   EXPECT_THAT(r.output, HasSubstr("coll: world allgather bruck ok"));
+  EXPECT_THAT(r.output, HasSubstr("coll: world bcast torus3 ok"));
+  EXPECT_THAT(r.output, ContainsRegex("torus3 deposit-bit copies [1-9][0-9]*"));
+}
+
+TEST(CollLines, DepositBitMulticastAndFallback) {
+  const auto r = bglrun({"-np", "8", "--shape", "4x2x1", COLL_SCENARIOS_PATH, "lines"}, 120);
+  expect_ok(r);
+  EXPECT_THAT(r.output, HasSubstr("coll: lines ok (30 runs)"));
 }
 
 TEST(CollSplit, TwoConcurrentCommunicators) {

@@ -4,6 +4,7 @@
 // with a reference computed locally from the deterministic inputs of all ranks.
 //
 //   coll_scenarios world [OPS]   the job's communicator (whole partition: tree/barrier steps too)
+//   coll_scenarios lines         deposit-bit line steps on their own (see lines())
 //   coll_scenarios split [OPS]   two concurrent communicators (even and odd job ranks, contexts 1
 //                                and 2, reversed rank order in the odd one): torus algorithms
 // OPS: comma-separated collectives (default: all). Prints "coll: <op> <algorithm> ok (<n> runs)".
@@ -182,6 +183,64 @@ std::vector<std::byte> expected(const Params& x, int r) {
   return out;
 }
 
+// Deposit-bit line steps run directly (the job's communicator, rank r on node x = r of a line of
+// at least 3 nodes along X): a line to the next two nodes (a real multicast: the packet layer
+// delivers copies), a line that skips a node (the executor falls back to messages: no copies),
+// and a wrapping line in X-; each for several sizes, with receivers that post late (the packets
+// wait in the engine) or early. Every receiver checks its data; rank 0 checks the copies.
+void lines(const msg::Session& session, Communicator& comm) {
+  const int p = comm.size(), rank = comm.rank();
+  const torus::Shape& shape = session.mapping().shape();
+  if (shape.extent(torus::Dim::x) < 3 || p != shape.node_count())
+    fail("lines needs one task per node and at least 3 nodes along X");
+  auto node_rank = [&](int x) { return static_cast<int>(x % shape.extent(torus::Dim::x)); };
+  const int xe = shape.extent(torus::Dim::x);
+  struct LineCase {
+    torus::Direction dir;
+    std::vector<int> receivers;
+    bool multicast;
+  };
+  const std::vector<LineCase> line_cases{
+      {torus::Direction::x_plus, {node_rank(1), node_rank(2)}, true},
+      {torus::Direction::x_plus, {node_rank(2)}, false},
+      {torus::Direction::x_minus, {node_rank(xe - 1), node_rank(xe - 2)}, true}};
+  const auto& counters = comm.engine().layer().endpoint().counters();
+  int runs = 0;
+  for (const LineCase& lc : line_cases)
+    for (std::uint64_t bytes : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{224},
+                                std::uint64_t{225}, std::uint64_t{20000}})
+      for (bool late : {false, true}) {
+        const Params x = Params::bcast(p, 0, bytes);
+        Program prog(rank);
+        const bool receiver =
+            std::find(lc.receivers.begin(), lc.receivers.end(), rank) != lc.receivers.end();
+        if (rank == 0) prog.line_send(lc.dir, lc.receivers, recv_buf(0, bytes), 7);
+        if (receiver) prog.recv(0, recv_buf(0, bytes), 7);
+        std::vector<std::byte> out(bytes, std::byte{0xEE});
+        if (rank == 0)
+          for (std::uint64_t i = 0; i < bytes; ++i)
+            out[i] = pattern(0, i);
+        if (late && receiver) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        const std::uint64_t before = counters.deposit_copies;
+        comm.run(prog, x, {{}, out});
+        if (receiver || rank == 0)
+          for (std::uint64_t i = 0; i < bytes; ++i)
+            if (out[i] != pattern(0, i))
+              fail("line to " + std::to_string(lc.receivers.size()) + " receivers, " +
+                   std::to_string(bytes) + " bytes: byte " + std::to_string(i) + " differs");
+        // Copies beyond the line's destination: one per packet and intermediate receiver.
+        const std::uint64_t copies = counters.deposit_copies - before;
+        const std::uint64_t packets = std::max<std::uint64_t>(1, (bytes + 223) / 224);
+        const std::uint64_t want = lc.multicast ? packets * (lc.receivers.size() - 1) : 0;
+        if (rank == 0 && copies != want)
+          fail("line to " + std::to_string(lc.receivers.size()) + " receivers, " +
+               std::to_string(bytes) + " bytes: " + std::to_string(copies) +
+               " deposit-bit copies, expected " + std::to_string(want));
+        ++runs;
+      }
+  if (rank == 0) std::printf("coll: lines ok (%d runs)\n", runs);
+}
+
 int run(int argc, char** argv) {
   auto session = msg::Session::from_launcher();
   g_rank = session->rank();
@@ -210,7 +269,7 @@ int run(int argc, char** argv) {
   topo.mapping = &session->mapping();
   int size = world, rank = static_cast<int>(g_rank);
   std::uint32_t context = 0;
-  if (mode == "world") {
+  if (mode == "world" || mode == "lines") {
     topo.whole_partition = true;
   } else if (mode == "split") {
     // Even job ranks in order; odd job ranks in reverse order.
@@ -227,10 +286,19 @@ int run(int argc, char** argv) {
     fail("unknown mode '" + mode + "'");
   }
   Communicator comm(engine, topo, size, rank, context);
+  if (mode == "lines") {
+    lines(*session, comm);
+    while (!session->layer().idle())
+      session->layer().advance();
+    if (engine.unexpected()) fail(std::to_string(engine.unexpected()) + " parts never received");
+    return 0;
+  }
 
   for (Collective op : ops) {
     for (const Algorithm* a : algorithms_for(op)) {
       int runs = 0;
+      // Packet copies the packet layer delivered along deposit-bit lines this task injected.
+      const std::uint64_t copies_before = session->layer().endpoint().counters().deposit_copies;
       for (Case c : cases(op, size)) {
         c.params.topology = topo;
         if (!a->applicable(c.params).empty()) continue;
@@ -289,6 +357,10 @@ int run(int argc, char** argv) {
       if (runs && rank == 0)
         std::printf("coll: %s %s %s ok (%d runs)\n", mode.c_str(),
                     std::string(to_string(op)).c_str(), std::string(a->name).c_str(), runs);
+      if (runs && rank == 0 && a->name == "torus3")
+        std::printf("coll: %s bcast torus3 deposit-bit copies %llu\n", mode.c_str(),
+                    static_cast<unsigned long long>(
+                        session->layer().endpoint().counters().deposit_copies - copies_before));
     }
   }
   // Nothing may be left over: every message found its receive.

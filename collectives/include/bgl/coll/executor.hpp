@@ -7,8 +7,12 @@
 // a collective this rank has not reached yet wait as unexpected messages. A Communicator is a
 // group of ranks with a context id; every rank of it calls its collectives in the same order.
 //
-// Deposit-bit line steps are executed as one point-to-point message per receiver (the message
-// layer has no multicast); the cost model charges them as lines.
+// Deposit-bit line steps are real line multicasts when the receivers are exactly the nodes along
+// the line (as the torus3 broadcast's lines are): the engine injects the part as packets with the
+// deposit bit through the task's endpoint, every node on the line takes a copy, and a receiver's
+// ordinary recv step matches the copies by (context, collective, source, tag) like a message.
+// Otherwise (a receiver missing on the line, another node in between) the step falls back to one
+// point-to-point message per receiver.
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -26,6 +30,9 @@ class CollectiveNetwork;
 namespace bgl::coll {
 
 inline constexpr msg::HandlerId kHandler = 62;
+// Packet-header dispatch id of the deposit-bit line packets (one of the message layer's foreign
+// ids).
+inline constexpr std::uint8_t kLineDispatch = msg::MessageLayer::kForeignDispatchFirst;
 
 class Engine {
  public:
@@ -49,11 +56,14 @@ class Engine {
   // A receive waiting for its message, or a message waiting for its receive.
   struct Slot {
     bool posted = false;
+    bool line = false;            // the data come as deposit-bit line packets
     std::span<std::byte> buffer;  // posted
     msg::RecvDone done = nullptr;
     void* context = nullptr;
-    msg::RecvHandle handle{};  // unexpected
-    std::size_t bytes = 0;     // unexpected
+    msg::RecvHandle handle{};      // unexpected message
+    std::size_t bytes = 0;         // unexpected: the message's size
+    std::size_t got = 0;           // line: bytes arrived so far
+    std::vector<std::byte> early;  // unexpected line: what arrived before the receive
   };
 
   // Posts a receive (or accepts a message that already arrived).
@@ -63,6 +73,8 @@ class Engine {
 
  private:
   static msg::RecvTarget arrival(void* self, const msg::Arrival& a);
+  static void line_packet(void* self, const pkt::PacketHeader& h,
+                          std::span<const std::byte> payload);
   msg::MessageLayer& layer_;
   collnet::CollectiveNetwork* net_;
   std::unordered_map<Key, Slot, KeyHash> slots_;
