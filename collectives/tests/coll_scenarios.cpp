@@ -228,7 +228,10 @@ void lines(const msg::Session& session, Communicator& comm) {
             if (out[i] != pattern(0, i))
               fail("line to " + std::to_string(lc.receivers.size()) + " receivers, " +
                    std::to_string(bytes) + " bytes: byte " + std::to_string(i) + " differs");
-        // Copies beyond the line's destination: one per packet and intermediate receiver.
+        // Copies beyond the line's destination: one per packet and intermediate receiver. The
+        // step completed when its packets were in the injection FIFOs; count once they are out.
+        msg::MessageLayer& ml = comm.engine().layer();
+        ml.progress_until([&] { return ml.flushed(); });
         const std::uint64_t copies = counters.deposit_copies - before;
         const std::uint64_t packets = std::max<std::uint64_t>(1, (bytes + 223) / 224);
         const std::uint64_t want = lc.multicast ? packets * (lc.receivers.size() - 1) : 0;
