@@ -350,7 +350,8 @@ class Run {
   // nodes met along the line from this node (one task each, all in the same FIFO group, as
   // deposit copies land in the same group on every node); nullopt otherwise.
   std::optional<pkt::PacketSpec> line_spec(const Step& s) {
-    if (s.peers.empty() || s.src.bytes > UINT32_MAX) return std::nullopt;
+    if (!c_.engine().line_multicast() || s.peers.empty() || s.src.bytes > UINT32_MAX)
+      return std::nullopt;
     pkt::Endpoint& ep = c_.engine().layer().endpoint();
     const torus::Shape& shape = ep.machine().shape();
     const pkt::Destination last = ep.destination_of(world(s.peers.back()));

@@ -45,6 +45,10 @@ class Engine {
 
   msg::MessageLayer& layer() { return layer_; }
   collnet::CollectiveNetwork* network() { return net_; }
+  // Whether line steps may use deposit-bit multicasts (default); off, every line step sends one
+  // message per receiver (benchmarks compare the two). Every task of a job must agree.
+  void set_line_multicast(bool on) { line_multicast_ = on; }
+  bool line_multicast() const { return line_multicast_; }
 
   struct Key {
     std::uint32_t context, seq, source, tag;
@@ -77,6 +81,7 @@ class Engine {
                           std::span<const std::byte> payload);
   msg::MessageLayer& layer_;
   collnet::CollectiveNetwork* net_;
+  bool line_multicast_ = true;
   std::unordered_map<Key, Slot, KeyHash> slots_;
 };
 
