@@ -129,7 +129,12 @@ void Engine::line_packet(void* self, const pkt::PacketHeader& h,
   done(context, key.source, total);
 }
 
-Engine::~Engine() = default;
+// The message layer may outlive the engine (a C session whose collectives ended): packets for
+// it must not reach a destroyed object.
+Engine::~Engine() {
+  layer_.register_handler(kHandler, nullptr, nullptr);
+  layer_.register_packet_handler(kLineDispatch, nullptr, nullptr);
+}
 
 std::size_t Engine::unexpected() const {
   std::size_t n = 0;
