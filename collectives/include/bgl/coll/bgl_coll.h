@@ -54,8 +54,7 @@ typedef struct bgl_coll_comm bgl_coll_comm_t;
  * context id); every member passes the same value. The library uses message-layer handler 62 and
  * the collective network's route class combine1. */
 int bgl_coll_comm_create(bgl_msg_session_t* session, uint32_t size, uint32_t rank,
-                         const uint32_t* world_ranks, uint32_t context_id,
-                         bgl_coll_comm_t** comm);
+                         const uint32_t* world_ranks, uint32_t context_id, bgl_coll_comm_t** comm);
 void bgl_coll_comm_free(bgl_coll_comm_t* comm);
 
 int bgl_coll_bcast(bgl_coll_comm_t* comm, void* buf, size_t bytes, uint32_t root);
