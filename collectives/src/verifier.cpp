@@ -41,8 +41,10 @@ struct RankState {
   std::vector<StepId> ready;                    // may start at the next level
   std::vector<StepId> active;                   // started, not finished
   std::vector<StepId> hw;                       // tree and global-interrupt steps in order
-  std::vector<std::uint64_t> knows;             // ranks this rank has heard from
-  std::map<StepId, std::vector<std::uint64_t>> snapshot;  // knowledge a send carries
+  // Per step: the ranks it has (transitively) heard from, through its dependencies only (not
+  // through whatever happened to complete earlier in the lock-step run), plus what the step itself
+  // received once complete.
+  std::vector<std::vector<std::uint64_t>> know;
 };
 
 struct Key {
@@ -78,6 +80,9 @@ class Run {
     for (int r = 0; r < p_.p; ++r)
       match_[static_cast<std::size_t>(r)].resize(prog(r).size());
     static_checks();
+    if (!res_.ok) return std::move(res_);
+    for (int r = 0; r < p_.p && res_.ok; ++r)
+      order_check(r);
     if (!res_.ok) return std::move(res_);
     init();
     execute();
@@ -336,9 +341,11 @@ class Run {
     for (int r = 0; r < p_.p; ++r) {
       RankState& rs = st(r);
       const Program& pr = prog(r);
-      rs.buf[0].resize(capacity(r, Buffer::send), words_);
-      rs.buf[1].resize(capacity(r, Buffer::recv), words_);
-      rs.buf[2].resize(capacity(r, Buffer::scratch), words_);
+      if (o_.track_data) {
+        rs.buf[0].resize(capacity(r, Buffer::send), words_);
+        rs.buf[1].resize(capacity(r, Buffer::recv), words_);
+        rs.buf[2].resize(capacity(r, Buffer::scratch), words_);
+      }
       auto own = [&](Cells& c, int who) {
         for (std::uint64_t i = 0; i < c.origin.size(); ++i) {
           c.origin[i] = i;
@@ -347,8 +354,7 @@ class Run {
       };
       own(rs.buf[0], r);
       if (p_.op == Collective::bcast && r == p_.root) own(rs.buf[1], r);
-      rs.knows.assign(words_, 0);
-      rs.knows[static_cast<std::size_t>(r) / 64] |= std::uint64_t{1} << (r % 64);
+      rs.know.assign(pr.size(), std::vector<std::uint64_t>(words_, 0));
       rs.state.assign(pr.size(), State::waiting);
       rs.pending.assign(pr.size(), 0);
       rs.dependents.assign(pr.size(), {});
@@ -366,6 +372,7 @@ class Run {
 
   // Moves provenance; returns false (after reporting) on an undefined read.
   bool move(int from, const Region& s, int to, const Region& d, int r_err, StepId id_err) {
+    if (!o_.track_data) return true;
     Cells& a = cells(from, s.buffer);
     Cells& b = cells(to, d.buffer);
     bool ok = true;
@@ -385,6 +392,7 @@ class Run {
 
   // dst (rank to) op= src (rank from), byte-wise provenance union.
   void combine(int from, const Region& s, int to, const Region& d, int r_err, StepId id_err) {
+    if (!o_.track_data) return;
     Cells& a = cells(from, s.buffer);
     Cells& b = cells(to, d.buffer);
     for (std::uint64_t i = 0; i < s.bytes; ++i) {
@@ -416,29 +424,53 @@ class Run {
       a[w] |= b[w];
   }
 
-  void race_check(int r, StepId id) {
-    const Access a = access(r, prog(r).step(id));
-    for (StepId other : st(r).active) {
-      const Access b = access(r, prog(r).step(other));
-      auto clash = [&](const Region& x, const Region& y) {
-        if (!overlap(x, y)) return false;
-        step_error(r, id,
-                   "runs concurrently with step " + std::to_string(other) + " (" +
-                       to_string(prog(r).step(other)) + ") and touches the same bytes of " +
-                       std::string(to_string(x.buffer)) + " (add a dependency)");
-        return true;
-      };
-      bool bad = false;
-      for (int i = 0; i < a.nwrites && !bad; ++i) {
-        for (int j = 0; j < b.nreads && !bad; ++j)
-          bad = clash(a.writes[static_cast<std::size_t>(i)], b.reads[static_cast<std::size_t>(j)]);
-        for (int j = 0; j < b.nwrites && !bad; ++j)
-          bad = clash(a.writes[static_cast<std::size_t>(i)], b.writes[static_cast<std::size_t>(j)]);
+  // Every two steps of a rank that touch the same bytes, at least one of them writing, must be
+  // ordered by a dependency path: otherwise the executor may run them in either order or at once.
+  // Checked on the dependency graph, independently of the lock-step run's timing.
+  void order_check(int r) {
+    const Program& pr = prog(r);
+    const std::size_t n = pr.size();
+    const std::size_t w = (n + 63) / 64;
+    std::vector<std::uint64_t> anc(n * w, 0);  // anc[j] has bit i: step i precedes step j
+    for (StepId j = 0; j < n; ++j)
+      for (StepId d : pr.step(j).deps) {
+        if (d >= j) continue;
+        anc[j * w + d / 64] |= std::uint64_t{1} << (d % 64);
+        for (std::size_t k = 0; k < w; ++k)
+          anc[j * w + k] |= anc[d * w + k];
       }
-      for (int i = 0; i < a.nreads && !bad; ++i)
-        for (int j = 0; j < b.nwrites && !bad; ++j)
-          bad = clash(a.reads[static_cast<std::size_t>(i)], b.writes[static_cast<std::size_t>(j)]);
-      if (bad) return;
+    struct Touch {
+      std::uint64_t lo, hi;
+      StepId step;
+      bool write;
+    };
+    std::array<std::vector<Touch>, 3> touches;
+    for (StepId i = 0; i < n; ++i) {
+      const Access a = access(r, pr.step(i));
+      for (int k = 0; k < a.nreads; ++k) {
+        const Region& g = a.reads[static_cast<std::size_t>(k)];
+        if (g.bytes)
+          touches[static_cast<std::size_t>(g.buffer)].push_back({g.offset, g.end(), i, false});
+      }
+      for (int k = 0; k < a.nwrites; ++k) {
+        const Region& g = a.writes[static_cast<std::size_t>(k)];
+        if (g.bytes)
+          touches[static_cast<std::size_t>(g.buffer)].push_back({g.offset, g.end(), i, true});
+      }
+    }
+    for (auto& t : touches) {
+      std::ranges::sort(t, [](const Touch& a, const Touch& b) { return a.lo < b.lo; });
+      for (std::size_t i = 0; i < t.size(); ++i)
+        for (std::size_t j = i + 1; j < t.size() && t[j].lo < t[i].hi; ++j) {
+          if (!t[i].write && !t[j].write) continue;
+          if (t[i].step == t[j].step) continue;
+          const StepId a = std::min(t[i].step, t[j].step), b = std::max(t[i].step, t[j].step);
+          if (anc[b * w + a / 64] >> (a % 64) & 1) continue;
+          step_error(r, b,
+                     "touches the same bytes as step " + std::to_string(a) + " (" +
+                         to_string(pr.step(a)) + ") with no dependency path between them");
+          return;
+        }
     }
   }
 
@@ -457,11 +489,12 @@ class Run {
         std::vector<StepId> now;
         now.swap(rs.ready);
         for (StepId id : now) {
-          race_check(r, id);
           rs.state[id] = State::active;
           rs.active.push_back(id);
-          const StepKind k = prog(r).step(id).kind;
-          if (k == StepKind::send || k == StepKind::line_send) rs.snapshot[id] = rs.knows;
+          auto& k = rs.know[id];
+          k[static_cast<std::size_t>(r) / 64] |= std::uint64_t{1} << (r % 64);
+          for (StepId d : prog(r).step(id).deps)
+            or_into(k, rs.know[d]);
           started = true;
         }
       }
@@ -492,11 +525,10 @@ class Run {
           Transfer t{level, r, {}, x.src.bytes, x.kind, x.dir};
           for (const Ref& m : rv) {
             move(r, x.src, m.rank, prog(m.rank).step(m.step).dst, r, id);
-            or_into(st(m.rank).knows, st(r).snapshot[id]);
+            or_into(st(m.rank).know[m.step], st(r).know[id]);
             finish(m.rank, m.step, done);
             t.receivers.push_back(m.rank);
           }
-          st(r).snapshot.erase(id);
           finish(r, id, done);
           res_.transfers.push_back(std::move(t));
         }
@@ -536,22 +568,22 @@ class Run {
     Transfer t{level, x0.kind == StepKind::tree_allreduce ? 0 : x0.peer, {}, 0, x0.kind, {}};
     std::vector<std::uint64_t> all(words_, 0);
     for (int r = 0; r < p_.p; ++r)
-      or_into(all, st(r).knows);
+      or_into(all, st(r).know[st(r).hw[idx]]);
     switch (x0.kind) {
       case StepKind::gi_barrier:
         t.source = 0;
         for (int r = 0; r < p_.p; ++r)
-          st(r).knows = all;
+          st(r).know[st(r).hw[idx]] = all;
         break;
       case StepKind::tree_bcast: {
         const int root = x0.peer;
         const Step& xr = prog(root).step(st(root).hw[idx]);
         t.bytes = xr.src.bytes;
-        const auto rk = st(root).knows;
+        const auto rk = st(root).know[st(root).hw[idx]];
         for (int r = 0; r < p_.p; ++r) {
           const Step& x = prog(r).step(st(r).hw[idx]);
           if (!(r == root && xr.src == xr.dst)) move(root, xr.src, r, x.dst, r, st(r).hw[idx]);
-          or_into(st(r).knows, rk);
+          or_into(st(r).know[st(r).hw[idx]], rk);
         }
         break;
       }
@@ -560,6 +592,11 @@ class Run {
         // Combine everyone's contribution in a scratch copy of rank 0's, then deliver.
         const Step& a = prog(0).step(st(0).hw[idx]);
         t.bytes = a.src.bytes;
+        if (!o_.track_data) {
+          for (int r = 0; r < p_.p; ++r)
+            or_into(st(r).know[st(r).hw[idx]], all);
+          break;
+        }
         Cells acc;
         acc.resize(a.src.bytes, words_);
         const Cells& c0 = cells(0, a.src.buffer);
@@ -596,7 +633,7 @@ class Run {
             d.origin[x.dst.offset + i] = acc.origin[i];
             std::ranges::copy(acc.set(i), d.set(x.dst.offset + i).begin());
           }
-          or_into(st(r).knows, all);
+          or_into(st(r).know[st(r).hw[idx]], all);
         }
         break;
       }
@@ -634,70 +671,77 @@ class Run {
     std::vector<std::uint64_t> one(words_, 0);
     for (int r = 0; r < p_.p; ++r) {
       const Cells& c = cells(r, Buffer::recv);
-      // expected(i) -> (origin offset, contributing rank or -1 for all)
-      auto check = [&](std::uint64_t i, std::uint64_t origin, int who) {
-        std::span<const std::uint64_t> want = all;
-        if (who >= 0) {
-          std::ranges::fill(one, 0);
-          one[static_cast<std::size_t>(who) / 64] |= std::uint64_t{1} << (who % 64);
-          want = one;
-        }
-        const auto got = c.set(i);
-        if (c.origin[i] == origin && std::ranges::equal(got, want)) return true;
-        std::ostringstream o;
-        o << "rank " << r << " ends with recv[" << i << "] = ";
-        if (c.origin[i] == kUndefined) {
-          o << "undefined";
-        } else {
-          o << "byte " << c.origin[i] << " of {";
-          int shown = 0;
-          for (int q = 0; q < p_.p && shown < 8; ++q)
-            if (got[static_cast<std::size_t>(q) / 64] >> (q % 64) & 1)
-              o << (shown++ ? "," : "") << q;
-          o << (shown == 8 ? ",...}" : "}");
-        }
-        o << ", expected byte " << origin << " of "
-          << (who >= 0 ? "rank " + std::to_string(who) : "all ranks");
-        error(o.str());
-        return false;
-      };
-      const std::uint64_t n = c.origin.size();
-      switch (p_.op) {
-        case Collective::bcast:
-          for (std::uint64_t i = 0; i < n; ++i)
-            if (!check(i, i, p_.root)) break;
-          break;
-        case Collective::reduce:
-        case Collective::allreduce:
-          for (std::uint64_t i = 0; i < n; ++i)
-            if (!check(i, i, -1)) break;
-          break;
-        case Collective::reduce_scatter:
-          for (std::uint64_t i = 0; i < n; ++i)
-            if (!check(i, p_.displ(r) + i, -1)) break;
-          break;
-        case Collective::allgather:
-          for (int q = 0; q < p_.p; ++q) {
-            bool ok = true;
-            for (std::uint64_t i = 0; i < p_.counts[static_cast<std::size_t>(q)] && ok; ++i)
-              ok = check(p_.displ(q) + i, i, q);
-            if (!ok) break;
+      if (o_.track_data) {
+        // expected(i) -> (origin offset, contributing rank or -1 for all)
+        auto check = [&](std::uint64_t i, std::uint64_t origin, int who) {
+          std::span<const std::uint64_t> want = all;
+          if (who >= 0) {
+            std::ranges::fill(one, 0);
+            one[static_cast<std::size_t>(who) / 64] |= std::uint64_t{1} << (who % 64);
+            want = one;
           }
-          break;
-        case Collective::alltoall:
-          for (int q = 0; q < p_.p; ++q) {
-            bool ok = true;
-            for (std::uint64_t i = 0; i < p_.a2a_count(q, r) && ok; ++i)
-              ok = check(p_.a2a_recv_displ(q, r) + i, p_.a2a_send_displ(q, r) + i, q);
-            if (!ok) break;
+          const auto got = c.set(i);
+          if (c.origin[i] == origin && std::ranges::equal(got, want)) return true;
+          std::ostringstream o;
+          o << "rank " << r << " ends with recv[" << i << "] = ";
+          if (c.origin[i] == kUndefined) {
+            o << "undefined";
+          } else {
+            o << "byte " << c.origin[i] << " of {";
+            int shown = 0;
+            for (int q = 0; q < p_.p && shown < 8; ++q)
+              if (got[static_cast<std::size_t>(q) / 64] >> (q % 64) & 1)
+                o << (shown++ ? "," : "") << q;
+            o << (shown == 8 ? ",...}" : "}");
           }
-          break;
-        case Collective::barrier:
-          break;
+          o << ", expected byte " << origin << " of "
+            << (who >= 0 ? "rank " + std::to_string(who) : "all ranks");
+          error(o.str());
+          return false;
+        };
+        const std::uint64_t n = c.origin.size();
+        switch (p_.op) {
+          case Collective::bcast:
+            for (std::uint64_t i = 0; i < n; ++i)
+              if (!check(i, i, p_.root)) break;
+            break;
+          case Collective::reduce:
+          case Collective::allreduce:
+            for (std::uint64_t i = 0; i < n; ++i)
+              if (!check(i, i, -1)) break;
+            break;
+          case Collective::reduce_scatter:
+            for (std::uint64_t i = 0; i < n; ++i)
+              if (!check(i, p_.displ(r) + i, -1)) break;
+            break;
+          case Collective::allgather:
+            for (int q = 0; q < p_.p; ++q) {
+              bool ok = true;
+              for (std::uint64_t i = 0; i < p_.counts[static_cast<std::size_t>(q)] && ok; ++i)
+                ok = check(p_.displ(q) + i, i, q);
+              if (!ok) break;
+            }
+            break;
+          case Collective::alltoall:
+            for (int q = 0; q < p_.p; ++q) {
+              bool ok = true;
+              for (std::uint64_t i = 0; i < p_.a2a_count(q, r) && ok; ++i)
+                ok = check(p_.a2a_recv_displ(q, r) + i, p_.a2a_send_displ(q, r) + i, q);
+              if (!ok) break;
+            }
+            break;
+          case Collective::barrier:
+            break;
+        }
       }
       if (p_.op == Collective::barrier || p_.op == Collective::allreduce ||
           p_.op == Collective::allgather || p_.op == Collective::alltoall)
-        if (!std::ranges::equal(st(r).knows, all))
+        if (std::vector<std::uint64_t> k(words_, 0); [&] {
+              k[static_cast<std::size_t>(r) / 64] |= std::uint64_t{1} << (r % 64);
+              for (const auto& s : st(r).know)
+                or_into(k, s);
+              return !std::ranges::equal(k, all);
+            }())
           error("rank " + std::to_string(r) +
                 " finishes without having heard (transitively) from every rank");
     }
@@ -705,7 +749,7 @@ class Run {
 
   const Schedule& s_;
   const Params& p_;
-  const VerifyOptions& o_;
+  const VerifyOptions o_;  // a copy: cheap, and no lifetime to reason about
   std::size_t words_;
   std::vector<RankState> ranks_;
   std::vector<std::vector<std::vector<Ref>>> match_;  // rank, send step -> its receives

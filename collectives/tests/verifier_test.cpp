@@ -133,7 +133,7 @@ TEST(Verifier, ReportsRace) {
   }
   const VerifyResult w = verify(t, y);
   ASSERT_FALSE(w.ok);
-  EXPECT_THAT(w.summary(), HasSubstr("runs concurrently with step"));
+  EXPECT_THAT(w.summary(), HasSubstr("with no dependency path"));
 }
 
 TEST(Verifier, ReportsUndefinedRead) {

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "bgl/msg/bgl_msg.h"
+#include "bgl/msg/c_session.hpp"
 #include "bgl/msg/session.hpp"
 #include "bgl/torus/error.hpp"
 
@@ -201,3 +202,7 @@ int bgl_msg_cojoin(bgl_msg_session_t* s, uint32_t ticket, int* result) {
 }
 
 }  // extern "C"
+
+bgl::msg::Session& bgl::msg::session_of(bgl_msg_session_t* s) {
+  return *s->session;
+}

@@ -2,6 +2,7 @@
 // The message layer's state machines: a send side (per-destination queues of caller-owned
 // messages, the rendezvous table, the rendezvous data list, control packets) and a receive side
 // (per-source ordered streams, the table of messages being received, the unexpected pool).
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -21,6 +22,8 @@ class MessageLayer::Engine {
   Rank rank() const { return ep_.rank(); }
   int size() const { return size_; }
   void register_handler(HandlerId id, ArrivalHandler handler, void* context);
+  void register_packet_handler(std::uint8_t dispatch, PacketHandler handler, void* context);
+  pkt::Endpoint& endpoint() { return ep_; }
   void post(SendMessage& m);
   void accept(RecvHandle handle, const RecvTarget& target);
   bool advance();
@@ -184,6 +187,9 @@ class MessageLayer::Engine {
   bool vn_reader_allowed_ = false;  // allow_sibling_reads() done
   std::int32_t pid_ = 0;            // this task's pid, for virtual-node requests
   std::vector<std::pair<ArrivalHandler, void*>> handlers_;
+  // Indexed by dispatch id - kForeignDispatchFirst.
+  std::array<std::pair<PacketHandler, void*>, kForeignDispatchLast - kForeignDispatchFirst + 1>
+      packet_handlers_{};
 
   std::vector<DestState> dests_;
   std::vector<Rank> active_;

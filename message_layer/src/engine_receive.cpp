@@ -209,6 +209,13 @@ MessageLayer::Engine::Taken MessageLayer::Engine::dispatch(const pkt::PacketHead
       on_token(h.source_rank());
       break;
     default:
+      if (h.dispatch >= kForeignDispatchFirst && h.dispatch <= kForeignDispatchLast) {
+        const auto& [handler, context] = packet_handlers_[h.dispatch - kForeignDispatchFirst];
+        if (handler) {
+          handler(context, h, payload);
+          break;
+        }
+      }
       malformed(h, "unknown packet type");
   }
   return Taken::consumed;

@@ -75,6 +75,15 @@ void MessageLayer::Engine::register_handler(HandlerId id, ArrivalHandler handler
   handlers_[id] = {handler, context};
 }
 
+void MessageLayer::Engine::register_packet_handler(std::uint8_t dispatch, PacketHandler handler,
+                                                   void* context) {
+  if (dispatch < kForeignDispatchFirst || dispatch > kForeignDispatchLast)
+    throw std::invalid_argument(
+        "packet handlers take dispatch ids " + std::to_string(kForeignDispatchFirst) + ".." +
+        std::to_string(kForeignDispatchLast) + ", not " + std::to_string(dispatch));
+  packet_handlers_[dispatch - kForeignDispatchFirst] = {handler, context};
+}
+
 Protocol MessageLayer::Engine::choose(const SendMessage& m) const {
   if (m.protocol) return *m.protocol;
   const bool to_sibling = sibling_ && m.dest == *sibling_ && m.data.iov.empty();

@@ -117,6 +117,12 @@ int MessageLayer::size() const {
 void MessageLayer::register_handler(HandlerId id, ArrivalHandler h, void* ctx) {
   engine_->register_handler(id, h, ctx);
 }
+void MessageLayer::register_packet_handler(std::uint8_t dispatch, PacketHandler h, void* ctx) {
+  engine_->register_packet_handler(dispatch, h, ctx);
+}
+pkt::Endpoint& MessageLayer::endpoint() {
+  return engine_->endpoint();
+}
 void MessageLayer::post(SendMessage& m) {
   engine_->post(m);
 }

@@ -581,5 +581,57 @@ TEST(MlRegressions, RendezvousToTheSecondTaskOfAVirtualNodeArrives) {
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Foreign packets: a component sharing the endpoint (the collectives' deposit-bit lines)
+
+TEST(MlForeignPackets, RegisteredDispatchIdsReachTheirHandlerOnEveryNodeOfALine) {
+  QuietLog quiet;
+  InProcessJob job({.ntasks = 3, .shape = "3x1x1"});
+  struct Got {
+    std::vector<std::pair<std::uint32_t, std::vector<std::byte>>> packets;  // (word, payload)
+    std::uint32_t source = 99;
+  };
+  Got got[3];
+  const MessageLayer::PacketHandler take = [](void* ctx, const pkt::PacketHeader& h,
+                                              std::span<const std::byte> payload) {
+    auto& g = *static_cast<Got*>(ctx);
+    g.source = h.source_rank();
+    g.packets.push_back({h.word, {payload.begin(), payload.end()}});
+  };
+  for (int id : {0, 15, 32, 255})
+    EXPECT_THAT(invalid_argument([&] {
+                  job.ml(1).register_packet_handler(static_cast<std::uint8_t>(id), take, nullptr);
+                }),
+                HasSubstr("dispatch ids 16..31"));
+  for (Rank r : {1u, 2u})
+    job.ml(r).register_packet_handler(MessageLayer::kForeignDispatchFirst, take, &got[r]);
+
+  pkt::Endpoint& ep = job.ml(0).endpoint();
+  EXPECT_EQ(&ep, &job.ep(0));
+  const std::byte data[3] = {std::byte{1}, std::byte{2}, std::byte{3}};
+  // A deposit-bit line from node 0 through node 1 to node 2, and an unregistered id to node 1.
+  pkt::PacketSpec line{.dest = ep.destination_of(2), .dispatch = 16, .word = 42};
+  line.deposit_line = torus::Direction::x_plus;
+  ASSERT_EQ(ep.inject(0, line, data), pkt::InjectStatus::ok);
+  const pkt::PacketSpec stray{.dest = ep.destination_of(1), .dispatch = 17, .word = 7};
+  ASSERT_EQ(ep.inject(0, stray, data), pkt::InjectStatus::ok);
+  ASSERT_TRUE(
+      job.run_until([&] { return got[1].packets.size() == 1 && got[2].packets.size() == 1; }));
+  job.settle();
+  for (Rank r : {1u, 2u}) {
+    ASSERT_EQ(got[r].packets.size(), 1u) << "rank " << r << ": the stray id is not delivered";
+    EXPECT_EQ(got[r].source, 0u);
+    EXPECT_EQ(got[r].packets[0].first, 42u);
+    EXPECT_EQ(got[r].packets[0].second, std::vector<std::byte>(data, data + 3));
+  }
+  EXPECT_EQ(job.ep(0).counters().deposit_copies, 1u);
+  // The layer carries on with its own messages.
+  Inbox in(job.ml(1), 1, [](Inbox&, Delivery& d) { return Inbox::into(d, d.bytes, 0); });
+  Outbox out;
+  out.post(job.ml(0), 1, 0, 3000, message_key(0, 1, 0), SendOptions{});
+  ASSERT_TRUE(job.run_until([&] { return in.completed() == 1; }));
+  EXPECT_EQ(find_mismatch(in.got[0].contents(), message_key(0, 1, 0)), kNoMismatch);
+}
+
 }  // namespace
 }  // namespace bgl::msg::test

@@ -95,7 +95,7 @@ Program neighbour_exchange(const Params& x, int r) {
     prog.set_round(i);
     const int par = i % 2;
     from[par] = (from[par] + step_off[par] + p) % p;
-    prog.send(nb[par], blocks(x, send_from, 2), static_cast<Tag>(i), {prev});
+    prog.send(nb[par], blocks(x, send_from, 2), static_cast<Tag>(i), {prev, own});
     prev = prog.recv(nb[par], blocks(x, from[par], 2), static_cast<Tag>(i));
     send_from = from[par];
   }

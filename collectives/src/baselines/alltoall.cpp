@@ -56,8 +56,9 @@ void register_barrier_baselines(Registry& r) {
            std::vector<StepId> prev;
            for (int d = 1, k = 0; d < x.p; d <<= 1, ++k) {
              prog.set_round(k);
+             // Round k's message must carry everything heard in rounds < k.
              prog.send((rank + d) % x.p, recv_buf(0, 0), static_cast<Tag>(k), prev);
-             prev = {prog.recv((rank - d + x.p) % x.p, recv_buf(0, 0), static_cast<Tag>(k))};
+             prev.push_back(prog.recv((rank - d + x.p) % x.p, recv_buf(0, 0), static_cast<Tag>(k)));
            }
            return prog;
          }});

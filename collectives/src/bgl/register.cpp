@@ -1,9 +1,14 @@
-#include "bgl/coll/registry.hpp"
+#include "bgl/bgl_algorithms.hpp"
 
 namespace bgl::coll {
 
-// Seed 004's algorithms (torus deposit-bit broadcast, controlled-injection alltoall, collective
-// network and global interrupt); each family registers itself from its own source file.
-void register_bgl_algorithms(Registry&) {}
+// Seed 004's algorithms: collective network and global interrupt (whole partition), the torus
+// deposit-bit broadcast over up to three edge-disjoint routes, and the alltoall with controlled
+// injection order.
+void register_bgl_algorithms(Registry& r) {
+  register_tree_algorithms(r);
+  register_torus_bcast(r);
+  register_torus_alltoall(r);
+}
 
 }  // namespace bgl::coll

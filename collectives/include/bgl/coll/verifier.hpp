@@ -21,6 +21,10 @@ struct VerifyOptions {
   // deliberately move padding).
   bool strict_reads = true;
   std::size_t max_errors = 8;
+  // Track every byte's provenance and check the final data. Off: only structure, matching,
+  // ordering, deadlock and knowledge are checked, and the transfer trace is produced (for the
+  // cost model at sizes where per-byte tracking would not fit in memory).
+  bool track_data = true;
 };
 
 // One communication event of the symbolic run, for the cost model.

@@ -47,6 +47,21 @@ class MessageLayer {
 
   void register_handler(HandlerId id, ArrivalHandler handler, void* context);
 
+  // Packets of a component that shares this task's endpoint and injects packets of its own (the
+  // collectives' deposit-bit line multicasts, which no message protocol can express), told apart
+  // by dispatch ids kForeignDispatchFirst..kForeignDispatchLast. `handler` gets each such packet
+  // as advance() polls it and must consume it before returning (copy what it needs; it may
+  // throw, as arrival handlers may); the packet is then discarded. A packet with an id nobody
+  // registered is malformed (logged, counted and discarded).
+  using PacketHandler = void (*)(void* context, const pkt::PacketHeader& header,
+                                 std::span<const std::byte> payload);
+  static constexpr std::uint8_t kForeignDispatchFirst = 16;
+  static constexpr std::uint8_t kForeignDispatchLast = 31;
+  void register_packet_handler(std::uint8_t dispatch, PacketHandler handler, void* context);
+  // The endpoint, for that component's injections. What it injects is moved on by advance() and
+  // counts in flushed() and idle() like the layer's own packets.
+  pkt::Endpoint& endpoint();
+
   // Queues a message; never blocks. `message` must stay alive and unchanged until done() (and,
   // for rendezvous, remote_done()) has been called. Throws std::invalid_argument for bad input.
   void post(SendMessage& message);

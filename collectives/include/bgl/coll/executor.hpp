@@ -1,0 +1,118 @@
+#pragma once
+// Runs one rank's Program over the message layer (point-to-point and line steps) and the
+// collective network / global interrupt (tree and barrier steps).
+//
+// One Engine per task owns the message-layer handler (kHandler) and matches arriving messages to
+// posted receives by (communicator context, collective sequence number, source, tag); messages of
+// a collective this rank has not reached yet wait as unexpected messages. A Communicator is a
+// group of ranks with a context id; every rank of it calls its collectives in the same order.
+//
+// Deposit-bit line steps are real line multicasts when the receivers are exactly the nodes along
+// the line (as the torus3 broadcast's lines are): the engine injects the part as packets with the
+// deposit bit through the task's endpoint, every node on the line takes a copy, and a receiver's
+// ordinary recv step matches the copies by (context, collective, source, tag) like a message.
+// Otherwise (a receiver missing on the line, another node in between) the step falls back to one
+// point-to-point message per receiver.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "bgl/coll/params.hpp"
+#include "bgl/coll/schedule.hpp"
+#include "bgl/msg/message_layer.hpp"
+
+namespace bgl::collnet {
+class CollectiveNetwork;
+}
+
+namespace bgl::coll {
+
+inline constexpr msg::HandlerId kHandler = 62;
+// Packet-header dispatch id of the deposit-bit line packets (one of the message layer's foreign
+// ids).
+inline constexpr std::uint8_t kLineDispatch = msg::MessageLayer::kForeignDispatchFirst;
+
+class Engine {
+ public:
+  // Registers kHandler on `layer`. `net` (optional) is this task's collective-network object for
+  // tree and global-interrupt steps; it must outlive the engine.
+  explicit Engine(msg::MessageLayer& layer, collnet::CollectiveNetwork* net = nullptr);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  msg::MessageLayer& layer() { return layer_; }
+  collnet::CollectiveNetwork* network() { return net_; }
+  // Whether line steps may use deposit-bit multicasts (default); off, every line step sends one
+  // message per receiver (benchmarks compare the two). Every task of a job must agree.
+  void set_line_multicast(bool on) { line_multicast_ = on; }
+  bool line_multicast() const { return line_multicast_; }
+
+  struct Key {
+    std::uint32_t context, seq, source, tag;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    std::size_t operator()(const Key& k) const;
+  };
+  // A receive waiting for its message, or a message waiting for its receive.
+  struct Slot {
+    bool posted = false;
+    bool line = false;            // the data come as deposit-bit line packets
+    std::span<std::byte> buffer;  // posted
+    msg::RecvDone done = nullptr;
+    void* context = nullptr;
+    msg::RecvHandle handle{};      // unexpected message
+    std::size_t bytes = 0;         // unexpected: the message's size
+    std::size_t got = 0;           // line: bytes arrived so far
+    std::vector<std::byte> early;  // unexpected line: what arrived before the receive
+  };
+
+  // Posts a receive (or accepts a message that already arrived).
+  void expect(const Key& key, std::span<std::byte> buffer, msg::RecvDone done, void* context);
+  // Messages that arrived for receives not posted yet (for tests: 0 after every collective).
+  std::size_t unexpected() const;
+
+ private:
+  static msg::RecvTarget arrival(void* self, const msg::Arrival& a);
+  static void line_packet(void* self, const pkt::PacketHeader& h,
+                          std::span<const std::byte> payload);
+  msg::MessageLayer& layer_;
+  collnet::CollectiveNetwork* net_;
+  bool line_multicast_ = true;
+  std::unordered_map<Key, Slot, KeyHash> slots_;
+};
+
+struct Buffers {
+  std::span<const std::byte> send;
+  std::span<std::byte> recv;
+};
+
+class Communicator {
+ public:
+  // `topology.world_ranks` lists the job ranks of the members (empty: the whole job, in order);
+  // `rank` is this task's rank in the communicator. All members use the same `context`.
+  Communicator(Engine& engine, Topology topology, int size, int rank, std::uint32_t context);
+
+  int size() const { return size_; }
+  int rank() const { return rank_; }
+  const Topology& topology() const { return topology_; }
+  Engine& engine() { return engine_; }
+
+  // Executes this rank's program of a schedule for `params` (blocking). Buffer sizes must be at
+  // least params.send_bytes(rank) / recv_bytes(rank). Throws std::invalid_argument for bad
+  // buffers, std::runtime_error when a message of the wrong size arrives.
+  void run(const Program& program, const Params& params, Buffers buffers);
+
+ private:
+  Engine& engine_;
+  Topology topology_;
+  int size_, rank_;
+  std::uint32_t context_;
+  std::uint32_t seq_ = 0;
+  std::vector<std::byte> scratch_;  // reused across calls
+};
+
+}  // namespace bgl::coll

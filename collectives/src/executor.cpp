@@ -1,0 +1,588 @@
+#include "bgl/coll/executor.hpp"
+
+#include <array>
+#include <climits>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "bgl/coll/reduce_ops.hpp"
+#include "bgl/collnet/collective_network.hpp"
+#include "tree_ops.hpp"
+
+namespace bgl::coll {
+
+std::optional<collnet::Op> tree_integer_op(DataType t, ReduceOp op) {
+  collnet::Lane lane;
+  switch (t) {
+    case DataType::i32:
+      lane = collnet::Lane::i32;
+      break;
+    case DataType::u32:
+      lane = collnet::Lane::u32;
+      break;
+    case DataType::i64:
+      lane = collnet::Lane::i64;
+      break;
+    case DataType::u64:
+      lane = collnet::Lane::u64;
+      break;
+    default:
+      return std::nullopt;
+  }
+  switch (op) {
+    case ReduceOp::sum:
+      return collnet::Op{collnet::AluOp::add, lane};
+    case ReduceOp::max:
+      return collnet::Op{collnet::AluOp::max, lane};
+    case ReduceOp::min:
+      return collnet::Op{collnet::AluOp::min, lane};
+    case ReduceOp::band:
+      return collnet::Op{collnet::AluOp::bit_and, lane};
+    case ReduceOp::bor:
+      return collnet::Op{collnet::AluOp::bit_or, lane};
+    case ReduceOp::bxor:
+      return collnet::Op{collnet::AluOp::bit_xor, lane};
+    case ReduceOp::prod:
+      break;
+  }
+  return std::nullopt;
+}
+
+bool tree_double_op(DataType t, ReduceOp op) {
+  return t == DataType::f64 && (op == ReduceOp::sum || op == ReduceOp::max || op == ReduceOp::min);
+}
+
+// ---- Engine
+
+std::size_t Engine::KeyHash::operator()(const Key& k) const {
+  std::uint64_t h = k.context * 0x9E3779B97F4A7C15ull;
+  h ^= (h >> 29) + k.seq * 0xBF58476D1CE4E5B9ull;
+  h ^= (h >> 31) + k.source * 0x94D049BB133111EBull;
+  h ^= (h >> 30) + k.tag;
+  return static_cast<std::size_t>(h);
+}
+
+namespace {
+struct WireHeader {
+  std::uint32_t context, seq, tag;
+};
+// What every deposit-bit line packet starts with; the packet header's word is the part's size.
+struct LineHeader {
+  std::uint32_t context, seq, tag, offset;
+};
+constexpr std::size_t kLineData = pkt::kMaxPayloadBytes - sizeof(LineHeader);
+
+std::string describe(const Engine::Key& k) {
+  return "from rank " + std::to_string(k.source) + " (context " + std::to_string(k.context) +
+         ", collective " + std::to_string(k.seq) + ", tag " + std::to_string(k.tag) + ")";
+}
+}  // namespace
+
+Engine::Engine(msg::MessageLayer& layer, collnet::CollectiveNetwork* net)
+    : layer_(layer), net_(net) {
+  layer_.register_handler(kHandler, &Engine::arrival, this);
+  layer_.register_packet_handler(kLineDispatch, &Engine::line_packet, this);
+}
+
+// One copy of a line packet: into the posted receive, or kept until the receive is posted.
+void Engine::line_packet(void* self, const pkt::PacketHeader& h,
+                         std::span<const std::byte> payload) {
+  auto& e = *static_cast<Engine*>(self);
+  LineHeader lh{};
+  if (payload.size() < sizeof lh)
+    throw std::runtime_error("collectives: line packet of " + std::to_string(payload.size()) +
+                             " bytes from rank " + std::to_string(h.source_rank()));
+  std::memcpy(&lh, payload.data(), sizeof lh);
+  const auto data = payload.subspan(sizeof lh);
+  const Key key{lh.context, lh.seq, h.source_rank(), lh.tag};
+  const std::size_t total = h.word;
+  if (lh.offset > total || data.size() > total - lh.offset)
+    throw std::runtime_error("collectives: line packet " + describe(key) + " with bytes " +
+                             std::to_string(lh.offset) + ".." +
+                             std::to_string(lh.offset + data.size()) + " of a " +
+                             std::to_string(total) + "-byte part");
+  auto it = e.slots_.find(key);
+  if (it == e.slots_.end()) {
+    Slot s;
+    s.line = true;
+    s.bytes = total;
+    s.early.resize(total);
+    it = e.slots_.emplace(key, std::move(s)).first;
+  }
+  Slot& s = it->second;
+  const std::size_t expected_total = s.posted ? s.buffer.size() : s.bytes;
+  if ((!s.posted && !s.line) || total != expected_total)
+    throw std::runtime_error("collectives: " + std::to_string(total) + "-byte line part " +
+                             describe(key) + " for a " + std::to_string(expected_total) + "-byte " +
+                             (s.line ? "receive" : "message"));
+  s.line = true;
+  std::byte* dst = s.posted ? s.buffer.data() : s.early.data();
+  if (!data.empty()) std::memcpy(dst + lh.offset, data.data(), data.size());
+  s.got += data.size();
+  if (!s.posted || s.got != total) return;
+  const msg::RecvDone done = s.done;
+  void* context = s.context;
+  e.slots_.erase(it);
+  done(context, key.source, total);
+}
+
+// The message layer may outlive the engine (a C session whose collectives ended): packets for
+// it must not reach a destroyed object.
+Engine::~Engine() {
+  layer_.register_handler(kHandler, nullptr, nullptr);
+  layer_.register_packet_handler(kLineDispatch, nullptr, nullptr);
+}
+
+std::size_t Engine::unexpected() const {
+  std::size_t n = 0;
+  for (const auto& [k, s] : slots_)
+    n += !s.posted;
+  return n;
+}
+
+msg::RecvTarget Engine::arrival(void* self, const msg::Arrival& a) {
+  auto& e = *static_cast<Engine*>(self);
+  WireHeader h{};
+  if (a.header.size() != sizeof h)
+    throw std::runtime_error("collectives: message with a " + std::to_string(a.header.size()) +
+                             "-byte header from rank " + std::to_string(a.source) +
+                             " on the collectives handler");
+  std::memcpy(&h, a.header.data(), sizeof h);
+  const Key key{h.context, h.seq, a.source, h.tag};
+  auto it = e.slots_.find(key);
+  if (it == e.slots_.end()) {
+    Slot s;
+    s.handle = a.handle;
+    s.bytes = a.bytes;
+    e.slots_.emplace(key, s);
+    return msg::RecvTarget::later();
+  }
+  if (it->second.line)
+    throw std::runtime_error("collectives: message " + describe(key) +
+                             " for a receive that line packets already feed");
+  const Slot s = it->second;
+  e.slots_.erase(it);
+  if (s.buffer.size() != a.bytes)
+    throw std::runtime_error("collectives: " + std::to_string(a.bytes) +
+                             "-byte message from rank " + std::to_string(a.source) + " (context " +
+                             std::to_string(h.context) + ", collective " + std::to_string(h.seq) +
+                             ", tag " + std::to_string(h.tag) + ") for a " +
+                             std::to_string(s.buffer.size()) + "-byte receive");
+  return msg::RecvTarget::into(s.buffer, s.done, s.context);
+}
+
+void Engine::expect(const Key& key, std::span<std::byte> buffer, msg::RecvDone done,
+                    void* context) {
+  auto it = slots_.find(key);
+  if (it == slots_.end()) {
+    Slot s;
+    s.posted = true;
+    s.buffer = buffer;
+    s.done = done;
+    s.context = context;
+    slots_.emplace(key, s);
+    return;
+  }
+  if (it->second.posted)
+    throw std::logic_error("collectives: two receives posted for source " +
+                           std::to_string(key.source) + " tag " + std::to_string(key.tag));
+  if (it->second.line) {
+    Slot& s = it->second;
+    if (s.bytes != buffer.size())
+      throw std::runtime_error("collectives: " + std::to_string(s.bytes) + "-byte line part " +
+                               describe(key) + " for a " + std::to_string(buffer.size()) +
+                               "-byte receive");
+    // Parts not yet arrived are zero in `early`; their packets overwrite them later.
+    if (!buffer.empty()) std::memcpy(buffer.data(), s.early.data(), buffer.size());
+    if (s.got == s.bytes) {
+      slots_.erase(it);
+      done(context, key.source, buffer.size());
+      return;
+    }
+    s.posted = true;
+    s.buffer = buffer;
+    s.done = done;
+    s.context = context;
+    s.early = {};
+    return;
+  }
+  const Slot s = it->second;
+  slots_.erase(it);
+  if (s.bytes != buffer.size())
+    throw std::runtime_error("collectives: " + std::to_string(s.bytes) +
+                             "-byte message from rank " + std::to_string(key.source) + " (tag " +
+                             std::to_string(key.tag) + ") for a " + std::to_string(buffer.size()) +
+                             "-byte receive");
+  layer_.accept(s.handle, msg::RecvTarget::into(buffer, done, context));
+}
+
+// ---- Communicator
+
+Communicator::Communicator(Engine& engine, Topology topology, int size, int rank,
+                           std::uint32_t context)
+    : engine_(engine), topology_(std::move(topology)), size_(size), rank_(rank), context_(context) {
+  if (size < 1 || rank < 0 || rank >= size)
+    throw std::invalid_argument("collectives: rank " + std::to_string(rank) +
+                                " outside a communicator of " + std::to_string(size));
+  if (!topology_.world_ranks.empty() &&
+      topology_.world_ranks.size() != static_cast<std::size_t>(size))
+    throw std::invalid_argument("collectives: " + std::to_string(topology_.world_ranks.size()) +
+                                " world ranks for a communicator of " + std::to_string(size));
+}
+
+namespace {
+
+class Run {
+ public:
+  Run(Communicator& c, const Program& prog, const Params& x, Buffers b,
+      std::span<std::byte> scratch, std::uint32_t context, std::uint32_t seq)
+      : c_(c), prog_(prog), x_(x), b_(b), scratch_(scratch), context_(context), seq_(seq) {}
+
+  void go() {
+    const std::size_t n = prog_.size();
+    pending_.assign(n, 0);
+    outstanding_.assign(n, 0);
+    dependents_.assign(n, {});
+    std::size_t messages = 0, line_steps = 0;
+    for (StepId id = 0; id < n; ++id) {
+      const Step& s = prog_.step(id);
+      for (StepId d : s.deps) {
+        if (d >= id) throw std::invalid_argument("collectives: step depends on a later step");
+        ++pending_[id];
+        dependents_[d].push_back(id);
+      }
+      if (s.kind == StepKind::send) ++messages;
+      if (s.kind == StepKind::line_send) {
+        messages += s.peers.size();
+        ++line_steps;
+      }
+      if (pending_[id] == 0) ready_.push_back(id);
+    }
+    sends_.reserve(messages);  // SendMessages must not move once posted
+    recvs_.reserve(n);
+    lines_.reserve(line_steps);
+    msg::MessageLayer& ml = c_.engine().layer();
+    while (done_ < n) {
+      while (!ready_.empty() || !completed_.empty()) {
+        std::vector<StepId> now;
+        now.swap(ready_);
+        for (StepId id : now)
+          start(id);
+        finish_completed();
+      }
+      if (active_ == 0 && !deferred_.empty()) {
+        const StepId id = deferred_.front();
+        deferred_.erase(deferred_.begin());
+        // A hardware step blocks on the collective network without advancing the message layer.
+        // A send's done() means only that its buffer may be reused: its last packets (and acks
+        // or fins this task owes) may still wait in the injection FIFOs, which move only when
+        // this task advances. A peer still in an earlier collective would wait for them forever
+        // while this task waits for that peer on the tree: hand everything to the network first.
+        ml.progress_until([&] { return ml.flushed(); });
+        hardware(id);
+        complete(id);
+        finish_completed();
+        continue;
+      }
+      if (done_ == n) break;
+      const bool injected = pump_lines();
+      if (!ml.advance() && !injected) ml.wait();
+      finish_completed();
+    }
+  }
+
+ private:
+  struct SendRec {
+    msg::SendMessage m;
+    WireHeader h;
+    Run* run;
+    StepId id;
+  };
+  struct RecvRec {
+    Run* run;
+    StepId id;
+  };
+  // A deposit-bit line being injected: `data` from `offset` on is still to go.
+  struct LineRec {
+    StepId id;
+    pkt::PacketSpec spec;
+    std::span<const std::byte> data;
+    std::size_t offset;
+    bool first;  // nothing injected yet (a 0-byte part still sends one packet)
+    Tag tag;
+  };
+
+  std::span<std::byte> region(const Region& g) {
+    switch (g.buffer) {
+      case Buffer::send:
+        throw std::logic_error("collectives: write to the send buffer");
+      case Buffer::recv:
+        return b_.recv.subspan(g.offset, g.bytes);
+      case Buffer::scratch:
+        return scratch_.subspan(g.offset, g.bytes);
+    }
+    return {};
+  }
+  std::span<const std::byte> cregion(const Region& g) {
+    if (g.buffer == Buffer::send) return b_.send.subspan(g.offset, g.bytes);
+    return region(g);
+  }
+
+  std::uint32_t world(int r) const {
+    return static_cast<std::uint32_t>(c_.topology().world_rank(r));
+  }
+
+  void post(int peer, const Region& src, Tag tag, StepId id) {
+    sends_.push_back({});
+    SendRec& s = sends_.back();
+    s.h = {context_, seq_, tag};
+    s.run = this;
+    s.id = id;
+    s.m.dest = world(peer);
+    s.m.handler = kHandler;
+    s.m.header = std::as_bytes(std::span(&s.h, 1));
+    s.m.data.buffer = cregion(src);
+    s.m.done = &Run::send_done;
+    s.m.context = &s;
+    ++outstanding_[id];
+    c_.engine().layer().post(s.m);
+  }
+
+  // The packet spec of a real deposit-bit line for step `s`, when its receivers are exactly the
+  // nodes met along the line from this node (one task each, all in the same FIFO group, as
+  // deposit copies land in the same group on every node); nullopt otherwise.
+  std::optional<pkt::PacketSpec> line_spec(const Step& s) {
+    if (!c_.engine().line_multicast() || s.peers.empty() || s.src.bytes > UINT32_MAX)
+      return std::nullopt;
+    pkt::Endpoint& ep = c_.engine().layer().endpoint();
+    const torus::Shape& shape = ep.machine().shape();
+    const pkt::Destination last = ep.destination_of(world(s.peers.back()));
+    torus::NodeId at = ep.node();
+    for (int q : s.peers) {
+      const auto next = shape.neighbour(at, s.dir);
+      const pkt::Destination d = ep.destination_of(world(q));
+      if (!next || d.node != *next || d.group != last.group || d.node == ep.node())
+        return std::nullopt;
+      at = *next;
+    }
+    pkt::PacketSpec spec;
+    spec.dest = last;
+    spec.dispatch = kLineDispatch;
+    spec.word = static_cast<std::uint32_t>(s.src.bytes);
+    spec.deposit_line = s.dir;
+    return spec;
+  }
+
+  // Injects what the pending lines still have to send, as far as the injection FIFOs take it;
+  // completes the lines that are out. True when anything was injected.
+  bool pump_lines() {
+    bool progress = false;
+    pkt::Endpoint& ep = c_.engine().layer().endpoint();
+    for (std::size_t i = 0; i < lines_.size();) {
+      LineRec& l = lines_[i];
+      // One injection FIFO per direction, as BG/L's lines leave through their direction's link.
+      const int fifo = static_cast<int>(torus::index_of(*l.spec.deposit_line));
+      while (l.first || l.offset < l.data.size()) {
+        const std::size_t n = std::min(kLineData, l.data.size() - l.offset);
+        const LineHeader h{context_, seq_, l.tag, static_cast<std::uint32_t>(l.offset)};
+        if (ep.inject(fifo, l.spec, std::as_bytes(std::span(&h, 1)), l.data.subspan(l.offset, n)) ==
+            pkt::InjectStatus::full)
+          break;
+        l.offset += n;
+        l.first = false;
+        progress = true;
+      }
+      if (l.first || l.offset < l.data.size()) {
+        ++i;
+        continue;
+      }
+      complete(l.id);
+      lines_[i] = lines_.back();
+      lines_.pop_back();
+    }
+    return progress;
+  }
+
+  static void send_done(msg::SendMessage& m) {
+    auto* s = static_cast<SendRec*>(m.context);
+    s->run->sub_done(s->id);
+  }
+  static void recv_done(void* ctx, std::uint32_t, std::size_t) {
+    auto* r = static_cast<RecvRec*>(ctx);
+    r->run->sub_done(r->id);
+  }
+  void sub_done(StepId id) {
+    if (--outstanding_[id] == 0) complete(id);
+  }
+  void complete(StepId id) { completed_.push_back(id); }
+  void finish_completed() {
+    while (!completed_.empty()) {
+      std::vector<StepId> now;
+      now.swap(completed_);
+      for (StepId id : now) {
+        ++done_;
+        const StepKind k = prog_.step(id).kind;
+        if (k == StepKind::send || k == StepKind::recv || k == StepKind::line_send) --active_;
+        for (StepId d : dependents_[id])
+          if (--pending_[d] == 0) ready_.push_back(d);
+      }
+    }
+  }
+
+  void start(StepId id) {
+    const Step& s = prog_.step(id);
+    switch (s.kind) {
+      case StepKind::send:
+        ++active_;
+        post(s.peer, s.src, s.tag, id);
+        break;
+      case StepKind::line_send:
+        ++active_;
+        if (auto spec = line_spec(s)) {
+          lines_.push_back({id, *spec, cregion(s.src), 0, true, s.tag});
+          pump_lines();
+          break;
+        }
+        for (int q : s.peers)
+          post(q, s.src, s.tag, id);
+        if (s.peers.empty()) complete(id);
+        break;
+      case StepKind::recv: {
+        ++active_;
+        recvs_.push_back({this, id});
+        ++outstanding_[id];
+        c_.engine().expect({context_, seq_, world(s.peer), s.tag}, region(s.dst), &Run::recv_done,
+                           &recvs_.back());
+        break;
+      }
+      case StepKind::copy: {
+        const auto src = cregion(s.src);
+        if (!src.empty()) std::memcpy(region(s.dst).data(), src.data(), src.size());
+        complete(id);
+        break;
+      }
+      case StepKind::reduce:
+        apply_reduce(x_.dtype, x_.reduce_op, region(s.dst), cregion(s.src));
+        complete(id);
+        break;
+      default:
+        deferred_.push_back(id);  // hardware steps run when nothing else is in flight
+        break;
+    }
+  }
+
+  void hardware(StepId id) {
+    const Step& s = prog_.step(id);
+    collnet::CollectiveNetwork* net = c_.engine().network();
+    if (!net)
+      throw std::logic_error(
+          "collectives: a collective-network step, but the engine has no collective network");
+    const int me = c_.rank();
+    switch (s.kind) {
+      case StepKind::gi_barrier:
+        net->barrier();
+        return;
+      case StepKind::tree_bcast: {
+        auto dst = region(s.dst);
+        if (me == s.peer && !(s.src == s.dst)) {
+          const auto src = cregion(s.src);
+          std::memcpy(dst.data(), src.data(), src.size());
+        }
+        net->broadcast(world(s.peer), dst);
+        return;
+      }
+      case StepKind::tree_reduce:
+      case StepKind::tree_allreduce: {
+        const auto in = cregion(s.src);
+        const bool all = s.kind == StepKind::tree_allreduce;
+        const bool keep = all || me == s.peer;
+        std::span<std::byte> out = keep ? region(s.dst) : std::span<std::byte>{};
+        if (auto op = tree_integer_op(x_.dtype, x_.reduce_op)) {
+          if (all)
+            net->allreduce(*op, in, out);
+          else
+            net->reduce(world(s.peer), *op, in, out);
+          return;
+        }
+        if (!tree_double_op(x_.dtype, x_.reduce_op))
+          throw std::logic_error("collectives: the collective network cannot reduce this type");
+        // Doubles: every task takes part in the two-phase allreduce; non-roots discard.
+        std::vector<std::byte> tmp;
+        if (!keep) {
+          tmp.resize(in.size());
+          out = tmp;
+        }
+        auto din = std::span(reinterpret_cast<const double*>(in.data()), in.size() / 8);
+        auto dout = std::span(reinterpret_cast<double*>(out.data()), out.size() / 8);
+        std::vector<double> ain, aout;
+        // The FP routines want aligned doubles; user buffers may be misaligned.
+        if (reinterpret_cast<std::uintptr_t>(in.data()) % alignof(double) ||
+            reinterpret_cast<std::uintptr_t>(out.data()) % alignof(double)) {
+          ain.resize(din.size());
+          aout.resize(din.size());
+          std::memcpy(ain.data(), in.data(), in.size());
+          din = ain;
+          dout = aout;
+        }
+        switch (x_.reduce_op) {
+          case ReduceOp::sum:
+            net->allreduce_sum(din, dout);
+            break;
+          case ReduceOp::max:
+            net->allreduce_max(din, dout);
+            break;
+          default:
+            net->allreduce_min(din, dout);
+            break;
+        }
+        if (!aout.empty()) std::memcpy(out.data(), aout.data(), out.size());
+        return;
+      }
+      default:
+        return;
+    }
+  }
+
+  Communicator& c_;
+  const Program& prog_;
+  const Params& x_;
+  Buffers b_;
+  std::span<std::byte> scratch_;
+  std::uint32_t context_, seq_;
+  std::vector<std::uint32_t> pending_, outstanding_;
+  std::vector<std::vector<StepId>> dependents_;
+  std::vector<StepId> ready_, completed_, deferred_;
+  std::vector<SendRec> sends_;
+  std::vector<RecvRec> recvs_;
+  std::vector<LineRec> lines_;
+  std::size_t done_ = 0;
+  int active_ = 0;
+};
+
+}  // namespace
+
+void Communicator::run(const Program& program, const Params& params, Buffers buffers) {
+  if (buffers.send.size() < params.send_bytes(rank_))
+    throw std::invalid_argument("collectives: " + std::string(to_string(params.op)) +
+                                " needs a send buffer of " +
+                                std::to_string(params.send_bytes(rank_)) + " bytes, got " +
+                                std::to_string(buffers.send.size()));
+  if (buffers.recv.size() < params.recv_bytes(rank_))
+    throw std::invalid_argument("collectives: " + std::string(to_string(params.op)) +
+                                " needs a receive buffer of " +
+                                std::to_string(params.recv_bytes(rank_)) + " bytes, got " +
+                                std::to_string(buffers.recv.size()));
+  if (program.rank() != rank_)
+    throw std::invalid_argument("collectives: program for rank " + std::to_string(program.rank()) +
+                                " run on rank " + std::to_string(rank_));
+  if (scratch_.size() < program.scratch_bytes) scratch_.resize(program.scratch_bytes);
+  Run run(*this, program, params, buffers,
+          std::span(scratch_).first(static_cast<std::size_t>(program.scratch_bytes)), context_,
+          seq_++);
+  run.go();
+}
+
+}  // namespace bgl::coll

@@ -1,0 +1,94 @@
+#include "bgl/coll/select.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <cctype>
+#include <cstdlib>
+
+#include "bgl/torus/error.hpp"
+
+namespace bgl::coll {
+
+std::string override_variable(Collective op) {
+  std::string v = "BGL_COLL_";
+  for (char c : to_string(op))
+    v += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return v;
+}
+
+namespace {
+
+const Algorithm* usable(const Params& x, std::string_view name) {
+  const Algorithm* a = find_algorithm(x.op, name);
+  return a && a->applicable(x).empty() ? a : nullptr;
+}
+
+// Defaults (docs/CONFIGURATION.md): hardware paths for whole-partition communicators, then the
+// torus algorithms by size.
+Selection by_default(const Params& x) {
+  const std::uint64_t n = x.bytes();
+  auto pick = [&](std::initializer_list<std::string_view> names, const char* why) -> Selection {
+    for (std::string_view nm : names)
+      if (const Algorithm* a = usable(x, nm)) return {a, why};
+    return {};
+  };
+  Selection s;
+  switch (x.op) {
+    case Collective::bcast:
+      s = pick({"tree"}, "whole partition: collective network");
+      if (!s.algorithm && n >= 8192) s = pick({"torus3"}, ">= 8 KiB on a full partition: torus3");
+      if (!s.algorithm && n < 12288) s = pick({"binomial"}, "< 12 KiB: binomial");
+      if (!s.algorithm) s = pick({"scatter_allgather", "binomial"}, ">= 12 KiB: scatter+allgather");
+      break;
+    case Collective::allreduce:
+      s = pick({"tree"}, "whole partition, supported type/op: collective network");
+      if (!s.algorithm && n <= 2048)
+        s = pick({"recursive_doubling"}, "<= 2 KiB: recursive doubling");
+      if (!s.algorithm) s = pick({"rabenseifner"}, "> 2 KiB: reduce-scatter + allgather");
+      break;
+    case Collective::reduce:
+      s = pick({"tree", "binomial"}, "collective network if possible, else binomial");
+      break;
+    case Collective::allgather:
+      if (n < 81920) s = pick({"recursive_doubling", "bruck"}, "< 80 KiB total: log p steps");
+      if (!s.algorithm) s = pick({"ring"}, ">= 80 KiB total: ring");
+      break;
+    case Collective::alltoall:
+      if (n / static_cast<std::uint64_t>(x.p) / static_cast<std::uint64_t>(x.p) <= 256)
+        s = pick({"post_all"}, "blocks <= 256 B: post all");
+      if (!s.algorithm) s = pick({"controlled"}, "controlled injection order");
+      break;
+    case Collective::reduce_scatter:
+      s = pick({"pairwise"}, "pairwise");
+      break;
+    case Collective::barrier:
+      s = pick({"gi", "dissemination"}, "global interrupt if whole partition");
+      break;
+  }
+  return s;
+}
+
+}  // namespace
+
+Selection select_algorithm(const Params& x) {
+  const std::string var = override_variable(x.op);
+  if (const char* v = std::getenv(var.c_str()); v && *v) {
+    const std::string_view name(v);
+    if (name == "mpich") return {nullptr, var + "=mpich"};
+    const Algorithm* a = find_algorithm(x.op, name);
+    if (!a) {
+      std::string valid = "mpich";
+      for (const Algorithm* b : algorithms_for(x.op))
+        valid += ", " + std::string(b->name);
+      throw ConfigError(var + "=" + std::string(name) + ": no such " +
+                        std::string(to_string(x.op)) + " algorithm (valid: " + valid + ")");
+    }
+    if (std::string why = a->applicable(x); why.empty())
+      return {a, var + "=" + std::string(name)};
+    else
+      spdlog::warn("{}={} cannot run this call ({}); using the default", var, name, why);
+  }
+  return by_default(x);
+}
+
+}  // namespace bgl::coll
