@@ -79,7 +79,7 @@ int run(int argc, char** argv) {
   const int rank = static_cast<int>(rt.rank());
   auto& ep = rt.endpoint();
   constexpr std::size_t kPayloads[] = {16, 112, 240};  // 32-, 128- and 256-byte packets
-  half_rtt(ep, rank, 16, iterations / 10 + 1);           // warm up (connections, caches)
+  half_rtt(ep, rank, 16, iterations / 10 + 1);         // warm up (connections, caches)
   std::vector<double> latency;
   for (auto p : kPayloads) {
     rt.barrier();
@@ -92,11 +92,10 @@ int run(int argc, char** argv) {
     const std::string transport = std::string(pkt::to_string(placement.transport)) + "/" +
                                   std::to_string(placement.host_count()) + "host";
     const double mbps = stream * static_cast<double>(pkt::kMaxPacketBytes) / seconds / 1e6;
-    bench::Table t("packet latency and streaming over " + transport + " (" +
-                       std::to_string(iterations) + " round trips, " + std::to_string(stream) +
-                       " streamed packets)",
-                   {"transport", "lat32_ns", "lat128_ns", "lat256_ns", "stream_MBps",
-                    "stream_Mpkts"});
+    bench::Table t(
+        "packet latency and streaming over " + transport + " (" + std::to_string(iterations) +
+            " round trips, " + std::to_string(stream) + " streamed packets)",
+        {"transport", "lat32_ns", "lat128_ns", "lat256_ns", "stream_MBps", "stream_Mpkts"});
     t.row({transport, latency[0] * 1e9, latency[1] * 1e9, latency[2] * 1e9, mbps,
            stream / seconds / 1e6});
     if (args.json)

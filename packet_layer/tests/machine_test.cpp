@@ -348,7 +348,8 @@ TEST(Machine, AttachRejectsAnotherVersion) {
 
 // Regression: Machine::attach once trusted the job description after the magic and version (an
 // out-of-range mode byte, a non-power-of-two FIFO size whose rounded layout happened to match, a
-// negative task count escaping as std::length_error). The field offsets below follow SegmentHeader in machine.cpp and are checked before corrupting.
+// negative task count escaping as std::length_error). The field offsets below follow SegmentHeader
+// in machine.cpp and are checked before corrupting.
 TEST(Machine, AttachRejectsACorruptedJobDescription) {
   constexpr std::size_t kModeOffset = 39, kNtasksOffset = 40, kFifoOffset = 44;
   const auto corrupted = [](auto offset, auto expected, auto value) {
@@ -1294,11 +1295,15 @@ TEST_F(EndpointTest, WaitReturnsWhenAPacketArrivesFromAnotherThread) {
   Endpoint& rescuer = job.ep(2);
   DelayedEvent send([&] { sender.inject(0, to({1, 0}, 1), bytes(1, 64)); });
   // wait() may return after a sleep without news (callers loop): loop until the packet is there.
-  const auto returned = timed_wait([&] { while (!receiver.poll_ready()) receiver.wait(); },
-                                   [&] {
-                                     rescuer.inject(0, to({1, 0}, 99), kNoPayload);
-                                   },
-                                   5s);
+  const auto returned = timed_wait(
+      [&] {
+        while (!receiver.poll_ready())
+          receiver.wait();
+      },
+      [&] {
+        rescuer.inject(0, to({1, 0}, 99), kNoPayload);
+      },
+      5s);
   const auto sent = send.started();
   EXPECT_GE(returned, sent) << "the wait loop ended before anything was sent";
   EXPECT_LT(returned - sent, 2s);
@@ -1353,7 +1358,10 @@ TEST_F(EndpointTest, WaitReturnsWhenWaitingInjectedPacketsMoveOn) {
           ++waits;
         }
       },
-      [&] { rescuer.inject(0, to({0, 0}, 99), kNoPayload); }, 5s);
+      [&] {
+        rescuer.inject(0, to({0, 0}, 99), kNoPayload);
+      },
+      5s);
   const auto room = make_room.started();
   EXPECT_GE(returned, room) << "the wait loop ended before there was room";
   EXPECT_LT(returned - room, 2s);

@@ -288,9 +288,10 @@ TEST(ReceptionFifo, ConsumerRecordsHighWaterMark) {
 
 // Regression: pop() once sampled the high-water mark after releasing the slot, so a producer that
 // claimed the freed slot in between made the mark one larger than the FIFO can hold (65 for a
-// 64-slot FIFO under ThreadSanitizer). Timing dependent: three producers spin on a 2-slot FIFO so that the consumer's few-instruction
-// window is hit as often as possible; it fails in about half the runs on an idle 2-core machine and
-// in nearly every run on a busy one; never once the tail is read before the slot is released.
+// 64-slot FIFO under ThreadSanitizer). Timing dependent: three producers spin on a 2-slot FIFO so
+// that the consumer's few-instruction window is hit as often as possible; it fails in about half
+// the runs on an idle 2-core machine and in nearly every run on a busy one; never once the tail is
+// read before the slot is released.
 TEST(ReceptionFifo, HighWaterMarkNeverExceedsCapacity) {
   constexpr std::uint32_t kCapacity = 2;
   constexpr std::uint32_t kPops = kUnderTsan ? 20'000 : kUnderAsan ? 100'000 : 1'000'000;
