@@ -31,13 +31,6 @@ std::string temp_path(const std::string& name) {
   return ::testing::TempDir() + "/" + name + "." + std::to_string(getpid());
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 bool segment_of(int launcher_pid) {
   for (const auto& s : bglemu_segments())
     if (s.find("bglemu." + std::to_string(launcher_pid) + ".") != std::string::npos) return true;

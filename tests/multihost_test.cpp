@@ -41,13 +41,6 @@ std::string temp_path(const std::string& name) {
   return ::testing::TempDir() + "/" + name + "." + std::to_string(getpid());
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 void write_file(const std::string& path, const std::string& text) {
   std::ofstream(path) << text;
 }

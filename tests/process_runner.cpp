@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 namespace bgl::test {
@@ -132,6 +134,13 @@ bool process_alive(int pid) {
   const int matched = std::fscanf(f, "%*d %*s %c", &state);
   std::fclose(f);
   return matched == 1 && state != 'Z';
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
 }
 
 }  // namespace bgl::test

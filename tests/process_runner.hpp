@@ -25,5 +25,7 @@ int wait_process(int pid, double timeout_seconds);
 // Paths of files in /dev/shm that a bglemu job created.
 std::vector<std::string> bglemu_segments();
 bool process_alive(int pid);
+// The whole content of a file (empty when it cannot be read), e.g. a job's log.
+std::string read_file(const std::string& path);
 
 }  // namespace bgl::test

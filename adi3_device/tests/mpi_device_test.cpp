@@ -44,13 +44,6 @@ std::string prefix() {
   return cached;
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // Rebuilds `out` from `sources` with `compiler` when it is missing or older than a source or
 // than libmpi. Serialised across test processes (ctest -j) by a lock file.
 bool build(const std::string& compiler, const std::vector<std::string>& sources,

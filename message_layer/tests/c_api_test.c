@@ -499,8 +499,8 @@ int main(int argc, char** argv) {
     bgl_msg_finalize(s);
     s = NULL;
     if (bgl_msg_init(NULL, &s) != BGL_MSG_OK) {
-      fprintf(stderr, "CHECK FAILED rank %u: bgl_msg_init after bgl_msg_finalize: %s\n",
-              g_rank, bgl_msg_last_error());
+      fprintf(stderr, "CHECK FAILED rank %u: bgl_msg_init after bgl_msg_finalize: %s\n", g_rank,
+              bgl_msg_last_error());
       return 1;
     }
     CHECK(bgl_msg_barrier(s) == BGL_MSG_OK);

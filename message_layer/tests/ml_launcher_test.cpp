@@ -34,13 +34,6 @@ std::string temp_path(const std::string& name) {
          std::to_string(counter++);
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // A mapping file for bglrun --mapfile (removed with the test).
 class MapFile {
  public:

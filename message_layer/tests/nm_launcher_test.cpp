@@ -65,10 +65,7 @@ std::string temp_path(const std::string& name) {
 }
 
 nlohmann::json read_json(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return nlohmann::json::parse(s.str(), nullptr, false);
+  return nlohmann::json::parse(read_file(path), nullptr, false);
 }
 
 // ---------------------------------------------------------------------------------------------
