@@ -2,13 +2,20 @@
 # Runs the same MPI benchmark (adi3_device/bench/mpi_bench.c) against Debian's MPICH (package
 # mpich: mpicc.mpich, mpiexec.mpich; shared-memory transport, busy polling) and against MPICH with
 # the bgl device (tools/build_mpich.sh; every message crosses the emulated torus), in one
-# invocation, each measurement group alternating between the two, and prints both side by side
-# with the ratios bgl / debian of the minimum and the median (P50) times.
+# invocation, and prints them side by side with the ratios bgl / debian of the minimum and the
+# median (P50) times. The collectives also run a third way: the bgl device with its collective
+# hooks off (BGL_NM_COLL_HOOKS=0), i.e. MPICH's own algorithms over the same emulated machine
+# (column "mpich_alg"), against bglemu's collectives library (column "bgl"). A 1-rank MPI_Pack
+# run compares the datatype engines (the device's MPICH is built with dataloop, Debian's has yaksa).
+# The runs are interleaved: each round runs every variant once, one after the other; a row's
+# minimum is the minimum over all rounds, its P50 the median of the rounds' P50s (this machine's
+# speed drifts; ratios of interleaved runs are what to judge by).
 #
-#   tools/mpi_compare.sh [--quick] [--out DIR] [--ranks "8 64"] [--json FILE] [--pingpong-max B]
-#                        [--coll-max B]
+#   tools/mpi_compare.sh [--quick] [--rounds N] [--out DIR] [--ranks "8 64"] [--json FILE]
+#                        [--pingpong-max B] [--coll-max B]
 #
 # --quick         0.1 s per measurement instead of 0.3 s
+# --rounds N      interleaved rounds (default 3)
 # --ranks         rank counts of the collective runs (default "8 64"; all on this host's cores)
 # --json FILE     also write every row as JSON
 # --pingpong-max  largest ping-pong message (default 4194304)
@@ -17,16 +24,19 @@
 # --print-prefix) and Debian's mpich package (apt-get install mpich libmpich-dev; ours is always
 # addressed by its absolute path). Every run is bounded (timeout 900 s).
 set -euo pipefail
+export LC_ALL=C  # join and sort must agree on the order
 repo=$(cd "$(dirname "$0")/.." && pwd)
 out=${TMPDIR:-/tmp}/mpi_compare.$$
 ranks="8 64"
 budget=0.3
+rounds=3
 json=""
 pp_max=$((4 << 20))
 coll_max=$((1 << 20))
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) budget=0.1; shift ;;
+    --rounds) rounds=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --ranks) ranks=$2; shift 2 ;;
     --json) json=$2; shift 2 ;;
@@ -36,6 +46,7 @@ while [ $# -gt 0 ]; do
     *) echo "mpi_compare: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
+case "$rounds" in ''|*[!0-9]*|0) echo "mpi_compare: --rounds needs a positive number, got '$rounds'" >&2; exit 2 ;; esac
 prefix=${BGL_MPICH_PREFIX:-$("$repo/tools/build_mpich.sh" --print-prefix)}
 bglrun=${BGLRUN:-$repo/build/bin/bglrun}
 [ -x "$prefix/bin/mpicc" ] || { echo "mpi_compare: no bgl MPICH at $prefix (tools/build_mpich.sh)" >&2; exit 1; }
@@ -51,37 +62,84 @@ export BENCH_TIME=$budget
 rows=$out/rows.txt
 : > "$rows"
 
-run() {  # name np what arg
-  local name=$1 np=$2 what=$3 arg=$4 shape
+# One variant's run: debian, bgl, or mpich_alg (the bgl device without its collective hooks).
+run_variant() {  # variant np what arg file
+  local v=$1 np=$2 what=$3 arg=$4 file=$5 shape
   shape=$(case $np in 2) echo 2x1x1 ;; 4) echo 2x2x1 ;; 8) echo 2x2x2 ;; 16) echo 4x2x2 ;; 32) echo 4x4x2 ;; 64) echo 4x4x4 ;; *) echo "" ;; esac)
-  echo "== $name: $np ranks, $what $arg" >&2
-  timeout 900 mpiexec.mpich -n "$np" "$out/bench_debian" "$what" "$arg" > "$out/$name.debian" 2>&1 ||
-    echo "   (debian run failed or timed out: $out/$name.debian)" >&2
-  timeout 900 "$bglrun" -np "$np" ${shape:+--shape $shape} --timeout 880 "$out/bench_bgl" "$what" "$arg" \
-    > "$out/$name.bgl" 2>&1 || echo "   (bgl run failed: $out/$name.bgl)" >&2
-  echo "### $name ($np ranks on $(nproc) cores; times in µs, ratio = bgl / debian)"
-  printf '%-10s %9s %11s %11s %11s %11s %8s %8s %10s %10s\n' test bytes deb_min bgl_min deb_p50 bgl_p50 \
-    r_min r_p50 deb_MB/s bgl_MB/s
-  join -j1 <(awk '!/^#/ && NF == 7 {print $1"/"$2, $3, $4, $6}' "$out/$name.debian" | sort) \
-           <(awk '!/^#/ && NF == 7 {print $1"/"$2, $3, $4, $6}' "$out/$name.bgl" | sort) |
-    awk -v np="$np" -v rows="$rows" '{
-          split($1, k, "/"); rmin = $2 > 0 ? $5 / $2 : 0; rp50 = $3 > 0 ? $6 / $3 : 0
-          printf "%-10s %9s %11.2f %11.2f %11.2f %11.2f %8.2f %8.2f %10.1f %10.1f\n", k[1], k[2], $2, $5, $3, $6, rmin, rp50, $4, $7
-          printf "%s %s %s %s %s %s %s %s %s\n", np, k[1], k[2], $2, $5, $3, $6, $4, $7 >> rows
-        }' | sort -k1,1 -k2,2n
+  case $v in
+    debian) timeout 900 mpiexec.mpich -n "$np" "$out/bench_debian" "$what" "$arg" ;;
+    bgl) timeout 900 "$bglrun" -np "$np" ${shape:+--shape $shape} --timeout 880 "$out/bench_bgl" "$what" "$arg" ;;
+    mpich_alg) BGL_NM_COLL_HOOKS=0 timeout 900 "$bglrun" -np "$np" ${shape:+--shape $shape} --timeout 880 \
+                 "$out/bench_bgl" "$what" "$arg" ;;
+  esac > "$file" 2>&1 || echo "   ($v run failed or timed out: $file)" >&2
+}
+
+# Per (test, bytes): the minimum of the rounds' minima, the median of their P50s, MB/s at that
+# median. Input: the rounds' outputs of one variant.
+aggregate() {
+  awk '!/^#/ && NF == 7 {k = $1 "/" $2; n[k]++; m = n[k]; mins[k, m] = $3; p50[k, m] = $4; b[k] = $2}
+       END {
+         for (k in n) {
+           lo = mins[k, 1]; for (i = 2; i <= n[k]; i++) if (mins[k, i] < lo) lo = mins[k, i]
+           for (i = 1; i <= n[k]; i++) v[i] = p50[k, i]
+           for (i = 2; i <= n[k]; i++) { x = v[i]; j = i - 1; while (j >= 1 && v[j] > x) { v[j + 1] = v[j]; j-- } v[j + 1] = x }
+           med = n[k] % 2 ? v[(n[k] + 1) / 2] : (v[n[k] / 2] + v[n[k] / 2 + 1]) / 2
+           printf "%s %.2f %.2f %.1f\n", k, lo, med, (med > 0 ? b[k] / med : 0)
+         }
+       }' "$@" | sort
+}
+
+run() {  # name np what arg variants...
+  local name=$1 np=$2 what=$3 arg=$4 r v
+  shift 4
+  local variants=("$@")
+  for r in $(seq 1 "$rounds"); do
+    for v in "${variants[@]}"; do
+      echo "== $name: $np ranks, $what $arg, round $r/$rounds, $v" >&2
+      run_variant "$v" "$np" "$what" "$arg" "$out/$name.$v.$r"
+    done
+  done
+  for v in "${variants[@]}"; do
+    aggregate "$out/$name.$v".[0-9]* > "$out/$name.$v.agg"
+  done
+  local third=0
+  [ ${#variants[@]} -gt 2 ] && third=1
+  echo "### $name ($np ranks on $(nproc) cores, $rounds interleaved rounds; times in µs; r = bgl / debian$([ $third = 1 ] && echo ", a = bgl / mpich_alg"))"
+  if [ $third = 1 ]; then
+    printf '%-10s %9s %11s %11s %11s %11s %11s %11s %8s %8s %8s\n' test bytes deb_min bgl_min alg_min \
+      deb_p50 bgl_p50 alg_p50 r_p50 a_p50 bgl_MB/s
+    join -j1 "$out/$name.debian.agg" "$out/$name.bgl.agg" | join -j1 - "$out/$name.mpich_alg.agg" |
+      awk -v np="$np" -v rows="$rows" '{
+        split($1, k, "/"); r = $3 > 0 ? $6 / $3 : 0; a = $9 > 0 ? $6 / $9 : 0
+        printf "%-10s %9s %11.2f %11.2f %11.2f %11.2f %11.2f %11.2f %8.3f %8.3f %8.1f\n", k[1], k[2], $2, $5, $8, $3, $6, $9, r, a, $7
+        printf "%s %s %s %s %s %s %s %s %s %s %s\n", np, k[1], k[2], $2, $5, $3, $6, $4, $7, $8, $9 >> rows
+      }' | sort -k1,1 -k2,2n
+  else
+    printf '%-10s %9s %11s %11s %11s %11s %8s %8s %10s %10s\n' test bytes deb_min bgl_min deb_p50 bgl_p50 \
+      r_min r_p50 deb_MB/s bgl_MB/s
+    join -j1 "$out/$name.debian.agg" "$out/$name.bgl.agg" |
+      awk -v np="$np" -v rows="$rows" '{
+        split($1, k, "/"); rmin = $2 > 0 ? $5 / $2 : 0; rp50 = $3 > 0 ? $6 / $3 : 0
+        printf "%-10s %9s %11.2f %11.2f %11.2f %11.2f %8.2f %8.2f %10.1f %10.1f\n", k[1], k[2], $2, $5, $3, $6, rmin, rp50, $4, $7
+        printf "%s %s %s %s %s %s %s %s %s - -\n", np, k[1], k[2], $2, $5, $3, $6, $4, $7 >> rows
+      }' | sort -k1,1 -k2,2n
+  fi
   echo
 }
 
-echo "# tools/mpi_compare.sh on $(hostname), $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ), BENCH_TIME=$budget"
+echo "# tools/mpi_compare.sh on $(hostname), $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ), BENCH_TIME=$budget, rounds $rounds, load $(cut -d' ' -f1 /proc/loadavg)"
 echo "# bgl: $prefix; debian: mpich $(dpkg-query -W -f='${Version}' mpich)"
 echo
-run pingpong2 2 pingpong "$pp_max"
+run pingpong2 2 pingpong "$pp_max" debian bgl
+# The datatype engines alone (1 rank): the device's MPICH uses dataloop, Debian's yaksa.
+run pack1 1 pack "$coll_max" debian bgl
 for np in $ranks; do
-  run coll$np "$np" coll "$coll_max"
+  run coll$np "$np" coll "$coll_max" debian bgl mpich_alg
 done
 if [ -n "$json" ]; then
   awk 'BEGIN {print "["} NR > 1 {print ","}
-       {printf "  {\"ranks\": %s, \"test\": \"%s\", \"bytes\": %s, \"debian_min_us\": %s, \"bgl_min_us\": %s, \"debian_p50_us\": %s, \"bgl_p50_us\": %s, \"debian_MBps\": %s, \"bgl_MBps\": %s}", $1, $2, $3, $4, $5, $6, $7, $8, $9}
+       {alg = $10 == "-" ? "null" : $10; algp = $11 == "-" ? "null" : $11
+        printf "  {\"ranks\": %s, \"test\": \"%s\", \"bytes\": %s, \"debian_min_us\": %s, \"bgl_min_us\": %s, \"debian_p50_us\": %s, \"bgl_p50_us\": %s, \"debian_MBps\": %s, \"bgl_MBps\": %s, \"mpich_alg_min_us\": %s, \"mpich_alg_p50_us\": %s}", $1, $2, $3, $4, $5, $6, $7, $8, $9, alg, algp}
        END {print "\n]"}' "$rows" > "$json"
   echo "# JSON: $json"
 fi

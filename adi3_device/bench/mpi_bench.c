@@ -5,6 +5,8 @@
  *   mpi_bench pingpong [max_bytes]     rank 0 <-> rank 1, 1 B .. max_bytes (default 4 MiB)
  *   mpi_bench ring [bytes]             a token around all ranks
  *   mpi_bench coll [max_bytes]         allreduce, bcast, allgather, alltoall, barrier
+ *   mpi_bench pack [max_bytes]         MPI_Pack of a strided vector and of an indexed type
+ *                                      (the datatype engine: dataloop here, yaksa in Debian's)
  *
  * Each measurement repeats for about BENCH_TIME seconds (default 0.3; at least 5 times) and
  * reports the minimum and the median (P50) of the single-operation times (each the slowest rank's
@@ -19,6 +21,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Every buffer: a 4 MiB ping-pong, bcast/allreduce up to max, allgather/alltoall up to 16 MiB
+ * (bytes x ranks), packing up to 8 MiB of sparse source. */
+enum { BUFFER_BYTES = 32 << 20 };
 
 static int rank, size;
 static double budget = 0.3;
@@ -55,135 +61,134 @@ static void report(const char* test, size_t bytes, double* t, int n, double scal
   fflush(stdout);
 }
 
-static void pingpong(size_t max) {
-  char* buf = malloc(max > 0 ? max : 1);
-  memset(buf, 1, max);
-  double* t = malloc(100000 * sizeof(double));
-  for (size_t bytes = 1; bytes <= max; bytes *= 2) {
-    double t0 = 0, w[10];
-    for (int warm = 0; warm < 10; warm++) {
-      t0 = MPI_Wtime();
-      if (rank == 0) {
-        MPI_Send(buf, (int)bytes, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
-        MPI_Recv(buf, (int)bytes, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-      } else if (rank == 1) {
-        MPI_Recv(buf, (int)bytes, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        MPI_Send(buf, (int)bytes, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
-      }
-      w[warm] = MPI_Wtime() - t0;
-    }
-    qsort(w, 10, sizeof(double), cmp_double);
-    int n = repetitions(w[5]);
-    for (int i = 0; i < n; i++) {
-      double s = MPI_Wtime();
-      if (rank == 0) {
-        MPI_Send(buf, (int)bytes, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
-        MPI_Recv(buf, (int)bytes, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-      } else if (rank == 1) {
-        MPI_Recv(buf, (int)bytes, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        MPI_Send(buf, (int)bytes, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
-      }
-      t[i] = MPI_Wtime() - s;
-    }
-    report("pingpong", bytes, t, n, 0.5);
-    if (bytes == max) break;
-    if (bytes * 2 > max) bytes = max / 2;
+/* One operation of a measurement, on `bytes` bytes. */
+typedef void (*op_fn)(size_t bytes);
+
+/* Times `op`: `warmups` untimed-for-the-report runs (their median sets the repetition count, see
+ * repetitions()), then the timed repetitions; `sync` puts a barrier before each warm-up so that
+ * every rank starts it together (collectives), which ping-pongs do not need. */
+static void measure(const char* test, size_t bytes, op_fn op, int warmups, int sync, double scale) {
+  static double t[100000];
+  double w[10];
+  for (int i = 0; i < warmups; i++) {
+    if (sync) MPI_Barrier(MPI_COMM_WORLD);
+    double s = MPI_Wtime();
+    op(bytes);
+    w[i] = MPI_Wtime() - s;
   }
-  free(t);
-  free(buf);
+  qsort(w, warmups, sizeof(double), cmp_double);
+  int n = repetitions(w[warmups / 2]);
+  if (sync) MPI_Barrier(MPI_COMM_WORLD);
+  for (int i = 0; i < n; i++) {
+    double s = MPI_Wtime();
+    op(bytes);
+    t[i] = MPI_Wtime() - s;
+  }
+  report(test, bytes, t, n, scale);
+}
+
+/* Sizes 1 B (or `first`) .. max, multiplied by `step`, always ending at max. */
+static size_t next_size(size_t bytes, size_t max, size_t step) {
+  if (bytes == max) return 0;
+  return bytes * step > max ? max : bytes * step;
+}
+
+static char *buf_a, *buf_b;
+
+static void pingpong_once(size_t bytes) {
+  if (rank == 0) {
+    MPI_Send(buf_a, (int)bytes, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
+    MPI_Recv(buf_a, (int)bytes, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  } else if (rank == 1) {
+    MPI_Recv(buf_a, (int)bytes, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Send(buf_a, (int)bytes, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
+  }
+}
+
+static void pingpong(size_t max) {
+  for (size_t bytes = 1; bytes; bytes = next_size(bytes, max, 2))
+    measure("pingpong", bytes, pingpong_once, 10, 0, 0.5);
+}
+
+static void ring_once(size_t bytes) {
+  int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+  if (rank == 0) {
+    MPI_Send(buf_a, (int)bytes, MPI_BYTE, next, 0, MPI_COMM_WORLD);
+    MPI_Recv(buf_a, (int)bytes, MPI_BYTE, prev, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  } else {
+    MPI_Recv(buf_a, (int)bytes, MPI_BYTE, prev, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Send(buf_a, (int)bytes, MPI_BYTE, next, 0, MPI_COMM_WORLD);
+  }
 }
 
 static void ring(size_t bytes) {
-  char* buf = malloc(bytes > 0 ? bytes : 1);
-  double* t = malloc(100000 * sizeof(double));
-  int next = (rank + 1) % size, prev = (rank + size - 1) % size;
-  double t0 = 0, w[5];
-  for (int warm = 0; warm < 5; warm++) {
-    MPI_Barrier(MPI_COMM_WORLD);
-    t0 = MPI_Wtime();
-    if (rank == 0) {
-      MPI_Send(buf, (int)bytes, MPI_BYTE, next, 0, MPI_COMM_WORLD);
-      MPI_Recv(buf, (int)bytes, MPI_BYTE, prev, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    } else {
-      MPI_Recv(buf, (int)bytes, MPI_BYTE, prev, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-      MPI_Send(buf, (int)bytes, MPI_BYTE, next, 0, MPI_COMM_WORLD);
-    }
-    w[warm] = MPI_Wtime() - t0;
-  }
-  qsort(w, 5, sizeof(double), cmp_double);
-  int n = repetitions(w[2]);
-  for (int i = 0; i < n; i++) {
-    double s = MPI_Wtime();
-    if (rank == 0) {
-      MPI_Send(buf, (int)bytes, MPI_BYTE, next, 0, MPI_COMM_WORLD);
-      MPI_Recv(buf, (int)bytes, MPI_BYTE, prev, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    } else {
-      MPI_Recv(buf, (int)bytes, MPI_BYTE, prev, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-      MPI_Send(buf, (int)bytes, MPI_BYTE, next, 0, MPI_COMM_WORLD);
-    }
-    t[i] = MPI_Wtime() - s;
-  }
-  report("ring/hop", bytes, t, n, 1.0 / size);
-  free(t);
-  free(buf);
+  measure("ring/hop", bytes, ring_once, 5, 1, 1.0 / size);
 }
 
-enum { ALLREDUCE, BCAST, ALLGATHER, ALLTOALL, BARRIER };
-static const char* coll_names[] = {"allreduce", "bcast", "allgather", "alltoall", "barrier"};
-
-static void coll_once(int which, char* a, char* b, size_t bytes) {
-  int count = (int)(bytes / sizeof(double));
-  switch (which) {
-    case ALLREDUCE:
-      MPI_Allreduce(a, b, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-      break;
-    case BCAST:
-      MPI_Bcast(a, (int)bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
-      break;
-    case ALLGATHER:
-      MPI_Allgather(a, (int)bytes, MPI_BYTE, b, (int)bytes, MPI_BYTE, MPI_COMM_WORLD);
-      break;
-    case ALLTOALL:
-      MPI_Alltoall(a, (int)bytes, MPI_BYTE, b, (int)bytes, MPI_BYTE, MPI_COMM_WORLD);
-      break;
-    default:
-      MPI_Barrier(MPI_COMM_WORLD);
-  }
+static void allreduce_once(size_t bytes) {
+  MPI_Allreduce(buf_a, buf_b, (int)(bytes / sizeof(double)), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+}
+static void bcast_once(size_t bytes) {
+  MPI_Bcast(buf_a, (int)bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
+}
+static void allgather_once(size_t bytes) {
+  MPI_Allgather(buf_a, (int)bytes, MPI_BYTE, buf_b, (int)bytes, MPI_BYTE, MPI_COMM_WORLD);
+}
+static void alltoall_once(size_t bytes) {
+  MPI_Alltoall(buf_a, (int)bytes, MPI_BYTE, buf_b, (int)bytes, MPI_BYTE, MPI_COMM_WORLD);
+}
+static void barrier_once(size_t bytes) {
+  (void)bytes;
+  MPI_Barrier(MPI_COMM_WORLD);
 }
 
 static void coll(size_t max) {
-  /* bcast / allreduce use max bytes, allgather / alltoall at most 16 MiB (bytes x ranks) */
-  size_t block = max > 8 ? max : 8, all = block * (size_t)size;
-  size_t len = all < (16u << 20) ? all : (16u << 20);
-  if (len < block) len = block;
-  char *a = calloc(len, 1), *b = calloc(len, 1);
-  double* t = malloc(100000 * sizeof(double));
-  for (int which = 0; which <= BARRIER; which++) {
-    for (size_t bytes = 8; bytes <= max; bytes *= 8) {
-      if ((which == ALLGATHER || which == ALLTOALL) && bytes * size > (16u << 20)) break;
-      double t0 = 0, w[5];
-      for (int warm = 0; warm < 5; warm++) {
-        MPI_Barrier(MPI_COMM_WORLD);
-        t0 = MPI_Wtime();
-        coll_once(which, a, b, bytes);
-        w[warm] = MPI_Wtime() - t0;
-      }
-      qsort(w, 5, sizeof(double), cmp_double);
-      int n = repetitions(w[2]);
-      MPI_Barrier(MPI_COMM_WORLD);
-      for (int i = 0; i < n; i++) {
-        double s = MPI_Wtime();
-        coll_once(which, a, b, bytes);
-        t[i] = MPI_Wtime() - s;
-      }
-      report(coll_names[which], which == BARRIER ? 0 : bytes, t, n, 1.0);
-      if (which == BARRIER || bytes == max) break;
-      if (bytes * 8 > max) bytes = max / 8;
+  static const struct {
+    const char* name;
+    op_fn op;
+    int per_rank; /* the buffers hold bytes x ranks */
+  } ops[] = {{"allreduce", allreduce_once, 0},
+             {"bcast", bcast_once, 0},
+             {"allgather", allgather_once, 1},
+             {"alltoall", alltoall_once, 1}};
+  for (size_t k = 0; k < sizeof(ops) / sizeof(ops[0]); k++)
+    for (size_t bytes = 8; bytes; bytes = next_size(bytes, max, 8)) {
+      if (ops[k].per_rank && bytes * size > BUFFER_BYTES) break;
+      measure(ops[k].name, bytes, ops[k].op, 5, 1, 1.0);
     }
-  }
-  free(t);
-  free(a);
-  free(b);
+  measure("barrier", 0, barrier_once, 5, 1, 1.0);
+}
+
+/* The datatype engine alone: MPI_Pack of a strided vector (every other double) and of an
+ * irregular indexed type (blocks of 1..4 doubles, gaps of 1..3), `bytes` of packed data. */
+static MPI_Datatype pack_type;
+static void pack_once(size_t bytes) {
+  int position = 0, count = 1;
+  (void)bytes;
+  MPI_Pack(buf_a, count, pack_type, buf_b, BUFFER_BYTES, &position, MPI_COMM_SELF);
+}
+
+static void pack(size_t max) {
+  for (int irregular = 0; irregular <= 1; irregular++)
+    for (size_t bytes = 64; bytes; bytes = next_size(bytes, max, 8)) {
+      int n = (int)(bytes / sizeof(double));
+      if (irregular) {
+        int blocks = 0, len[4096], disp[4096], at = 0, left = n;
+        while (left > 0 && blocks < 4096) {
+          len[blocks] = 1 + blocks % 4 < left ? 1 + blocks % 4 : left;
+          disp[blocks] = at;
+          at += len[blocks] + 1 + blocks % 3;
+          left -= len[blocks++];
+        }
+        if (left > 0) break; /* more blocks than the table: stop at this size */
+        MPI_Type_indexed(blocks, len, disp, MPI_DOUBLE, &pack_type);
+      } else {
+        MPI_Type_vector(n, 1, 2, MPI_DOUBLE, &pack_type);
+      }
+      MPI_Type_commit(&pack_type);
+      measure(irregular ? "pack/idx" : "pack/vec", bytes, pack_once, 5, 0, 1.0);
+      MPI_Type_free(&pack_type);
+    }
 }
 
 int main(int argc, char** argv) {
@@ -193,14 +198,20 @@ int main(int argc, char** argv) {
   if (getenv("BENCH_TIME")) budget = atof(getenv("BENCH_TIME"));
   const char* what = argc > 1 ? argv[1] : "pingpong";
   size_t arg = argc > 2 ? (size_t)atol(argv[2]) : 0;
+  buf_a = calloc(BUFFER_BYTES, 1);
+  buf_b = calloc(BUFFER_BYTES, 1);
   if (rank == 0)
     printf("# %s, %d ranks; test bytes min_us p50_us mean_us MB/s iterations\n", what, size);
   if (!strcmp(what, "pingpong"))
     pingpong(arg ? arg : 4 << 20);
   else if (!strcmp(what, "ring"))
     ring(arg ? arg : 8);
+  else if (!strcmp(what, "pack"))
+    pack(arg ? arg : 1 << 20);
   else
     coll(arg ? arg : 1 << 20);
+  free(buf_a);
+  free(buf_b);
   MPI_Finalize();
   return 0;
 }

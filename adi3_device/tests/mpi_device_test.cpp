@@ -166,7 +166,8 @@ TEST_F(Mpi, CollVirtualNode16Mapfile) {
 }
 
 // The collective hooks see the communicator as job ranks, contiguous bytes and predefined types
-// (a preloaded stand-in library traces them and declines; MPICH computes, coll.c checks).
+// (a preloaded stand-in library, which takes precedence over libbglml's hooks, traces them and
+// declines; MPICH computes, coll.c checks).
 TEST_F(Mpi, CollectiveHooksGetTranslatedArguments) {
   const auto r =
       run_process({kBglrun, "-np", "4", "--shape", "2x2x1", "--timeout", "200", program("coll")},
@@ -184,6 +185,32 @@ TEST_F(Mpi, CollectiveHooksGetTranslatedArguments) {
   EXPECT_THAT(r.output, HasSubstr("bgl_coll_trace: allgather bytes="));
   EXPECT_THAT(r.output, HasSubstr("bgl_coll_trace: alltoall bytes="));
   EXPECT_THAT(r.output, HasSubstr("bgl_coll_trace: barrier size=4"));
+}
+
+// Unmodified MPI collectives run in bglemu's collectives library: on MPI_COMM_WORLD the
+// collective network and the global interrupt, on a split communicator torus algorithms; with
+// BGL_NM_COLL_HOOKS=0 MPICH's own algorithms run and the library is never asked.
+TEST_F(Mpi, CollectivesRunInTheLibrary) {
+  const auto r =
+      run_process({kBglrun, "-np", "4", "--shape", "2x2x1", "--timeout", "200", program("coll")},
+                  240, {"BGL_LOG_LEVEL=trace"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("coll: OK"));
+  EXPECT_THAT(r.output,
+              ::testing::ContainsRegex("collectives: barrier 0 B on communicator [0-9]+: gi"));
+  EXPECT_THAT(r.output, ::testing::ContainsRegex("collectives: allreduce [0-9]+ B on "
+                                                 "communicator [0-9]+: tree"));
+  EXPECT_THAT(r.output, ::testing::ContainsRegex("collectives: bcast [0-9]+ B on communicator "
+                                                 "[0-9]+: binomial"));
+  EXPECT_THAT(r.output, HasSubstr("collectives: allgather"));
+  EXPECT_THAT(r.output, HasSubstr("collectives: alltoall"));
+  EXPECT_THAT(r.output, HasSubstr("collectives: reduce"));
+  const auto off =
+      run_process({kBglrun, "-np", "4", "--shape", "2x2x1", "--timeout", "200", program("coll")},
+                  240, {"BGL_LOG_LEVEL=trace", "BGL_NM_COLL_HOOKS=0"});
+  ASSERT_EQ(off.exit_code, 0) << off.output;
+  EXPECT_THAT(off.output, HasSubstr("coll: OK"));
+  EXPECT_THAT(off.output, Not(HasSubstr("collectives: ")));
 }
 
 TEST_F(Mpi, CollCoprocessor5) {

@@ -45,7 +45,10 @@ std::optional<collnet::Op> tree_integer_op(DataType t, ReduceOp op) {
       return collnet::Op{collnet::AluOp::bit_or, lane};
     case ReduceOp::bxor:
       return collnet::Op{collnet::AluOp::bit_xor, lane};
-    case ReduceOp::prod:
+    case ReduceOp::prod:  // the ALU has no multiplier
+    case ReduceOp::land:  // logical operations need their inputs normalised to 0/1 first
+    case ReduceOp::lor:
+    case ReduceOp::lxor:
       break;
   }
   return std::nullopt;
@@ -127,6 +130,24 @@ void Engine::line_packet(void* self, const pkt::PacketHeader& h,
   void* context = s.context;
   e.slots_.erase(it);
   done(context, key.source, total);
+}
+
+void Engine::set_progress(ProgressRound round, void* context) {
+  progress_round_ = round;
+  progress_context_ = context;
+}
+
+void Engine::progress(bool busy) {
+  if (progress_round_) {
+    progress_round_(progress_context_);
+    return;
+  }
+  if (!layer_.advance() && !busy) layer_.wait();
+}
+
+void Engine::flush() {
+  while (!layer_.flushed())
+    progress();
 }
 
 // The message layer may outlive the engine (a C session whose collectives ended): packets for
@@ -264,7 +285,6 @@ class Run {
     sends_.reserve(messages);  // SendMessages must not move once posted
     recvs_.reserve(n);
     lines_.reserve(line_steps);
-    msg::MessageLayer& ml = c_.engine().layer();
     while (done_ < n) {
       while (!ready_.empty() || !completed_.empty()) {
         std::vector<StepId> now;
@@ -281,15 +301,14 @@ class Run {
         // or fins this task owes) may still wait in the injection FIFOs, which move only when
         // this task advances. A peer still in an earlier collective would wait for them forever
         // while this task waits for that peer on the tree: hand everything to the network first.
-        ml.progress_until([&] { return ml.flushed(); });
+        c_.engine().flush();
         hardware(id);
         complete(id);
         finish_completed();
         continue;
       }
       if (done_ == n) break;
-      const bool injected = pump_lines();
-      if (!ml.advance() && !injected) ml.wait();
+      c_.engine().progress(pump_lines());
       finish_completed();
     }
   }

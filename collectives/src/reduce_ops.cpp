@@ -28,6 +28,12 @@ T combine(ReduceOp op, T a, T b) {
       return std::max(a, b);
     case ReduceOp::min:
       return std::min(a, b);
+    case ReduceOp::land:
+      return static_cast<T>(a != T{} && b != T{});
+    case ReduceOp::lor:
+      return static_cast<T>(a != T{} || b != T{});
+    case ReduceOp::lxor:
+      return static_cast<T>((a != T{}) != (b != T{}));
     default:
       break;
   }
@@ -83,6 +89,10 @@ void apply_reduce(DataType type, ReduceOp op, std::span<std::byte> dst,
       return loop<std::int8_t>(op, d, s, n);
     case DataType::u8:
       return loop<std::uint8_t>(op, d, s, n);
+    case DataType::i16:
+      return loop<std::int16_t>(op, d, s, n);
+    case DataType::u16:
+      return loop<std::uint16_t>(op, d, s, n);
     case DataType::i32:
       return loop<std::int32_t>(op, d, s, n);
     case DataType::u32:

@@ -24,6 +24,9 @@ std::size_t size_of(DataType t) {
     case DataType::i8:
     case DataType::u8:
       return 1;
+    case DataType::i16:
+    case DataType::u16:
+      return 2;
     case DataType::i32:
     case DataType::u32:
     case DataType::f32:
@@ -41,14 +44,14 @@ bool is_floating(DataType t) {
 }
 
 std::string_view to_string(DataType t) {
-  constexpr std::array<std::string_view, 8> names{"i8",  "u8",  "i32", "u32",
-                                                  "i64", "u64", "f32", "f64"};
+  constexpr std::array<std::string_view, 10> names{"i8",  "u8",  "i32", "u32", "i64",
+                                                   "u64", "f32", "f64", "i16", "u16"};
   return names[static_cast<std::size_t>(t)];
 }
 
 std::string_view to_string(ReduceOp op) {
-  constexpr std::array<std::string_view, 7> names{"sum",  "prod", "max", "min",
-                                                  "band", "bor",  "bxor"};
+  constexpr std::array<std::string_view, 10> names{"sum", "prod", "max",  "min", "band",
+                                                   "bor", "bxor", "land", "lor", "lxor"};
   return names[static_cast<std::size_t>(op)];
 }
 

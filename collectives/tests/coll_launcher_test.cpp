@@ -70,10 +70,4 @@ TEST(CollWorld, VirtualNodeMode) {
   expect_ok(r);
 }
 
-TEST(CollCApi, AsTheMpichDeviceUsesIt) {
-  const auto r = bglrun({"-np", "8", "--shape", "2x2x2", COLL_C_API_PATH}, 120);
-  expect_ok(r);
-  EXPECT_THAT(r.output, HasSubstr("coll_c_api: ok"));
-}
-
 }  // namespace

@@ -33,15 +33,8 @@ int guarded(F&& f) {
   try {
     f();
     return BGL_MSG_OK;
-  } catch (const bgl::ConfigError& e) {
-    g_last_error = e.what();
-    return BGL_MSG_ERR_CONFIG;
-  } catch (const std::invalid_argument& e) {
-    g_last_error = e.what();
-    return BGL_MSG_ERR_ARG;
-  } catch (const std::exception& e) {
-    g_last_error = e.what();
-    return BGL_MSG_ERR_INTERNAL;
+  } catch (...) {
+    return current_exception_status();
   }
 }
 
@@ -202,6 +195,24 @@ int bgl_msg_cojoin(bgl_msg_session_t* s, uint32_t ticket, int* result) {
 }
 
 }  // extern "C"
+
+int bgl::msg::current_exception_status() noexcept {
+  try {
+    throw;
+  } catch (const bgl::ConfigError& e) {
+    g_last_error = e.what();
+    return BGL_MSG_ERR_CONFIG;
+  } catch (const std::invalid_argument& e) {
+    g_last_error = e.what();
+    return BGL_MSG_ERR_ARG;
+  } catch (const std::exception& e) {
+    g_last_error = e.what();
+    return BGL_MSG_ERR_INTERNAL;
+  } catch (...) {
+    g_last_error = "unknown exception";
+    return BGL_MSG_ERR_INTERNAL;
+  }
+}
 
 bgl::msg::Session& bgl::msg::session_of(bgl_msg_session_t* s) {
   return *s->session;

@@ -50,6 +50,18 @@ class Engine {
   void set_line_multicast(bool on) { line_multicast_ = on; }
   bool line_multicast() const { return line_multicast_; }
 
+  // How a collective waits. By default the engine advances the message layer and idles on its
+  // doorbell. A caller that owns the task's progress loop supplies one round of it instead: the
+  // MPI device, whose own active messages arrive through the same layer and must be handled by
+  // its progress engine, not dispatched behind its back. `round` returns whether anything
+  // happened (and idles a little itself when nothing did); it throws to abort the collective.
+  using ProgressRound = bool (*)(void* context);
+  void set_progress(ProgressRound round, void* context);
+  // One round of progress; `busy` (this task injected something itself) skips idling.
+  void progress(bool busy = false);
+  // Rounds until everything this task owes has been handed to the network.
+  void flush();
+
   struct Key {
     std::uint32_t context, seq, source, tag;
     bool operator==(const Key&) const = default;
@@ -82,6 +94,8 @@ class Engine {
   msg::MessageLayer& layer_;
   collnet::CollectiveNetwork* net_;
   bool line_multicast_ = true;
+  ProgressRound progress_round_ = nullptr;
+  void* progress_context_ = nullptr;
   std::unordered_map<Key, Slot, KeyHash> slots_;
 };
 

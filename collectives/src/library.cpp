@@ -1,0 +1,122 @@
+#include "bgl/coll/library.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "bgl/coll/select.hpp"
+#include "bgl/collnet/collective_network.hpp"
+#include "bgl/msg/session.hpp"
+
+namespace bgl::coll {
+
+namespace {
+
+std::unique_ptr<collnet::CollectiveNetwork> network_of(msg::Session& s) {
+  try {
+    return std::make_unique<collnet::CollectiveNetwork>(s.runtime(), collnet::RouteClass::combine1);
+  } catch (const std::exception& e) {
+    spdlog::debug("collectives: no collective network ({}); torus algorithms only", e.what());
+    return nullptr;
+  }
+}
+
+// The cache of generated programs is bounded: a program is a few KiB, and an application that
+// cycles through many sizes just regenerates.
+constexpr std::size_t kMaxPrograms = 256;
+
+}  // namespace
+
+struct Library::Member {
+  Communicator comm;
+  std::vector<std::uint32_t> world_ranks;
+  using Key = std::tuple<int, std::uint64_t, int, int, int, const Algorithm*>;
+  std::map<Key, Program> programs;
+
+  Member(Engine& e, Topology t, const Group& g)
+      : comm(e, std::move(t), g.size, g.rank, g.id),
+        world_ranks(g.world_ranks.begin(), g.world_ranks.end()) {}
+
+  bool same_group(const Group& g) const {
+    return comm.size() == g.size && comm.rank() == g.rank &&
+           std::ranges::equal(world_ranks, g.world_ranks);
+  }
+
+  const Program& program(const Algorithm& a, const Params& x) {
+    const Key k{static_cast<int>(x.op),        x.bytes(), x.root, static_cast<int>(x.dtype),
+                static_cast<int>(x.reduce_op), &a};
+    auto it = programs.find(k);
+    if (it == programs.end()) {
+      if (programs.size() >= kMaxPrograms) programs.clear();
+      it = programs.emplace(k, a.generate(x, comm.rank())).first;
+    }
+    return it->second;
+  }
+};
+
+Library::Library(msg::Session& session)
+    : session_(session), net_(network_of(session)), engine_(session.layer(), net_.get()) {}
+
+Library::~Library() = default;
+
+Library::Member& Library::member(const Group& g) {
+  const auto job = static_cast<std::uint32_t>(session_.size());
+  if (g.size < 1 || g.rank < 0 || g.rank >= g.size)
+    throw std::invalid_argument("collectives: rank " + std::to_string(g.rank) +
+                                " in a communicator of " + std::to_string(g.size));
+  if (g.world_ranks.empty() && static_cast<std::uint32_t>(g.size) > job)
+    throw std::invalid_argument("collectives: a communicator of " + std::to_string(g.size) +
+                                " ranks in a job of " + std::to_string(job));
+  if (auto it = members_.find(g.id); it != members_.end() && it->second->same_group(g))
+    return *it->second;
+  // New, or an id reused for another group (the caller did not report the old one's end).
+  Topology t;
+  t.mapping = &session_.mapping();
+  if (!g.world_ranks.empty()) {
+    if (g.world_ranks.size() != static_cast<std::size_t>(g.size))
+      throw std::invalid_argument("collectives: " + std::to_string(g.world_ranks.size()) +
+                                  " job ranks for a communicator of " + std::to_string(g.size));
+    std::vector<bool> seen(job, false);
+    for (std::size_t i = 0; i < g.world_ranks.size(); ++i) {
+      const std::uint32_t r = g.world_ranks[i];
+      if (r >= job || seen[r])
+        throw std::invalid_argument("collectives: member " + std::to_string(i) + " is job rank " +
+                                    std::to_string(r) + ", outside the job of " +
+                                    std::to_string(job) + " or repeated");
+      seen[r] = true;
+      t.world_ranks.push_back(static_cast<int>(r));
+    }
+  }
+  t.whole_partition = net_ && g.whole_job && static_cast<std::uint32_t>(g.size) == job;
+  auto m = std::make_unique<Member>(engine_, std::move(t), g);
+  Member& ref = *m;
+  members_[g.id] = std::move(m);
+  return ref;
+}
+
+bool Library::run(const Group& group, Params x, Buffers b) {
+  Member& m = member(group);
+  x.topology = m.comm.topology();
+  if (std::string e = x.validate(); !e.empty()) throw std::invalid_argument(e);
+  const Selection s = select_algorithm(x);
+  if (!s.algorithm) return false;
+  spdlog::trace("collectives: {} {} B on communicator {}: {} ({})", to_string(x.op), x.bytes(),
+                group.id, s.algorithm->name, s.reason);
+  m.comm.run(m.program(*s.algorithm, x), x, b);
+  return true;
+}
+
+void Library::forget(std::uint32_t id) {
+  members_.erase(id);
+}
+
+std::span<const std::byte> Library::stage(std::span<const std::byte> input) {
+  staging_.resize(input.size());
+  if (!input.empty()) std::memcpy(staging_.data(), input.data(), input.size());
+  return staging_;
+}
+
+}  // namespace bgl::coll
