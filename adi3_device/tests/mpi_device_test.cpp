@@ -213,6 +213,19 @@ TEST_F(Mpi, CollectivesRunInTheLibrary) {
   EXPECT_THAT(off.output, Not(HasSubstr("collectives: ")));
 }
 
+// A rendezvous send started before MPI_Allreduce / MPI_Barrier on MPI_COMM_WORLD (collective
+// network, global interrupt) completes while its sender waits in them: the receiver needs the data
+// before it joins (MPI's progress rule). In heater and virtual-node mode.
+TEST_F(Mpi, SendsProgressDuringTreeCollectives) {
+  for (const char* mode : {"heater", "vn"}) {
+    const auto r = bglrun({"-np", "4", "--shape", "2x2x1", "--mode", mode, "--timeout", "60",
+                           program("overlap")},
+                          90);
+    EXPECT_EQ(r.exit_code, 0) << mode << "\n" << r.output;
+    EXPECT_THAT(r.output, HasSubstr("overlap: OK")) << mode;
+  }
+}
+
 TEST_F(Mpi, CollCoprocessor5) {
   // An odd number of ranks (non-power-of-two algorithms), a mesh dimension.
   const auto r = bglrun({"-np", "5", "--shape", "5x1x1", "--mesh", "x", "--mode", "coprocessor",

@@ -46,12 +46,8 @@ bool GlobalInterrupt::test(std::uint32_t ticket) const {
 
 void GlobalInterrupt::wait(std::uint32_t ticket) {
   layout::WireState& w = wires_[kBarrierChannel];
-  pkt::Backoff backoff(policy_);
-  const auto ready = [&] { return test(ticket); };
-  while (!ready()) {
-    if (backoff.sleeping()) ++sleeps_;
-    backoff.idle(w.bell, ready);
-  }
+  sleeps_ += wait_until(
+      w.bell, [&] { return test(ticket); }, policy_, meanwhile_);
 }
 
 void GlobalInterrupt::set_wire(int channel, bool raised) {
@@ -92,12 +88,8 @@ bool GlobalInterrupt::shows(int channel, WireLevel level) const {
 
 void GlobalInterrupt::wait_wire(int channel, WireLevel level) {
   layout::WireState& w = wire(channel);
-  pkt::Backoff backoff(policy_);
-  const auto ready = [&] { return shows(channel, level); };
-  while (!ready()) {
-    if (backoff.sleeping()) ++sleeps_;
-    backoff.idle(w.bell, ready);
-  }
+  sleeps_ += wait_until(
+      w.bell, [&] { return shows(channel, level); }, policy_, meanwhile_);
 }
 
 }  // namespace bgl::collnet

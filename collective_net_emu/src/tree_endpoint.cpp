@@ -218,11 +218,7 @@ void TreeEndpoint::release(RouteClass c, Seq seq) {
 
 template <class Ready>
 void TreeEndpoint::block(pkt::Doorbell& bell, Ready&& ready) {
-  pkt::Backoff backoff(policy_);
-  while (!ready()) {
-    if (backoff.sleeping()) ++counters_.sleeps;
-    backoff.idle(bell, ready);
-  }
+  counters_.sleeps += wait_until(bell, ready, policy_, meanwhile_);
 }
 
 void TreeEndpoint::wait_result(RouteClass c, Seq seq) {

@@ -88,6 +88,9 @@ Engine::Engine(msg::MessageLayer& layer, collnet::CollectiveNetwork* net)
     : layer_(layer), net_(net) {
   layer_.register_handler(kHandler, &Engine::arrival, this);
   layer_.register_packet_handler(kLineDispatch, &Engine::line_packet, this);
+  // While a tree or global-interrupt step waits, the message layer keeps moving: a peer may need
+  // this task's packets (rendezvous data of a send started before the collective) to get there.
+  set_progress(nullptr, nullptr);
 }
 
 // One copy of a line packet: into the posted receive, or kept until the receive is posted.
@@ -135,6 +138,12 @@ void Engine::line_packet(void* self, const pkt::PacketHeader& h,
 void Engine::set_progress(ProgressRound round, void* context) {
   progress_round_ = round;
   progress_context_ = context;
+  if (!net_) return;
+  if (round)
+    net_->set_meanwhile({round, context});
+  else
+    net_->set_meanwhile(
+        {[](void* l) { return static_cast<msg::MessageLayer*>(l)->advance(); }, &layer_});
 }
 
 void Engine::progress(bool busy) {
@@ -153,6 +162,7 @@ void Engine::flush() {
 // The message layer may outlive the engine (a C session whose collectives ended): packets for
 // it must not reach a destroyed object.
 Engine::~Engine() {
+  if (net_) net_->set_meanwhile({});
   layer_.register_handler(kHandler, nullptr, nullptr);
   layer_.register_packet_handler(kLineDispatch, nullptr, nullptr);
 }
@@ -296,11 +306,11 @@ class Run {
       if (active_ == 0 && !deferred_.empty()) {
         const StepId id = deferred_.front();
         deferred_.erase(deferred_.begin());
-        // A hardware step blocks on the collective network without advancing the message layer.
-        // A send's done() means only that its buffer may be reused: its last packets (and acks
-        // or fins this task owes) may still wait in the injection FIFOs, which move only when
-        // this task advances. A peer still in an earlier collective would wait for them forever
-        // while this task waits for that peer on the tree: hand everything to the network first.
+        // A hardware step waits on the collective network and serves the message layer only
+        // between its sleeps (collnet::Meanwhile). A send's done() means only that its buffer
+        // may be reused: its last packets (and acks or fins this task owes) may still wait in
+        // the injection FIFOs. A peer still in an earlier collective needs them to get here:
+        // hand everything to the network first rather than on the next wake-up.
         c_.engine().flush();
         hardware(id);
         complete(id);

@@ -66,6 +66,12 @@ class CollectiveNetwork {
   // The global-interrupt barrier.
   void barrier() { interrupt_.barrier(); }
 
+  // Work to keep doing while any operation waits (meanwhile.hpp).
+  void set_meanwhile(Meanwhile m) {
+    tree_.set_meanwhile(m);
+    interrupt_.set_meanwhile(m);
+  }
+
   TreeEndpoint& tree() { return tree_; }
   GlobalInterrupt& interrupt() { return interrupt_; }
   RouteClass route() const { return route_; }

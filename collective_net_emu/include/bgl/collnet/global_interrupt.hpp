@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "bgl/collnet/layout.hpp"
+#include "bgl/collnet/meanwhile.hpp"
 #include "bgl/pkt/backoff.hpp"
 #include "bgl/pkt/machine.hpp"
 
@@ -49,6 +50,8 @@ class GlobalInterrupt {
 
   std::uint32_t barriers_started() const { return arrivals_; }
   std::uint64_t sleeps() const { return sleeps_; }
+  // Work to keep doing while waiting (meanwhile.hpp).
+  void set_meanwhile(Meanwhile m) { meanwhile_ = m; }
 
  private:
   layout::WireState& wire(int channel) const;
@@ -60,6 +63,7 @@ class GlobalInterrupt {
   std::uint32_t arrivals_ = 0;
   std::uint32_t raised_mask_ = 0;  // this task's wire inputs
   std::uint64_t sleeps_ = 0;
+  Meanwhile meanwhile_;
 };
 
 }  // namespace bgl::collnet

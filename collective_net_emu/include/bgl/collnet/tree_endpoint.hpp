@@ -31,6 +31,7 @@
 
 #include "bgl/collnet/alu.hpp"
 #include "bgl/collnet/layout.hpp"
+#include "bgl/collnet/meanwhile.hpp"
 #include "bgl/collnet/status.hpp"
 #include "bgl/pkt/backoff.hpp"
 #include "bgl/pkt/endpoint.hpp"
@@ -145,6 +146,8 @@ class TreeEndpoint {
   int tree_height() const { return static_cast<int>(header_->height); }
   const TreeCounters& counters() const { return counters_; }
   const pkt::WaitPolicy& wait_policy() const { return policy_; }
+  // Work to keep doing while waiting (meanwhile.hpp).
+  void set_meanwhile(Meanwhile m) { meanwhile_ = m; }
 
  private:
   struct ClassState {
@@ -193,6 +196,7 @@ class TreeEndpoint {
   const pkt::Machine* machine_;
   torus::Rank rank_;
   pkt::WaitPolicy policy_;
+  Meanwhile meanwhile_;
   const layout::RegionHeader* header_;
   std::byte* region_;
   Seq mask_;

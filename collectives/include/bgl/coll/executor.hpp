@@ -55,6 +55,8 @@ class Engine {
   // MPI device, whose own active messages arrive through the same layer and must be handled by
   // its progress engine, not dispatched behind its back. `round` returns whether anything
   // happened (and idles a little itself when nothing did); it throws to abort the collective.
+  // Tree and global-interrupt steps run the same round while they wait (collnet::Meanwhile);
+  // by default they advance the message layer.
   using ProgressRound = bool (*)(void* context);
   void set_progress(ProgressRound round, void* context);
   // One round of progress; `busy` (this task injected something itself) skips idling.
