@@ -143,4 +143,10 @@ std::string read_file(const std::string& path) {
   return s.str();
 }
 
+ProcessResult run_bglrun(const std::string& bglrun, std::vector<std::string> args, double timeout,
+                         const std::vector<std::string>& env) {
+  args.insert(args.begin(), {bglrun, "--timeout", std::to_string(static_cast<int>(timeout))});
+  return run_process(args, timeout + 15, env);
+}
+
 }  // namespace bgl::test

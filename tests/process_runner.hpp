@@ -17,6 +17,11 @@ struct ProcessResult {
 ProcessResult run_process(const std::vector<std::string>& argv, double timeout_seconds,
                           const std::vector<std::string>& env = {});
 
+// bglrun (the launcher at `bglrun`) with its own `--timeout` of `timeout` seconds and `args`;
+// the process is killed 15 s after that if the launcher itself hangs.
+ProcessResult run_bglrun(const std::string& bglrun, std::vector<std::string> args, double timeout,
+                         const std::vector<std::string>& env = {});
+
 // Starts `argv` in the background; its stdout/stderr go to `log_path`. Returns the pid.
 int spawn_process(const std::vector<std::string>& argv, const std::string& log_path);
 // Waits up to `timeout_seconds` for `pid`; returns its exit code (128 + signal) or -1 on timeout.

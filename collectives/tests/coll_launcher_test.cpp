@@ -8,13 +8,11 @@
 namespace {
 
 using bgl::test::ProcessResult;
-using bgl::test::run_process;
 using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 
 ProcessResult bglrun(std::vector<std::string> args, double timeout) {
-  args.insert(args.begin(), {BGLRUN_PATH, "--timeout", std::to_string(static_cast<int>(timeout))});
-  return run_process(args, timeout + 15);
+  return bgl::test::run_bglrun(BGLRUN_PATH, std::move(args), timeout);
 }
 
 void expect_ok(const ProcessResult& r) {
