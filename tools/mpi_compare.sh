@@ -77,7 +77,7 @@ run_variant() {  # variant np what arg file
 # Per (test, bytes): the minimum of the rounds' minima, the median of their P50s, MB/s at that
 # median. Input: the rounds' outputs of one variant.
 aggregate() {
-  awk '!/^#/ && NF == 7 {k = $1 "/" $2; n[k]++; m = n[k]; mins[k, m] = $3; p50[k, m] = $4; b[k] = $2}
+  awk '!/^#/ && NF == 7 {k = $1 "|" $2; n[k]++; m = n[k]; mins[k, m] = $3; p50[k, m] = $4; b[k] = $2}
        END {
          for (k in n) {
            lo = mins[k, 1]; for (i = 2; i <= n[k]; i++) if (mins[k, i] < lo) lo = mins[k, i]
@@ -110,7 +110,7 @@ run() {  # name np what arg variants...
       deb_p50 bgl_p50 alg_p50 r_p50 a_p50 bgl_MB/s
     join -j1 "$out/$name.debian.agg" "$out/$name.bgl.agg" | join -j1 - "$out/$name.mpich_alg.agg" |
       awk -v np="$np" -v rows="$rows" '{
-        split($1, k, "/"); r = $3 > 0 ? $6 / $3 : 0; a = $9 > 0 ? $6 / $9 : 0
+        split($1, k, "|"); r = $3 > 0 ? $6 / $3 : 0; a = $9 > 0 ? $6 / $9 : 0
         printf "%-10s %9s %11.2f %11.2f %11.2f %11.2f %11.2f %11.2f %8.3f %8.3f %8.1f\n", k[1], k[2], $2, $5, $8, $3, $6, $9, r, a, $7
         printf "%s %s %s %s %s %s %s %s %s %s %s\n", np, k[1], k[2], $2, $5, $3, $6, $4, $7, $8, $9 >> rows
       }' | sort -k1,1 -k2,2n
@@ -119,7 +119,7 @@ run() {  # name np what arg variants...
       r_min r_p50 deb_MB/s bgl_MB/s
     join -j1 "$out/$name.debian.agg" "$out/$name.bgl.agg" |
       awk -v np="$np" -v rows="$rows" '{
-        split($1, k, "/"); rmin = $2 > 0 ? $5 / $2 : 0; rp50 = $3 > 0 ? $6 / $3 : 0
+        split($1, k, "|"); rmin = $2 > 0 ? $5 / $2 : 0; rp50 = $3 > 0 ? $6 / $3 : 0
         printf "%-10s %9s %11.2f %11.2f %11.2f %11.2f %8.2f %8.2f %10.1f %10.1f\n", k[1], k[2], $2, $5, $3, $6, rmin, rp50, $4, $7
         printf "%s %s %s %s %s %s %s %s %s - -\n", np, k[1], k[2], $2, $5, $3, $6, $4, $7 >> rows
       }' | sort -k1,1 -k2,2n
