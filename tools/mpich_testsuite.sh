@@ -133,7 +133,7 @@ for mode in $modes; do
       /^ok / || /^not ok / {
         line = $0; sub(/ # time=.*/, "", line)
         res = /^ok / ? "pass" : "fail"
-        # runtests skips the testlists' xfail tests ("# SKIP xfail tests disabled") and marks
+        # runtests skips the xfail tests of the testlists ("# SKIP xfail tests disabled") and marks
         # those it runs anyway with "# TODO"; both count as expected failures, not as skips
         if (line ~ /# SKIP xfail tests disabled/ || line ~ /# TODO/) res = "xfail"
         else if (line ~ /# SKIP/) res = "skip"
