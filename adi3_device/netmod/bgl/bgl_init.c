@@ -92,13 +92,19 @@ int MPIDI_BGL_mpi_finalize_hook(void)
     int mpi_errno = MPI_SUCCESS;
     MPIR_FUNC_ENTER;
 
-    /* Every MPI operation has completed; what may still be queued are the layer's control
-     * packets (rendezvous fins, adaptive-eager tokens). Flush them, then meet the others. */
-    for (int quiet = 0; quiet < 1000;) {
-        quiet = bgl_msg_advance(MPIDI_BGL_global.session) ? 0 : quiet + 1;
+    /* Every MPI operation has completed, but a message whose done() ran (its buffer may be
+     * reused) can still have packets in this task's injection FIFOs, waiting for room in the
+     * reception FIFO of a peer that is still receiving them (the last Bsends, the tail of a
+     * rendezvous), and the layer may owe control packets (rendezvous fins, adaptive-eager
+     * tokens). bgl_msg_barrier() advances until all of that has left the task, with the layer's
+     * backoff, while the peers keep receiving, and then calls our bootstrap's barrier (PMI).
+     * A fixed number of quiet advance() calls was not enough: advance() makes no progress while
+     * the peer's FIFO is full, and the blocking PMI barrier then kept those packets from the
+     * peer for good (MPICH's pt2pt/bsendalign lost rank 1's last 6 of 70 messages). */
+    if (bgl_msg_barrier(MPIDI_BGL_global.session) != 0) {
+        MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**fail", "**fail %s",
+                             bgl_msg_last_error());
     }
-    mpi_errno = MPIR_pmi_barrier();
-    MPIR_ERR_CHECK(mpi_errno);
 
     if (MPIR_CVAR_CH4_RUNTIME_CONF_DEBUG && MPIR_Process.rank == 0) {
         fprintf(stderr, "bgl netmod: rank 0 progress yielded %llu times, slept %llu times\n",
