@@ -93,6 +93,22 @@ TEST(Launcher, KillNineOfOneRankStopsJobAndCleansUpWithinFiveSeconds) {
     EXPECT_FALSE(process_alive(pid)) << "task pid " << pid << " survived";
 }
 
+// The mpiexec path (MPI programs) names the rank that died first although bglrun looks only after
+// Hydra's cleanup killed the others, rank 0 first (a stand-in mpiexec stops bglrun meanwhile, as
+// a loaded machine would; bglrun used to name rank 0).
+TEST(Launcher, MpiexecPathNamesTheRankThatDiedFirstNotTheCleanupsVictims) {
+  for (int round = 0; round < 3; ++round) {
+    const auto r =
+        bglrun({"--launcher", "mpiexec", "-np", "4", "--mode", "vn", "--timeout", "60", kScenarios,
+                "hang"},
+               90, {std::string("BGL_MPIEXEC=") + FAKE_MPIEXEC_PATH, "FAKE_MPIEXEC_VICTIM=2"});
+    EXPECT_EQ(r.exit_code, 128 + SIGKILL) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("bglrun: rank 2 on node (0,0,0) t=1")) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("was killed by signal 9")) << r.output;
+    EXPECT_THAT(r.output, ::testing::Not(HasSubstr("bglrun: rank 0 "))) << r.output;
+  }
+}
+
 TEST(Launcher, InterruptStopsEveryTaskAndRemovesTheSegment) {
   const std::string log = temp_path("sigint.log");
   const int launcher =

@@ -4,12 +4,16 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -96,6 +100,20 @@ std::string bgl_libmpi_of(const std::string& program) {
   return bglml ? libmpi : std::string{};
 }
 
+// The parent of process `pid` (/proc/PID/stat), or -1.
+pid_t parent_of(const std::string& pid) {
+  std::ifstream stat("/proc/" + pid + "/stat");
+  std::string text;
+  std::getline(stat, text);
+  const auto close_paren = text.rfind(')');
+  if (close_paren == std::string::npos || close_paren + 2 > text.size()) return -1;
+  std::istringstream fields(text.substr(close_paren + 2));
+  char state = 0;
+  long ppid = -1;
+  fields >> state >> ppid;
+  return static_cast<pid_t>(ppid);
+}
+
 // Children of this process (the job's processes that outlived their parents are re-parented to
 // bglrun, a child subreaper).
 std::vector<pid_t> children() {
@@ -107,16 +125,7 @@ std::vector<pid_t> children() {
     char* end = nullptr;
     const long pid = std::strtol(e->d_name, &end, 10);
     if (*end != '\0' || pid <= 0) continue;
-    std::ifstream stat("/proc/" + std::string(e->d_name) + "/stat");
-    std::string text;
-    std::getline(stat, text);
-    const auto close_paren = text.rfind(')');
-    if (close_paren == std::string::npos) continue;
-    std::istringstream fields(text.substr(close_paren + 2));
-    char state = 0;
-    long ppid = 0;
-    fields >> state >> ppid;
-    if (ppid == self) out.push_back(static_cast<pid_t>(pid));
+    if (parent_of(e->d_name) == self) out.push_back(static_cast<pid_t>(pid));
   }
   closedir(proc);
   return out;
@@ -130,7 +139,8 @@ class MpiexecJob {
         segment_(segment),
         settings_(settings),
         mpiexec_(std::move(mpiexec)),
-        pidfds_(static_cast<std::size_t>(machine.mapping().size()), -1) {}
+        pidfds_(static_cast<std::size_t>(machine.mapping().size()), -1),
+        pmi_sockets_(pidfds_.size(), -1) {}
 
   int run();
 
@@ -139,8 +149,12 @@ class MpiexecJob {
   void forward_output();
   void emit(const char* data, std::size_t n);
   void end_of_line();
-  void watch_ranks();
-  void rank_ended(int rank);
+  bool watch_ranks();
+  void take_ended_ranks();
+  void rank_ended(int rank, bool watched);
+  int hold_pmi_socket(pid_t pid, int pidfd);
+  void end_job_once_reaped();
+  void end_job();
   void stop(int sig, const std::string& why);
   void reap();
   void kill_leftovers();
@@ -161,9 +175,35 @@ class MpiexecJob {
   // end so that the exit-code line can be taken out; everything else passes at once.
   std::string line_;
   bool holding_ = true;  // at the start of a line, or inside a held line
-  // Ranks: a pidfd per rank once the rank has recorded its pid (when it attached the segment);
-  // the first rank to end without having finished MPI (no statistics published) is the culprit.
+  // Ranks: a pidfd per rank once the rank has recorded its pid (when it attached the segment),
+  // all in one epoll set; the first rank to end without having finished MPI (no statistics
+  // published) is the culprit.
+  //
+  // Naming that rank must not depend on how soon bglrun looks: on a loaded machine it often wakes
+  // only after the other ranks died too. Two things make the order certain:
+  //  - epoll's ready list keeps the order in which the kernel signalled the pidfds (each rank's
+  //    exit notification, the last step of its exit), so epoll_wait() returns the deaths in the
+  //    order they happened, however late bglrun looks (poll() reported them together, and rank 0
+  //    was named for a death of rank 2);
+  //  - bglrun holds a duplicate of each rank's PMI socket (pidfd_getfd). Hydra's proxy kills every
+  //    rank as soon as one rank's PMI socket closes without PMI finalize, and that happens in the
+  //    middle of the dying rank's exit, before its exit notification: under load the ranks it
+  //    killed could finish dying first. With bglrun's duplicate the socket does not close; the
+  //    proxy kills the others only for a rank killed by a signal, after reaping it (after its
+  //    exit notification), and bglrun kills them (end_job) once it has seen the first end and the
+  //    proxy has reaped it: Hydra then has that rank's own wait status (deaths it sees before
+  //    would make it record a placeholder, its forced-cleanup bookkeeping).
+  // Without pidfd_getfd (no ptrace access to the ranks) the proxy's cleanup stays as it was, and
+  // the order, while still the kernel's, can be wrong under heavy load: report() then prefers
+  // Hydra's wait statuses.
   std::vector<int> pidfds_;
+  std::vector<int> pmi_sockets_;  // bglrun's duplicates, closed when mpiexec is gone
+  int epoll_ = -1;
+  bool order_certain_ = false;  // first_failed_ ended first, and nobody else reacted to it
+  bool warned_getfd_ = false;
+  int first_pidfd_ = -1;  // first_failed_'s pidfd while bglrun waits for the proxy to reap it
+  int proxy_pidfd_ = -1;  // the ranks' parent, Hydra's proxy (one: -launcher fork, one host)
+  Clock::time_point end_by_ = Clock::time_point::max();
   int first_failed_ = -1;
   std::vector<int> exit_codes_;  // Hydra's raw wait statuses in rank order (-print-all-exitcodes)
 };
@@ -235,6 +275,7 @@ void MpiexecJob::end_of_line() {
   if (line_.starts_with("[mpiexec@") && at != std::string::npos) {
     const auto list = line_.rfind("] ");
     std::istringstream in(list == std::string::npos ? std::string() : line_.substr(list + 2));
+    spdlog::debug("Hydra: {}", line_.substr(0, line_.size() - (line_.ends_with('\n') ? 1 : 0)));
     exit_codes_.clear();
     for (std::string item; std::getline(in, item, ',');)
       exit_codes_.push_back(std::atoi(item.c_str()));
@@ -284,24 +325,127 @@ void MpiexecJob::forward_output() {
   emit(buf, static_cast<std::size_t>(n));
 }
 
-void MpiexecJob::watch_ranks() {
+// Opens a pidfd for each rank that recorded its pid since the last call; true while some rank
+// has not recorded its pid yet (the caller then looks again soon: a rank that died before bglrun
+// watched it could only be ordered by when bglrun noticed it).
+bool MpiexecJob::watch_ranks() {
+  bool unknown = false;
   for (std::size_t r = 0; r < pidfds_.size(); ++r) {
     if (pidfds_[r] != -1) continue;
     const pid_t pid = machine_.task(static_cast<torus::Rank>(r)).pid;
-    if (pid <= 0) continue;
+    if (pid <= 0) {
+      unknown = unknown || machine_.local(static_cast<torus::Rank>(r));
+      continue;
+    }
     const int fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u32 = static_cast<std::uint32_t>(r);
+    if (fd >= 0 && epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+      close(fd);
+      pidfds_[r] = -2;
+      spdlog::warn("cannot watch rank {} (epoll_ctl: {})", r, std::strerror(errno));
+      continue;
+    }
     pidfds_[r] = fd >= 0 ? fd : -2;  // -2: gone already (or no pidfd support)
-    if (fd < 0) rank_ended(static_cast<int>(r));
+    if (fd < 0) {
+      rank_ended(static_cast<int>(r), false);
+      continue;
+    }
+    pmi_sockets_[r] = hold_pmi_socket(pid, fd);
+    if (proxy_pidfd_ < 0 && pmi_sockets_[r] >= 0)
+      proxy_pidfd_ = static_cast<int>(syscall(SYS_pidfd_open, parent_of(std::to_string(pid)), 0));
+  }
+  return unknown;
+}
+
+// A duplicate of the PMI socket of rank process `pid` (PMI_FD in its environment), or -1.
+int MpiexecJob::hold_pmi_socket(pid_t pid, int pidfd) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
+  int target = -1;
+  for (std::string var; std::getline(in, var, '\0');)
+    if (var.starts_with("PMI_FD=")) target = std::atoi(var.c_str() + 7);
+  if (target < 0) return -1;
+  const int fd = static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, target, 0));
+  struct stat st {};
+  if (fd >= 0 && fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode)) return fd;
+  if (fd >= 0) close(fd);
+  if (!warned_getfd_) {
+    warned_getfd_ = true;
+    spdlog::debug(
+        "cannot hold the ranks' PMI sockets (pidfd_getfd: {}): a rank's death is named "
+        "by the order Hydra's cleanup leaves",
+        fd >= 0 ? "not a socket" : std::strerror(errno));
+  }
+  return -1;
+}
+
+// The ranks whose pidfds became readable, in the order they ended (epoll's ready-list order).
+void MpiexecJob::take_ended_ranks() {
+  std::array<epoll_event, 64> events{};
+  for (;;) {
+    const int n = epoll_wait(epoll_, events.data(), static_cast<int>(events.size()), 0);
+    if (n <= 0) return;
+    for (int i = 0; i < n; ++i) {
+      const auto r = static_cast<std::size_t>(events[static_cast<std::size_t>(i)].data.u32);
+      if (pidfds_[r] < 0) continue;
+      const int fd = pidfds_[r];
+      pidfds_[r] = -2;
+      epoll_ctl(epoll_, EPOLL_CTL_DEL, fd, nullptr);
+      rank_ended(static_cast<int>(r), true);
+      if (static_cast<int>(r) == first_failed_ && order_certain_ &&
+          end_by_ == Clock::time_point::max()) {
+        first_pidfd_ = fd;  // end_job_once_reaped() looks at it
+        end_by_ = Clock::now() + std::chrono::seconds(2);
+      } else {
+        close(fd);
+      }
+    }
   }
 }
 
-void MpiexecJob::rank_ended(int rank) {
+void MpiexecJob::rank_ended(int rank, bool watched) {
   const auto& slot = machine_.task(static_cast<torus::Rank>(rank));
   if (slot.published.load(std::memory_order_acquire) != 0) return;  // finished MPI normally
-  if (first_failed_ < 0) {
-    first_failed_ = rank;
-    spdlog::info("{} ended before finishing MPI", describe(rank));
+  if (first_failed_ >= 0) return;
+  first_failed_ = rank;
+  spdlog::info("{} ended before finishing MPI", describe(rank));
+  // Certain when every rank bglrun watches has its PMI socket held (nobody could react before).
+  order_certain_ = watched;
+  for (std::size_t r = 0; r < pidfds_.size(); ++r)
+    if (static_cast<int>(r) != rank && pidfds_[r] >= 0 && pmi_sockets_[r] < 0)
+      order_certain_ = false;
+  if (pmi_sockets_[static_cast<std::size_t>(rank)] < 0) order_certain_ = false;
+}
+
+// Once the proxy has reaped first_failed_ (or 2 s after it ended: a proxy that does not react),
+// ends the job if the proxy has not done so. Until then it nudges the proxy with SIGALRM (which
+// it ignores, but which ends its poll()): the proxy reaps a rank only after an event, and the
+// events it got from this rank's end (end of its output) may have come before the rank was a
+// zombie. With nobody else dead yet, the proxy reaps this rank first and keeps its wait status;
+// for a rank killed by a signal it then kills the others itself.
+void MpiexecJob::end_job_once_reaped() {
+  if (first_pidfd_ < 0) return;
+  const bool reaped =
+      syscall(SYS_pidfd_send_signal, first_pidfd_, 0, nullptr, 0) != 0 && errno == ESRCH;
+  if (!reaped && Clock::now() < end_by_) {
+    if (proxy_pidfd_ >= 0) syscall(SYS_pidfd_send_signal, proxy_pidfd_, SIGALRM, nullptr, 0);
+    return;
   }
+  close(first_pidfd_);
+  first_pidfd_ = -1;
+  end_job();
+}
+
+// What Hydra's cleanup does when it sees a PMI socket close: SIGKILL to every rank still running,
+// and SIGTERM to mpiexec for ranks that have not recorded their pid yet (Hydra passes it on).
+void MpiexecJob::end_job() {
+  bool all_watched = true;
+  for (std::size_t r = 0; r < pidfds_.size(); ++r) {
+    if (pidfds_[r] >= 0) syscall(SYS_pidfd_send_signal, pidfds_[r], SIGKILL, nullptr, 0);
+    if (pidfds_[r] == -1) all_watched = false;
+  }
+  if (!all_watched && !child_done_) kill(child_, SIGTERM);
 }
 
 void MpiexecJob::stop(int sig, const std::string& why) {
@@ -350,11 +494,12 @@ int MpiexecJob::report() {
         code);
     return code;
   }
-  // The culprit: from Hydra's wait statuses, a rank that exited with an error code, else one
-  // killed by a signal other than SIGKILL (Hydra kills the others with SIGKILL); else the first
-  // rank that ended without finishing MPI (pidfd order: a rank killed by SIGKILL from outside
-  // ends before Hydra reacts); else any rank with a non-zero status.
-  int culprit = -1;
+  // The culprit: the first rank that ended without finishing MPI, when that order is certain
+  // (see pidfds_). Otherwise from Hydra's wait statuses: a rank that exited with an error code,
+  // else one killed by a signal other than SIGKILL (Hydra kills the others with SIGKILL); then
+  // the first rank that ended as bglrun saw it; else any rank with a non-zero status (a rank that
+  // finished MPI and then failed).
+  int culprit = order_certain_ ? first_failed_ : -1;
   const auto status_of = [&](int r) -> std::optional<int> {
     if (r >= 0 && static_cast<std::size_t>(r) < exit_codes_.size())
       return exit_codes_[static_cast<std::size_t>(r)];
@@ -400,6 +545,8 @@ int MpiexecJob::run() {
   sigprocmask(SIG_BLOCK, &set, &previous);
   const int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
   if (sfd < 0) throw std::runtime_error(std::string("signalfd: ") + std::strerror(errno));
+  epoll_ = epoll_create1(EPOLL_CLOEXEC);
+  if (epoll_ < 0) throw std::runtime_error(std::string("epoll_create1: ") + std::strerror(errno));
   prctl(PR_SET_CHILD_SUBREAPER, 1);
   start();
 
@@ -409,25 +556,16 @@ int MpiexecJob::run() {
   auto kill_at = Clock::time_point::max();
   auto drain_until = Clock::time_point::max();
   bool killed = false;
-  std::vector<pollfd> fds;
-  std::vector<int> fd_rank;
   for (;;) {
-    watch_ranks();
-    fds.assign({{sfd, POLLIN, 0}, {out_, POLLIN, 0}});
-    fd_rank.assign(2, -1);
-    for (std::size_t r = 0; r < pidfds_.size(); ++r)
-      if (pidfds_[r] >= 0) {
-        fds.push_back({pidfds_[r], POLLIN, 0});
-        fd_rank.push_back(static_cast<int>(r));
-      }
-    poll(fds.data(), fds.size(), 50);
-    for (std::size_t i = 2; i < fds.size(); ++i)
-      if (fds[i].revents) {
-        const int r = fd_rank[i];
-        close(pidfds_[static_cast<std::size_t>(r)]);
-        pidfds_[static_cast<std::size_t>(r)] = -2;
-        rank_ended(r);
-      }
+    // Every 5 ms while ranks are starting (in the first 10 s: their pidfds must be open before
+    // anything can happen to them) and while the proxy has to reap the first rank that ended;
+    // else every 50 ms.
+    const bool starting = watch_ranks() && Clock::now() < begin + std::chrono::seconds(10);
+    const int tick = starting || first_pidfd_ >= 0 ? 5 : 50;
+    std::array<pollfd, 3> fds{{{sfd, POLLIN, 0}, {out_, POLLIN, 0}, {epoll_, POLLIN, 0}}};
+    poll(fds.data(), fds.size(), tick);
+    take_ended_ranks();
+    end_job_once_reaped();
     if (out_ >= 0 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) forward_output();
     for (signalfd_siginfo si; read(sfd, &si, sizeof si) == static_cast<ssize_t>(sizeof si);) {
       const int sig = static_cast<int>(si.ssi_signo);
@@ -470,30 +608,23 @@ int MpiexecJob::run() {
   // the first one to do so is known, then kill the rest.
   watch_ranks();
   const auto settle = Clock::now() + std::chrono::milliseconds(500);
-  for (;;) {
-    fds.clear();
-    fd_rank.clear();
-    for (std::size_t r = 0; r < pidfds_.size(); ++r)
-      if (pidfds_[r] >= 0) {
-        fds.push_back({pidfds_[r], POLLIN, 0});
-        fd_rank.push_back(static_cast<int>(r));
-      }
+  while (first_failed_ < 0 &&
+         std::any_of(pidfds_.begin(), pidfds_.end(), [](int fd) { return fd >= 0; })) {
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(settle - Clock::now()).count();
-    if (fds.empty() || left <= 0) break;
-    if (poll(fds.data(), fds.size(), static_cast<int>(left)) <= 0) break;
-    for (std::size_t i = 0; i < fds.size(); ++i)
-      if (fds[i].revents) {
-        const int r = fd_rank[i];
-        close(pidfds_[static_cast<std::size_t>(r)]);
-        pidfds_[static_cast<std::size_t>(r)] = -2;
-        rank_ended(r);
-      }
-    if (first_failed_ >= 0) break;
+    if (left <= 0) break;
+    pollfd fd{epoll_, POLLIN, 0};
+    if (poll(&fd, 1, static_cast<int>(left)) <= 0) break;
+    take_ended_ranks();
   }
   kill_leftovers();
+  if (first_pidfd_ >= 0) close(first_pidfd_);
+  if (proxy_pidfd_ >= 0) close(proxy_pidfd_);
   for (int fd : pidfds_)
     if (fd >= 0) close(fd);
+  for (int fd : pmi_sockets_)
+    if (fd >= 0) close(fd);
+  close(epoll_);
   close(sfd);
   prctl(PR_SET_CHILD_SUBREAPER, 0);
   sigprocmask(SIG_SETMASK, &previous, nullptr);
