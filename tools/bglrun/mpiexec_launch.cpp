@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -147,6 +148,7 @@ class MpiexecJob {
  private:
   void start();
   void forward_output();
+  void forward_errors();
   void emit(const char* data, std::size_t n);
   void end_of_line();
   bool watch_ranks();
@@ -167,6 +169,9 @@ class MpiexecJob {
   std::string mpiexec_;
   pid_t child_ = -1;
   int out_ = -1;  // mpiexec's stdout (ours to forward)
+  int err_ = -1;  // mpiexec's stderr (forwarded at once; lines looked at for MPICH's abort)
+  std::string err_line_;
+  int aborted_by_ = -1;  // the rank whose MPI_Abort (or fatal MPI error) MPICH reported
   bool child_done_ = false;
   int child_status_ = 0;
   bool stopping_ = false;
@@ -219,8 +224,14 @@ std::string MpiexecJob::describe(int r) const {
 
 void MpiexecJob::start() {
   int fds[2];
+  int errs[2];
   if (pipe2(fds, O_CLOEXEC) != 0)
     throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  if (pipe2(errs, O_CLOEXEC) != 0) {
+    close(fds[0]);
+    close(fds[1]);
+    throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  }
   std::vector<std::string> args{mpiexec_, "-launcher",
                                 "fork",   "-print-all-exitcodes",
                                 "-n",     std::to_string(machine_.mapping().size())};
@@ -242,6 +253,7 @@ void MpiexecJob::start() {
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
     dup2(fds[1], STDOUT_FILENO);
+    dup2(errs[1], STDERR_FILENO);
     const int devnull = open("/dev/null", O_RDONLY);
     if (devnull >= 0) dup2(devnull, STDIN_FILENO);
     close(segment_.fd());  // ranks attach by name
@@ -255,14 +267,16 @@ void MpiexecJob::start() {
   }
   setpgid(pid, pid);
   close(fds[1]);
+  close(errs[1]);
   out_ = fds[0];
+  err_ = errs[0];
   child_ = pid;
   spdlog::info("started {} (pid {}) for {} ranks", mpiexec_, pid, machine_.mapping().size());
 }
 
-void write_all(const char* data, std::size_t n) {
+void write_all(const char* data, std::size_t n, int fd = STDOUT_FILENO) {
   for (std::size_t done = 0; done < n;) {
-    const ssize_t w = write(STDOUT_FILENO, data + done, n - done);
+    const ssize_t w = write(fd, data + done, n - done);
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) return;  // our stdout is gone: keep draining mpiexec anyway
     done += static_cast<std::size_t>(w);
@@ -323,6 +337,42 @@ void MpiexecJob::forward_output() {
     return;
   }
   emit(buf, static_cast<std::size_t>(n));
+}
+
+// MPICH's report of an abort, "Abort(4) on node 1 (rank 1 in comm 0): application called
+// MPI_Abort(...)" (MPID_Abort: MPI_Abort and fatal errors; "node" is the rank in
+// MPI_COMM_WORLD): that rank.
+std::optional<unsigned> aborting_rank(std::string_view line) {
+  static constexpr std::string_view kOnNode = ") on node ";
+  if (!line.starts_with("Abort(")) return std::nullopt;
+  const auto at = line.find(kOnNode);
+  if (at == std::string_view::npos) return std::nullopt;
+  unsigned rank = 0;
+  const char* first = line.data() + at + kOnNode.size();
+  const auto [end, ec] = std::from_chars(first, line.data() + line.size(), rank);
+  if (ec != std::errc() || end == first) return std::nullopt;
+  return rank;
+}
+
+void MpiexecJob::forward_errors() {
+  char buf[16384];
+  const ssize_t n = read(err_, buf, sizeof buf);
+  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+  if (n <= 0) {
+    close(err_);
+    err_ = -1;
+    return;
+  }
+  write_all(buf, static_cast<std::size_t>(n), STDERR_FILENO);
+  for (ssize_t i = 0; i < n; ++i) {
+    if (buf[i] != '\n') {
+      if (err_line_.size() < 256) err_line_.push_back(buf[i]);  // enough for the prefix
+      continue;
+    }
+    if (const auto r = aborting_rank(err_line_); r && aborted_by_ < 0 && *r < pidfds_.size())
+      aborted_by_ = static_cast<int>(*r);
+    err_line_.clear();
+  }
 }
 
 // Opens a pidfd for each rank that recorded its pid since the last call; true while some rank
@@ -485,13 +535,21 @@ void MpiexecJob::kill_leftovers() {
 int MpiexecJob::report() {
   if (exit_codes_.empty() && WIFEXITED(child_status_) && WEXITSTATUS(child_status_) != 0 &&
       exit_status_ < 0) {
-    // Hydra's abort path (a rank called MPI_Abort; MPICH printed which): no per-rank statuses,
-    // and the ranks Hydra killed may have ended before the one that aborted.
+    // Hydra's abort path (a rank called MPI_Abort): no per-rank statuses, and the ranks may end
+    // in any order once mpiexec kills the proxy. MPICH printed the rank on its stderr, which goes
+    // through mpiexec's (Hydra's mpiexec keeps forwarding output for a second before it kills the
+    // proxies and exits).
     const int code = WEXITSTATUS(child_status_);
-    std::fprintf(
-        stderr,
-        "bglrun: the job was aborted (MPI_Abort or a PMI error: mpiexec exited with code %d)\n",
-        code);
+    if (aborted_by_ >= 0)
+      std::fprintf(stderr,
+                   "bglrun: %s aborted the job (MPI_Abort or a fatal MPI error: mpiexec exited "
+                   "with code %d)\n",
+                   describe(aborted_by_).c_str(), code);
+    else
+      std::fprintf(
+          stderr,
+          "bglrun: the job was aborted (MPI_Abort or a PMI error: mpiexec exited with code %d)\n",
+          code);
     return code;
   }
   // The culprit: the first rank that ended without finishing MPI, when that order is certain
@@ -562,11 +620,13 @@ int MpiexecJob::run() {
     // else every 50 ms.
     const bool starting = watch_ranks() && Clock::now() < begin + std::chrono::seconds(10);
     const int tick = starting || first_pidfd_ >= 0 ? 5 : 50;
-    std::array<pollfd, 3> fds{{{sfd, POLLIN, 0}, {out_, POLLIN, 0}, {epoll_, POLLIN, 0}}};
+    std::array<pollfd, 4> fds{
+        {{sfd, POLLIN, 0}, {out_, POLLIN, 0}, {epoll_, POLLIN, 0}, {err_, POLLIN, 0}}};
     poll(fds.data(), fds.size(), tick);
     take_ended_ranks();
     end_job_once_reaped();
     if (out_ >= 0 && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) forward_output();
+    if (err_ >= 0 && (fds[3].revents & (POLLIN | POLLHUP | POLLERR))) forward_errors();
     for (signalfd_siginfo si; read(sfd, &si, sizeof si) == static_cast<ssize_t>(sizeof si);) {
       const int sig = static_cast<int>(si.ssi_signo);
       if (sig == SIGCHLD) continue;
@@ -592,12 +652,13 @@ int MpiexecJob::run() {
       killed = true;
     }
     if (child_done_) {
-      if (out_ < 0) break;
-      // Something of the job still holds mpiexec's stdout: give it a moment, then stop reading.
+      if (out_ < 0 && err_ < 0) break;
+      // Something of the job still holds mpiexec's output: give it a moment, then stop reading.
       if (drain_until == Clock::time_point::max()) drain_until = now + std::chrono::seconds(1);
       if (now >= drain_until) {
-        close(out_);
-        out_ = -1;
+        if (out_ >= 0) close(out_);
+        if (err_ >= 0) close(err_);
+        out_ = err_ = -1;
         break;
       }
     }
