@@ -405,6 +405,8 @@ bool MpiexecJob::watch_ranks() {
     pmi_sockets_[r] = hold_pmi_socket(pid, fd);
     if (proxy_pidfd_ < 0 && pmi_sockets_[r] >= 0)
       proxy_pidfd_ = static_cast<int>(syscall(SYS_pidfd_open, parent_of(std::to_string(pid)), 0));
+    spdlog::debug("watching rank {} (pid {}), its PMI socket {}", r, pid,
+                  pmi_sockets_[r] >= 0 ? "held" : "not held");
   }
   return unknown;
 }
@@ -536,9 +538,9 @@ int MpiexecJob::report() {
   if (exit_codes_.empty() && WIFEXITED(child_status_) && WEXITSTATUS(child_status_) != 0 &&
       exit_status_ < 0) {
     // Hydra's abort path (a rank called MPI_Abort): no per-rank statuses, and the ranks may end
-    // in any order once mpiexec kills the proxy. MPICH printed the rank on its stderr, which goes
-    // through mpiexec's (Hydra's mpiexec keeps forwarding output for a second before it kills the
-    // proxies and exits).
+    // in any order once mpiexec kills the proxy. MPICH printed the rank on its stderr, which comes
+    // through mpiexec's, but not always: mpiexec kills the proxy within a second (at the next
+    // full second of its clock), and the ranks' last output can be lost (about 1 run in 30).
     const int code = WEXITSTATUS(child_status_);
     if (aborted_by_ >= 0)
       std::fprintf(stderr,
