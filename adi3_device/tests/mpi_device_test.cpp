@@ -218,9 +218,9 @@ TEST_F(Mpi, CollectivesRunInTheLibrary) {
 // before it joins (MPI's progress rule). In heater and virtual-node mode.
 TEST_F(Mpi, SendsProgressDuringTreeCollectives) {
   for (const char* mode : {"heater", "vn"}) {
-    const auto r = bglrun({"-np", "4", "--shape", "2x2x1", "--mode", mode, "--timeout", "60",
-                           program("overlap")},
-                          90);
+    const auto r = bglrun(
+        {"-np", "4", "--shape", "2x2x1", "--mode", mode, "--timeout", "60", program("overlap")},
+        90);
     EXPECT_EQ(r.exit_code, 0) << mode << "\n" << r.output;
     EXPECT_THAT(r.output, HasSubstr("overlap: OK")) << mode;
   }

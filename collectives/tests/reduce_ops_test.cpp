@@ -30,10 +30,8 @@ TEST(ReduceOps, SixteenBitIntegers) {
             (V{3, -2, -32768}));
   EXPECT_EQ(reduce<std::int16_t>(DataType::i16, ReduceOp::min, {1, -5}, {2, -7}), (V{1, -7}));
   using U = std::vector<std::uint16_t>;
-  EXPECT_EQ(reduce<std::uint16_t>(DataType::u16, ReduceOp::max, {1, 65535}, {2, 3}),
-            (U{2, 65535}));
-  EXPECT_EQ(reduce<std::uint16_t>(DataType::u16, ReduceOp::bxor, {0xff00}, {0x0ff0}),
-            (U{0xf0f0}));
+  EXPECT_EQ(reduce<std::uint16_t>(DataType::u16, ReduceOp::max, {1, 65535}, {2, 3}), (U{2, 65535}));
+  EXPECT_EQ(reduce<std::uint16_t>(DataType::u16, ReduceOp::bxor, {0xff00}, {0x0ff0}), (U{0xf0f0}));
 }
 
 TEST(ReduceOps, LogicalOperationsYieldZeroOrOne) {
