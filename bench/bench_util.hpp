@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <exception>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -18,6 +19,17 @@
 #include "bgl/torus/error.hpp"
 
 namespace bgl::bench {
+
+// A benchmark's main(): runs `run` and reports what it throws as "<name>: <message>" on stderr
+// with exit code 2 (bad options, a missing launcher, a failed check).
+inline int run_main(const char* name, int (*run)(int, char**), int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", name, e.what());
+    return 2;
+  }
+}
 
 using Clock = std::chrono::steady_clock;
 

@@ -217,10 +217,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "collnet_bench: %s\n", e.what());
-    return 2;
-  }
+  return bgl::bench::run_main("collnet_bench", run, argc, argv);
 }

@@ -512,10 +512,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "ml_bandwidth: %s\n", e.what());
-    return 2;
-  }
+  return bgl::bench::run_main("ml_bandwidth", run, argc, argv);
 }

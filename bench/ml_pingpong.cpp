@@ -532,10 +532,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "ml_pingpong: %s\n", e.what());
-    return 2;
-  }
+  return bgl::bench::run_main("ml_pingpong", run, argc, argv);
 }

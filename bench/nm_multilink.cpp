@@ -285,10 +285,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "nm_multilink: %s\n", e.what());
-    return 2;
-  }
+  return bgl::bench::run_main("nm_multilink", run, argc, argv);
 }

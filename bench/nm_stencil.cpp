@@ -297,10 +297,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "nm_stencil: %s\n", e.what());
-    return 2;
-  }
+  return bgl::bench::run_main("nm_stencil", run, argc, argv);
 }

@@ -237,10 +237,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "nm_vn_bandwidth: %s\n", e.what());
-    return 2;
-  }
+  return bgl::bench::run_main("nm_vn_bandwidth", run, argc, argv);
 }

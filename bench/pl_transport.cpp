@@ -109,10 +109,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "pl_transport: %s\n", e.what());
-    return 2;
-  }
+  return bgl::bench::run_main("pl_transport", run, argc, argv);
 }
