@@ -7,9 +7,7 @@
 #include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <regex>
 #include <sstream>
-#include <thread>
 
 #include "process_runner.hpp"
 
@@ -35,27 +33,6 @@ bool segment_of(int launcher_pid) {
   for (const auto& s : bglemu_segments())
     if (s.find("bglemu." + std::to_string(launcher_pid) + ".") != std::string::npos) return true;
   return false;
-}
-
-// Pids that the "hang" scenario printed, once all `n` tasks are up (or fewer on timeout).
-std::vector<int> wait_for_pids(const std::string& log, int n, double timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout);
-  std::vector<int> pids;
-  while (std::chrono::steady_clock::now() < deadline) {
-    pids.assign(static_cast<std::size_t>(n), 0);
-    const std::string text = read_file(log);
-    const std::regex line("pid (\\d+) (\\d+)");
-    int found = 0;
-    for (auto it = std::sregex_iterator(text.begin(), text.end(), line);
-         it != std::sregex_iterator(); ++it) {
-      const int rank = std::stoi((*it)[1]);
-      if (rank < n && pids[static_cast<std::size_t>(rank)] == 0) ++found;
-      if (rank < n) pids[static_cast<std::size_t>(rank)] = std::stoi((*it)[2]);
-    }
-    if (found == n) return pids;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return {};
 }
 
 TEST(Launcher, RunsTasksAndReturnsZero) {

@@ -13,7 +13,6 @@
 #include <fstream>
 #include <regex>
 #include <sstream>
-#include <thread>
 
 #include "process_runner.hpp"
 
@@ -132,25 +131,6 @@ TEST(MultiHost, AFailingRankStopsEveryHostAndIsNamed) {
 }
 
 // The pids the "hang" scenario printed ("pid RANK PID"), once `n` ranks have.
-std::vector<int> wait_for_pids(const std::string& log, int n, double timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout);
-  while (std::chrono::steady_clock::now() < deadline) {
-    std::vector<int> pids(static_cast<std::size_t>(n), 0);
-    const std::string text = read_file(log);
-    const std::regex line("pid (\\d+) (\\d+)");
-    int found = 0;
-    for (auto it = std::sregex_iterator(text.begin(), text.end(), line);
-         it != std::sregex_iterator(); ++it) {
-      const int rank = std::stoi((*it)[1]);
-      if (rank < n && pids[static_cast<std::size_t>(rank)] == 0) ++found;
-      if (rank < n) pids[static_cast<std::size_t>(rank)] = std::stoi((*it)[2]);
-    }
-    if (found == n) return pids;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return {};
-}
-
 int parent_of(int pid) {
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
   std::string text;

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -147,6 +148,26 @@ ProcessResult run_bglrun(const std::string& bglrun, std::vector<std::string> arg
                          const std::vector<std::string>& env) {
   args.insert(args.begin(), {bglrun, "--timeout", std::to_string(static_cast<int>(timeout))});
   return run_process(args, timeout + 15, env);
+}
+
+std::vector<int> wait_for_pids(const std::string& log_path, int n, double timeout_seconds) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
+  const std::regex line("pid (\\d+) (\\d+)");
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::vector<int> pids(static_cast<std::size_t>(n), 0);
+    const std::string text = read_file(log_path);
+    int found = 0;
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), line);
+         it != std::sregex_iterator(); ++it) {
+      const int rank = std::stoi((*it)[1]);
+      if (rank < n && pids[static_cast<std::size_t>(rank)] == 0) ++found;
+      if (rank < n) pids[static_cast<std::size_t>(rank)] = std::stoi((*it)[2]);
+    }
+    if (found == n) return pids;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return {};
 }
 
 }  // namespace bgl::test

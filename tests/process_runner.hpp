@@ -27,6 +27,10 @@ int spawn_process(const std::vector<std::string>& argv, const std::string& log_p
 // Waits up to `timeout_seconds` for `pid`; returns its exit code (128 + signal) or -1 on timeout.
 int wait_process(int pid, double timeout_seconds);
 
+// The pids of ranks 0..n-1 from "pid <rank> <pid>" lines in the log at `log_path`, once all n
+// have appeared; empty when they have not within `timeout_seconds`.
+std::vector<int> wait_for_pids(const std::string& log_path, int n, double timeout_seconds);
+
 // Paths of files in /dev/shm that a bglemu job created.
 std::vector<std::string> bglemu_segments();
 bool process_alive(int pid);
