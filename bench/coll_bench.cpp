@@ -2,14 +2,16 @@
 // torus cost model's view of each (max link load, hop-bytes, modelled time).
 //
 //   bglrun -np 32 --shape 4x4x2 coll_bench [--ops bcast,alltoall,...] [--sizes 8,4096,...]
-//                                          [--rounds N] [--json]
+//                                          [--algs name,...] [--rounds N] [--json]
 // Sizes are bytes per rank (bcast/allreduce/reduce: the vector; allgather: each rank's block;
 // alltoall: each rank's whole send buffer, split in p blocks). Wall time is rank 0's, from a
 // dissemination barrier before to one after the collective (the same overhead for every
 // algorithm); judge by the ratio to the best algorithm of the same row group. An algorithm with
 // deposit-bit line steps (torus3) also runs as "<name>/unicast", its lines sent as one message per
 // receiver; r0_packets is the packets rank 0 injected per run (a line: one per packet, not one
-// per packet and receiver).
+// per packet and receiver). Column "mpich" marks the algorithm MPICH 4.0.2 itself would choose for
+// the call (its generic.json rules), run through the same executor: MPICH's default on this
+// device. --algs runs only the named algorithms.
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -20,6 +22,7 @@
 #include "bgl/coll/cost_model.hpp"
 #include "bgl/coll/executor.hpp"
 #include "bgl/coll/registry.hpp"
+#include "bgl/coll/select.hpp"
 #include "bgl/coll/verifier.hpp"
 #include "bgl/collnet/collective_network.hpp"
 #include "bgl/msg/session.hpp"
@@ -63,6 +66,16 @@ std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
+bool has_line_steps(const Algorithm& a, const Params& x) {
+  for (int r = 0; r < x.p; ++r) {
+    const Program prog = a.generate(x, r);
+    if (std::any_of(prog.steps().begin(), prog.steps().end(),
+                    [](const Step& s) { return s.kind == StepKind::line_send; }))
+      return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -71,6 +84,7 @@ int main(int argc, char** argv) {
     std::vector<Collective> ops{Collective::bcast, Collective::allreduce, Collective::allgather,
                                 Collective::alltoall};
     std::vector<std::uint64_t> sizes{8, 4096, 262144, 4194304};
+    std::vector<std::string> only;  // --algs: just these algorithms (by name)
     for (std::size_t i = 0; i < args.rest.size(); ++i) {
       if (args.rest[i] == "--ops" && i + 1 < args.rest.size()) {
         ops.clear();
@@ -83,6 +97,8 @@ int main(int argc, char** argv) {
         sizes.clear();
         for (const auto& n : split(args.rest[++i]))
           sizes.push_back(std::stoull(n));
+      } else if (args.rest[i] == "--algs" && i + 1 < args.rest.size()) {
+        only = split(args.rest[++i]);
       } else {
         throw ConfigError("coll_bench: unknown argument '" + args.rest[i] + "'");
       }
@@ -107,7 +123,7 @@ int main(int argc, char** argv) {
     bench::Table table("collectives on " + session->mapping().shape().to_string() + ", " +
                            std::to_string(p) + " ranks (wall: rank 0, us; model: BG/L constants)",
                        {"op", "bytes", "algorithm", "min_us", "median_us", "vs_best", "model_us",
-                        "max_link_B", "hop_B", "r0_packets"});
+                        "max_link_B", "hop_B", "r0_packets", "mpich"});
     const auto& counters = session->layer().endpoint().counters();
     for (Collective op : ops)
       for (std::uint64_t bytes : sizes) {
@@ -117,13 +133,13 @@ int main(int argc, char** argv) {
         std::vector<Program> progs;
         std::vector<bool> unicast;  // line steps as one message per receiver
         for (const Algorithm* a : algorithms_for(op))
-          if (a->applicable(x).empty()) {
+          if (a->applicable(x).empty() &&
+              (only.empty() || std::find(only.begin(), only.end(), a->name) != only.end())) {
             Program prog = a->generate(x, me);
             // An algorithm with line steps runs twice: deposit-bit multicasts, and the same
-            // schedule with the lines as messages (what the executor did before).
-            const bool lines =
-                std::any_of(prog.steps().begin(), prog.steps().end(),
-                            [](const Step& s) { return s.kind == StepKind::line_send; });
+            // schedule with the lines as messages (what the executor did before). Every rank
+            // must agree, also those whose own program has no line step (a leaf of every route).
+            const bool lines = has_line_steps(*a, x);
             for (bool u : {false, true}) {
               if (u && !lines) break;
               algs.push_back(a);
@@ -148,6 +164,7 @@ int main(int argc, char** argv) {
           }
         engine.set_line_multicast(true);
         if (me != 0) continue;
+        const MpichChoice mpich = mpich_default(x);
         double best = 1e300;
         for (const auto& s : t)
           best = std::min(best, s.median());
@@ -160,8 +177,13 @@ int main(int argc, char** argv) {
           table.row({std::string(to_string(op)), bytes,
                      std::string(algs[k]->name) + (unicast[k] ? "/unicast" : ""), t[k].min(),
                      t[k].median(), t[k].median() / best, c.time_us, c.max_link_bytes, c.hop_bytes,
-                     packets[k] / static_cast<std::uint64_t>(args.rounds)});
+                     packets[k] / static_cast<std::uint64_t>(args.rounds),
+                     !unicast[k] && algs[k]->name == mpich.algorithm ? "default" : ""});
         }
+        if (mpich.algorithm.empty())
+          std::printf("# %s %llu B: MPICH's default (%.*s) is not in the library\n",
+                      std::string(to_string(op)).c_str(), static_cast<unsigned long long>(bytes),
+                      static_cast<int>(mpich.mpich_name.size()), mpich.mpich_name.data());
         if (op == Collective::alltoall)
           std::printf(
               "# alltoall %llu B/rank: bisection bound %.1f us (model)\n",

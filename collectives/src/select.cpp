@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 
@@ -68,7 +69,55 @@ Selection by_default(const Params& x) {
   return s;
 }
 
+bool power_of_two(int p) {
+  return p > 0 && (p & (p - 1)) == 0;
+}
+
+// Largest power of two <= p (MPICH's comm_ptr->pof2).
+std::uint64_t pof2(int p) {
+  std::uint64_t v = 1;
+  while (v * 2 <= static_cast<std::uint64_t>(p))
+    v *= 2;
+  return v;
+}
+
 }  // namespace
+
+MpichChoice mpich_default(const Params& x) {
+  const std::uint64_t n = x.bytes();
+  const std::uint64_t count = n / std::max<std::size_t>(1, size_of(x.dtype));
+  switch (x.op) {
+    case Collective::bcast:
+      if (x.p < 8 || n <= 12288) return {"binomial", "binomial"};
+      if (power_of_two(x.p) && n <= 524288)
+        return {"scatter_rd_allgather", "scatter_recursive_doubling_allgather"};
+      return {"scatter_allgather", "scatter_ring_allgather"};
+    case Collective::allreduce:
+      if (n <= 8 || count < pof2(x.p)) return {"recursive_doubling", "recursive_doubling"};
+      return {"rabenseifner", "reduce_scatter_allgather"};
+    case Collective::reduce:
+      if (n <= 2048 || count < pof2(x.p)) return {"binomial", "binomial"};
+      return {"", "reduce_scatter_gather"};
+    case Collective::allgather: {
+      const std::uint64_t total = x.bytes();
+      if (power_of_two(x.p))
+        return total < 524288 ? MpichChoice{"recursive_doubling", "recursive_doubling"}
+                              : MpichChoice{"ring", "ring"};
+      return total < 81920 ? MpichChoice{"bruck", "brucks"} : MpichChoice{"ring", "ring"};
+    }
+    case Collective::alltoall: {
+      const std::uint64_t block = x.a2a_count(0, x.p > 1 ? 1 : 0);
+      if (x.p >= 8 && block <= 256) return {"bruck", "brucks"};
+      if (block <= 32768) return {"post_all", "scattered"};
+      return {"pairwise", "pairwise"};
+    }
+    case Collective::reduce_scatter:
+      return {"", "(not selected here)"};
+    case Collective::barrier:
+      return {"dissemination", "dissemination"};
+  }
+  return {};
+}
 
 Selection select_algorithm(const Params& x) {
   const std::string var = override_variable(x.op);

@@ -1,4 +1,4 @@
-// Alltoall(v) baselines: pairwise exchange and post-all (MPICH's isend/irecv + waitall).
+// Alltoall(v) baselines: pairwise exchange, post-all (MPICH's isend/irecv + waitall) and Bruck.
 #include "baselines/baselines.hpp"
 #include "gen_util.hpp"
 
@@ -39,11 +39,62 @@ Program post_all(const Params& x, int r) {
   return prog;
 }
 
+// Bruck's index algorithm (MPICH's alltoall for blocks <= 256 B with p >= 8): ceil(log2 p)
+// exchanges of all blocks whose rotated index has bit k set, packed through scratch. Trades
+// volume (each block travels up to log p times) for log p messages instead of p - 1.
+// Scratch: the rotated blocks, then a pack and an unpack area of ceil(p/2) blocks each.
+Program bruck(const Params& x, int r) {
+  Program prog(r);
+  const int p = x.p;
+  const std::uint64_t b = x.a2a_count(0, 0);
+  const std::uint64_t tmp = 0, pack = static_cast<std::uint64_t>(p) * b;
+  const std::uint64_t half = static_cast<std::uint64_t>((p + 1) / 2) * b, unpack = pack + half;
+  prog.scratch_bytes = unpack + half;
+  auto slot = [&](int i) { return scratch_buf(tmp + static_cast<std::uint64_t>(i) * b, b); };
+  std::vector<StepId> ready;   // everything the next exchange's packing must wait for
+  for (int i = 0; i < p; ++i)  // slot i: the block for r + i
+    ready.push_back(prog.copy(slot(i), out_block(x, r, (r + i) % p)));
+  int step = 0;
+  for (int k = 1; k < p; k <<= 1, ++step) {
+    prog.set_round(step);
+    std::vector<StepId> packed;
+    std::uint64_t n = 0;
+    for (int i = 1; i < p; ++i)
+      if (i & k) {
+        packed.push_back(prog.copy(scratch_buf(pack + n, b), slot(i), ready));
+        n += b;
+      }
+    const StepId sent =
+        prog.send((r + k) % p, scratch_buf(pack, n), static_cast<Tag>(step), packed);
+    const StepId got =
+        prog.recv((r - k + p) % p, scratch_buf(unpack, n), static_cast<Tag>(step), ready);
+    std::vector<StepId> before = packed;  // a slot is overwritten only after it was packed
+    before.push_back(got);
+    ready = {sent};  // the pack area is reused by the next exchange
+    n = 0;
+    for (int i = 1; i < p; ++i)
+      if (i & k) {
+        ready.push_back(prog.copy(slot(i), scratch_buf(unpack + n, b), before));
+        n += b;
+      }
+  }
+  for (int i = 0; i < p; ++i)  // slot i now holds the block from r - i
+    prog.copy(in_block(x, (r - i + p) % p, r), slot(i), ready);
+  return prog;
+}
+
+std::string uniform_blocks(const Params& x) {
+  return x.counts.size() == 1 ? "" : "needs one block size for every pair (not alltoallv)";
+}
+
 }  // namespace
 
 void register_alltoall_baselines(Registry& r) {
   r.add({"pairwise", Collective::alltoall, "pairwise exchange, one partner per step", gen::always,
          pairwise});
+  r.add({"bruck", Collective::alltoall,
+         "Bruck's index algorithm, log p packed exchanges (MPICH short, p >= 8)", uniform_blocks,
+         bruck});
   r.add({"post_all", Collective::alltoall, "all sends and receives posted at once (MPICH)",
          gen::always, post_all});
 }

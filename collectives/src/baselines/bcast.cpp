@@ -32,9 +32,12 @@ Program binomial(const Params& x, int rank) {
   return prog;
 }
 
-// Van de Geijn: binomial scatter of p chunks (chunk i belongs to vrank i), then a ring allgather
-// of the chunks (MPICH's long-message broadcast).
-Program scatter_allgather(const Params& x, int rank) {
+enum class Allgather { ring, recursive_doubling };
+
+// Van de Geijn: binomial scatter of p chunks (chunk i belongs to vrank i), then an allgather of
+// the chunks: a ring (MPICH's long-message broadcast) or, for a power of two p, recursive doubling
+// (MPICH's medium-message broadcast).
+Program scatter_allgather(const Params& x, int rank, Allgather allgather) {
   Program prog(rank);
   const int p = x.p;
   if (p == 1) return prog;
@@ -62,6 +65,22 @@ Program scatter_allgather(const Params& x, int rank) {
       scattered.push_back(
           prog.send(gen::abs_rank(v + mask, x.root, p), chunks(v + mask, hi), 0, got));
     }
+  if (allgather == Allgather::recursive_doubling) {
+    // p is a power of two: at step `mask`, exchange the aligned runs of `mask` chunks with the
+    // partner v ^ mask (MPICH's scatter_recursive_doubling_allgather).
+    std::vector<StepId> prev = scattered;
+    int step = 0;
+    for (int m = 1; m < p; m <<= 1, ++step) {
+      prog.set_round(1 + step);
+      const int mine = v & ~(m - 1), theirs = (v ^ m) & ~(m - 1);
+      const int partner = gen::abs_rank(v ^ m, x.root, p);
+      prog.send(partner, chunks(mine, mine + m), 1 + static_cast<Tag>(step), prev);
+      const StepId r =
+          prog.recv(partner, chunks(theirs, theirs + m), 1 + static_cast<Tag>(step), prev);
+      prev.push_back(r);
+    }
+    return prog;
+  }
   // Ring allgather in vrank order: at step s send chunk v - s to v + 1, receive chunk v - s - 1.
   prog.set_round(1);
   const int right = gen::abs_rank((v + 1) % p, x.root, p);
@@ -85,7 +104,15 @@ void register_bcast_baselines(Registry& r) {
          gen::always, binomial});
   r.add({"scatter_allgather", Collective::bcast,
          "binomial scatter + ring allgather (van de Geijn; MPICH long)", gen::always,
-         scatter_allgather});
+         [](const Params& x, int rank) { return scatter_allgather(x, rank, Allgather::ring); }});
+  r.add({"scatter_rd_allgather", Collective::bcast,
+         "binomial scatter + recursive-doubling allgather (MPICH medium, p a power of two)",
+         [](const Params& x) -> std::string {
+           return x.p > 0 && (x.p & (x.p - 1)) == 0 ? "" : "p is not a power of two";
+         },
+         [](const Params& x, int rank) {
+           return scatter_allgather(x, rank, Allgather::recursive_doubling);
+         }});
 }
 
 }  // namespace bgl::coll

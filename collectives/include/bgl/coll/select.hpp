@@ -18,6 +18,16 @@ struct Selection {
 // falls back to the default with a warning in the log.
 Selection select_algorithm(const Params& params);
 
+// The algorithm MPICH 4.0.2 itself would run for this call (the intra-communicator rules of its
+// src/maint/tuning/coll/mpir/generic.json, not its node-aware "smp" variants), named as in our
+// registry, with MPICH's name when that differs ("scatter_allgather (MPICH:
+// scatter_recursive_doubling_allgather)"). For comparing like with like in benchmarks.
+struct MpichChoice {
+  std::string_view algorithm;  // ours; empty when the library has no equivalent
+  std::string_view mpich_name;
+};
+MpichChoice mpich_default(const Params& params);
+
 // The environment variable for a collective: "BGL_COLL_BCAST", "BGL_COLL_ALLREDUCE", ...
 std::string override_variable(Collective op);
 
