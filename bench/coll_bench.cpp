@@ -2,7 +2,8 @@
 // torus cost model's view of each (max link load, hop-bytes, modelled time).
 //
 //   bglrun -np 32 --shape 4x4x2 coll_bench [--ops bcast,alltoall,...] [--sizes 8,4096,...]
-//                                          [--algs name,...] [--rounds N] [--json]
+//                                          [--algs name,...] [--segment B]
+//                                          [--rounds N] [--json]
 // Sizes are bytes per rank (bcast/allreduce/reduce: the vector; allgather: each rank's block;
 // alltoall: each rank's whole send buffer, split in p blocks). Wall time is rank 0's, from a
 // dissemination barrier before to one after the collective (the same overhead for every
@@ -85,6 +86,7 @@ int main(int argc, char** argv) {
                                 Collective::alltoall};
     std::vector<std::uint64_t> sizes{8, 4096, 262144, 4194304};
     std::vector<std::string> only;  // --algs: just these algorithms (by name)
+    std::uint64_t segment = 0;      // --segment: pipelined algorithms' segment (0: their default)
     for (std::size_t i = 0; i < args.rest.size(); ++i) {
       if (args.rest[i] == "--ops" && i + 1 < args.rest.size()) {
         ops.clear();
@@ -97,6 +99,8 @@ int main(int argc, char** argv) {
         sizes.clear();
         for (const auto& n : split(args.rest[++i]))
           sizes.push_back(std::stoull(n));
+      } else if (args.rest[i] == "--segment" && i + 1 < args.rest.size()) {
+        segment = std::stoull(args.rest[++i]);
       } else if (args.rest[i] == "--algs" && i + 1 < args.rest.size()) {
         only = split(args.rest[++i]);
       } else {
@@ -129,6 +133,7 @@ int main(int argc, char** argv) {
       for (std::uint64_t bytes : sizes) {
         Params x = make(op, p, bytes);
         x.topology = topo;
+        x.segment = segment;
         std::vector<const Algorithm*> algs;
         std::vector<Program> progs;
         std::vector<bool> unicast;  // line steps as one message per receiver

@@ -9,6 +9,7 @@ packages=(
   libgtest-dev libgmock-dev
   libfabric-dev libfabric-bin
   mpich iproute2 jq
+  gnuplot-nox  # bench/coll_plot.sh
   clang-format
   # MPICH with the bgl device (tools/build_mpich.sh; it also adds a deb-src entry for the source)
   dpkg-dev autoconf automake libtool m4 perl make gfortran python3 libhwloc-dev

@@ -11,13 +11,12 @@ namespace {
 
 std::uint64_t segment_size(const Params& x) {
   if (x.segment) return x.segment;
-  std::uint64_t largest = 0;
-  for (int i = 0; i < x.p; ++i)
-    for (int j = 0; j < x.p; ++j)
-      largest = std::max(largest, x.a2a_count(i, j));
-  // Four packets per segment; at most 32 segments per block.
-  const std::uint64_t s = std::max<std::uint64_t>(4 * 240, (largest + 31) / 32);
-  return (s + 239) / 240 * 240;
+  // 68 packets (16,320 B): the largest segment that the message layer still sends eagerly (its
+  // default eager limit is 16 KiB), so a segment costs one message and no rendezvous handshake.
+  // Smaller segments interleave more finely but cost a message each: at 64 ranks on 2 cores,
+  // 4-packet segments made 32 KiB blocks 2.4x slower than posting whole blocks, 68-packet ones
+  // were on par (docs/PERFORMANCE.md, "Collectives").
+  return 68 * 240;
 }
 
 Program controlled(const Params& x, int r) {
