@@ -10,9 +10,10 @@
 // algorithm); judge by the ratio to the best algorithm of the same row group. An algorithm with
 // deposit-bit line steps (torus3) also runs as "<name>/unicast", its lines sent as one message per
 // receiver; r0_packets is the packets rank 0 injected per run (a line: one per packet, not one
-// per packet and receiver). Column "mpich" marks the algorithm MPICH 4.0.2 itself would choose for
-// the call (its generic.json rules), run through the same executor: MPICH's default on this
-// device. --algs runs only the named algorithms.
+// per packet and receiver). Column "default" marks the library's choice for the call ("bgl",
+// BGL_COLL_<OP> respected) and the algorithm MPICH 4.0.2 itself would choose ("mpich": its
+// generic.json rules), run through the same executor: MPICH's default on this device.
+// --algs runs only the named algorithms.
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -65,6 +66,14 @@ std::vector<std::string> split(const std::string& s) {
   for (std::string t; std::getline(in, t, ',');)
     out.push_back(t);
   return out;
+}
+
+// Which defaults chose this row: "bgl" (the library's selection), "mpich" (MPICH 4.0.2's), both.
+std::string default_marker(const Algorithm& a, bool unicast, const Selection& ours,
+                           const MpichChoice& mpich) {
+  if (unicast) return "";
+  const bool b = ours.algorithm == &a, m = mpich.algorithm == a.name;
+  return b && m ? "bgl,mpich" : b ? "bgl" : m ? "mpich" : "";
 }
 
 bool has_line_steps(const Algorithm& a, const Params& x) {
@@ -127,7 +136,7 @@ int main(int argc, char** argv) {
     bench::Table table("collectives on " + session->mapping().shape().to_string() + ", " +
                            std::to_string(p) + " ranks (wall: rank 0, us; model: BG/L constants)",
                        {"op", "bytes", "algorithm", "min_us", "median_us", "vs_best", "model_us",
-                        "max_link_B", "hop_B", "r0_packets", "mpich"});
+                        "max_link_B", "hop_B", "r0_packets", "default"});
     const auto& counters = session->layer().endpoint().counters();
     for (Collective op : ops)
       for (std::uint64_t bytes : sizes) {
@@ -170,6 +179,7 @@ int main(int argc, char** argv) {
         engine.set_line_multicast(true);
         if (me != 0) continue;
         const MpichChoice mpich = mpich_default(x);
+        const Selection ours = select_algorithm(x);
         double best = 1e300;
         for (const auto& s : t)
           best = std::min(best, s.median());
@@ -183,7 +193,7 @@ int main(int argc, char** argv) {
                      std::string(algs[k]->name) + (unicast[k] ? "/unicast" : ""), t[k].min(),
                      t[k].median(), t[k].median() / best, c.time_us, c.max_link_bytes, c.hop_bytes,
                      packets[k] / static_cast<std::uint64_t>(args.rounds),
-                     !unicast[k] && algs[k]->name == mpich.algorithm ? "default" : ""});
+                     default_marker(*algs[k], unicast[k], ours, mpich)});
         }
         if (mpich.algorithm.empty())
           std::printf("# %s %llu B: MPICH's default (%.*s) is not in the library\n",

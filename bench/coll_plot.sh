@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Plots coll_bench results: one SVG per (partition, collective) with two panels against the
 # message size (log-log): the measured wall time (median, rank 0) of every algorithm, and the cost
-# model's busiest-link load. MPICH's default algorithm for each size is drawn as black points.
+# model's busiest-link load. MPICH's default algorithm for each size is drawn as black dots, the
+# library's own choice as red circles.
 #
 #   bench/coll_plot.sh OUTDIR RESULT.json...
 #
@@ -40,9 +41,13 @@ for file in "$@"; do
       links+=("'$dat' using 1:(\$3 > 0 ? \$3 : 1/0) with linespoints title '$alg'")
     done
     mpich=$work/$op.mpich.dat
-    jq -r --arg op "$op" '.rows[] | select(.op == $op and .mpich == "default") | "\(.bytes) \(.median_us)"' \
+    jq -r --arg op "$op" '.rows[] | select(.op == $op and (.default // "" | test("mpich"))) | "\(.bytes) \(.median_us)"' \
       "$json" | sort -n > "$mpich"
     [ -s "$mpich" ] && plots+=("'$mpich' using 1:2 with points pt 7 ps 1.2 lc rgb 'black' title 'MPICH default'")
+    ours=$work/$op.bgl.dat
+    jq -r --arg op "$op" '.rows[] | select(.op == $op and (.default // "" | test("bgl"))) | "\(.bytes) \(.median_us)"' \
+      "$json" | sort -n > "$ours"
+    [ -s "$ours" ] && plots+=("'$ours' using 1:2 with points pt 6 ps 2 lc rgb 'red' title 'bgl default'")
     svg=$out/coll_${shape}_${op}.svg
     gnuplot <<EOF
 set terminal svg size 960,420 dynamic font 'sans,10'
