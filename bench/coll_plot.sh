@@ -30,7 +30,8 @@ for file in "$@"; do
   # "collectives on 4x4x4, 64 ranks (...)" -> 4x4x4
   shape=$(sed -n 's/^collectives on \([0-9x]*\),.*/\1/p' <<< "$title")
   [ -n "$shape" ] || { echo "coll_plot: $file: unexpected title '$title'" >&2; exit 1; }
-  for op in $(jq -r '.rows[].op' "$json" | sort -u); do
+  # Against size: the barrier has none (its one row is in the tables, not in a plot).
+  for op in $(jq -r '.rows[] | select(.bytes > 0) | .op' "$json" | sort -u); do
     plots=() links=()
     for alg in $(jq -r --arg op "$op" '.rows[] | select(.op == $op) | .algorithm' "$json" | sort -u); do
       dat=$work/$op.${alg//\//_}.dat
@@ -55,6 +56,7 @@ set output '$svg'
 set termoption noenhanced
 set multiplot layout 1,2 title '$op on $shape (coll_bench)'
 set logscale xy
+set format x '%.0s%c'
 set grid
 set key top left font ',8'
 set xlabel 'bytes'
