@@ -151,12 +151,15 @@ static void coll(size_t max) {
              {"bcast", bcast_once, 0},
              {"allgather", allgather_once, 1},
              {"alltoall", alltoall_once, 1}};
+  /* BENCH_OPS=alltoall,barrier: only these (default: all). */
+  const char* only = getenv("BENCH_OPS");
   for (size_t k = 0; k < sizeof(ops) / sizeof(ops[0]); k++)
-    for (size_t bytes = 8; bytes; bytes = next_size(bytes, max, 8)) {
+    for (size_t bytes = 8; bytes && (!only || strstr(only, ops[k].name));
+         bytes = next_size(bytes, max, 8)) {
       if (ops[k].per_rank && bytes * size > BUFFER_BYTES) break;
       measure(ops[k].name, bytes, ops[k].op, 5, 1, 1.0);
     }
-  measure("barrier", 0, barrier_once, 5, 1, 1.0);
+  if (!only || strstr(only, "barrier")) measure("barrier", 0, barrier_once, 5, 1, 1.0);
 }
 
 /* The datatype engine alone: MPI_Pack of a strided vector (every other double) and of an
