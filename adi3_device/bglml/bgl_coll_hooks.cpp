@@ -11,6 +11,7 @@
 
 #include "bgl/coll/library.hpp"
 #include "bgl/msg/c_session.hpp"
+#include "idle_cap.hpp"
 #include "bgl_coll_hooks.h"
 
 using namespace bgl;
@@ -29,6 +30,15 @@ struct Hooks {
 
   explicit Hooks(const bgl_coll_env_t& e) : env(e), library(msg::session_of(e.session)) {
     library.engine().set_progress(&Hooks::progress_round, this);
+    nm::set_pending_probe(&Hooks::injection_pending, this);
+  }
+  ~Hooks() { nm::set_pending_probe(nullptr, nullptr); }
+  Hooks(const Hooks&) = delete;
+  Hooks& operator=(const Hooks&) = delete;
+
+  // The library's packets and MPICH's alike: anything still in the injection FIFOs.
+  static bool injection_pending(void* self) {
+    return !static_cast<Hooks*>(self)->library.engine().layer().endpoint().injection_idle();
   }
 
   static bool progress_round(void* self) {

@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>
@@ -17,6 +18,7 @@
 #include "bgl/pkt/machine.hpp"
 #include "bgl/pkt/segment.hpp"
 #include "bgl/torus/error.hpp"
+#include "idle_cap.hpp"
 
 struct bgl_nm_idle {
   bgl::pkt::Segment segment;
@@ -32,6 +34,11 @@ namespace {
 
 thread_local std::string g_error;
 
+// Set once by the collective hooks at init and cleared at finalize, on the MPI thread that also
+// sleeps here.
+bgl::nm::PendingProbe g_pending_probe = nullptr;
+void* g_pending_context = nullptr;
+
 bool packet_waiting(const bgl_nm_idle& idle) {
   for (auto& f : idle.fifos) {
     f.attach_consumer();
@@ -41,6 +48,11 @@ bool packet_waiting(const bgl_nm_idle& idle) {
 }
 
 }  // namespace
+
+void bgl::nm::set_pending_probe(PendingProbe probe, void* context) {
+  g_pending_probe = probe;
+  g_pending_context = context;
+}
 
 extern "C" {
 
@@ -89,7 +101,10 @@ int bgl_nm_idle_ready(const bgl_nm_idle_t* idle) {
 
 int bgl_nm_idle_wait(bgl_nm_idle_t* idle, uint32_t timeout_us) {
   const auto ready = [idle] { return packet_waiting(*idle); };
-  idle->bell->sleep_unless(ready, std::chrono::microseconds(timeout_us));
+  auto timeout = std::chrono::microseconds(timeout_us);
+  if (g_pending_probe && g_pending_probe(g_pending_context))
+    timeout = std::min(timeout, bgl::nm::kPendingSleepCap);
+  idle->bell->sleep_unless(ready, timeout);
   return ready() ? 1 : 0;
 }
 
