@@ -5,7 +5,7 @@
 #
 #   tools/demo.sh [--no-mpi]
 #
-# The first run builds MPICH with the device (tools/build_mpich.sh: about 30 minutes on 2 cores,
+# The first run builds MPICH with the device (tools/build_mpich.sh: about 20 minutes on an idle 2-core machine,
 # cached in ~/.cache/bglemu afterwards). --no-mpi runs only the packet-level part.
 set -euo pipefail
 cd "$(dirname "$0")/.."
