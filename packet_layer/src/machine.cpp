@@ -1,7 +1,10 @@
 #include "bgl/pkt/machine.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <new>
+#include <stdexcept>
+#include <string>
 
 #include "bgl/torus/error.hpp"
 
@@ -9,7 +12,7 @@ namespace bgl::pkt {
 namespace {
 
 constexpr std::uint64_t kMagic = 0x3130554d454c4742ULL;  // "BGLEMU01"
-constexpr std::uint32_t kVersion = 2;
+constexpr std::uint32_t kVersion = 3;
 
 constexpr std::size_t align_up(std::size_t n, std::size_t a) {
   return (n + a - 1) / a * a;
@@ -47,7 +50,7 @@ struct SegmentHeader {
   RegionEntry regions[kMaxRegions];
   // Placement: hosts, this host, transport, node -> host table (uint16 per node).
   std::uint32_t hosts, this_host, transport, local_tasks;
-  std::uint64_t node_host_offset, outbound_offset;
+  std::uint64_t node_host_offset, outbound_offset, stores_offset;
   std::uint64_t job_id;
   JobBarrier barrier;
   Doorbell agent_bell;
@@ -56,7 +59,8 @@ struct SegmentHeader {
 }  // namespace
 
 struct Machine::Layout {
-  std::size_t mapping, node_hosts, nodes, group, fifo, links, tasks, virtual_fifos, outbound, total;
+  std::size_t mapping, node_hosts, nodes, group, fifo, links, tasks, virtual_fifos, outbound,
+      stores, total;
   std::vector<std::size_t> regions;
 
   explicit Layout(const JobConfig& c) {
@@ -80,7 +84,11 @@ struct Machine::Layout {
         c.placement.transport == Transport::ofi
             ? sizeof(OutboundRing) * static_cast<std::size_t>(c.ntasks())
             : 0;
-    total = align_up(outbound + outbound_bytes, 4096);
+    stores = align_up(outbound + outbound_bytes, 4096);
+    const std::size_t store_bytes = c.placement.transport == Transport::ofi
+                                        ? sizeof(StoreRing) * static_cast<std::size_t>(c.ntasks())
+                                        : 0;
+    total = align_up(stores + store_bytes, 4096);
     if (c.regions.size() > kMaxRegions) throw ConfigError("too many segment regions");
     for (const auto& r : c.regions) {
       if (r.name.empty() || r.name.size() >= kRegionNameBytes)
@@ -100,6 +108,7 @@ Machine::Machine(std::span<std::byte> segment, JobConfig config)
   if (config_.placement.node_host.empty()) config_.placement = Placement::single(config_.shape);
   const Layout l(config_);
   outbound_offset_ = l.outbound;
+  stores_offset_ = l.stores;
   nodes_offset_ = l.nodes;
   group_stride_ = l.group;
   fifo_stride_ = l.fifo;
@@ -144,6 +153,7 @@ Machine Machine::format(std::span<std::byte> segment, const JobConfig& config) {
   h->node_host_offset = l.node_hosts;
   h->job_id = c.job_id;
   h->outbound_offset = l.outbound;
+  h->stores_offset = l.stores;
   std::memcpy(segment.data() + l.node_hosts, c.placement.node_host.data(),
               c.placement.node_host.size() * sizeof(std::uint16_t));
   auto* table = reinterpret_cast<MappingEntry*>(segment.data() + l.mapping);
@@ -174,6 +184,8 @@ Machine Machine::format(std::span<std::byte> segment, const JobConfig& config) {
   if (c.placement.transport == Transport::ofi) {
     for (int r = 0; r < c.ntasks(); ++r)
       new (&m.outbound(static_cast<torus::Rank>(r))) OutboundRing{};
+    for (int r = 0; r < c.ntasks(); ++r)
+      new (&m.store_ring(static_cast<torus::Rank>(r))) StoreRing{};
   }
   h->local_tasks = static_cast<std::uint32_t>(m.local_tasks());
   // Publish last: a reader that sees the magic sees a fully formatted segment.
@@ -283,6 +295,32 @@ OutboundRing& Machine::outbound(torus::Rank rank) const {
   return std::launder(reinterpret_cast<OutboundRing*>(segment_.data() + outbound_offset_))[rank];
 }
 
+StoreRing& Machine::store_ring(torus::Rank rank) const {
+  return std::launder(reinterpret_cast<StoreRing*>(segment_.data() + stores_offset_))[rank];
+}
+
+bool Machine::try_remote_store(torus::Rank from, const StoreRequest& r,
+                               std::span<const std::byte> bytes) const {
+  if (config_.placement.transport != Transport::ofi)
+    throw std::invalid_argument("remote stores need the libfabric transport");
+  if (r.host >= config_.placement.host_count())
+    throw std::invalid_argument("remote store to host " + std::to_string(r.host) + " of " +
+                                std::to_string(config_.placement.host_count()));
+  if (const char* why = check_store(r, bytes.size(), region(static_cast<int>(r.region)).size()))
+    throw std::invalid_argument(std::string("malformed remote store: ") + why);
+  if (!store_ring(from).try_push(r, bytes)) return false;
+  agent_bell().ring();
+  return true;
+}
+
+void Machine::remote_store(torus::Rank from, const StoreRequest& r,
+                           std::span<const std::byte> bytes, const WaitPolicy& policy) const {
+  StoreRing& ring = store_ring(from);
+  Backoff backoff(policy);
+  while (!try_remote_store(from, r, bytes))
+    backoff.idle(ring.space, [&] { return !ring.full(); });
+}
+
 Doorbell& Machine::agent_bell() const {
   return std::launder(reinterpret_cast<SegmentHeader*>(segment_.data()))->agent_bell;
 }
@@ -304,6 +342,27 @@ std::span<std::byte> Machine::region(std::string_view name) const {
       return segment_.subspan(e.offset, e.bytes);
   }
   return {};
+}
+
+int Machine::region_count() const {
+  const auto* h = std::launder(reinterpret_cast<const SegmentHeader*>(segment_.data()));
+  return static_cast<int>(std::min<std::uint32_t>(h->region_count, kMaxRegions));
+}
+
+int Machine::region_index(std::string_view name) const {
+  const auto* h = std::launder(reinterpret_cast<const SegmentHeader*>(segment_.data()));
+  for (int i = 0; i < region_count(); ++i) {
+    const auto& e = h->regions[i];
+    if (name == std::string_view(e.name, strnlen(e.name, kRegionNameBytes))) return i;
+  }
+  return -1;
+}
+
+std::span<std::byte> Machine::region(int index) const {
+  if (index < 0 || index >= region_count()) return {};
+  const auto& e =
+      std::launder(reinterpret_cast<const SegmentHeader*>(segment_.data()))->regions[index];
+  return segment_.subspan(e.offset, e.bytes);
 }
 
 VirtualFifo& Machine::virtual_fifo(torus::NodeId node, int from) const {

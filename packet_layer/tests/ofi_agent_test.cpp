@@ -148,6 +148,19 @@ class Message {
     data_.resize(start + wire::record_bytes(payload));
     ++header().count;
   }
+  void store(std::uint8_t region, std::uint64_t offset, std::size_t bytes, std::uint64_t word,
+             std::uint64_t value, std::uint64_t bell = kNoOffset,
+             std::optional<std::uint16_t> claimed = std::nullopt) {
+    const wire::StoreRecord r{region, 0,      claimed.value_or(static_cast<std::uint16_t>(bytes)),
+                              0,      offset, word,
+                              value,  bell};
+    const std::size_t start = data_.size();
+    append(&r, sizeof r);
+    for (std::size_t i = 0; i < bytes; ++i)
+      data_.push_back(static_cast<std::byte>(i + 1));
+    data_.resize(start + wire::store_record_bytes(bytes));
+    ++header().count;
+  }
   wire::Header& header() { return *reinterpret_cast<wire::Header*>(data_.data()); }
   std::span<const std::byte> bytes() const { return data_; }
   void truncate(std::size_t n) { data_.resize(n); }
@@ -272,6 +285,169 @@ TEST(OfiAgent, ValidatesEveryInboundRecordAndDeliversOnlyValidOnes) {
   const auto stats = agent.stats();
   EXPECT_EQ(stats.rejected, 11u);  // ten bad records in the first message, one cut message
   EXPECT_EQ(stats.packets_received, 2u);
+}
+
+// A job segment in aligned heap memory.
+struct TestSegment {
+  explicit TestSegment(const JobConfig& config)
+      : bytes(Machine::segment_bytes(config)), storage(bytes + 4096) {
+    auto* base = reinterpret_cast<std::byte*>(
+        (reinterpret_cast<std::uintptr_t>(storage.data()) + 4095) / 4096 * 4096);
+    span = {base, bytes};
+  }
+  std::size_t bytes;
+  std::vector<std::byte> storage;
+  std::span<std::byte> span;
+};
+
+JobConfig two_host_config(int host) {
+  JobOptions o;
+  o.ntasks = 8;
+  o.shape = "2x2x2";
+  o.hosts = 2;
+  o.host_index = host;
+  auto config = JobConfig::resolve(o);
+  config.regions.push_back({"other", 128});
+  config.regions.push_back({"replica", 8192});
+  return config;
+}
+
+std::uint64_t word_at(std::span<std::byte> region, std::size_t offset) {
+  return reinterpret_cast<std::atomic<std::uint64_t>*>(region.data() + offset)
+      ->load(std::memory_order_acquire);
+}
+
+TEST(OfiAgent, ValidatesInboundRemoteStoresAndAppliesOnlyValidOnes) {
+  const auto config = two_host_config(0);
+  TestSegment seg(config);
+  const auto machine = Machine::format(seg.span, config);
+  const int replica = machine.region_index("replica");
+  ASSERT_EQ(replica, 1);
+  const auto region = machine.region(replica);
+  ASSERT_EQ(region.size(), 8192u);
+
+  OfiOptions options;
+  options.timeout = std::chrono::milliseconds(60'000);
+  OfiAgent agent(machine, config.placement, options);
+  RawEndpoint host1;
+  host1.connect(agent.address());
+  agent.start({agent.address(), host1.name()});
+
+  Message m(wire::Kind::store, 0);
+  m.store(1, 256, 100, 64, 7, 1024);                // valid: bytes, word raised to 7, doorbell
+  m.store(1, 512, 0, 72, 3);                        // valid: word only
+  m.store(1, 8190, 16, kNoOffset, 0);               // bytes beyond the region
+  m.store(5, 0, 16, kNoOffset, 0);                  // no region 5
+  m.store(1, 0, 16, 4, 9);                          // word not aligned
+  m.store(1, 0, 16, 8, 9);                          // word inside the stored bytes
+  m.store(1, 0, 0, 8192, 9);                        // word beyond the region
+  m.store(1, 0, 8, kNoOffset, 0, 100);              // doorbell not aligned
+  m.store(1, 0, 0, kNoOffset, 0);                   // a store of nothing
+  m.store(0, 64, 100, kNoOffset, 0);                // beyond the small region
+  m.store(1, 0, 4, kNoOffset, 0, kNoOffset, 4000);  // claims more bytes than the message has
+  host1.send(m.bytes());
+  Message lower(wire::Kind::store, 1);
+  lower.store(1, 0, 0, 64, 5);  // lower than 7: the word keeps 7
+  lower.store(1, 0, 0, 72, 2);
+  host1.send(lower.bytes());
+
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (agent.stats().stores_applied < 4 && std::chrono::steady_clock::now() < deadline) {
+    host1.progress();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(word_at(region, 64), 7u);
+  EXPECT_EQ(word_at(region, 72), 3u);
+  for (std::size_t i = 0; i < 100; ++i)
+    ASSERT_EQ(region[256 + i], static_cast<std::byte>(i + 1)) << i;
+  for (std::size_t i = 0; i < region.size(); ++i) {
+    if ((i < 256 || i >= 356) && (i < 64 || i >= 80)) {
+      ASSERT_EQ(region[i], std::byte{0}) << "byte " << i << " written";
+    }
+  }
+  for (auto b : machine.region(0))
+    ASSERT_EQ(b, std::byte{0});
+  EXPECT_FALSE(agent.fault().has_value());
+  Message bye(wire::Kind::bye, 2);
+  host1.send(bye.bytes());
+  agent.finish(0);
+  const auto stats = agent.stats();
+  EXPECT_EQ(stats.stores_applied, 4u);
+  EXPECT_EQ(stats.rejected, 9u);
+}
+
+TEST(OfiAgent, RemoteStoresTravelBetweenTwoAgentsInOrderUnderCredits) {
+  // Two hosts in one process: rank 0 (host 0) streams stores into host 1's replica through the
+  // store ring, its agent and host 1's agent, with 2 credits so that the sender must wait.
+  const auto c0 = two_host_config(0), c1 = two_host_config(1);
+  TestSegment s0(c0), s1(c1);
+  const auto m0 = Machine::format(s0.span, c0);
+  const auto m1 = Machine::format(s1.span, c1);
+  OfiOptions options;
+  options.timeout = std::chrono::milliseconds(60'000);
+  options.credits = 2;
+  options.batch = 3;
+  OfiAgent a0(m0, c0.placement, options), a1(m1, c1.placement, options);
+  const std::vector<std::vector<std::byte>> addresses{a0.address(), a1.address()};
+  a0.start(addresses);
+  a1.start(addresses);
+
+  const int replica = m0.region_index("replica");
+  const auto target = m1.region(replica);
+  // Bursts of 8 stores into slots 0..7, each followed by the word at 4096 raised to its number;
+  // the next burst starts when the receiver has checked this one (`checked`). Within a burst the
+  // 2 credits run out, so the sender's agent must wait for credits coming back.
+  constexpr int kBursts = 150;
+  std::atomic<int> checked{0};
+  const auto policy = WaitPolicy::for_job(2);
+  std::thread sender([&] {
+    std::array<std::byte, kMaxStoreBytes> bytes{};
+    for (int burst = 0; burst < kBursts; ++burst) {
+      while (checked.load(std::memory_order_acquire) < burst)
+        std::this_thread::yield();
+      for (int k = 0; k < 8; ++k) {
+        const int i = burst * 8 + k + 1;
+        bytes.fill(static_cast<std::byte>(i));
+        const StoreRequest r{1,
+                             static_cast<std::uint8_t>(replica),
+                             static_cast<std::uint64_t>(k) * kMaxStoreBytes,
+                             4096,
+                             static_cast<std::uint64_t>(i),
+                             4160};
+        m0.remote_store(0, r, bytes, policy);
+      }
+    }
+  });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  for (int burst = 0; burst < kBursts && std::chrono::steady_clock::now() < deadline;) {
+    const auto last = static_cast<std::uint64_t>(burst * 8 + 8);
+    const std::uint64_t now = word_at(target, 4096);
+    ASSERT_LE(now, last);
+    if (now < last) continue;
+    // The word shows the burst's last store: every store of the burst is in (bytes before word,
+    // stores in ring order).
+    for (int k = 0; k < 8; ++k)
+      for (std::size_t b = 0; b < kMaxStoreBytes; ++b)
+        ASSERT_EQ(target[static_cast<std::size_t>(k) * kMaxStoreBytes + b],
+                  static_cast<std::byte>(burst * 8 + k + 1))
+            << "burst " << burst << " slot " << k;
+    checked.store(++burst, std::memory_order_release);
+  }
+  sender.join();
+  EXPECT_EQ(word_at(target, 4096), static_cast<std::uint64_t>(kBursts * 8));
+  // A store with a bad region is refused before it leaves the task.
+  EXPECT_THROW(m0.try_remote_store(0, StoreRequest{1, 7, 0, 0, 1}, {}), std::invalid_argument);
+  EXPECT_THROW(m0.try_remote_store(0, StoreRequest{1, 1, 8000, kNoOffset, 0},
+                                   std::span<const std::byte>(target.data(), 300)),
+               std::invalid_argument);
+  std::thread finish1([&] { a1.finish(0); });
+  a0.finish(0);
+  finish1.join();
+  EXPECT_FALSE(a0.fault().has_value());
+  EXPECT_FALSE(a1.fault().has_value());
+  EXPECT_EQ(a0.stats().stores_sent, static_cast<std::uint64_t>(kBursts * 8));
+  EXPECT_EQ(a1.stats().stores_applied, static_cast<std::uint64_t>(kBursts * 8));
+  EXPECT_GT(a0.stats().credit_stalls, 0u);
 }
 
 TEST(OfiAgent, HexAddressesRoundTripAndRejectGarbage) {

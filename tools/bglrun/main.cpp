@@ -246,9 +246,9 @@ int launch(int argc, char** argv) {
     const auto s = agent->stats();
     spdlog::info(
         "libfabric agent: {} packets sent in {} messages ({} bytes), {} received, {} "
-        "rejected, {} credit stalls, {} FIFO stalls",
+        "rejected, {} credit stalls, {} FIFO stalls, {} remote stores sent, {} applied",
         s.packets_sent, s.messages_sent, s.bytes_sent, s.packets_received, s.rejected,
-        s.credit_stalls, s.fifo_stalls);
+        s.credit_stalls, s.fifo_stalls, s.stores_sent, s.stores_applied);
     agent.reset();
   }
 

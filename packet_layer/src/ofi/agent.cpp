@@ -108,6 +108,10 @@ struct OfiAgent::Impl {
   struct Peer {
     std::uint32_t credits = 0;  // packets we may still send it
     std::uint32_t owed = 0;     // credits we owe it (its packets we deposited)
+    // Stores have credits of their own: applying one never waits, so they can never be stuck
+    // behind packets that wait for a full reception FIFO.
+    std::uint32_t store_credits = 0, store_owed = 0;
+    int store_batch = -1;  // open store buffer
     std::uint32_t tx_seq = 0, rx_seq = 0;
     int batch = -1;          // open data buffer
     std::deque<int> queued;  // buffers ready to post, in order
@@ -182,7 +186,7 @@ struct OfiAgent::Impl {
       pool[i].next = i + 1 < pool.size() ? static_cast<int>(i + 1) : -1;
     free_pending = pool.empty() ? -1 : 0;
     for (auto& peer : peers)
-      peer.credits = options.credits;
+      peer.credits = peer.store_credits = options.credits;
   }
 
   ~Impl() {
@@ -328,6 +332,8 @@ struct OfiAgent::Impl {
                               0,
                               0,
                               0,
+                              0,
+                              0,
                               0};
     return i;
   }
@@ -339,12 +345,13 @@ struct OfiAgent::Impl {
     peers[static_cast<std::size_t>(host)].queued.push_back(i);
   }
 
-  void close_batch(Peer& peer) {
-    if (peer.batch < 0) return;
-    Buffer& b = buffers[static_cast<std::size_t>(peer.batch)];
+  void close_batch(Peer& peer, int Peer::*which = &Peer::batch) {
+    int& open = peer.*which;
+    if (open < 0) return;
+    Buffer& b = buffers[static_cast<std::size_t>(open)];
     b.header().count = b.records;
-    peer.queued.push_back(peer.batch);
-    peer.batch = -1;
+    peer.queued.push_back(open);
+    open = -1;
   }
 
   // Posts queued messages in order; false when the provider pushed back.
@@ -355,6 +362,7 @@ struct OfiAgent::Impl {
       Buffer& b = buffers[static_cast<std::size_t>(peer.queued.front())];
       b.header().seq = peer.tx_seq;
       b.header().credits = peer.owed;
+      b.header().store_credits = peer.store_owed;
       const auto r = fi_send(ep, b.data.data(), b.used, desc,
                              addresses[static_cast<std::size_t>(host)], &b.ctx);
       if (r == -FI_EAGAIN) break;
@@ -365,6 +373,7 @@ struct OfiAgent::Impl {
       }
       ++peer.tx_seq;
       peer.owed = 0;
+      peer.store_owed = 0;
       peer.last_sent = Clock::now();
       ++stats.messages_sent;
       stats.bytes_sent += b.used;
@@ -422,6 +431,104 @@ struct OfiAgent::Impl {
     return any;
   }
 
+  // Moves the local tasks' remote stores into per-host store messages (stores for this host itself,
+  // possible only with BGL_TRANSPORT=ofi on one host, are applied at once).
+  bool drain_stores() {
+    bool any = false;
+    for (const torus::Rank r : local_ranks) {
+      StoreRing& ring = machine.store_ring(r);
+      bool took = false;
+      while (const StoreRecord* rec = ring.front()) {
+        const StoreRequest& q = rec->request;
+        const std::span<const std::byte> bytes(rec->data.data(), rec->bytes);
+        const int host = q.host;
+        if (host == me || host >= hosts) {
+          const auto region = machine.region(static_cast<int>(q.region));
+          if (host == me && !check_store(q, bytes.size(), region.size()))
+            apply_store(region, q, bytes);
+          else
+            spdlog::error("discarded a malformed remote store of rank {}", r);
+          ring.pop();
+          took = true;
+          continue;
+        }
+        Peer& peer = peers[static_cast<std::size_t>(host)];
+        if (peer.bye) {
+          spdlog::error("remote store for {}, whose tasks have ended: discarded", host_name(host));
+          ring.pop();
+          took = true;
+          continue;
+        }
+        if (peer.store_credits == 0) {
+          ++stats.credit_stalls;
+          break;
+        }
+        const std::size_t need = wire::store_record_bytes(bytes.size());
+        if (peer.store_batch >= 0 &&
+            (buffers[static_cast<std::size_t>(peer.store_batch)].used + need > wire::kBufferBytes ||
+             buffers[static_cast<std::size_t>(peer.store_batch)].records >= options.batch))
+          close_batch(peer, &Peer::store_batch);
+        if (peer.store_batch < 0 && (peer.store_batch = take_buffer(host, wire::Kind::store)) < 0)
+          break;
+        Buffer& b = buffers[static_cast<std::size_t>(peer.store_batch)];
+        const wire::StoreRecord w{q.region, 0, rec->bytes, 0, q.offset, q.word, q.value, q.bell};
+        std::memcpy(b.data.data() + b.used, &w, sizeof w);
+        if (!bytes.empty())
+          std::memcpy(b.data.data() + b.used + sizeof w, bytes.data(), bytes.size());
+        b.used += need;
+        ++b.records;
+        --peer.store_credits;
+        ++stats.stores_sent;
+        ring.pop();
+        took = true;
+      }
+      if (took) {
+        ring.space.ring();
+        any = true;
+      }
+    }
+    for (auto& peer : peers)
+      close_batch(peer, &Peer::store_batch);
+    return any;
+  }
+
+  void on_stores(int src, const wire::Header& hdr, const std::byte* data, std::size_t len) {
+    Peer& peer = peers[static_cast<std::size_t>(src)];
+    std::size_t at = sizeof hdr;
+    for (std::uint32_t i = 0; i < hdr.count; ++i) {
+      wire::StoreRecord rec;
+      if (at + sizeof rec > len) {
+        reject(src, "store message of " + std::to_string(len) + " bytes ends inside store " +
+                        std::to_string(i) + " of " + std::to_string(hdr.count));
+        peer.store_owed += hdr.count - i;
+        return;
+      }
+      std::memcpy(&rec, data + at, sizeof rec);
+      if (rec.bytes > kMaxStoreBytes || at + sizeof rec + rec.bytes > len) {
+        reject(src, "store " + std::to_string(i) + " claims " + std::to_string(rec.bytes) +
+                        " bytes, beyond a store's size or the message");
+        peer.store_owed += hdr.count - i;
+        return;
+      }
+      const StoreRequest q{
+          static_cast<std::uint16_t>(me), rec.region, rec.offset, rec.word, rec.value, rec.bell};
+      const auto region = machine.region(static_cast<int>(rec.region));
+      const std::span<const std::byte> bytes(data + at + sizeof rec, rec.bytes);
+      if (const char* why = check_store(q, bytes.size(), region.size())) {
+        reject(src, std::string("store into region ") + std::to_string(rec.region) + " at " +
+                        std::to_string(rec.offset) + " (" + std::to_string(rec.bytes) +
+                        " bytes, word " +
+                        (rec.word == kNoOffset ? std::string("none") : std::to_string(rec.word)) +
+                        "): " + why);
+      } else {
+        apply_store(region, q, bytes);
+        ++stats.stores_applied;
+      }
+      ++peer.store_owed;
+      at += wire::store_record_bytes(rec.bytes);
+    }
+  }
+
   // ---- receiving ----
 
   std::size_t key_of(const Target& t) const {
@@ -439,7 +546,7 @@ struct OfiAgent::Impl {
     ++stats.rejected;
     ++peer.rejected;
     if (peer.rejected <= kLoggedRejections || peer.rejected % 1000 == 0)
-      spdlog::error("rejected a packet from {}: {} ({} rejected from it so far)", host_name(src),
+      spdlog::error("rejected a record from {}: {} ({} rejected from it so far)", host_name(src),
                     why, peer.rejected);
   }
 
@@ -572,6 +679,12 @@ struct OfiAgent::Impl {
     } else {
       peer.credits += hdr.credits;
     }
+    if (static_cast<std::uint64_t>(peer.store_credits) + hdr.store_credits > options.credits) {
+      spdlog::error("{} returned {} store credits, more than it owes; ignored", host_name(src),
+                    hdr.store_credits);
+    } else {
+      peer.store_credits += hdr.store_credits;
+    }
     switch (static_cast<wire::Kind>(hdr.kind)) {
       case wire::Kind::data: {
         std::size_t at = sizeof hdr;
@@ -603,6 +716,9 @@ struct OfiAgent::Impl {
         }
         break;
       }
+      case wire::Kind::store:
+        on_stores(src, hdr, data, len);
+        break;
       case wire::Kind::exchange: {
         std::size_t at = sizeof hdr;
         for (std::uint32_t i = 0; i < hdr.count && at + sizeof(wire::Exchange) <= len; ++i) {
@@ -742,7 +858,7 @@ struct OfiAgent::Impl {
 
   bool idle_ready() const {
     for (auto r : local_ranks)
-      if (machine.outbound(r).front()) return true;
+      if (machine.outbound(r).front() || machine.store_ring(r).front()) return true;
     return false;
   }
 
@@ -752,6 +868,7 @@ struct OfiAgent::Impl {
     for (;;) {
       if (stop.load(std::memory_order_relaxed)) return;
       bool work = poll_cq();
+      work |= drain_stores();
       work |= drain_rings();
       work |= deliver_blocked();
       work |= barrier_step();
@@ -770,8 +887,8 @@ struct OfiAgent::Impl {
       // return them once a quarter has piled up or when the agent is about to idle.
       for (int h = 0; h < hosts; ++h) {
         Peer& peer = peers[static_cast<std::size_t>(h)];
-        if (peer.owed > 0 && peer.queued.empty() &&
-            (peer.owed >= std::max(1u, options.credits / 4) || !work))
+        const std::uint32_t owed = std::max(peer.owed, peer.store_owed);
+        if (owed > 0 && peer.queued.empty() && (owed >= std::max(1u, options.credits / 4) || !work))
           queue_control(h, wire::Kind::credit, 0);
         if (!peer.queued.empty()) work |= post(h);
       }

@@ -11,7 +11,7 @@
 namespace bgl::pkt::wire {
 
 inline constexpr std::uint32_t kMagic = 0x57474c42;  // "BGLW"
-inline constexpr std::uint8_t kVersion = 1;
+inline constexpr std::uint8_t kVersion = 2;
 inline constexpr std::size_t kBufferBytes = 16384;
 
 enum class Kind : std::uint8_t {
@@ -20,8 +20,9 @@ enum class Kind : std::uint8_t {
   exchange = 3,      // `count` exchange entries of the sender's tasks (barrier / allgather)
   barrier_done = 4,  // the sender's tasks all arrived at barrier generation `value`
   heartbeat = 5,
-  bye = 6,  // the sender's tasks ended; `value` is its exit status, `count` 1 when it stopped
-            // them because of another host's fault
+  bye = 6,    // the sender's tasks ended; `value` is its exit status, `count` 1 when it stopped
+              // them because of another host's fault
+  store = 7,  // `count` store records (remote_store.hpp)
 };
 
 struct Header {
@@ -33,8 +34,10 @@ struct Header {
   std::uint32_t count;    // records or entries that follow
   std::uint32_t credits;  // packets the sender deposited for the receiver since its last message
   std::uint32_t value;    // generation (barrier_done) or status (bye)
+  std::uint32_t store_credits;  // stores the sender applied for the receiver since its last message
+  std::uint32_t reserved;
 };
-static_assert(sizeof(Header) == 24);
+static_assert(sizeof(Header) == 32);
 
 // A packet record: this, then the 16-byte header and payload_bytes payload, padded to 8 bytes.
 struct Record {
@@ -47,6 +50,20 @@ static_assert(sizeof(Record) == 8);
 
 constexpr std::size_t record_bytes(std::size_t payload) {
   return (sizeof(Record) + kHeaderBytes + payload + 7) / 8 * 8;
+}
+
+// A store record: this, then `bytes` bytes, padded to 8 bytes.
+struct StoreRecord {
+  std::uint8_t region;
+  std::uint8_t reserved;
+  std::uint16_t bytes;
+  std::uint32_t reserved2;
+  std::uint64_t offset, word, value, bell;
+};
+static_assert(sizeof(StoreRecord) == 40);
+
+constexpr std::size_t store_record_bytes(std::size_t bytes) {
+  return (sizeof(StoreRecord) + bytes + 7) / 8 * 8;
 }
 
 struct Exchange {

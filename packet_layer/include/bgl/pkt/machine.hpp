@@ -14,6 +14,7 @@
 #include "bgl/pkt/job_config.hpp"
 #include "bgl/pkt/outbound_ring.hpp"
 #include "bgl/pkt/reception_fifo.hpp"
+#include "bgl/pkt/remote_store.hpp"
 #include "bgl/pkt/virtual_fifo.hpp"
 
 namespace bgl::pkt {
@@ -88,12 +89,26 @@ class Machine {
   // doorbell.
   OutboundRing& outbound(torus::Rank rank) const;
   Doorbell& agent_bell() const;
+  // Transport ofi only: the ring from `rank` (a local task) to the agent for remote stores
+  // (remote_store.hpp).
+  StoreRing& store_ring(torus::Rank rank) const;
+  // A one-sided put into host `r.host`'s copy of a region, queued for the agent; false when the
+  // task's store ring is full. Throws std::invalid_argument for a store that check_store refuses.
+  bool try_remote_store(torus::Rank from, const StoreRequest& r,
+                        std::span<const std::byte> bytes) const;
+  // Same, but waits (spin, yield, sleep on the ring's doorbell) while the ring is full.
+  void remote_store(torus::Rank from, const StoreRequest& r, std::span<const std::byte> bytes,
+                    const WaitPolicy& policy) const;
   std::span<LinkTotals> links() const;  // node * 6 + direction
   TaskSlot& task(torus::Rank rank) const;
   // Virtual-node mode: the ring from FIFO group `from` of `node` to the node's other group.
   VirtualFifo& virtual_fifo(torus::NodeId node, int from) const;
   // A region requested in JobConfig::regions (64-byte aligned); empty span when there is none.
   std::span<std::byte> region(std::string_view name) const;
+  // The region's index in the segment's table (what a StoreRequest names), or -1.
+  int region_index(std::string_view name) const;
+  int region_count() const;
+  std::span<std::byte> region(int index) const;  // empty span for an index outside the table
 
  private:
   struct Layout;
@@ -104,6 +119,7 @@ class Machine {
   JobConfig config_;
   std::size_t nodes_offset_ = 0, group_stride_ = 0, fifo_stride_ = 0;
   std::size_t links_offset_ = 0, tasks_offset_ = 0, virtual_offset_ = 0, outbound_offset_ = 0;
+  std::size_t stores_offset_ = 0;
 };
 
 }  // namespace bgl::pkt

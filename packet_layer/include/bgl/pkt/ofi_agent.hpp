@@ -8,6 +8,9 @@
 //     and class, header check) before it touches the segment, logs and counts rejections, and
 //     deposits packets into reception FIFOs in arrival order per FIFO, returning credits as the
 //     FIFOs accept them;
+//   - carries the local tasks' remote stores (one-sided puts into another host's replica of a
+//     segment region, remote_store.hpp) under credits of their own, and validates and applies the
+//     inbound ones;
 //   - takes part in the job barrier (and carries the bootstrap allgather's slots) across hosts;
 //   - watches the other hosts (heartbeats, send errors): a host that disappears is a fault that
 //     ends the job with a clear error.
@@ -47,6 +50,7 @@ struct OfiStats {
   std::uint64_t rejected = 0;       // inbound records that failed validation
   std::uint64_t credit_stalls = 0;  // a batch waited for credits
   std::uint64_t fifo_stalls = 0;    // an inbound packet waited for a full reception FIFO
+  std::uint64_t stores_sent = 0, stores_applied = 0;  // remote stores (remote_store.hpp)
 };
 
 class OfiAgent {
