@@ -10,12 +10,39 @@ namespace bgl::collnet {
 
 GlobalInterrupt::GlobalInterrupt(const pkt::Machine& machine, torus::Rank rank,
                                  const pkt::WaitPolicy& policy)
-    : policy_(rung_waits(policy)) {
+    : machine_(&machine), rank_(rank), policy_(rung_waits(policy)) {
   const auto region = attach_region(machine);
   const auto* h = std::launder(reinterpret_cast<const layout::RegionHeader*>(region.data()));
   if (rank >= h->ntasks) throw std::invalid_argument("rank outside the job");
   ntasks_ = h->ntasks;
   wires_ = std::launder(reinterpret_cast<layout::WireState*>(region.data() + h->wires_offset));
+  region_ = region.data();
+  hosts_ = h->hosts;
+  host_words_ = std::launder(
+      reinterpret_cast<std::atomic<std::uint64_t>*>(region.data() + h->host_words_offset));
+  const auto* host_tasks =
+      std::launder(reinterpret_cast<const std::uint32_t*>(region.data() + h->host_tasks_offset));
+  if (hosts_ > 1) {
+    host_ = machine.placement().node_host[machine.mapping().location(rank).node];
+    region_index_ = static_cast<std::uint8_t>(machine.region_index(kRegionName));
+  }
+  local_tasks_ = host_tasks[host_];
+  for (std::uint32_t host = 0; host < hosts_; ++host)
+    if (host_tasks[host] > 0) task_hosts_.push_back(host);
+}
+
+void GlobalInterrupt::forward(int channel, std::uint64_t value) const {
+  const auto& word = host_word(channel, host_);
+  const auto offset = [&](const void* p) {
+    return static_cast<std::uint64_t>(static_cast<const std::byte*>(p) - region_);
+  };
+  for (const std::uint32_t host : task_hosts_) {
+    if (host == host_) continue;
+    const pkt::StoreRequest r{
+        static_cast<std::uint16_t>(host), region_index_, 0, offset(&word), value,
+        offset(&wires_[channel].bell)};
+    machine_->remote_store(rank_, r, {}, policy_);
+  }
 }
 
 layout::WireState& GlobalInterrupt::wire(int channel) const {
@@ -32,6 +59,15 @@ std::uint32_t GlobalInterrupt::arrive() {
   // acq_rel: the completing task sees everybody's writes before their arrival and passes them on.
   const std::uint32_t before = raise ? w.raised.fetch_add(1, std::memory_order_acq_rel)
                                      : w.raised.fetch_sub(1, std::memory_order_acq_rel);
+  if (hosts_ > 1) {
+    // The count is this host's: its last arrival tells every host.
+    if (raise ? before + 1 == local_tasks_ : before == 1) {
+      forward(kBarrierChannel, arrivals_);
+      host_word(kBarrierChannel, host_).store(arrivals_, std::memory_order_release);
+      w.bell.ring();
+    }
+    return arrivals_;
+  }
   if (raise ? before + 1 == ntasks_ : before == 1) {
     w.completed.fetch_add(1, std::memory_order_acq_rel);
     w.bell.ring();
@@ -40,6 +76,11 @@ std::uint32_t GlobalInterrupt::arrive() {
 }
 
 bool GlobalInterrupt::test(std::uint32_t ticket) const {
+  if (hosts_ > 1) {
+    for (const std::uint32_t host : task_hosts_)
+      if (host_word(kBarrierChannel, host).load(std::memory_order_acquire) < ticket) return false;
+    return true;
+  }
   const std::uint32_t done = wires_[kBarrierChannel].completed.load(std::memory_order_acquire);
   return static_cast<std::int32_t>(done - ticket) >= 0;
 }
@@ -56,6 +97,17 @@ void GlobalInterrupt::set_wire(int channel, bool raised) {
   const std::uint32_t bit = 1u << channel;
   if (((raised_mask_ & bit) != 0) == raised) return;
   raised_mask_ ^= bit;
+  if (hosts_ > 1) {
+    // One more update (high half), one more or one fewer raised input (low half); lowering
+    // borrows from the update count's increment: (1 << 32) - 1.
+    const std::uint64_t delta =
+        raised ? (std::uint64_t{1} << 32) + 1 : (std::uint64_t{1} << 32) - 1;
+    const std::uint64_t now =
+        host_word(channel, host_).fetch_add(delta, std::memory_order_acq_rel) + delta;
+    forward(channel, now);
+    w.bell.ring();
+    return;
+  }
   const std::uint32_t before = raised ? w.raised.fetch_add(1, std::memory_order_acq_rel)
                                       : w.raised.fetch_sub(1, std::memory_order_acq_rel);
   const std::uint32_t after = raised ? before + 1 : before - 1;
@@ -64,12 +116,21 @@ void GlobalInterrupt::set_wire(int channel, bool raised) {
   if (edge) w.bell.ring();
 }
 
+std::uint32_t GlobalInterrupt::raised_count(int channel) const {
+  if (hosts_ == 1) return wire(channel).raised.load(std::memory_order_acquire);
+  wire(channel);  // validates the channel
+  std::uint32_t n = 0;
+  for (const std::uint32_t host : task_hosts_)
+    n += static_cast<std::uint32_t>(host_word(channel, host).load(std::memory_order_acquire));
+  return n;
+}
+
 bool GlobalInterrupt::wire_any(int channel) const {
-  return wire(channel).raised.load(std::memory_order_acquire) != 0;
+  return raised_count(channel) != 0;
 }
 
 bool GlobalInterrupt::wire_all(int channel) const {
-  return wire(channel).raised.load(std::memory_order_acquire) == ntasks_;
+  return raised_count(channel) == ntasks_;
 }
 
 bool GlobalInterrupt::shows(int channel, WireLevel level) const {

@@ -17,6 +17,7 @@ using namespace layout;
 struct Plan {
   RegionHeader header{};
   std::vector<NodeEntry> entries;
+  std::vector<std::uint32_t> host_tasks;
   std::string description;
 
   Plan(const pkt::JobConfig& config, const Options& options);
@@ -27,7 +28,12 @@ struct Plan {
 
 Plan::Plan(const pkt::JobConfig& config, const Options& options) {
   options.validate();
-  const Tree tree = Tree::build(config.mapping, options.tree);
+  // Several hosts: a tree per host (no tree edge crosses hosts); the placement is the same on every
+  // host, so every host computes the same plan.
+  const auto& placement = config.placement;
+  const std::size_t hosts = placement.node_host.empty() ? 1 : placement.hosts.size();
+  const Tree tree = hosts > 1 ? Tree::build(config.mapping, options.tree, placement.node_host)
+                              : Tree::build(config.mapping, options.tree);
   description = tree.describe();
   RegionHeader& h = header;
   h.magic = kMagic;
@@ -38,7 +44,16 @@ Plan::Plan(const pkt::JobConfig& config, const Options& options) {
   h.ring = options.ring_for(config.ntasks());
   h.inbox = options.inbox_packets;
   h.root_node = tree.root();
-  h.height = static_cast<std::uint32_t>(tree.height());
+  h.height = static_cast<std::uint32_t>(tree.height() + (hosts > 1 ? 1 : 0));
+  h.hosts = static_cast<std::uint32_t>(hosts);
+  host_tasks.assign(hosts, 0);
+  for (int r = 0; r < config.ntasks(); ++r)
+    if (hosts > 1)
+      ++host_tasks[placement.node_host[config.mapping.location(static_cast<torus::Rank>(r)).node]];
+    else
+      ++host_tasks[0];
+  for (const auto n : host_tasks)
+    h.task_hosts += n > 0 ? 1 : 0;
   std::strncpy(h.tree_spec, options.tree.to_string().c_str(), sizeof h.tree_spec - 1);
   fill_entries(config, tree);
   h.root_rank = static_cast<std::uint32_t>(entries[tree.root()].local_rank[0]);
@@ -58,7 +73,18 @@ Plan::Plan(const pkt::JobConfig& config, const Options& options) {
   h.up_stride = align_up(ring_offset, 4096);
   h.inbox_offset = h.up_offset + kCombineClasses * h.up_stride;
   h.inbox_stride = align_up(inbox_bytes(h.inbox), 64);
-  h.total_bytes = h.inbox_offset + h.ntasks * h.inbox_stride;
+  std::uint64_t end = h.inbox_offset + std::uint64_t{h.ntasks} * hosts * h.inbox_stride;
+  h.host_tasks_offset = align_up(end, 64);
+  h.host_words_offset = align_up(h.host_tasks_offset + hosts * sizeof(std::uint32_t), 64);
+  end = h.host_words_offset + kWireChannels * hosts * sizeof(std::uint64_t);
+  if (hosts > 1) {
+    h.partials_offset = align_up(end, 4096);
+    h.partials_stride = align_up(hosts * 2 * std::uint64_t{h.ring} * sizeof(PartialSlot), 4096);
+    h.free_offset = h.partials_offset + kCombineClasses * h.partials_stride;
+    h.free_stride = align_up(std::uint64_t{h.ring} * hosts * sizeof(std::uint64_t), 64);
+    end = h.free_offset + kCombineClasses * h.free_stride;
+  }
+  h.total_bytes = end;
 }
 
 void Plan::fill_entries(const pkt::JobConfig& config, const Tree& tree) {
@@ -152,8 +178,25 @@ void format(const pkt::Machine& machine, const Options& options) {
     new (region.data() + h.wires_offset + w * sizeof(WireState)) WireState{};
   for (int c = 0; c < kCombineClasses; ++c)
     format_class(region, plan, c);
-  for (std::uint32_t r = 0; r < h.ntasks; ++r)
-    format_inbox(region.data() + h.inbox_offset + r * h.inbox_stride, h.inbox);
+  for (std::uint64_t lane = 0; lane < std::uint64_t{h.ntasks} * h.hosts; ++lane)
+    format_inbox(region.data() + h.inbox_offset + lane * h.inbox_stride, h.inbox);
+  std::memcpy(region.data() + h.host_tasks_offset, plan.host_tasks.data(),
+              plan.host_tasks.size() * sizeof(std::uint32_t));
+  for (std::uint64_t w = 0; w < kWireChannels * h.hosts; ++w)
+    new (region.data() + h.host_words_offset + w * sizeof(std::uint64_t))
+        std::atomic<std::uint64_t>(0);
+  if (h.hosts > 1) {
+    for (int c = 0; c < kCombineClasses; ++c) {
+      for (std::uint64_t i = 0; i < std::uint64_t{h.hosts} * 2 * h.ring; ++i)
+        new (region.data() + h.partials_offset + c * h.partials_stride + i * sizeof(PartialSlot))
+            PartialSlot{};
+      // Down slot i may first take sequence number i, in every host's view.
+      for (std::uint64_t i = 0; i < h.ring; ++i)
+        for (std::uint64_t host = 0; host < h.hosts; ++host)
+          new (region.data() + h.free_offset + c * h.free_stride +
+               (i * h.hosts + host) * sizeof(std::uint64_t)) std::atomic<std::uint64_t>(i);
+    }
+  }
   // Publish last: a task that sees the magic sees a formatted region.
   auto* header = new (region.data()) RegionHeader(h);
   header->magic = 0;
@@ -164,12 +207,6 @@ void format(const pkt::Machine& machine, const Options& options) {
 }
 
 std::span<std::byte> attach_region(const pkt::Machine& machine) {
-  if (machine.placement().host_count() > 1)
-    throw ConfigError(
-        "the emulated collective network does not span hosts yet: this job is "
-        "placed on " +
-        std::to_string(machine.placement().host_count()) +
-        " hosts; run programs that use it on one host");
   const auto region = machine.region(kRegionName);
   if (region.size() < sizeof(RegionHeader))
     throw ConfigError("this job has no collective network region ('" + std::string(kRegionName) +
@@ -179,8 +216,13 @@ std::span<std::byte> attach_region(const pkt::Machine& machine) {
     throw ConfigError("the job's collective network region is not formatted (collnet::format)");
   if (h->total_bytes > region.size() ||
       h->ntasks != static_cast<std::uint32_t>(machine.config().ntasks()) ||
-      h->node_slots != static_cast<std::uint32_t>(machine.shape().node_count()))
+      h->node_slots != static_cast<std::uint32_t>(machine.shape().node_count()) ||
+      h->hosts != static_cast<std::uint32_t>(machine.placement().host_count()))
     throw ConfigError("the job's collective network region does not match the job");
+  if (h->hosts > 1 && (machine.placement().transport != pkt::Transport::ofi ||
+                       machine.region_index(kRegionName) < 0))
+    throw ConfigError("the collective network spans " + std::to_string(h->hosts) +
+                      " hosts but the job has no libfabric transport to carry it");
   return region;
 }
 

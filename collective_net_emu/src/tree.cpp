@@ -6,16 +6,6 @@
 #include "bgl/torus/distance.hpp"
 
 namespace bgl::collnet {
-namespace {
-
-std::vector<bool> occupied_nodes(const torus::Mapping& mapping) {
-  std::vector<bool> occupied(static_cast<std::size_t>(mapping.shape().node_count()), false);
-  for (const auto& loc : mapping.locations())
-    occupied[loc.node] = true;
-  return occupied;
-}
-
-}  // namespace
 
 void Tree::attach(torus::NodeId child, torus::NodeId parent) {
   parent_[child] = static_cast<std::int32_t>(parent);
@@ -25,57 +15,82 @@ void Tree::attach(torus::NodeId child, torus::NodeId parent) {
 }
 
 Tree Tree::build(const torus::Mapping& mapping, const TreeSpec& spec) {
+  const std::vector<std::uint16_t> one(static_cast<std::size_t>(mapping.shape().node_count()), 0);
+  return build(mapping, spec, one);
+}
+
+Tree Tree::build(const torus::Mapping& mapping, const TreeSpec& spec,
+                 std::span<const std::uint16_t> group) {
   const auto& shape = mapping.shape();
   const auto n = static_cast<std::size_t>(shape.node_count());
-  const auto occupied = occupied_nodes(mapping);
-  const torus::NodeId root = mapping.location(0).node;
+  // Occupied nodes, and per group its root: the node of the group's lowest rank.
+  std::vector<bool> occupied(n, false);
+  std::vector<torus::NodeId> group_roots;
+  std::vector<bool> group_seen;
+  for (torus::Rank r = 0; r < static_cast<torus::Rank>(mapping.size()); ++r) {
+    const torus::NodeId v = mapping.location(r).node;
+    occupied[v] = true;
+    const std::size_t g = group[v];
+    if (g >= group_seen.size()) group_seen.resize(g + 1, false);
+    if (!group_seen[g]) {
+      group_seen[g] = true;
+      group_roots.push_back(v);  // rank 0's group first, then by lowest rank
+    }
+  }
   Tree t;
   t.spec_ = spec;
   t.parent_.assign(n, -1);
   t.depth_.assign(n, -1);
   t.building_.resize(n);
-  t.depth_[root] = 0;
-  t.order_.push_back(root);
   const auto fanout = static_cast<std::size_t>(spec.fanout);
   const auto has_room = [&](torus::NodeId p) { return t.building_[p].size() < fanout; };
 
-  if (spec.kind == TreeKind::kary) {
-    // Heap order over the occupied nodes, root first, the others by id.
-    std::vector<torus::NodeId> list{root};
-    for (torus::NodeId v = 0; v < n; ++v)
-      if (occupied[v] && v != root) list.push_back(v);
-    for (std::size_t i = 1; i < list.size(); ++i)
-      t.attach(list[i], list[(i - 1) / fanout]);
-    t.finish();
-    return t;
-  }
+  for (const torus::NodeId root : group_roots) {
+    const std::uint16_t g = group[root];
+    const auto member = [&](torus::NodeId v) { return occupied[v] && group[v] == g; };
+    t.depth_[root] = 0;
+    t.roots_.push_back(root);
+    const std::size_t first = t.order_.size();
+    t.order_.push_back(root);
 
-  std::deque<torus::NodeId> queue{root};
-  torus::NodeId scan = 0;  // unattached nodes below this id have been handled
-  for (;;) {
-    while (!queue.empty()) {
-      const torus::NodeId u = queue.front();
-      queue.pop_front();
-      for (int d = 0; d < torus::kDirections && has_room(u); ++d) {
-        const auto v = shape.neighbour(u, static_cast<torus::Direction>(d));
-        if (!v || !occupied[*v] || t.contains(*v)) continue;
-        t.attach(*v, u);
-        queue.push_back(*v);
+    if (spec.kind == TreeKind::kary) {
+      // Heap order over the group's occupied nodes, root first, the others by id.
+      std::vector<torus::NodeId> list{root};
+      for (torus::NodeId v = 0; v < n; ++v)
+        if (member(v) && v != root) list.push_back(v);
+      for (std::size_t i = 1; i < list.size(); ++i)
+        t.attach(list[i], list[(i - 1) / fanout]);
+      continue;
+    }
+
+    std::deque<torus::NodeId> queue{root};
+    torus::NodeId scan = 0;  // unattached nodes below this id have been handled
+    for (;;) {
+      while (!queue.empty()) {
+        const torus::NodeId u = queue.front();
+        queue.pop_front();
+        for (int d = 0; d < torus::kDirections && has_room(u); ++d) {
+          const auto v = shape.neighbour(u, static_cast<torus::Direction>(d));
+          if (!v || !member(*v) || t.contains(*v)) continue;
+          t.attach(*v, u);
+          queue.push_back(*v);
+        }
       }
+      while (scan < n && (!member(scan) || t.contains(scan)))
+        ++scan;
+      if (scan == n) break;
+      // Not reachable along torus links under the fan-out limit: the nearest node with room.
+      std::optional<std::tuple<int, int, torus::NodeId>> best;
+      for (std::size_t i = first; i < t.order_.size(); ++i) {
+        const torus::NodeId p = t.order_[i];
+        if (!has_room(p)) continue;
+        const std::tuple<int, int, torus::NodeId> key{
+            torus::distance(shape, shape.coord(scan), shape.coord(p)), t.depth_[p], p};
+        if (!best || key < *best) best = key;
+      }
+      t.attach(scan, std::get<2>(*best));  // a leaf always has room
+      queue.push_back(scan);
     }
-    while (scan < n && (!occupied[scan] || t.contains(scan)))
-      ++scan;
-    if (scan == n) break;
-    // Not reachable along torus links under the fan-out limit: the nearest node with room.
-    std::optional<std::tuple<int, int, torus::NodeId>> best;
-    for (const torus::NodeId p : t.order_) {
-      if (!has_room(p)) continue;
-      const std::tuple<int, int, torus::NodeId> key{
-          torus::distance(shape, shape.coord(scan), shape.coord(p)), t.depth_[p], p};
-      if (!best || key < *best) best = key;
-    }
-    t.attach(scan, std::get<2>(*best));  // a leaf always has room
-    queue.push_back(scan);
   }
   t.finish();
   return t;
@@ -101,8 +116,10 @@ std::optional<torus::NodeId> Tree::parent(torus::NodeId n) const {
 }
 
 std::string Tree::describe() const {
-  return spec_.to_string() + " tree over " + std::to_string(order_.size()) + " nodes, root " +
-         std::to_string(root()) + ", height " + std::to_string(height_);
+  std::string s = spec_.to_string() + " tree over " + std::to_string(order_.size()) +
+                  " nodes, root " + std::to_string(root()) + ", height " + std::to_string(height_);
+  if (roots_.size() > 1) s += ", a forest of " + std::to_string(roots_.size()) + " host trees";
+  return s;
 }
 
 }  // namespace bgl::collnet

@@ -48,6 +48,13 @@ TreeEndpoint::TreeEndpoint(const pkt::Machine& machine, torus::Rank rank,
     chain_.push_back({e->ring_offset, e->slot_stride, e->inputs, e->position});
     if (e->parent < 0) break;
   }
+  multi_ = header_->hosts > 1;
+  host_ = host_of(rank);
+  const auto* host_tasks = at<const std::uint32_t>(region_, header_->host_tasks_offset);
+  local_tasks_ = host_tasks[host_];
+  for (std::uint32_t h = 0; h < header_->hosts; ++h)
+    if (host_tasks[h] > 0) task_hosts_.push_back(h);
+  if (multi_) region_index_ = static_cast<std::uint8_t>(machine.region_index(kRegionName));
   for (int c = 0; c < kCombineClasses; ++c) {
     ClassState& s = classes_[static_cast<std::size_t>(c)];
     const std::uint64_t down =
@@ -55,9 +62,40 @@ TreeEndpoint::TreeEndpoint(const pkt::Machine& machine, torus::Rank rank,
     s.control = at<DownControl>(region_, down);
     s.slots = at<DownSlot>(region_, down + align_up(sizeof(DownControl), 64));
     s.up = region_ + header_->up_offset + static_cast<std::uint64_t>(c) * header_->up_stride;
+    if (multi_) {
+      s.partials =
+          at<PartialSlot>(region_, header_->partials_offset + c * header_->partials_stride);
+      s.free =
+          at<std::atomic<std::uint64_t>>(region_, header_->free_offset + c * header_->free_stride);
+    }
   }
-  my_inbox_ = inbox(rank);
-  inbox_head_ = my_inbox_.control->head.load(std::memory_order_acquire);
+  for (std::uint32_t lane = 0; lane < header_->hosts; ++lane) {
+    my_lanes_.push_back(inbox(rank, lane));
+    lane_heads_.push_back(my_lanes_.back().control->head.load(std::memory_order_acquire));
+  }
+}
+
+std::uint32_t TreeEndpoint::host_of(torus::Rank r) const {
+  if (header_->hosts == 1) return 0;
+  return machine_->placement().node_host[machine_->mapping().location(r).node];
+}
+
+void TreeEndpoint::forward(const void* from, std::size_t bytes,
+                           const std::atomic<std::uint64_t>* word, std::uint64_t value,
+                           const pkt::Doorbell* bell) const {
+  const pkt::StoreRequest base{0,
+                               region_index_,
+                               bytes ? offset_of(from) : 0,
+                               word ? offset_of(word) : pkt::kNoOffset,
+                               value,
+                               bell ? offset_of(bell) : pkt::kNoOffset};
+  const std::span<const std::byte> data(static_cast<const std::byte*>(from), bytes);
+  for (const std::uint32_t h : task_hosts_) {
+    if (h == host_) continue;
+    pkt::StoreRequest r = base;
+    r.host = static_cast<std::uint16_t>(h);
+    machine_->remote_store(rank_, r, data, policy_);
+  }
 }
 
 void TreeEndpoint::copy_padded(PacketSpan dst, std::span<const std::byte> src) {
@@ -88,7 +126,10 @@ std::optional<PacketSpan> TreeEndpoint::reserve(RouteClass c, Seq seq, Op op) {
     ++counters_.window_full;
     return std::nullopt;
   }
-  if (direct_) return PacketSpan(down(s, seq).data, kPacketBytes);
+  if (direct_) {
+    if (multi_) return PacketSpan(partial(s, host_, seq).data, kPacketBytes);
+    return PacketSpan(down(s, seq).data, kPacketBytes);
+  }
   return input(up_slot(s, chain_.front(), seq), entry_position_);
 }
 
@@ -96,7 +137,10 @@ void TreeEndpoint::commit(RouteClass c, Seq seq, Op op) {
   ClassState& s = state(c);
   s.next_inject = seq + 1;
   ++counters_.injected;
-  if (direct_) return publish(s, seq, op.code(), 1);
+  if (direct_) {
+    if (multi_) return publish_partial(s, seq, op.code());
+    return publish(s, seq, op.code(), 1);
+  }
   at<UpSlotMeta>(up_slot(s, chain_.front(), seq), 0)->op[entry_position_] = op.code();
   arrive(s, seq);
 }
@@ -109,6 +153,13 @@ void TreeEndpoint::arrive(ClassState& s, Seq seq) {
     auto* meta = at<UpSlotMeta>(slot, 0);
     if (meta->arrived.fetch_add(1, std::memory_order_acq_rel) + 1 != l.inputs) return;
     ++counters_.combines;
+    if (level + 1 == chain_.size() && multi_) {
+      // This host's tree is complete: its partial goes to every host.
+      PartialSlot& p = partial(s, host_, seq);
+      const std::uint16_t code = combine_slot(slot, l.inputs, PacketSpan(p.data, kPacketBytes));
+      meta->arrived.store(0, std::memory_order_relaxed);
+      return publish_partial(s, seq, code);
+    }
     if (level + 1 == chain_.size()) {
       DownSlot& d = down(s, seq);
       // The window guarantees every task has read this slot's previous result; the acquire makes
@@ -154,6 +205,76 @@ void TreeEndpoint::publish(ClassState& s, Seq seq, std::uint16_t code, std::uint
   s.control->results.ring();
 }
 
+bool TreeEndpoint::slot_writable(const ClassState& s, Seq seq) const {
+  if (!multi_) return down(s, seq).writable.load(std::memory_order_acquire) == seq;
+  for (const std::uint32_t h : task_hosts_)
+    if (slot_free(s, seq, h).load(std::memory_order_acquire) != seq) return false;
+  return true;
+}
+
+// The slot of `seq` in partials rings 2 * ring deep is free again: this host producing seq means
+// its tasks received seq - ring, so every task injected seq - ring and received seq - 2 * ring,
+// which no host's task could do before its host had combined seq - 2 * ring, the slot's last
+// occupant.
+void TreeEndpoint::publish_partial(ClassState& s, Seq seq, std::uint16_t code) {
+  PartialSlot& p = partial(s, host_, seq);
+  p.op = code;
+  const auto* end = reinterpret_cast<const std::byte*>(&p + 1);
+  forward(&p.op, static_cast<std::size_t>(end - reinterpret_cast<const std::byte*>(&p.op)),
+          &p.ready, seq + 1, &s.control->results);
+  p.ready.store(seq + 1, std::memory_order_release);
+  s.control->results.ring();
+}
+
+bool TreeEndpoint::finish_partials(ClassState& s, Seq seq) {
+  for (const std::uint32_t h : task_hosts_)
+    if (partial(s, h, seq).ready.load(std::memory_order_acquire) != seq + 1) return false;
+  DownSlot& d = down(s, seq);
+  std::uint64_t claimed = d.claimed.load(std::memory_order_relaxed);
+  if (claimed == seq + 1 ||
+      !d.claimed.compare_exchange_strong(claimed, seq + 1, std::memory_order_acq_rel))
+    return d.published.load(std::memory_order_acquire) == seq + 1;
+  // Every task of this host has read the slot's previous occupant (the window); the acquire makes
+  // that visible, and would wait if a caller broke the protocol.
+  auto& free = slot_free(s, seq, host_);
+  if (free.load(std::memory_order_acquire) != seq)
+    block(s.control->space, [&] { return free.load(std::memory_order_acquire) == seq; });
+  // Combine in host order; mismatch when hosts disagree or one found a mismatch.
+  const PartialSlot& first = partial(s, task_hosts_.front(), seq);
+  auto code = static_cast<std::uint16_t>(first.op);
+  bool agree = code != kMismatchCode && Op::from_code(code).valid();
+  for (const std::uint32_t h : task_hosts_)
+    agree = agree && static_cast<std::uint16_t>(partial(s, h, seq).op) == code;
+  if (!agree) {
+    code = kMismatchCode;
+    std::memset(d.data, 0, kPacketBytes);
+  } else {
+    const Op op = Op::from_code(code);
+    std::memcpy(d.data, first.data, kPacketBytes);
+    for (std::size_t i = 1; i < task_hosts_.size(); ++i)
+      combine_into(op, PacketSpan(d.data, kPacketBytes),
+                   ConstPacketSpan(partial(s, task_hosts_[i], seq).data, kPacketBytes));
+  }
+  d.op = code;
+  d.source = rank_;
+  d.readers_left.store(local_tasks_, std::memory_order_relaxed);
+  d.published.store(seq + 1, std::memory_order_release);
+  s.control->results.ring();
+  return true;
+}
+
+// The last reader of `seq` on this host: the slot may take seq + ring as far as this host goes.
+void TreeEndpoint::free_slot(ClassState& s, Seq seq) {
+  if (!multi_) {
+    down(s, seq).writable.store(seq + header_->ring, std::memory_order_release);
+  } else {
+    auto& free = slot_free(s, seq, host_);
+    forward(nullptr, 0, &free, seq + header_->ring, &s.control->space);
+    free.store(seq + header_->ring, std::memory_order_release);
+  }
+  s.control->space.ring();
+}
+
 // --- broadcast ---------------------------------------------------------------------------------
 
 std::optional<PacketSpan> TreeEndpoint::reserve_broadcast(RouteClass c, Seq seq) {
@@ -163,7 +284,7 @@ std::optional<PacketSpan> TreeEndpoint::reserve_broadcast(RouteClass c, Seq seq)
                                 " out of order (receive up to it first; next result " +
                                 std::to_string(s.next_result) + ")");
   DownSlot& d = down(s, seq);
-  if (d.writable.load(std::memory_order_acquire) != seq) {
+  if (!slot_writable(s, seq)) {
     ++counters_.window_full;
     return std::nullopt;
   }
@@ -172,7 +293,30 @@ std::optional<PacketSpan> TreeEndpoint::reserve_broadcast(RouteClass c, Seq seq)
 
 void TreeEndpoint::commit_broadcast(RouteClass c, Seq seq) {
   ClassState& s = state(c);
-  publish(s, seq, kBroadcastCode, header_->ntasks - 1);
+  if (!multi_) {
+    publish(s, seq, kBroadcastCode, header_->ntasks - 1);
+  } else {
+    // Every host's replica of the slot gets the packet, with its own count of readers; the slot is
+    // free everywhere (slot_writable), so nobody reads or writes it meanwhile.
+    DownSlot& d = down(s, seq);
+    d.op = kBroadcastCode;
+    d.source = rank_;
+    auto* image = reinterpret_cast<std::byte*>(&d.op);
+    const auto bytes = static_cast<std::size_t>(reinterpret_cast<std::byte*>(&d + 1) - image);
+    const auto* host_tasks = at<const std::uint32_t>(region_, header_->host_tasks_offset);
+    for (const std::uint32_t h : task_hosts_) {
+      if (h == host_) continue;
+      d.readers_left.store(host_tasks[h], std::memory_order_relaxed);
+      pkt::StoreRequest r{
+          static_cast<std::uint16_t>(h), region_index_, offset_of(image),
+          offset_of(&d.published),       seq + 1,       offset_of(&s.control->results)};
+      machine_->remote_store(rank_, r, {image, bytes}, policy_);
+    }
+    d.readers_left.store(local_tasks_ - 1, std::memory_order_relaxed);
+    d.published.store(seq + 1, std::memory_order_release);
+    s.control->results.ring();
+    if (local_tasks_ == 1) free_slot(s, seq);
+  }
   s.next_inject = seq + 1;
   s.next_result = seq + 1;
   ++counters_.broadcasts;
@@ -180,17 +324,18 @@ void TreeEndpoint::commit_broadcast(RouteClass c, Seq seq) {
 
 // --- results -----------------------------------------------------------------------------------
 
-const DownSlot* TreeEndpoint::arrived(RouteClass c, Seq seq) const {
-  const ClassState& s = state(c);
+const DownSlot* TreeEndpoint::arrived(RouteClass c, Seq seq) {
+  ClassState& s = state(c);
   if (seq != s.next_result)
     throw std::invalid_argument("results are received in order: asked for " + std::to_string(seq) +
                                 ", next is " + std::to_string(s.next_result));
-  const DownSlot& d = down(s, seq);
-  return d.published.load(std::memory_order_acquire) == seq + 1 ? &d : nullptr;
+  return result_ready(c, seq) ? &down(s, seq) : nullptr;
 }
 
-bool TreeEndpoint::result_ready(RouteClass c, Seq seq) const {
-  return down(state(c), seq).published.load(std::memory_order_acquire) == seq + 1;
+bool TreeEndpoint::result_ready(RouteClass c, Seq seq) {
+  ClassState& s = state(c);
+  if (down(s, seq).published.load(std::memory_order_acquire) == seq + 1) return true;
+  return multi_ && finish_partials(s, seq);
 }
 
 Result TreeEndpoint::describe(const DownSlot& slot, Seq seq) const {
@@ -210,10 +355,7 @@ void TreeEndpoint::release(RouteClass c, Seq seq) {
   DownSlot& d = down(s, seq);
   ++s.next_result;
   ++counters_.received;
-  if (d.readers_left.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-    d.writable.store(seq + header_->ring, std::memory_order_release);
-    s.control->space.ring();
-  }
+  if (d.readers_left.fetch_sub(1, std::memory_order_acq_rel) == 1) free_slot(s, seq);
 }
 
 template <class Ready>
@@ -231,16 +373,16 @@ void TreeEndpoint::wait_broadcast_space(RouteClass c, Seq seq) {
 }
 
 void TreeEndpoint::wait_writable(ClassState& s, Seq seq) {
-  const DownSlot& d = down(s, seq);
-  block(s.control->space, [&] { return d.writable.load(std::memory_order_acquire) == seq; });
+  block(s.control->space, [&] { return slot_writable(s, seq); });
 }
 
 // --- point-to-point class ----------------------------------------------------------------------
 // Each task's inbox is a bounded multi-producer single-consumer ring (D. Vyukov's, as the packet
 // layer's reception FIFO): a sequence number per slot, producers claim slots with a CAS.
 
-TreeEndpoint::Inbox TreeEndpoint::inbox(torus::Rank r) const {
-  std::byte* base = region_ + header_->inbox_offset + std::uint64_t{r} * header_->inbox_stride;
+TreeEndpoint::Inbox TreeEndpoint::inbox(torus::Rank r, std::uint32_t lane) const {
+  std::byte* base = region_ + header_->inbox_offset +
+                    (std::uint64_t{r} * header_->hosts + lane) * header_->inbox_stride;
   Inbox in;
   in.control = at<InboxControl>(base, 0);
   in.seq = at<std::atomic<std::uint64_t>>(base, sizeof(InboxControl));
@@ -250,13 +392,17 @@ TreeEndpoint::Inbox TreeEndpoint::inbox(torus::Rank r) const {
   return in;
 }
 
+// Several hosts: the senders of one host share a lane of the receiver's inbox. They claim its
+// slots in their own host's replica (where that lane's tail lives), and the packet and the slot's
+// sequence number are forwarded to the receiver's host; the receiver's pop is forwarded back.
+// Sequence numbers only grow, as remote stores require. With one host there is one lane.
 InjectStatus TreeEndpoint::send(torus::Rank dest, std::uint32_t tag,
                                 std::span<const std::byte> data) {
   if (dest >= header_->ntasks) throw std::invalid_argument("destination rank outside the job");
   if (dest != root_rank() && rank_ != root_rank())
     throw std::invalid_argument("the point-to-point class only connects tasks with the tree root");
   if (data.size() > kPacketBytes) throw std::invalid_argument("more than 256 bytes in a packet");
-  const Inbox in = inbox(dest);
+  const Inbox in = inbox(dest, host_);
   const std::uint64_t mask = header_->inbox - 1;
   std::uint64_t pos = in.control->tail.load(std::memory_order_relaxed);
   for (;;) {
@@ -273,30 +419,76 @@ InjectStatus TreeEndpoint::send(torus::Rank dest, std::uint32_t tag,
   slot.tag = tag;
   slot.bytes = static_cast<std::uint32_t>(data.size());
   if (!data.empty()) std::memcpy(slot.data, data.data(), data.size());
+  const std::uint32_t dest_host = host_of(dest);
+  if (dest_host != host_) {
+    // The receiver sleeps on the bell of its own host's lane.
+    const pkt::StoreRequest r{static_cast<std::uint16_t>(dest_host),
+                              region_index_,
+                              offset_of(&slot),
+                              offset_of(&in.seq[pos & mask]),
+                              pos + 1,
+                              offset_of(&inbox(dest, dest_host).control->bell)};
+    machine_->remote_store(
+        rank_, r,
+        {reinterpret_cast<const std::byte*>(&slot), offsetof(InboxSlot, data) + data.size()},
+        policy_);
+  }
   in.seq[pos & mask].store(pos + 1, std::memory_order_release);
   in.control->bell.ring();
   return InjectStatus::ok;
 }
 
+std::optional<std::uint32_t> TreeEndpoint::lane_with_packet() const {
+  const std::uint64_t mask = header_->inbox - 1;
+  const auto lanes = static_cast<std::uint32_t>(my_lanes_.size());
+  for (std::uint32_t k = 0; k < lanes; ++k) {
+    const std::uint32_t lane = (next_lane_ + k) % lanes;
+    const std::uint64_t head = lane_heads_[lane];
+    if (my_lanes_[lane].seq[head & mask].load(std::memory_order_acquire) == head + 1) return lane;
+  }
+  return std::nullopt;
+}
+
 std::optional<Incoming> TreeEndpoint::peek_inbox() const {
   const std::uint64_t mask = header_->inbox - 1;
-  if (my_inbox_.seq[inbox_head_ & mask].load(std::memory_order_acquire) != inbox_head_ + 1)
-    return std::nullopt;
-  const InboxSlot& slot = my_inbox_.slots[inbox_head_ & mask];
+  const auto lane = lane_with_packet();
+  if (!lane) return std::nullopt;
+  peeked_lane_ = *lane;
+  const InboxSlot& slot = my_lanes_[*lane].slots[lane_heads_[*lane] & mask];
   return Incoming{slot.source, slot.tag, {slot.data, slot.bytes}};
 }
 
 void TreeEndpoint::pop_inbox() {
   const std::uint64_t mask = header_->inbox - 1;
-  if (!peek_inbox()) throw std::invalid_argument("pop_inbox on an empty inbox");
-  my_inbox_.seq[inbox_head_ & mask].store(inbox_head_ + mask + 1, std::memory_order_release);
-  ++inbox_head_;
-  my_inbox_.control->head.store(inbox_head_, std::memory_order_relaxed);
-  my_inbox_.control->bell.ring();  // a sender may wait for room (wait_send_space)
+  // The packet peek_inbox() showed, even if an earlier lane has received one since.
+  std::uint32_t lane = peeked_lane_;
+  if (lane >= my_lanes_.size() || my_lanes_[lane].seq[lane_heads_[lane] & mask].load(
+                                      std::memory_order_acquire) != lane_heads_[lane] + 1) {
+    const auto found = lane_with_packet();
+    if (!found) throw std::invalid_argument("pop_inbox on an empty inbox");
+    lane = *found;
+  }
+  peeked_lane_ = ~0u;
+  const Inbox& in = my_lanes_[lane];
+  std::uint64_t& head = lane_heads_[lane];
+  auto& seq = in.seq[head & mask];
+  if (lane != host_) forward_to(lane, &seq, head + mask + 1, &in.control->bell);
+  seq.store(head + mask + 1, std::memory_order_release);
+  ++head;
+  in.control->head.store(head, std::memory_order_relaxed);
+  in.control->bell.ring();  // a sender may wait for room (wait_send_space)
+  next_lane_ = (lane + 1) % static_cast<std::uint32_t>(my_lanes_.size());
+}
+
+void TreeEndpoint::forward_to(std::uint32_t host, const std::atomic<std::uint64_t>* word,
+                              std::uint64_t value, const pkt::Doorbell* bell) const {
+  const pkt::StoreRequest r{
+      static_cast<std::uint16_t>(host), region_index_, 0, offset_of(word), value, offset_of(bell)};
+  machine_->remote_store(rank_, r, {}, policy_);
 }
 
 void TreeEndpoint::wait_send_space(torus::Rank dest) {
-  const Inbox in = inbox(dest);
+  const Inbox in = inbox(dest, host_);
   const std::uint64_t mask = header_->inbox - 1;
   block(in.control->bell, [&] {
     const std::uint64_t pos = in.control->tail.load(std::memory_order_relaxed);
@@ -305,7 +497,7 @@ void TreeEndpoint::wait_send_space(torus::Rank dest) {
 }
 
 void TreeEndpoint::wait_inbox() {
-  block(my_inbox_.control->bell, [&] { return peek_inbox().has_value(); });
+  block(my_lanes_[host_].control->bell, [&] { return peek_inbox().has_value(); });
 }
 
 }  // namespace bgl::collnet

@@ -454,7 +454,8 @@ struct OfiAgent::Impl {
         }
         Peer& peer = peers[static_cast<std::size_t>(host)];
         if (peer.bye) {
-          spdlog::error("remote store for {}, whose tasks have ended: discarded", host_name(host));
+          // Nobody there can observe it any more (e.g. a slot freed after the job's last result).
+          spdlog::debug("remote store for {}, whose tasks have ended: dropped", host_name(host));
           ring.pop();
           took = true;
           continue;

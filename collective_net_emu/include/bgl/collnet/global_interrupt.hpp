@@ -8,8 +8,16 @@
 // wakes the sleepers. A task can only start barrier k + 1 after k completed, so nobody can miss a
 // completion. Waiting spins briefly, yields, then sleeps on a futex (pkt::Backoff), so hundreds of
 // tasks on two cores do not spin each other out.
+//
+// Several hosts: the counts above are per host (the host's own tasks), and each host publishes its
+// share in a 64-bit word per wire and host that is forwarded to every other host's replica (remote
+// stores): for the barrier the number of the last barrier all its tasks arrived at (barrier k is
+// complete when every host's word shows k), for wires 1..3 an update counter (high 32 bits) and
+// the host's raised count (low 32 bits), so that the newest value wins however forwards from
+// different tasks of a host arrive.
 #include <atomic>
 #include <cstdint>
+#include <vector>
 
 #include "bgl/collnet/layout.hpp"
 #include "bgl/collnet/meanwhile.hpp"
@@ -56,9 +64,24 @@ class GlobalInterrupt {
  private:
   layout::WireState& wire(int channel) const;
   bool shows(int channel, WireLevel level) const;
+  std::uint32_t raised_count(int channel) const;
 
+  std::atomic<std::uint64_t>& host_word(int channel, std::uint32_t host) const {
+    return host_words_[static_cast<std::uint32_t>(channel) * hosts_ + host];
+  }
+  // Several hosts: forwards this host's word of `channel` to the other hosts.
+  void forward(int channel, std::uint64_t value) const;
+
+  const pkt::Machine* machine_;
+  torus::Rank rank_;
   layout::WireState* wires_;
   std::uint32_t ntasks_;
+  // Several hosts.
+  std::byte* region_ = nullptr;
+  std::atomic<std::uint64_t>* host_words_ = nullptr;
+  std::uint32_t hosts_ = 1, host_ = 0, local_tasks_ = 0;
+  std::uint8_t region_index_ = 0;
+  std::vector<std::uint32_t> task_hosts_;
   pkt::WaitPolicy policy_;
   std::uint32_t arrivals_ = 0;
   std::uint32_t raised_mask_ = 0;  // this task's wire inputs

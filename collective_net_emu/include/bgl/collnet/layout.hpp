@@ -15,6 +15,16 @@
 // its local tasks in t order, then its children in tree order. The contributor that completes a
 // slot combines the inputs in that fixed order and writes the result straight into its position
 // at the parent (or into the DownSlot at the root).
+//
+// A job on several hosts (H > 1) keeps an identically formatted replica of the region on every
+// host; reads stay local, and every store that a task of another host must see is forwarded as a
+// remote store (pkt/remote_store.hpp) to the same offset of the other replicas. It adds
+//   per combining class: PartialSlot[H][2 * ring]   each host's combined contribution
+//                        std::atomic<u64>[ring][H]   per down slot: the next sequence number it
+//                                                    may take, as each host's readers see it
+//   std::atomic<u64>[kWireChannels][H]               per wire, each host's share (below)
+//   u32[H]                                           tasks per host
+// and H lanes per inbox (one per sending host). See README.md, "Several hosts".
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -28,7 +38,7 @@
 namespace bgl::collnet::layout {
 
 inline constexpr std::uint64_t kMagic = 0x54454e4c4c4f43ULL;  // "COLLNET"
-inline constexpr std::uint32_t kVersion = 1;
+inline constexpr std::uint32_t kVersion = 2;
 inline constexpr int kCombineClasses = 2;
 inline constexpr int kWireChannels = 4;
 inline constexpr int kMaxLocal = 2;
@@ -50,7 +60,12 @@ struct RegionHeader {
   char tree_spec[32];
   std::uint64_t total_bytes;
   std::uint64_t nodes_offset, wires_offset, down_offset, down_stride, up_offset, up_stride;
-  std::uint64_t inbox_offset, inbox_stride;
+  std::uint64_t inbox_offset, inbox_stride;  // inbox of rank r, lane h: (r * hosts + h) * stride
+  // Several hosts (all zero-sized with one host).
+  std::uint32_t hosts;
+  std::uint32_t task_hosts;  // hosts that run tasks
+  std::uint64_t host_tasks_offset, host_words_offset;
+  std::uint64_t partials_offset, partials_stride, free_offset, free_stride;
 };
 
 struct NodeEntry {
@@ -75,11 +90,22 @@ static_assert(sizeof(UpSlotMeta) == 64);
 struct alignas(64) DownSlot {
   std::atomic<std::uint64_t> published{0};  // seq + 1 once the result of seq is in data
   std::atomic<std::uint64_t> writable{0};   // the sequence number the slot may take next
-  std::uint16_t op = 0;                     // operation code, kBroadcastCode or kMismatchCode
-  std::uint32_t source = 0;                 // broadcasting rank
+  std::atomic<std::uint64_t> claimed{0};    // several hosts: seq + 1 once a task combines seq
+  // From here to the end: what a broadcast from another host stores.
+  std::uint16_t op = 0;      // operation code, kBroadcastCode or kMismatchCode
+  std::uint32_t source = 0;  // broadcasting rank
   alignas(64) std::atomic<std::uint32_t> readers_left{0};
   alignas(64) std::byte data[kPacketBytes];
 };
+static_assert(sizeof(DownSlot) == 384);
+
+// A host's combined contribution to a sequence number (several hosts), in every host's replica.
+struct alignas(64) PartialSlot {
+  std::atomic<std::uint64_t> ready{0};  // seq + 1 once op and data hold the host's partial
+  std::uint64_t op = 0;  // operation code or kMismatchCode (low 16 bits); stored from here on
+  alignas(64) std::byte data[kPacketBytes];
+};
+static_assert(sizeof(PartialSlot) == 320);
 
 struct DownControl {
   pkt::Doorbell results;  // rung when a result is published

@@ -8,6 +8,10 @@
 // a node's combining is done by its tasks). A node that torus links cannot reach under the fan-out
 // limit (a sparse mapping) is attached to the nearest tree node with a free child slot (by torus
 // distance, then depth, then id). The result is deterministic: every process builds the same tree.
+//
+// A job placed on several hosts gets a forest instead: one such tree per host over the host's own
+// nodes (rooted at the node of the host's lowest rank, the whole job's root on rank 0's host), so
+// that no tree edge crosses hosts; the hosts' partial results meet by remote stores (README).
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -22,8 +26,14 @@ namespace bgl::collnet {
 class Tree {
  public:
   static Tree build(const torus::Mapping& mapping, const TreeSpec& spec);
+  // One tree per group (host) of nodes: `group[node]` is the node's group. Nodes are only
+  // attached to nodes of their own group.
+  static Tree build(const torus::Mapping& mapping, const TreeSpec& spec,
+                    std::span<const std::uint16_t> group);
 
   torus::NodeId root() const { return order_.front(); }
+  // The roots of the forest: root() first, then the other groups' roots by group.
+  std::span<const torus::NodeId> roots() const { return roots_; }
   bool contains(torus::NodeId n) const { return n < depth_.size() && depth_[n] >= 0; }
   std::optional<torus::NodeId> parent(torus::NodeId n) const;
   std::span<const torus::NodeId> children(torus::NodeId n) const {
@@ -34,7 +44,8 @@ class Tree {
   // The tree's nodes in the order they were attached (root first, parents before children).
   std::span<const torus::NodeId> nodes() const { return order_; }
   const TreeSpec& spec() const { return spec_; }
-  std::string describe() const;  // "torus:3 tree over 64 nodes, root 0, height 5"
+  // "torus:3 tree over 64 nodes, root 0, height 5" (with several groups: "... forest of 2 trees")
+  std::string describe() const;
 
  private:
   Tree() = default;
@@ -44,7 +55,7 @@ class Tree {
   TreeSpec spec_;
   std::vector<std::int32_t> parent_, depth_;  // per node of the shape; -1 when not in the tree
   std::vector<std::vector<torus::NodeId>> building_;
-  std::vector<torus::NodeId> children_, order_;
+  std::vector<torus::NodeId> children_, order_, roots_;
   std::vector<std::uint32_t> first_child_;
   std::vector<std::int32_t> child_count_;
   int height_ = 0;

@@ -21,6 +21,12 @@
 // sequence number (the same operation); a broadcast's sequence number is written by its source
 // only. Participation is always the whole job (BG/L: MPI_COMM_WORLD only). Nothing here allocates
 // or locks after construction; misuse (bad class, operation or order) throws std::invalid_argument.
+//
+// Several hosts: each host combines its own tasks' contributions in a tree of its own nodes; the
+// task that completes a host's tree stores the host's partial result into its replica and forwards
+// it to the other hosts (remote stores); on every host, the first task that wants the result and
+// finds every host's partial there combines them in host order into the host's result slot. The
+// operations are exact integer operations, so the result is the one a single host computes.
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -123,7 +129,8 @@ class TreeEndpoint {
   }
 
   Seq next_result(RouteClass c) const { return state(c).next_result; }
-  bool result_ready(RouteClass c, Seq seq) const;
+  // (With several hosts, the first task of a host to ask combines the hosts' partials.)
+  bool result_ready(RouteClass c, Seq seq);
   // Block (spin, yield, then futex sleep) until the result of `seq` has arrived / until this task
   // may broadcast `seq`.
   void wait_result(RouteClass c, Seq seq);
@@ -154,6 +161,8 @@ class TreeEndpoint {
     std::byte* up = nullptr;
     layout::DownControl* control = nullptr;
     layout::DownSlot* slots = nullptr;
+    layout::PartialSlot* partials = nullptr;  // several hosts
+    std::atomic<std::uint64_t>* free = nullptr;
     Seq next_result = 0;  // the next sequence number to receive
     Seq next_inject = 0;  // the lowest sequence number this task may still inject
   };
@@ -182,14 +191,38 @@ class TreeEndpoint {
   void commit(RouteClass c, Seq seq, Op op);
   std::optional<PacketSpan> reserve_broadcast(RouteClass c, Seq seq);
   void commit_broadcast(RouteClass c, Seq seq);
-  const layout::DownSlot* arrived(RouteClass c, Seq seq) const;
+  const layout::DownSlot* arrived(RouteClass c, Seq seq);
+  // Several hosts: combines every host's partial of `seq` into this host's result slot when they
+  // are all there and no other task of the host does it; true when the result is published.
+  bool finish_partials(ClassState& s, Seq seq);
+  bool slot_writable(const ClassState& s, Seq seq) const;
+  void publish_partial(ClassState& s, Seq seq, std::uint16_t code);
+  layout::PartialSlot& partial(const ClassState& s, std::uint32_t host, Seq seq) const {
+    return s.partials[std::uint64_t{host} * 2 * header_->ring + (seq & (2 * mask_ + 1))];
+  }
+  // Several hosts: the next sequence number down slot `seq` may take, as `host`'s readers see it.
+  std::atomic<std::uint64_t>& slot_free(const ClassState& s, Seq seq, std::uint32_t host) const {
+    return s.free[(seq & mask_) * header_->hosts + host];
+  }
+  void free_slot(ClassState& s, Seq seq);
+  // A remote store of `bytes` (at `at`, in this replica) to every other host that runs tasks,
+  // raising `word` to `value` there and ringing `bell`.
+  void forward(const void* at, std::size_t bytes, const std::atomic<std::uint64_t>* word,
+               std::uint64_t value, const pkt::Doorbell* bell) const;
+  // Raises `word` to `value` in `host`'s replica and rings `bell` there.
+  void forward_to(std::uint32_t host, const std::atomic<std::uint64_t>* word, std::uint64_t value,
+                  const pkt::Doorbell* bell) const;
+  std::uint64_t offset_of(const void* p) const {
+    return static_cast<std::uint64_t>(static_cast<const std::byte*>(p) - region_);
+  }
   Result describe(const layout::DownSlot& slot, Seq seq) const;
   void release(RouteClass c, Seq seq);
   void arrive(ClassState& s, Seq seq);
   void wait_writable(ClassState& s, Seq seq);
   std::uint16_t combine_slot(std::byte* slot, int inputs, PacketSpan dst);
   void publish(ClassState& s, Seq seq, std::uint16_t code, std::uint32_t readers);
-  Inbox inbox(torus::Rank r) const;
+  Inbox inbox(torus::Rank r, std::uint32_t lane) const;
+  std::uint32_t host_of(torus::Rank r) const;
   template <class Ready>
   void block(pkt::Doorbell& bell, Ready&& ready);
 
@@ -204,8 +237,18 @@ class TreeEndpoint {
   std::uint8_t entry_position_ = 0;
   bool direct_ = false;  // a single task: contributions are results
   std::array<ClassState, layout::kCombineClasses> classes_;
-  Inbox my_inbox_;
-  std::uint64_t inbox_head_ = 0;
+  // Several hosts.
+  bool multi_ = false;
+  std::uint32_t host_ = 0;                 // this task's host
+  std::uint32_t local_tasks_ = 0;          // tasks on this host
+  std::uint8_t region_index_ = 0;          // of the collnet region, for remote stores
+  std::vector<std::uint32_t> task_hosts_;  // hosts that run tasks, in host order
+  // Inbox lanes, one per sending host (one lane with one host).
+  std::vector<Inbox> my_lanes_;
+  std::vector<std::uint64_t> lane_heads_;
+  std::uint32_t next_lane_ = 0;              // round robin over the lanes
+  mutable std::uint32_t peeked_lane_ = ~0u;  // the lane peek_inbox() showed
+  std::optional<std::uint32_t> lane_with_packet() const;
   TreeCounters counters_;
 };
 
