@@ -419,6 +419,9 @@ InjectStatus TreeEndpoint::send(torus::Rank dest, std::uint32_t tag,
   slot.tag = tag;
   slot.bytes = static_cast<std::uint32_t>(data.size());
   if (!data.empty()) std::memcpy(slot.data, data.data(), data.size());
+  // The local sequence number first: once the packet is forwarded, the receiver's pop may come
+  // back (raising it to pos + capacity), which a later plain store would undo.
+  in.seq[pos & mask].store(pos + 1, std::memory_order_release);
   const std::uint32_t dest_host = host_of(dest);
   if (dest_host != host_) {
     // The receiver sleeps on the bell of its own host's lane.
@@ -433,7 +436,6 @@ InjectStatus TreeEndpoint::send(torus::Rank dest, std::uint32_t tag,
         {reinterpret_cast<const std::byte*>(&slot), offsetof(InboxSlot, data) + data.size()},
         policy_);
   }
-  in.seq[pos & mask].store(pos + 1, std::memory_order_release);
   in.control->bell.ring();
   return InjectStatus::ok;
 }
@@ -472,8 +474,10 @@ void TreeEndpoint::pop_inbox() {
   const Inbox& in = my_lanes_[lane];
   std::uint64_t& head = lane_heads_[lane];
   auto& seq = in.seq[head & mask];
-  if (lane != host_) forward_to(lane, &seq, head + mask + 1, &in.control->bell);
+  // Local first: the forward lets a sender of that host refill the slot, and the refill's sequence
+  // number (head + capacity + 1) must not be overwritten by ours.
   seq.store(head + mask + 1, std::memory_order_release);
+  if (lane != host_) forward_to(lane, &seq, head + mask + 1, &in.control->bell);
   ++head;
   in.control->head.store(head, std::memory_order_relaxed);
   in.control->bell.ring();  // a sender may wait for room (wait_send_space)

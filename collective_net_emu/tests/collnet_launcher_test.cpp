@@ -3,7 +3,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
+#include <chrono>
+#include <fstream>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -180,6 +185,124 @@ TEST(CollnetJob, BadTreeVariablesAreReportedByTheLauncher) {
   const auto ring = run_process({kBglrun, "-np", "2", "true"}, 20, {"BGL_TREE_RING=100"});
   EXPECT_EQ(ring.exit_code, 2);
   EXPECT_THAT(ring.output, HasSubstr("BGL_TREE_RING='100': expected a power of two"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Several emulated hosts on loopback (one bglrun per host, libfabric between them): the same
+// scenarios, the same results.
+
+std::vector<std::string> hosts(int n) {
+  return {"--hosts", std::to_string(n)};
+}
+
+TEST(CollnetMultiHost, EveryOperationAndWidthOnTwoAndThreeHosts) {
+  const auto two = collnet("8", "2x2x2", {"ops", "17", "300"}, 90, hosts(2));
+  EXPECT_EQ(two.exit_code, 0) << two.output;
+  EXPECT_THAT(two.output, HasSubstr("ops: 111 reductions on 8 tasks: ok"));
+  // 5 tasks on 8 nodes over 3 hosts: host 2 runs no task and takes no part.
+  const auto three = collnet("5", "2x2x2", {"ops", "4", "50"}, 90, hosts(3));
+  EXPECT_EQ(three.exit_code, 0) << three.output;
+  EXPECT_THAT(three.output, HasSubstr("ops: 111 reductions on 5 tasks: ok"));
+}
+
+TEST(CollnetMultiHost, FloatingPointSumsAreBitIdenticalToOneHost) {
+  const auto one = collnet("8", "2x2x2", {"fp", "42", "1", "700"});
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  const std::string expected = fp_hash(one.output);
+  ASSERT_NE(expected, "none");
+  const auto two = collnet("8", "2x2x2", {"fp", "42", "2", "700"}, 90, hosts(2));
+  ASSERT_EQ(two.exit_code, 0) << two.output;
+  EXPECT_EQ(fp_hash(two.output), expected);
+  const auto four = collnet("8", "2x2x2", {"fp", "42", "3", "700"}, 90, hosts(4));
+  ASSERT_EQ(four.exit_code, 0) << four.output;
+  EXPECT_EQ(fp_hash(four.output), expected);
+  const auto kary =
+      collnet("8", "2x2x2", {"fp", "42", "4", "700"}, 90, hosts(2), {"BGL_TREE=kary:1"});
+  ASSERT_EQ(kary.exit_code, 0) << kary.output;
+  EXPECT_EQ(fp_hash(kary.output), expected);
+}
+
+TEST(CollnetMultiHost, StreamingThroughASmallRingAndTwoCreditsIsBackpressureNotLoss) {
+  // An 8-deep ring and 2 store credits per pair of hosts: tasks and agents must both wait.
+  const auto r = collnet("8", "2x2x2", {"stream", "5"}, 90, hosts(2),
+                         {"BGL_TREE_RING=8", "BGL_OFI_CREDITS=2", "BGL_OFI_BATCH=1"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("stream: 600 packets, ring 8"));
+  const auto l = collnet("8", "2x2x2", {"long", "1"}, 90, hosts(2));
+  EXPECT_EQ(l.exit_code, 0) << l.output;
+  EXPECT_THAT(l.output,
+              HasSubstr("long: 1 MiB allreduce (u64, double) and broadcasts on 8 tasks: ok"));
+}
+
+TEST(CollnetMultiHost, BroadcastsBarriersWiresAndPointToPoint) {
+  const auto b = collnet("8", "2x2x2", {"bcast", "3"}, 90, hosts(2), {"BGL_TREE_RING=4"});
+  EXPECT_EQ(b.exit_code, 0) << b.output;
+  EXPECT_THAT(b.output, HasSubstr("bcast: 24 broadcasts on 8 tasks: ok"));
+  const auto gi = collnet("8", "2x2x2", {"barrier", "1000", "50"}, 90, hosts(2));
+  EXPECT_EQ(gi.exit_code, 0) << gi.output;
+  EXPECT_THAT(gi.output, HasSubstr("barrier: 1000 barriers on 8 tasks"));
+  const auto w = collnet("6", "3x2x1", {"wires"}, 90, hosts(3));
+  EXPECT_EQ(w.exit_code, 0) << w.output;
+  EXPECT_THAT(w.output, HasSubstr("wires: OR and AND on 6 tasks: ok"));
+  const auto p = collnet("8", "2x2x2", {"p2p", "200"}, 90, hosts(2), {"BGL_TREE_INBOX=4"});
+  EXPECT_EQ(p.exit_code, 0) << p.output;
+  EXPECT_THAT(p.output, HasSubstr("p2p: 200 packets from each of 7 tasks to the root: ok"));
+  const auto c = collnet("8", "2x2x2", {"classes"}, 90, hosts(2));
+  EXPECT_EQ(c.exit_code, 0) << c.output;
+  EXPECT_THAT(c.output, HasSubstr("classes: two route classes on 8 tasks: ok"));
+}
+
+TEST(CollnetMultiHost, VirtualNodeModeAndSpecialValues) {
+  const auto vn =
+      collnet("16", "2x2x2", {"ops", "31", "200"}, 90, {"--mode", "vn", "--hosts", "2"});
+  EXPECT_EQ(vn.exit_code, 0) << vn.output;
+  EXPECT_THAT(vn.output, HasSubstr("ops: 111 reductions on 16 tasks: ok"));
+  const auto sp = collnet("5", "5x1x1", {"special"}, 90, hosts(2));
+  EXPECT_EQ(sp.exit_code, 0) << sp.output;
+  EXPECT_THAT(sp.output, HasSubstr("special: NaN, infinities and overflow reported"));
+}
+
+int parent_of(int pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  std::getline(stat, text);
+  const auto close_paren = text.rfind(')');
+  if (close_paren == std::string::npos) return -1;
+  std::istringstream fields(text.substr(close_paren + 2));
+  char state = 0;
+  int ppid = -1;
+  fields >> state >> ppid;
+  return ppid;
+}
+
+TEST(CollnetMultiHost, AHostThatDisappearsDuringCollectivesEndsTheJobWithAClearError) {
+  const std::string log =
+      ::testing::TempDir() + "/collnet-hostdeath.log." + std::to_string(getpid());
+  setenv("BGL_OFI_TIMEOUT_MS", "4000", 1);
+  const int launcher = spawn_process(
+      {kBglrun, "--hosts", "2", "-np", "8", "--shape", "2x2x2", kScenarios, "endless"}, log);
+  unsetenv("BGL_OFI_TIMEOUT_MS");
+  const auto pids = wait_for_pids(log, 8, 60 * kTimeScale);
+  ASSERT_EQ(pids.size(), 8u) << read_file(log);
+  // Let the tasks stream allreduces and barriers for a moment, then kill host 1 (ranks 4..7) as a
+  // crashed machine would die, in the middle of a collective.
+  usleep(300'000);
+  const int host1 = parent_of(pids[4]);
+  ASSERT_GT(host1, 1);
+  ASSERT_EQ(parent_of(pids[7]), host1);
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_EQ(kill(host1, SIGKILL), 0);
+  const int code = wait_process(launcher, 30 * kTimeScale);
+  if (code == -1) kill(-launcher, SIGKILL);  // its own process group (spawn_process)
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::string out = read_file(log);
+  EXPECT_NE(code, 0) << out;
+  EXPECT_NE(code, -1) << "the job did not end after its host died:\n" << out;
+  EXPECT_LT(took, 25.0 * kTimeScale);
+  EXPECT_THAT(out, HasSubstr("host 1 (host1, 127.0.0.1) has not been heard from"));
+  for (int pid : pids)
+    EXPECT_FALSE(process_alive(pid)) << "task pid " << pid << " survived";
 }
 
 }  // namespace

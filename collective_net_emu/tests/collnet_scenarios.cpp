@@ -15,6 +15,8 @@
 //   collnet_scenarios wires                OR / AND wires
 //   collnet_scenarios p2p N                every task sends N packets to the tree root, which
 //   answers collnet_scenarios classes              both combining classes interleaved
+//   collnet_scenarios endless              print the pid, then allreduce and barrier forever (a
+//                                          test kills a host meanwhile)
 #include <time.h>
 #include <unistd.h>
 
@@ -464,10 +466,21 @@ int classes(Context& c) {
   return 0;
 }
 
+[[noreturn]] void endless(Context& c) {
+  std::printf("pid %d %d\n", c.me, static_cast<int>(getpid()));
+  std::fflush(stdout);
+  std::vector<std::uint64_t> in(4096, static_cast<std::uint64_t>(c.me)), out(in.size());
+  for (;;) {
+    c.net.allreduce<std::uint64_t>(AluOp::add, in, out);
+    c.net.barrier();
+  }
+}
+
 int run(int argc, char** argv) {
   if (argc < 2)
     throw ConfigError(
-        "usage: collnet_scenarios ops|stream|fp|special|long|bcast|barrier|wires|p2p|classes ...");
+        "usage: collnet_scenarios "
+        "ops|stream|fp|special|long|bcast|barrier|wires|p2p|classes|endless ...");
   auto rt = pkt::Runtime::from_environment();
   const std::string_view what = argv[1];
   const auto arg = [&](int i, std::uint64_t fallback) {
@@ -493,6 +506,7 @@ int run(int argc, char** argv) {
   if (what == "wires") return wires(c);
   if (what == "p2p") return p2p(c, static_cast<std::uint32_t>(arg(2, 100)));
   if (what == "classes") return classes(c);
+  if (what == "endless") endless(c);
   throw ConfigError("unknown scenario '" + std::string(what) + "'");
 }
 

@@ -48,6 +48,45 @@ void expect_valid(const Tree& t, const torus::Mapping& m, int fanout) {
   EXPECT_EQ(t.height(), height);
 }
 
+TEST(Tree, SeveralHostsGetOneTreeEachAndNoEdgeCrossesHosts) {
+  // 4x4x4 in four slabs along z (the default placement of four hosts); a mapfile-like order where
+  // rank 0 is not on host 0 (ZYX puts rank 1 on node 16, host 1).
+  for (const char* order : {"XYZ", "ZYX"}) {
+    for (const auto& spec : {TreeSpec{}, TreeSpec::parse("kary:2", "test")}) {
+      SCOPED_TRACE(std::string(order) + " " + spec.to_string());
+      const torus::Shape shape = torus::Shape::parse("4x4x4");
+      const auto m = torus::Mapping::from_order(shape, 1, order, 64);
+      std::vector<std::uint16_t> host(64);
+      for (torus::NodeId n = 0; n < 64; ++n)
+        host[n] = static_cast<std::uint16_t>(shape.coord(n).z);
+      const Tree t = Tree::build(m, spec, host);
+      ASSERT_EQ(t.nodes().size(), 64u);
+      ASSERT_EQ(t.roots().size(), 4u);
+      EXPECT_EQ(t.root(), m.location(0).node);
+      std::set<std::uint16_t> root_hosts;
+      for (const torus::NodeId r : t.roots()) {
+        EXPECT_FALSE(t.parent(r));
+        EXPECT_EQ(t.depth(r), 0);
+        root_hosts.insert(host[r]);
+      }
+      EXPECT_EQ(root_hosts.size(), 4u);
+      for (const torus::NodeId n : t.nodes()) {
+        EXPECT_LE(t.children(n).size(), static_cast<std::size_t>(spec.fanout));
+        if (const auto p = t.parent(n)) {
+          EXPECT_EQ(host[*p], host[n]) << n;
+        }
+      }
+      EXPECT_THAT(t.describe(), HasSubstr("a forest of 4 host trees"));
+    }
+  }
+  // One group is the plain tree.
+  const auto m = mapping_of("3x3x3", 1, 27);
+  const std::vector<std::uint16_t> one(27, 0);
+  const Tree a = Tree::build(m, TreeSpec{}, one), b = Tree::build(m, TreeSpec{});
+  EXPECT_TRUE(std::equal(a.nodes().begin(), a.nodes().end(), b.nodes().begin(), b.nodes().end()));
+  EXPECT_EQ(a.height(), b.height());
+}
+
 TEST(Tree, TorusTreeSpansEveryShapeWithAtMostThreeChildren) {
   for (const char* shape : {"1x1x1", "2x1x1", "3x1x1", "2x2x2", "3x3x3", "4x4x4", "4x4x2", "8x8x8",
                             "5x3x2", "64x2x1"}) {
