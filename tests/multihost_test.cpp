@@ -25,6 +25,8 @@ using ::testing::Not;
 const std::string kBglrun = BGLRUN_PATH;
 const std::string kScenarios = SCENARIOS_PATH;
 const std::string kMl = ML_SCENARIOS_PATH;
+const std::string kCollnet = COLLNET_SCENARIOS_PATH;
+const std::string kColl = COLL_SCENARIOS_PATH;
 
 // Tests of a dead host shorten the silence that means "gone" (default 10 s); the others keep the
 // default, so that a loaded machine (sanitizers, parallel builds) cannot fake a dead host.
@@ -278,6 +280,40 @@ TEST_F(TwoNamespaces, PacketAndMessageLayerSuitesPassAcrossTheVeth) {
   const auto ping = bglrun(
       {"--hostfile", hostfile_, "-np", "4", "--shape", "2x2x1", kMl, "pingpong", "boundary"}, 150);
   EXPECT_EQ(ping.exit_code, 0) << ping.output;
+}
+
+TEST_F(TwoNamespaces, CollectiveNetworkAndGlobalInterruptAcrossTheVeth) {
+  ASSERT_TRUE(created_);
+  const auto ops = bglrun(
+      {"--hostfile", hostfile_, "-np", "8", "--shape", "2x2x2", kCollnet, "ops", "17", "100"}, 120);
+  EXPECT_EQ(ops.exit_code, 0) << ops.output;
+  EXPECT_THAT(ops.output, HasSubstr("ops: 111 reductions on 8 tasks: ok"));
+  // The same floating-point bits as on one host.
+  const auto hash = [](const std::string& out) {
+    std::smatch m;
+    return std::regex_search(out, m, std::regex("hash ([0-9a-f]{16})")) ? m[1].str() : "none";
+  };
+  const auto one = bglrun({"-np", "8", "--shape", "2x2x2", kCollnet, "fp", "42", "1", "700"});
+  const auto two = bglrun(
+      {"--hostfile", hostfile_, "-np", "8", "--shape", "2x2x2", kCollnet, "fp", "42", "2", "700"});
+  EXPECT_EQ(two.exit_code, 0) << two.output;
+  EXPECT_NE(hash(one.output), "none") << one.output;
+  EXPECT_EQ(hash(two.output), hash(one.output));
+  const auto stream =
+      bglrun({"--hostfile", hostfile_, "-np", "8", "--shape", "2x2x2", kCollnet, "stream", "5"},
+             120, {"BGL_TREE_RING=8"});
+  EXPECT_EQ(stream.exit_code, 0) << stream.output;
+  EXPECT_THAT(stream.output, HasSubstr("stream: 600 packets, ring 8"));
+  const auto gi = bglrun(
+      {"--hostfile", hostfile_, "-np", "8", "--shape", "2x2x2", kCollnet, "barrier", "300", "0"});
+  EXPECT_EQ(gi.exit_code, 0) << gi.output;
+  EXPECT_THAT(gi.output, HasSubstr("barrier: 300 barriers on 8 tasks"));
+  const auto coll = bglrun({"--hostfile", hostfile_, "-np", "8", "--shape", "4x2x1", kColl, "world",
+                            "allreduce,barrier"},
+                           150);
+  EXPECT_EQ(coll.exit_code, 0) << coll.output;
+  EXPECT_THAT(coll.output, HasSubstr("coll: world allreduce tree ok"));
+  EXPECT_THAT(coll.output, HasSubstr("coll: world barrier gi ok"));
 }
 
 TEST_F(TwoNamespaces, CuttingTheLinkEndsTheJobWithAClearError) {

@@ -64,6 +64,19 @@ TEST(CollSplit, TwoConcurrentCommunicators) {
   EXPECT_THAT(r.output, Not(HasSubstr(" gi ok")));
 }
 
+TEST(CollWorld, TwoHostsUseTheTreeAndTheGlobalInterruptToo) {
+  // The job split over two emulated hosts (libfabric on loopback): the collective-network and
+  // global-interrupt algorithms must give the same results as on one host.
+  const auto r = bglrun({"--hosts", "2", "-np", "8", "--shape", "4x2x1", COLL_SCENARIOS_PATH,
+                         "world", "bcast,reduce,allreduce,barrier"},
+                        150);
+  expect_ok(r);
+  EXPECT_THAT(r.output, HasSubstr("coll: world bcast tree ok"));
+  EXPECT_THAT(r.output, HasSubstr("coll: world allreduce tree ok"));
+  EXPECT_THAT(r.output, HasSubstr("coll: world reduce tree ok"));
+  EXPECT_THAT(r.output, HasSubstr("coll: world barrier gi ok"));
+}
+
 TEST(CollWorld, VirtualNodeMode) {
   const auto r = bglrun({"-np", "8", "--shape", "2x2x1", "--mode", "vn", COLL_SCENARIOS_PATH,
                          "world", "bcast,allreduce,alltoall"},
