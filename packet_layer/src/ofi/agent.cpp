@@ -857,6 +857,12 @@ struct OfiAgent::Impl {
     }
   }
 
+  bool stores_pending() const {
+    for (auto r : local_ranks)
+      if (machine.store_ring(r).front()) return true;
+    return false;
+  }
+
   bool idle_ready() const {
     for (auto r : local_ranks)
       if (machine.outbound(r).front() || machine.store_ring(r).front()) return true;
@@ -873,7 +879,11 @@ struct OfiAgent::Impl {
       work |= drain_rings();
       work |= deliver_blocked();
       work |= barrier_step();
-      if (finishing.load(std::memory_order_acquire) && !bye_sent) {
+      // The goodbye goes after the tasks' last remote stores (e.g. their arrival at a final
+      // barrier, which other hosts' tasks may still wait for); stores drain as long as the other
+      // host lives (applying them never waits), and are dropped for hosts that ended.
+      if (finishing.load(std::memory_order_acquire) && !bye_sent &&
+          (!stores_pending() || faulted.load())) {
         for (int h = 0; h < hosts; ++h) {
           if (h == me) continue;
           queue_control(h, wire::Kind::bye, static_cast<std::uint32_t>(my_status));
