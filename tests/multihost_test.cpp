@@ -168,8 +168,12 @@ TEST(MultiHost, AHostThatDisappearsEndsTheJobWithAClearError) {
   EXPECT_NE(code, 0) << out;
   EXPECT_NE(code, -1) << "the job did not end after its host died:\n" << out;
   EXPECT_LT(took, 25.0);
-  EXPECT_THAT(out, HasSubstr("host 1 (host1, 127.0.0.1) has not been heard from"));
-  EXPECT_THAT(out, HasSubstr("it disappeared or the network to it failed"));
+  // Silence (heartbeats) or, when the kernel resets the connection first, a failed send (seen
+  // once in ~10 runs on a loaded machine).
+  EXPECT_THAT(out, ::testing::ContainsRegex(
+                       "host 1 \\(host1, 127.0.0.1\\) has not been heard from.*it disappeared or "
+                       "the network to it failed|lost the connection to host 1 \\(host1, "
+                       "127.0.0.1\\).*that host disappeared"));
   for (int pid : pids)
     EXPECT_FALSE(process_alive(pid)) << "task pid " << pid << " survived";
 }
