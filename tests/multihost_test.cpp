@@ -132,20 +132,6 @@ TEST(MultiHost, AFailingRankStopsEveryHostAndIsNamed) {
   EXPECT_THAT(r.output, HasSubstr("host 1 (host1, 127.0.0.1) stopped its tasks with status 9"));
 }
 
-// The pids the "hang" scenario printed ("pid RANK PID"), once `n` ranks have.
-int parent_of(int pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text;
-  std::getline(stat, text);
-  const auto close_paren = text.rfind(')');
-  if (close_paren == std::string::npos) return -1;
-  std::istringstream fields(text.substr(close_paren + 2));
-  char state = 0;
-  int ppid = -1;
-  fields >> state >> ppid;
-  return ppid;
-}
-
 TEST(MultiHost, AHostThatDisappearsEndsTheJobWithAClearError) {
   const std::string log = temp_path("hostdeath.log");
   setenv("BGL_OFI_TIMEOUT_MS", kFastTimeout, 1);

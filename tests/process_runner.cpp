@@ -170,4 +170,17 @@ std::vector<int> wait_for_pids(const std::string& log_path, int n, double timeou
   return {};
 }
 
+int parent_of(int pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  std::getline(stat, text);
+  const auto close_paren = text.rfind(')');
+  if (close_paren == std::string::npos) return -1;
+  std::istringstream fields(text.substr(close_paren + 2));
+  char state = 0;
+  int ppid = -1;
+  fields >> state >> ppid;
+  return ppid;
+}
+
 }  // namespace bgl::test

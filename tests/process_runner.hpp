@@ -36,5 +36,7 @@ std::vector<std::string> bglemu_segments();
 bool process_alive(int pid);
 // The whole content of a file (empty when it cannot be read), e.g. a job's log.
 std::string read_file(const std::string& path);
+// The parent process of `pid` (from /proc), or -1 when it is gone.
+int parent_of(int pid);
 
 }  // namespace bgl::test

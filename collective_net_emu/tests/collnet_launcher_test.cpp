@@ -262,19 +262,6 @@ TEST(CollnetMultiHost, VirtualNodeModeAndSpecialValues) {
   EXPECT_THAT(sp.output, HasSubstr("special: NaN, infinities and overflow reported"));
 }
 
-int parent_of(int pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text;
-  std::getline(stat, text);
-  const auto close_paren = text.rfind(')');
-  if (close_paren == std::string::npos) return -1;
-  std::istringstream fields(text.substr(close_paren + 2));
-  char state = 0;
-  int ppid = -1;
-  fields >> state >> ppid;
-  return ppid;
-}
-
 TEST(CollnetMultiHost, AHostThatDisappearsDuringCollectivesEndsTheJobWithAClearError) {
   const std::string log =
       ::testing::TempDir() + "/collnet-hostdeath.log." + std::to_string(getpid());
