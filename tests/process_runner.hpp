@@ -24,7 +24,8 @@ ProcessResult run_bglrun(const std::string& bglrun, std::vector<std::string> arg
 
 // Starts `argv` in the background; its stdout/stderr go to `log_path`. Returns the pid.
 int spawn_process(const std::vector<std::string>& argv, const std::string& log_path);
-// Waits up to `timeout_seconds` for `pid`; returns its exit code (128 + signal) or -1 on timeout.
+// Waits up to `timeout_seconds` for `pid`; returns its exit code (128 + signal), or -1 on timeout
+// after killing its process group (spawn_process gives it one).
 int wait_process(int pid, double timeout_seconds);
 
 // The pids of ranks 0..n-1 from "pid <rank> <pid>" lines in the log at `log_path`, once all n

@@ -280,7 +280,6 @@ TEST(CollnetMultiHost, AHostThatDisappearsDuringCollectivesEndsTheJobWithAClearE
   const auto start = std::chrono::steady_clock::now();
   ASSERT_EQ(kill(host1, SIGKILL), 0);
   const int code = wait_process(launcher, 30 * kTimeScale);
-  if (code == -1) kill(-launcher, SIGKILL);  // its own process group (spawn_process)
   const double took =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const std::string out = read_file(log);

@@ -15,6 +15,7 @@
 #include "bgl/collnet/region.hpp"
 #include "bgl/pkt/machine.hpp"
 #include "bgl/pkt/ofi_agent.hpp"
+#include "in_process_job.hpp"
 
 namespace bgl::collnet::test {
 
@@ -70,13 +71,7 @@ class InProcessHosts {
     return hosts_[static_cast<std::size_t>(host)].agent->stats();
   }
 
-  void run(const std::function<void(torus::Rank)>& task) const {
-    std::vector<std::thread> threads;
-    for (int r = 0; r < ntasks(); ++r)
-      threads.emplace_back(task, static_cast<torus::Rank>(r));
-    for (auto& t : threads)
-      t.join();
-  }
+  void run(const std::function<void(torus::Rank)>& task) const { run_threads(ntasks(), task); }
 
   // Ends every agent (each waits for the others' goodbyes); the first fault, if any.
   std::optional<std::string> finish() {

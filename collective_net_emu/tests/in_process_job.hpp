@@ -16,6 +16,15 @@
 
 namespace bgl::collnet::test {
 
+// Runs task(rank) for ranks 0..ntasks-1, one thread each, and joins them.
+inline void run_threads(int ntasks, const std::function<void(torus::Rank)>& task) {
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ntasks; ++r)
+    threads.emplace_back(task, static_cast<torus::Rank>(r));
+  for (auto& t : threads)
+    t.join();
+}
+
 class InProcessJob {
  public:
   InProcessJob(int ntasks, const std::string& shape, const std::string& mode = "heater",
@@ -41,13 +50,7 @@ class InProcessJob {
   int ntasks() const { return config_.ntasks(); }
 
   // Runs task(rank) on one thread per task and joins them.
-  void run(const std::function<void(torus::Rank)>& task) const {
-    std::vector<std::thread> threads;
-    for (int r = 0; r < ntasks(); ++r)
-      threads.emplace_back(task, static_cast<torus::Rank>(r));
-    for (auto& t : threads)
-      t.join();
-  }
+  void run(const std::function<void(torus::Rank)>& task) const { run_threads(ntasks(), task); }
 
  private:
   static pkt::JobConfig make_config(int ntasks, const std::string& shape, const std::string& mode,

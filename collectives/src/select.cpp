@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "bgl/torus/error.hpp"
+#include "gen_util.hpp"
 
 namespace bgl::coll {
 
@@ -70,38 +71,27 @@ Selection by_default(const Params& x) {
   return s;
 }
 
-bool power_of_two(int p) {
-  return p > 0 && (p & (p - 1)) == 0;
-}
-
-// Largest power of two <= p (MPICH's comm_ptr->pof2).
-std::uint64_t pof2(int p) {
-  std::uint64_t v = 1;
-  while (v * 2 <= static_cast<std::uint64_t>(p))
-    v *= 2;
-  return v;
-}
-
 }  // namespace
 
 MpichChoice mpich_default(const Params& x) {
   const std::uint64_t n = x.bytes();
   const std::uint64_t count = n / std::max<std::size_t>(1, size_of(x.dtype));
+  const auto pof2 = static_cast<std::uint64_t>(gen::floor_pow2(x.p));  // MPICH's comm->pof2
   switch (x.op) {
     case Collective::bcast:
       if (x.p < 8 || n <= 12288) return {"binomial", "binomial"};
-      if (power_of_two(x.p) && n <= 524288)
+      if (gen::is_pow2(x.p) && n <= 524288)
         return {"scatter_rd_allgather", "scatter_recursive_doubling_allgather"};
       return {"scatter_allgather", "scatter_ring_allgather"};
     case Collective::allreduce:
-      if (n <= 8 || count < pof2(x.p)) return {"recursive_doubling", "recursive_doubling"};
+      if (n <= 8 || count < pof2) return {"recursive_doubling", "recursive_doubling"};
       return {"rabenseifner", "reduce_scatter_allgather"};
     case Collective::reduce:
-      if (n <= 2048 || count < pof2(x.p)) return {"binomial", "binomial"};
+      if (n <= 2048 || count < pof2) return {"binomial", "binomial"};
       return {"", "reduce_scatter_gather"};
     case Collective::allgather: {
       const std::uint64_t total = x.bytes();
-      if (power_of_two(x.p))
+      if (gen::is_pow2(x.p))
         return total < 524288 ? MpichChoice{"recursive_doubling", "recursive_doubling"}
                               : MpichChoice{"ring", "ring"};
       return total < 81920 ? MpichChoice{"bruck", "brucks"} : MpichChoice{"ring", "ring"};

@@ -187,6 +187,35 @@ PacketHeader header_to(const torus::Shape& shape, torus::NodeId node, std::uint3
   return h;
 }
 
+// A job segment in aligned heap memory.
+struct TestSegment {
+  explicit TestSegment(const JobConfig& config)
+      : bytes(Machine::segment_bytes(config)), storage(bytes + 4096) {
+    auto* base = reinterpret_cast<std::byte*>(
+        (reinterpret_cast<std::uintptr_t>(storage.data()) + 4095) / 4096 * 4096);
+    span = {base, bytes};
+  }
+  std::size_t bytes;
+  std::vector<std::byte> storage;
+  std::span<std::byte> span;
+};
+
+// Host 0's agent, started, with the test playing host 1 through a raw endpoint.
+struct AgentAndRawHost1 {
+  AgentAndRawHost1(const Machine& machine, const Placement& placement)
+      : agent(machine, placement, options()) {
+    host1.connect(agent.address());
+    agent.start({agent.address(), host1.name()});
+  }
+  static OfiOptions options() {
+    OfiOptions o;
+    o.timeout = std::chrono::milliseconds(60'000);
+    return o;
+  }
+  OfiAgent agent;
+  RawEndpoint host1;
+};
+
 TEST(OfiAgent, ValidatesEveryInboundRecordAndDeliversOnlyValidOnes) {
   JobOptions o;
   o.ntasks = 8;
@@ -195,19 +224,12 @@ TEST(OfiAgent, ValidatesEveryInboundRecordAndDeliversOnlyValidOnes) {
   o.host_index = 0;
   auto config = JobConfig::resolve(o);
   ASSERT_EQ(config.placement.transport, Transport::ofi);
-  const std::size_t bytes = Machine::segment_bytes(config);
-  std::vector<std::byte> storage(bytes + 4096);
-  auto* base = reinterpret_cast<std::byte*>(
-      (reinterpret_cast<std::uintptr_t>(storage.data()) + 4095) / 4096 * 4096);
-  const auto machine = Machine::format({base, bytes}, config);
+  TestSegment seg(config);
+  const auto machine = Machine::format(seg.span, config);
   const auto& shape = machine.shape();
-
-  OfiOptions options;
-  options.timeout = std::chrono::milliseconds(60'000);
-  OfiAgent agent(machine, config.placement, options);
-  RawEndpoint host1;
-  host1.connect(agent.address());
-  agent.start({agent.address(), host1.name()});
+  AgentAndRawHost1 job(machine, config.placement);
+  OfiAgent& agent = job.agent;
+  RawEndpoint& host1 = job.host1;
 
   // Node 1 = (1,0,0) is on host 0; rank 5 on node 5 = (1,0,1) on host 1; its last hop is +z.
   constexpr torus::NodeId kNode = 1;
@@ -287,19 +309,6 @@ TEST(OfiAgent, ValidatesEveryInboundRecordAndDeliversOnlyValidOnes) {
   EXPECT_EQ(stats.packets_received, 2u);
 }
 
-// A job segment in aligned heap memory.
-struct TestSegment {
-  explicit TestSegment(const JobConfig& config)
-      : bytes(Machine::segment_bytes(config)), storage(bytes + 4096) {
-    auto* base = reinterpret_cast<std::byte*>(
-        (reinterpret_cast<std::uintptr_t>(storage.data()) + 4095) / 4096 * 4096);
-    span = {base, bytes};
-  }
-  std::size_t bytes;
-  std::vector<std::byte> storage;
-  std::span<std::byte> span;
-};
-
 JobConfig two_host_config(int host) {
   JobOptions o;
   o.ntasks = 8;
@@ -326,12 +335,9 @@ TEST(OfiAgent, ValidatesInboundRemoteStoresAndAppliesOnlyValidOnes) {
   const auto region = machine.region(replica);
   ASSERT_EQ(region.size(), 8192u);
 
-  OfiOptions options;
-  options.timeout = std::chrono::milliseconds(60'000);
-  OfiAgent agent(machine, config.placement, options);
-  RawEndpoint host1;
-  host1.connect(agent.address());
-  agent.start({agent.address(), host1.name()});
+  AgentAndRawHost1 job(machine, config.placement);
+  OfiAgent& agent = job.agent;
+  RawEndpoint& host1 = job.host1;
 
   Message m(wire::Kind::store, 0);
   m.store(1, 256, 100, 64, 7, 1024);                // valid: bytes, word raised to 7, doorbell

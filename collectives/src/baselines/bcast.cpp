@@ -108,7 +108,7 @@ void register_bcast_baselines(Registry& r) {
   r.add({"scatter_rd_allgather", Collective::bcast,
          "binomial scatter + recursive-doubling allgather (MPICH medium, p a power of two)",
          [](const Params& x) -> std::string {
-           return x.p > 0 && (x.p & (x.p - 1)) == 0 ? "" : "p is not a power of two";
+           return gen::is_pow2(x.p) ? "" : "p is not a power of two";
          },
          [](const Params& x, int rank) {
            return scatter_allgather(x, rank, Allgather::recursive_doubling);
