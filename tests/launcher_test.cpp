@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -153,6 +154,44 @@ TEST(Launcher, DryRunPrintsTheMapping) {
   // t varies fastest: rank 1 is the second task of node (0,0,0), rank 2 is on (1,0,0).
   EXPECT_THAT(r.output, HasSubstr("     1  0  0  0  1\n"));
   EXPECT_THAT(r.output, HasSubstr("     2  1  0  0  0\n"));
+}
+
+// A launcher killed with SIGKILL leaves its segment behind. A job start removes such segments
+// with a warning in the job's output; `bglrun --cleanup` removes them beforehand, so that scripts
+// comparing a program's output (MPICH's runtests) see only what the program printed. Live
+// launchers' segments stay. (Other tests running in parallel may leave segments too: counts are
+// checked as "at least one".)
+TEST(Launcher, CleanupRemovesOnlyDeadLaunchersSegments) {
+  const auto stale_segment = [] {
+    const int dead = spawn_process({"true"}, temp_path("true.log"));
+    EXPECT_EQ(wait_process(dead, 10), 0);
+    const std::string path = "/dev/shm/bglemu." + std::to_string(dead) + ".42";
+    std::ofstream(path) << "stale";
+    return path;
+  };
+  const std::string live = "/dev/shm/bglemu." + std::to_string(getpid()) + ".42";
+  std::ofstream(live) << "live";
+
+  std::string stale = stale_segment();
+  const auto r = bglrun({"--cleanup"}, 20);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, ::testing::ContainsRegex("bglrun: removed [1-9][0-9]* shared-memory "
+                                                 "segments left by launchers that were killed"));
+  EXPECT_FALSE(std::filesystem::exists(stale));
+  EXPECT_TRUE(std::filesystem::exists(live));
+
+  stale = stale_segment();
+  const auto job = bglrun({"-np", "1", "echo", "No Errors"});
+  EXPECT_EQ(job.exit_code, 0) << job.output;
+  EXPECT_THAT(job.output, HasSubstr("No Errors\n"));
+  EXPECT_THAT(job.output, HasSubstr("segments left by launchers that were killed"));
+  EXPECT_FALSE(std::filesystem::exists(stale));
+  EXPECT_TRUE(std::filesystem::exists(live));
+  std::filesystem::remove(live);
+
+  const auto bad = bglrun({"--cleanup", "true"}, 20);
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_THAT(bad.output, HasSubstr("--cleanup runs nothing"));
 }
 
 TEST(Launcher, WritesStatisticsAsJson) {

@@ -83,6 +83,8 @@ Runs N tasks of `program` on an emulated Blue Gene/L partition.
   --stats FILE           write per-task, per-link and per-FIFO statistics as JSON (BGL_STATS)
   --show-mapping         print the rank -> (x,y,z,t) table before starting
   --dry-run              validate the configuration, print it and the mapping, run nothing
+  --cleanup              remove the shared-memory segments of launchers that were killed (a job
+                         start does it too, with a warning), print how many, run nothing
   --log-level L          trace|debug|info|warn|error|critical|off (BGL_LOG_LEVEL; default warn)
   -v, --verbose          same as --log-level info
   -h, --help             this text
@@ -118,6 +120,8 @@ LauncherOptions parse_command_line(int argc, char** argv) {
       o.version = true;
     } else if (flag == "--dry-run") {
       o.dry_run = true;
+    } else if (flag == "--cleanup") {
+      o.cleanup = true;
     } else if (flag == "--show-mapping") {
       o.show_mapping = true;
     } else if (flag == "-v" || flag == "--verbose") {
@@ -129,6 +133,12 @@ LauncherOptions parse_command_line(int argc, char** argv) {
   for (; i < argc; ++i)
     o.command.emplace_back(argv[i]);
   if (o.help || o.version) return o;
+  if (o.cleanup) {
+    if (!o.command.empty())
+      throw ConfigError("--cleanup runs nothing, but a program was given ('" + o.command.front() +
+                        "')");
+    return o;
+  }
 
   o.job.merge_environment();
   if (o.timeout_seconds == 0) {

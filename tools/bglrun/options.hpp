@@ -15,6 +15,7 @@ struct LauncherOptions {
   std::optional<std::string> log_level;
   std::optional<std::string> launcher;  // --launcher auto|mpiexec|direct (mpiexec_launch.hpp)
   bool dry_run = false;
+  bool cleanup = false;  // --cleanup: remove dead launchers' segments and exit
   bool show_mapping = false;
   bool help = false;
   bool version = false;
