@@ -5,6 +5,7 @@
 #
 #   tools/mpich_testsuite.sh [--dirs "pt2pt coll"] [--maxnp 4] [--modes "heater vn"]
 #                            [--timeout S] [--out DIR] [--reference] [--expect FILE]
+#                            [--build-only]
 #
 # --dirs       test/mpi subdirectories (default: pt2pt coll)
 # --maxnp      largest job; tests written for more ranks run with this many (runtests caps
@@ -15,6 +16,8 @@
 # --reference  run the same tests with Debian's MPICH (mpiexec.mpich, package mpich) instead
 # --expect     file of known failures, one "dir/program np  reason" per line: the script exits 1
 #              when a test fails that is not listed there (default: no list, never fails)
+# --build-only configure the suite and build the directories' programs, run nothing (tools/test.sh
+#              does this beside other work: configure is one long single-threaded step)
 # Results: DIR/summary.txt; per directory and mode DIR/<mode>/<dir>.tap (TAP), .log (runtests'
 # output), .results ("dir/program np pass|fail|xfail|skip" per test, for comparisons),
 # stale-segments.log (segments of killed launchers that `bglrun --cleanup` removed before a test,
@@ -30,6 +33,7 @@ modes=heater
 timeout=60
 reference=0
 expect=""
+build_only=0
 out=${TMPDIR:-/tmp}/mpich_testsuite.$$
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -38,6 +42,7 @@ while [ $# -gt 0 ]; do
     --modes|--mode) modes=$2; shift 2 ;;
     --timeout) timeout=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
+    --build-only) build_only=1; shift ;;
     --reference) reference=1; shift ;;
     --expect) expect=$(readlink -f "$2"); shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed -e 's/^# \{0,1\}//' -e '/^set -euo/d'; exit 0 ;;
@@ -126,6 +131,7 @@ for d in $dirs; do
   echo "== $d: building" >&2
   make -C "$tdir/$d" -k -j"$(nproc)" > "$out/$d.build.log" 2>&1 || true
 done
+[ $build_only -eq 0 ] || { echo "mpich_testsuite: built $dirs in $tdir" >&2; exit 0; }
 for mode in $modes; do
   mkdir -p "$out/$mode"
   make_wrapper "$mode" "$out/$mode/mpiexec" "$out/$mode/stale-segments.log"
