@@ -60,32 +60,34 @@ def group(fn, obj):
     if 'libc.so' in obj: return 'libc (memcpy, ...)'
     return 'other'
 
-def costs(path):
-    text = subprocess.run(['callgrind_annotate', '--threshold=100', '--inclusive=no', path],
-                          capture_output=True, text=True).stdout
-    c = collections.Counter()
-    for line in text.splitlines():
-        m = re.match(r'\s*([\d,]+) \(\s*[\d.]+%\)\s+(?:[^:]*:)?(.*?)(?: \[(.*)\])?$', line)
-        if not m or 'PROGRAM TOTALS' in line or '=>' in line: continue
-        c[group(m.group(2), m.group(3) or '')] += int(m.group(1).replace(',', ''))
-    return c
-
 # What a round trip's work is without the polling around it (inclusive counts): the send; for
 # Debian posting the receive and UCX's handler for the arriving message; for the device the
 # message layer's handler up-call (matching and copy in MPIDIG included).
 KEY = {'debian': ['PMPI_Send', 'ucp_tag_recv_nbx', 'ucp_eager_only_handler'],
        'bgl': ['PMPI_Send', 'MPIDI_NM_mpi_irecv', 'bgl_msg_post', 'c_arrival']}
 
-def inclusive(path):
-    text = subprocess.run(['callgrind_annotate', '--threshold=100', '--inclusive=yes', path],
+def functions(path, inclusive):
+    """(instructions, function, object) per function of a callgrind profile."""
+    text = subprocess.run(['callgrind_annotate', '--threshold=100',
+                           '--inclusive=' + ('yes' if inclusive else 'no'), path],
                           capture_output=True, text=True).stdout
-    c = collections.Counter()
     for line in text.splitlines():
         m = re.match(r'\s*([\d,]+) \(\s*[\d.]+%\)\s+(?:[^:]*:)?(.*?)(?: \[(.*)\])?$', line)
-        if not m or '=>' in line: continue
+        if m and 'PROGRAM TOTALS' not in line and '=>' not in line:
+            yield int(m.group(1).replace(',', '')), m.group(2), m.group(3) or ''
+
+def costs(path):
+    c = collections.Counter()
+    for n, fn, obj in functions(path, False):
+        c[group(fn, obj)] += n
+    return c
+
+def inclusive(path):
+    c = collections.Counter()
+    for n, fn, _ in functions(path, True):
         for k in KEY['debian'] + KEY['bgl']:
-            if re.search(r'(^|::)' + k + r'(\(|$)', m.group(2)):
-                c[k] = max(c[k], int(m.group(1).replace(',', '')))
+            if re.search(r'(^|::)' + k + r'(\(|$)', fn):
+                c[k] = max(c[k], n)
     return c
 
 print(f"instructions per 8-byte round trip and process ({n2} - {n1} round trips)")
