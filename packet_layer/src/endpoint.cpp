@@ -70,7 +70,17 @@ Endpoint::Endpoint(const Machine& machine, torus::Rank rank, int group, const Wa
                      // With BGL_TRANSPORT=ofi on one host every other node goes through the agent
                      // (a loopback test of the libfabric path); the node itself never does.
                      ofi && n != node_ && (!placement.local(n) || placement.host_count() == 1)};
+    if (!peers_[n].remote)
+      for (int g = 0; g < kFifoGroups; ++g)
+        peers_[n].lanes[static_cast<std::size_t>(g)] = {
+            machine.fifo(n, g, peers_[n].deterministic_fifo), &machine.doorbell(n, g)};
   }
+  const std::array<std::uint8_t, 4> here{
+      static_cast<std::uint8_t>(me_.x), static_cast<std::uint8_t>(me_.y),
+      static_cast<std::uint8_t>(me_.z), static_cast<std::uint8_t>(group)};
+  std::memcpy(&here_, here.data(), sizeof here_);
+  source_ = {static_cast<std::uint8_t>(rank_), static_cast<std::uint8_t>(rank_ >> 8),
+             static_cast<std::uint8_t>(rank_ >> 16)};
   machine.task(rank).pid = static_cast<std::int32_t>(getpid());  // peers validate VN copies by it
   if (machine.config().mode == NodeMode::virtual_node) {
     virtual_out_ = &machine.virtual_fifo(node_, group);
@@ -114,8 +124,7 @@ void Endpoint::build_header(const PacketSpec& spec, std::size_t payload, PacketH
   h.chunks = chunks_for(payload);
   h.payload_bytes = static_cast<std::uint8_t>(payload);
   h.dispatch = spec.dispatch;
-  h.source = {static_cast<std::uint8_t>(rank_), static_cast<std::uint8_t>(rank_ >> 8),
-              static_cast<std::uint8_t>(rank_ >> 16)};
+  h.source = source_;
   h.word = spec.word;
   h.seal();
 }
@@ -161,27 +170,54 @@ void Endpoint::fold_deterministic_traffic() const {
   }
 }
 
+// The common packet (deterministically routed, normal priority, no deposit bit) is checked,
+// built, accounted and pushed inline from the per-node table; everything else takes the general
+// route_and_account(). Both count and account exactly the same.
 InjectStatus Endpoint::inject(int fifo, const PacketSpec& spec, std::span<const std::byte> payload,
                               std::span<const std::byte> more) {
   if (fifo < 0 || fifo >= kInjectionFifos) throw std::invalid_argument("no such injection FIFO");
   const std::size_t bytes = payload.size() + more.size();
-  check_spec(spec, bytes);
+  if (bytes > kMaxPayloadBytes || spec.dest.node >= peers_.size() ||
+      spec.dest.group >= kFifoGroups || spec.deposit_line) [[unlikely]]
+    check_spec(spec, bytes);  // throws for a bad request; checks a deposit line
   InjectionFifo& q = injection_[static_cast<std::size_t>(fifo)];
-  if (q.count == q.ring.size()) {
+  if (q.count == q.ring.size()) [[unlikely]] {
     advance();
     if (q.count == q.ring.size()) {
       ++counters_.injection_full;
       return InjectStatus::full;
     }
   }
+  Peer& peer = peers_[spec.dest.node];
   PacketHeader h;
   build_header(spec, bytes, h);
-  const std::uint8_t index = route_and_account(spec, h.chunks);
+  const bool plain =
+      spec.routing == Routing::deterministic && !spec.high_priority && !spec.deposit_line;
+  std::uint8_t index;
+  if (!plain) {
+    index = route_and_account(spec, h.chunks);
+  } else if (virtual_out_ && spec.dest.node == node_ && spec.dest.group != group_) {
+    ++counters_.virtual_packets;  // the node's other task: through the scratchpad, no link
+    index = kVirtualFifo;
+  } else {
+    auto& traffic = deterministic_traffic_[spec.dest.node];
+    ++traffic.packets;
+    traffic.bytes += h.packet_bytes();
+    index = peer.deterministic_fifo;
+  }
   ++counters_.packets_injected;
   counters_.bytes_injected += h.packet_bytes();
-  if (q.count == 0 && !spec.deposit_line &&
-      push(spec.dest.node, spec.dest.group, index, h, payload, more))
-    return InjectStatus::ok;
+  if (q.count == 0 && !spec.deposit_line) {
+    if (plain && index != kVirtualFifo && !peer.remote) {
+      Lane& lane = peer.lanes[spec.dest.group];
+      if (lane.fifo.try_push(h, payload, more)) {
+        lane.bell->ring();
+        return InjectStatus::ok;
+      }
+    } else if (push(spec.dest.node, spec.dest.group, index, h, payload, more)) {
+      return InjectStatus::ok;
+    }
+  }
   enqueue(fifo, h, payload, more, index);
   drain(fifo);
   return InjectStatus::ok;
@@ -216,8 +252,15 @@ bool Endpoint::push(torus::NodeId node, std::uint8_t group, std::uint8_t index,
     return true;
   }
   const Target to{node, group, index};
-  if (peers_[node].remote) [[unlikely]]
+  Peer& peer = peers_[node];
+  if (peer.remote) [[unlikely]]
     return ofi_->try_deliver(to, h, payload, more);
+  if (index == peer.deterministic_fifo) {
+    Lane& lane = peer.lanes[group];
+    if (!lane.fifo.try_push(h, payload, more)) return false;
+    lane.bell->ring();
+    return true;
+  }
   return shm_.try_deliver(to, h, payload, more);
 }
 
@@ -275,31 +318,39 @@ std::optional<FifoRef> Endpoint::poll(std::uint32_t skip) {
   for (;;) {
     const int index = find_nonempty(skip);
     if (index < 0) return std::nullopt;
-    const auto problem = check(current(FifoRef{static_cast<std::uint8_t>(index)})->header);
+    const PacketHeader& h = current(FifoRef{static_cast<std::uint8_t>(index)})->header;
+    if (plainly_mine(h)) [[likely]]
+      return FifoRef{static_cast<std::uint8_t>(index)};
+    const auto problem = check(h);
     if (problem == PacketHeader::Problem::none) return FifoRef{static_cast<std::uint8_t>(index)};
     reject(index, problem);
   }
 }
 
 // High priority first, then the normal FIFOs round-robin, in bursts of up to kPollBurst packets.
+// The position is kept in a local and stored once: an empty poll (the common case of a waiting
+// task) is one acquire load per FIFO and nothing else.
 int Endpoint::find_nonempty(std::uint32_t skip) {
   if (!(skip >> kHighPriorityFifo & 1u) && fifos_[kHighPriorityFifo].front() != nullptr)
     return kHighPriorityFifo;
   // Round-robin positions 0..6 are the normal torus FIFOs, 7 the virtual FIFO (if any).
   constexpr int kPositions = kHighPriorityFifo + 1;
+  static_assert((kPositions & (kPositions - 1)) == 0);
+  int position = next_poll_;
   for (int scanned = 0; scanned < kPositions; ++scanned) {
-    const int position = next_poll_;
     const int index = position == kHighPriorityFifo ? kVirtualFifo : position;
     if (!(skip >> index & 1u) && current(FifoRef{static_cast<std::uint8_t>(index)}) != nullptr) {
+      if (position != next_poll_) burst_ = 0;  // passed over empty FIFOs: a new burst
+      next_poll_ = position;
       if (++burst_ >= kPollBurst) {
         burst_ = 0;
-        next_poll_ = (position + 1) % kPositions;
+        next_poll_ = (position + 1) & (kPositions - 1);
       }
       return index;
     }
-    next_poll_ = (position + 1) % kPositions;
-    burst_ = 0;
+    position = (position + 1) & (kPositions - 1);
   }
+  burst_ = 0;
   return -1;
 }
 

@@ -4,17 +4,6 @@
 
 namespace bgl::pkt {
 
-std::uint8_t PacketHeader::compute_check() const {
-  // One load of the 8 hardware bytes, the check byte itself masked out, folded to one byte.
-  std::uint64_t word;
-  std::memcpy(&word, this, sizeof word);
-  word &= 0x00ffffffffffffffULL;
-  word ^= word >> 32;
-  word ^= word >> 16;
-  word ^= word >> 8;
-  return static_cast<std::uint8_t>(word) ^ 0x5a;
-}
-
 PacketHeader::Problem PacketHeader::validate(const torus::Shape& shape, int groups) const {
   if (check != compute_check()) return Problem::check_byte;
   if (chunks < 1 || chunks > kMaxPacketBytes / kChunkBytes) return Problem::size;

@@ -10,6 +10,7 @@
 // calls (inject, poll, advance, wait) move waiting packets on. inject() reports "full" only when
 // the injection FIFO itself is full: backpressure, never loss.
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <span>
 #include <vector>
@@ -108,18 +109,34 @@ class Endpoint {
     std::uint32_t head = 0, count = 0;
   };
 
+  // A node's reception FIFO that deterministic routes from here end in, per FIFO group, with the
+  // group's doorbell: the shared-memory hot path pushes into it without asking the Machine.
+  struct Lane {
+    ReceptionFifo fifo;
+    Doorbell* bell = nullptr;
+  };
   // What the endpoint knows about each destination node, computed once so that injecting does no
   // coordinate arithmetic: its coordinates and the reception FIFO a deterministic route ends in.
   struct Peer {
     std::array<std::uint8_t, 3> coord;
     std::uint8_t deterministic_fifo;
     bool remote;  // reached through the libfabric backend (another host, or BGL_TRANSPORT=ofi)
+    std::array<Lane, kFifoGroups> lanes{};  // shared-memory peers only
   };
   // Deterministic routes are fixed, so their link traffic is counted per destination and spread
   // over the route's links only when somebody looks (exact, and off the hot path).
   void fold_deterministic_traffic() const;
   int find_nonempty(std::uint32_t skip);
   PacketHeader::Problem check(const PacketHeader& h) const;
+  // The common case of check(), decided with a few compares: a well-formed packet for this node
+  // and group without the deposit bit. False means "ask check()", not "malformed".
+  bool plainly_mine(const PacketHeader& h) const {
+    std::uint32_t where;
+    std::memcpy(&where, &h, sizeof where);  // dest x, y, z and group
+    return where == here_ && (h.flags & PacketHeader::kDeposit) == 0 &&
+           h.chunks - 1u < kMaxPacketBytes / kChunkBytes &&
+           h.payload_bytes + kHeaderBytes <= h.packet_bytes() && h.check == h.compute_check();
+  }
   void reject(int index, PacketHeader::Problem problem);
 
   const Packet* current(FifoRef f) const {
@@ -153,6 +170,8 @@ class Endpoint {
   VirtualFifo* virtual_in_ = nullptr;   // and from it
   Doorbell* bell_;
   torus::Coord me_;
+  std::uint32_t here_ = 0;                // header bytes 0..3 of packets for this node and group
+  std::array<std::uint8_t, 3> source_{};  // header bytes 9..11: this task's rank
   std::vector<Peer> peers_;
   mutable std::vector<torus::LinkCounters::Count> deterministic_traffic_;
   int next_poll_ = 0;
