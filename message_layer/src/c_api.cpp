@@ -131,7 +131,9 @@ int bgl_msg_register(bgl_msg_session_t* s, uint8_t handler, bgl_msg_arrival_fn f
 int bgl_msg_post(bgl_msg_session_t* s, bgl_msg_send_t* send) {
   return guarded([&] {
     if (!send) throw std::invalid_argument("bgl_msg_post: no send descriptor");
-    SendMessage& m = *new (send->opaque) SendMessage{};
+    // Default-initialised: the members get their defaults, state.header_copy (128 bytes, written
+    // only as far as a queued message's header needs) is not zeroed first.
+    SendMessage& m = *new (send->opaque) SendMessage;
     m.dest = send->dest;
     m.handler = send->handler;
     m.header = {static_cast<const std::byte*>(send->header), send->header ? send->header_bytes : 0};

@@ -31,6 +31,7 @@ class MessageLayer::Engine {
   bool idle() const;
   bool flushed() const { return control_count_ == 0 && ep_.injection_idle(); }
   Protocol choose(const SendMessage& m) const;
+  Protocol choose(const SendMessage& m, std::size_t bytes) const;
   const Statistics& statistics() const { return stats_; }
   const Config& config() const { return config_; }
   Coprocessor* coprocessor() { return coprocessor_.get(); }
@@ -52,6 +53,7 @@ class MessageLayer::Engine {
     bool parity = false;  // adaptive eager: parity bit of the next message
     bool active = false;  // listed in active_
     std::uint16_t next_seq = 0;
+    pkt::Destination where;  // the destination's node and FIFO group, looked up once
   };
   struct RzvSend {
     SendMessage* message = nullptr;
@@ -67,6 +69,8 @@ class MessageLayer::Engine {
     return d.token || (d.head && d.head->state.packets > 0);
   }
   bool send_some();
+  bool send_rzv_some(int budget);
+  bool inject_one_packet(SendMessage& m, const DestState& d, std::size_t bytes);
   Step send_step(SendMessage& m, DestState& d);
   Step send_one_packet(SendMessage& m);
   Step send_eager(SendMessage& m, DestState& d, bool adaptive);
@@ -144,6 +148,9 @@ class MessageLayer::Engine {
 
   bool receive_some();
   Taken take(const pkt::PacketHeader& h, std::span<const std::byte> payload);
+  Taken take_one_packet(const pkt::PacketHeader& h, std::span<const std::byte> payload);
+  Taken unexpected(std::uint32_t id, RecvState& r, SourceState& src,
+                   std::span<const std::byte> chunk);
   bool joins_stall(const pkt::PacketHeader& h, std::span<const std::byte> payload,
                    const SourceState& src) const;
   bool hold_packet(Rank source, const pkt::PacketHeader& h, std::span<const std::byte> payload);

@@ -92,8 +92,11 @@ bool MessageLayer::Engine::receive_some() {
   for (int budget = kBudget; budget > 0 && delivered_ == delivered; --budget) {
     const auto f = ep_.poll(blocked_fifos_);
     if (!f) break;
-    const pkt::PacketHeader& h = ep_.peek(*f);
-    if (take(h, ep_.payload(*f)) == Taken::blocked) {
+    const pkt::Packet& p = ep_.packet(*f);
+    const pkt::PacketHeader& h = p.header;
+    const std::span<const std::byte> payload(p.payload.data(), h.payload_bytes);
+    const Taken t = h.dispatch == wire::kOnePacket ? take_one_packet(h, payload) : take(h, payload);
+    if (t == Taken::blocked) {
       // No room to hold it: leave the packet where it is (backpressure towards its sender) until
       // resources free up.
       blocked_fifos_ |= 1u << f->index;
@@ -121,6 +124,67 @@ MessageLayer::Engine::Taken MessageLayer::Engine::take(const pkt::PacketHeader& 
                 : dispatch(h, payload, false);
   if (t == Taken::hold) t = hold_packet(source, h, payload) ? Taken::consumed : Taken::blocked;
   return t;
+}
+
+// The one-packet message, the latency path: checked, matched and delivered here without the
+// general dispatch when nothing unusual goes on (its source has no stall queue, the message is next
+// in sequence, a receive entry and room to hold a packet are free). Anything else goes to take(),
+// which checks again and decides exactly as for any first packet.
+MessageLayer::Engine::Taken MessageLayer::Engine::take_one_packet(
+    const pkt::PacketHeader& h, std::span<const std::byte> payload) {
+  const Rank source = h.source_rank();
+  if (source >= static_cast<std::uint32_t>(size_) || payload.size() < wire::kFirstBytes)
+    return take(h, payload);
+  SourceState& src = sources_[source];
+  const auto first = wire::load<wire::First>(payload);
+  const std::size_t prefix = wire::kFirstBytes + first.header_bytes;
+  if (src.stall_head != kNone || first.header_bytes > kMaxUserHeader || prefix > payload.size() ||
+      first.handler >= kMaxHandlers || first.seq != src.expected_seq ||
+      payload.size() - prefix != first.bytes() || hold_free_.empty() || recvs_.full())
+    return take(h, payload);
+  const auto [handler, context] = handlers_[first.handler];
+  if (!handler) return take(h, payload);
+  const std::uint64_t bytes = first.bytes();
+  const auto data = payload.subspan(prefix);
+  std::uint32_t id = 0;
+  // The entry's other fields are set only if the message turns out unexpected (below): a message
+  // delivered at once needs none of them.
+  RecvState& r = *recvs_.acquire_as_is(id);
+  r.unexpected = false;
+  const Arrival arrival{
+      source, first.handler,        payload.subspan(wire::kFirstBytes, first.header_bytes),
+      bytes,  Protocol::one_packet, RecvHandle{id}};
+  ++src.expected_seq;
+  auto& stats = stats_.protocol[static_cast<std::size_t>(Protocol::one_packet)];
+  ++stats.packets_received;
+  const RecvTarget target = handler(context, arrival);
+  if (target.kind == RecvTarget::Kind::later) {
+    r = RecvState{};
+    r.protocol = Protocol::one_packet;
+    r.source = source;
+    r.bytes = bytes;
+    r.sender_slot = h.word;
+    r.target = target;
+    Taken t = unexpected(id, r, src, data);
+    if (t == Taken::hold) t = hold_packet(source, h, payload) ? Taken::consumed : Taken::blocked;
+    return t;
+  }
+  // What start(), data_arrived(), complete() and finish_receive() do for it, in one go.
+  std::uint64_t capacity;
+  if (target.kind == RecvTarget::Kind::iov) {
+    scatter_into(target.iov, 0, data);
+    capacity = iov_bytes(target.iov);
+  } else {
+    copy_into(target.buffer, 0, data);
+    capacity = target.buffer.size();
+  }
+  ++stats.messages_received;
+  stats.bytes_received += bytes;
+  recvs_.release(id);
+  blocked_fifos_ = 0;  // a receive slot is free again
+  ++delivered_;
+  if (target.done) target.done(target.context, id, std::min(bytes, capacity));
+  return Taken::consumed;
 }
 
 // The packets that must not overtake a stalled message of their source: its ordered stream (first
@@ -296,16 +360,23 @@ MessageLayer::Engine::Taken MessageLayer::Engine::match(const pkt::PacketHeader&
   ++src.expected_seq;
   ++stats_.protocol[static_cast<std::size_t>(protocol)].packets_received;
   r.target = handler(context, arrival);
-  if (r.target.kind == RecvTarget::Kind::later) {
-    r.unexpected = true;
-    ++stats_.unexpected_messages;
-    stats_.unexpected_depth_max = std::max(stats_.unexpected_depth_max, ++stats_.unexpected_depth);
-    if (!slotted(protocol) && bytes > 0 && !charge_pool(r)) {
-      r.pool_wait = true;
-      ++stats_.pool_waits;
-      src.resume = id;
-      return Taken::hold;
-    }
+  if (r.target.kind == RecvTarget::Kind::later) return unexpected(id, r, src, chunk);
+  start(id, r, src, chunk);
+  return Taken::consumed;
+}
+
+// The handler answered "later": the message's data go to the pool, if it has room.
+MessageLayer::Engine::Taken MessageLayer::Engine::unexpected(std::uint32_t id, RecvState& r,
+                                                             SourceState& src,
+                                                             std::span<const std::byte> chunk) {
+  r.unexpected = true;
+  ++stats_.unexpected_messages;
+  stats_.unexpected_depth_max = std::max(stats_.unexpected_depth_max, ++stats_.unexpected_depth);
+  if (!slotted(r.protocol) && r.bytes > 0 && !charge_pool(r)) {
+    r.pool_wait = true;
+    ++stats_.pool_waits;
+    src.resume = id;
+    return Taken::hold;
   }
   start(id, r, src, chunk);
   return Taken::consumed;

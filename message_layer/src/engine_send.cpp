@@ -55,6 +55,8 @@ MessageLayer::Engine::Engine(pkt::Endpoint& endpoint, Config config)
   }
   stats_.pool_bytes_limit = config_.pool_bytes;
   visiting_.reserve(static_cast<std::size_t>(size_));
+  for (Rank r = 0; r < static_cast<Rank>(size_); ++r)
+    dests_[r].where = endpoint.destination_of(r);
 }
 
 // The receiver of a virtual-node message reads this task's memory. Where Yama restricts ptrace to
@@ -85,11 +87,14 @@ void MessageLayer::Engine::register_packet_handler(std::uint8_t dispatch, Packet
 }
 
 Protocol MessageLayer::Engine::choose(const SendMessage& m) const {
+  return choose(m, m.data.size());
+}
+
+Protocol MessageLayer::Engine::choose(const SendMessage& m, std::size_t bytes) const {
   if (m.protocol) return *m.protocol;
   const bool to_sibling = sibling_ && m.dest == *sibling_ && m.data.iov.empty();
   if (config_.limits.forced && (*config_.limits.forced != Protocol::virtual_node || to_sibling))
     return *config_.limits.forced;
-  const std::size_t bytes = m.data.size();
   if (bytes <= one_packet_capacity(m.header.size())) return Protocol::one_packet;
   if (to_sibling) return Protocol::virtual_node;
   if (bytes <= config_.limits.eager_limit)
@@ -105,19 +110,20 @@ void MessageLayer::Engine::post(SendMessage& m) {
     throw std::invalid_argument("user header of " + std::to_string(m.header.size()) +
                                 " bytes exceeds " + std::to_string(kMaxUserHeader));
   if (m.handler >= kMaxHandlers) throw std::invalid_argument("handler id must be below 64");
-  const Protocol p = choose(m);
-  if (p == Protocol::one_packet && m.data.size() > one_packet_capacity(m.header.size()))
+  const std::size_t bytes = m.data.size();
+  const Protocol p = choose(m, bytes);
+  if (p == Protocol::one_packet && bytes > one_packet_capacity(m.header.size()))
     throw std::invalid_argument(
-        "one-packet protocol forced for " + std::to_string(m.data.size()) + " bytes; at most " +
+        "one-packet protocol forced for " + std::to_string(bytes) + " bytes; at most " +
         std::to_string(one_packet_capacity(m.header.size())) + " fit with this header");
   if (p == Protocol::virtual_node && (!sibling_ || m.dest != *sibling_ || !m.data.iov.empty()))
     throw std::invalid_argument(
         "the virtual-node protocol needs a contiguous message to this node's other "
         "task in virtual-node mode");
-  if ((p == Protocol::eager || p == Protocol::adaptive_eager) && m.data.size() >= wire::kParityBit)
+  if ((p == Protocol::eager || p == Protocol::adaptive_eager) && bytes >= wire::kParityBit)
     throw std::invalid_argument("eager protocols carry at most 2 GiB; use rendezvous");
   auto& s = m.state;
-  // The bookkeeping only (header_copy is overwritten below as far as it is used).
+  // The bookkeeping only (header_copy is written below if the message has to wait).
   s.next = nullptr;
   s.offset = 0;
   s.packets = 0;
@@ -127,13 +133,12 @@ void MessageLayer::Engine::post(SendMessage& m) {
   s.data_group = 0;
   s.protocol = p;
   s.header_bytes = static_cast<std::uint8_t>(m.header.size());
-  if (!m.header.empty()) std::memcpy(s.header_copy, m.header.data(), m.header.size());
   DestState& d = dests_[m.dest];
   s.seq = d.next_seq++;
   // Fast path: a one-packet message to a destination with nothing queued goes out at once (the
-  // latency of the next advance()'s reception poll saved); done() still runs from advance().
-  if (p == Protocol::one_packet && !d.head && may_start(d) &&
-      send_one_packet(m) == Step::finished) {
+  // latency of the next advance()'s reception poll saved), its header straight from the caller's
+  // buffer; done() still runs from advance().
+  if (p == Protocol::one_packet && !d.head && may_start(d) && inject_one_packet(m, d, bytes)) {
     if (sent_tail_)
       sent_tail_->state.next = &m;
     else
@@ -141,6 +146,7 @@ void MessageLayer::Engine::post(SendMessage& m) {
     sent_tail_ = &m;
     return;
   }
+  if (!m.header.empty()) std::memcpy(s.header_copy, m.header.data(), m.header.size());
   ++queued_;
   if (d.tail)
     d.tail->state.next = &m;
@@ -161,7 +167,9 @@ void MessageLayer::Engine::activate(Rank dest) {
 // Round-robin over destinations with queued messages; a destination's messages go strictly one
 // after another (so the receiver can attribute ordered data packets), then rendezvous data.
 bool MessageLayer::Engine::send_some() {
-  bool progress = flush_controls();
+  // Nothing to send (the common case of a progress call on the receive path): done.
+  if (control_count_ == 0 && !sent_head_ && active_.empty() && !rzv_head_) return false;
+  bool progress = control_count_ != 0 && flush_controls();
   // Messages post() sent at once; their done() may post again (onto a fresh list).
   while (sent_head_) {
     SendMessage& m = *sent_head_;
@@ -172,6 +180,7 @@ bool MessageLayer::Engine::send_some() {
     progress = true;
   }
   int budget = kBudget;
+  if (active_.empty()) return send_rzv_some(budget) || progress;
   // Callbacks below may post messages (activating destinations): they land in the fresh active_.
   visiting_.clear();
   std::swap(visiting_, active_);
@@ -202,7 +211,12 @@ bool MessageLayer::Engine::send_some() {
     if (d.active) active_.push_back(dest);
   }
   next_active_ = active_.empty() ? 0 : (next_active_ + 1) % active_.size();
+  return send_rzv_some(budget) || progress;
+}
 
+// Rendezvous data of acknowledged messages, oldest first, within what is left of the budget.
+bool MessageLayer::Engine::send_rzv_some(int budget) {
+  bool progress = false;
   while (rzv_head_ && budget > 0) {
     SendMessage& m = *rzv_head_;
     const std::uint32_t before = m.state.packets;
@@ -250,6 +264,29 @@ std::span<const std::byte> MessageLayer::Engine::data_view(const SendMessage& m,
                                                            std::byte* scratch) const {
   if (m.data.iov.empty()) return m.data.buffer.subspan(offset, n);
   return {scratch, gather_from(m.data.iov, offset, {scratch, n})};
+}
+
+// post()'s one-packet message: [First][user header] built on the stack from the caller's header,
+// the data gathered only if they are a list. False: the injection FIFO is full (the message then
+// waits in its destination's queue like any other).
+bool MessageLayer::Engine::inject_one_packet(SendMessage& m, const DestState& d,
+                                             std::size_t bytes) {
+  std::byte prefix[wire::kFirstBytes + kMaxUserHeader];
+  const wire::First f{m.handler, m.state.header_bytes, m.state.seq,
+                      static_cast<std::uint32_t>(bytes), 0};
+  std::memcpy(prefix, &f, sizeof f);
+  if (!m.header.empty()) std::memcpy(prefix + sizeof f, m.header.data(), m.header.size());
+  std::byte scratch[pkt::kMaxPayloadBytes];
+  const auto data = m.data.iov.empty() ? m.data.buffer
+                                       : std::span<const std::byte>{
+                                             scratch, gather_from(m.data.iov, 0, {scratch, bytes})};
+  const pkt::PacketSpec spec{.dest = d.where, .dispatch = wire::kOnePacket};
+  if (ep_.inject(ordered_fifo(m.dest), spec, {prefix, sizeof f + m.header.size()}, data) ==
+      pkt::InjectStatus::full)
+    return false;
+  m.state.packets = 1;
+  m.state.offset = bytes;
+  return true;
 }
 
 MessageLayer::Engine::Step MessageLayer::Engine::send_one_packet(SendMessage& m) {

@@ -29,6 +29,17 @@ class SlotTable {
     id = index | (s.generation << kIndexBits);
     return true;
   }
+  // Like acquire(), but the value is left as its last user left it (no reset: for a hot path that
+  // sets what it uses). nullptr when the table is full.
+  T* acquire_as_is(std::uint32_t& id) {
+    if (free_.empty()) return nullptr;
+    const std::uint32_t index = free_.back();
+    free_.pop_back();
+    Slot& s = slots_[index];
+    s.used = true;
+    id = index | (s.generation << kIndexBits);
+    return &s.value;
+  }
   T* find(std::uint32_t id) {
     const std::uint32_t index = id & (kMaxCapacity - 1);
     if (index >= slots_.size()) return nullptr;

@@ -65,6 +65,8 @@ class Endpoint {
   // in `skip` are passed over (a caller that cannot take their head packet yet leaves it there).
   std::optional<FifoRef> poll(std::uint32_t skip = 0);
   const PacketHeader& peek(FifoRef f) const { return current(f)->header; }
+  // The whole packet in its FIFO slot (header and payload; valid until receive() or discard()).
+  const Packet& packet(FifoRef f) const { return *current(f); }
   std::span<const std::byte> payload(FifoRef f) const {
     const Packet* p = current(f);
     return {p->payload.data(), p->header.payload_bytes};
