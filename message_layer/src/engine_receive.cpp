@@ -90,19 +90,20 @@ bool MessageLayer::Engine::receive_some() {
   // Up to kBudget packets, but back to the caller as soon as a message was delivered: its
   // progress loop may be waiting for just that (one reception poll less on the latency path).
   for (int budget = kBudget; budget > 0 && delivered_ == delivered; --budget) {
-    const auto f = ep_.poll(blocked_fifos_);
-    if (!f) break;
-    const pkt::Packet& p = ep_.packet(*f);
+    pkt::FifoRef f;
+    const pkt::Packet* packet = ep_.next(f, blocked_fifos_);
+    if (!packet) break;
+    const pkt::Packet& p = *packet;
     const pkt::PacketHeader& h = p.header;
     const std::span<const std::byte> payload(p.payload.data(), h.payload_bytes);
     const Taken t = h.dispatch == wire::kOnePacket ? take_one_packet(h, payload) : take(h, payload);
     if (t == Taken::blocked) {
       // No room to hold it: leave the packet where it is (backpressure towards its sender) until
       // resources free up.
-      blocked_fifos_ |= 1u << f->index;
+      blocked_fifos_ |= 1u << f.index;
       continue;
     }
-    ep_.discard(*f);  // the data were copied straight from the FIFO slot to their destination
+    ep_.discard(f, p);  // the data were copied straight from the FIFO slot to their destination
     progress = true;
     if (!held_sources_.empty()) release_held();
     if (!stalled_.empty()) release_stalled();

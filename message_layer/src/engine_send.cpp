@@ -180,7 +180,7 @@ bool MessageLayer::Engine::send_some() {
     progress = true;
   }
   int budget = kBudget;
-  if (active_.empty()) return send_rzv_some(budget) || progress;
+  if (active_.empty()) return (rzv_head_ && send_rzv_some(budget)) || progress;
   // Callbacks below may post messages (activating destinations): they land in the fresh active_.
   visiting_.clear();
   std::swap(visiting_, active_);
@@ -211,7 +211,7 @@ bool MessageLayer::Engine::send_some() {
     if (d.active) active_.push_back(dest);
   }
   next_active_ = active_.empty() ? 0 : (next_active_ + 1) % active_.size();
-  return send_rzv_some(budget) || progress;
+  return (rzv_head_ && send_rzv_some(budget)) || progress;
 }
 
 // Rendezvous data of acknowledged messages, oldest first, within what is left of the budget.

@@ -189,10 +189,21 @@ InjectStatus Endpoint::inject(int fifo, const PacketSpec& spec, std::span<const 
     }
   }
   Peer& peer = peers_[spec.dest.node];
-  PacketHeader h;
-  build_header(spec, bytes, h);
   const bool plain =
       spec.routing == Routing::deterministic && !spec.high_priority && !spec.deposit_line;
+  PacketHeader h;
+  if (plain) {  // build_header() without the flags
+    h.dest = peer.coord;
+    h.dest_group = spec.dest.group;
+    h.chunks = chunks_for(bytes);
+    h.payload_bytes = static_cast<std::uint8_t>(bytes);
+    h.dispatch = spec.dispatch;
+    h.source = source_;
+    h.word = spec.word;
+    h.seal();
+  } else {
+    build_header(spec, bytes, h);
+  }
   std::uint8_t index;
   if (!plain) {
     index = route_and_account(spec, h.chunks);
@@ -314,15 +325,22 @@ bool Endpoint::advance() {
 }
 
 std::optional<FifoRef> Endpoint::poll(std::uint32_t skip) {
+  FifoRef f;
+  if (next(f, skip) == nullptr) return std::nullopt;
+  return f;
+}
+
+const Packet* Endpoint::next(FifoRef& f, std::uint32_t skip) {
   if (pending_mask_) advance();
   for (;;) {
-    const int index = find_nonempty(skip);
-    if (index < 0) return std::nullopt;
-    const PacketHeader& h = current(FifoRef{static_cast<std::uint8_t>(index)})->header;
-    if (plainly_mine(h)) [[likely]]
-      return FifoRef{static_cast<std::uint8_t>(index)};
-    const auto problem = check(h);
-    if (problem == PacketHeader::Problem::none) return FifoRef{static_cast<std::uint8_t>(index)};
+    int index;
+    const Packet* p = find_nonempty(skip, index);
+    if (!p) return nullptr;
+    f = FifoRef{static_cast<std::uint8_t>(index)};
+    if (plainly_mine(p->header)) [[likely]]
+      return p;
+    const auto problem = check(p->header);
+    if (problem == PacketHeader::Problem::none) return p;
     reject(index, problem);
   }
 }
@@ -330,28 +348,34 @@ std::optional<FifoRef> Endpoint::poll(std::uint32_t skip) {
 // High priority first, then the normal FIFOs round-robin, in bursts of up to kPollBurst packets.
 // The position is kept in a local and stored once: an empty poll (the common case of a waiting
 // task) is one acquire load per FIFO and nothing else.
-int Endpoint::find_nonempty(std::uint32_t skip) {
-  if (!(skip >> kHighPriorityFifo & 1u) && fifos_[kHighPriorityFifo].front() != nullptr)
-    return kHighPriorityFifo;
+const Packet* Endpoint::find_nonempty(std::uint32_t skip, int& index) {
+  if (!(skip >> kHighPriorityFifo & 1u)) {
+    if (const Packet* p = fifos_[kHighPriorityFifo].front()) {
+      index = kHighPriorityFifo;
+      return p;
+    }
+  }
   // Round-robin positions 0..6 are the normal torus FIFOs, 7 the virtual FIFO (if any).
   constexpr int kPositions = kHighPriorityFifo + 1;
   static_assert((kPositions & (kPositions - 1)) == 0);
   int position = next_poll_;
   for (int scanned = 0; scanned < kPositions; ++scanned) {
-    const int index = position == kHighPriorityFifo ? kVirtualFifo : position;
-    if (!(skip >> index & 1u) && current(FifoRef{static_cast<std::uint8_t>(index)}) != nullptr) {
+    const int i = position == kHighPriorityFifo ? kVirtualFifo : position;
+    const Packet* p = (skip >> i & 1u) ? nullptr : current(FifoRef{static_cast<std::uint8_t>(i)});
+    if (p) {
       if (position != next_poll_) burst_ = 0;  // passed over empty FIFOs: a new burst
       next_poll_ = position;
       if (++burst_ >= kPollBurst) {
         burst_ = 0;
         next_poll_ = (position + 1) & (kPositions - 1);
       }
-      return index;
+      index = i;
+      return p;
     }
     position = (position + 1) & (kPositions - 1);
   }
   burst_ = 0;
-  return -1;
+  return nullptr;
 }
 
 PacketHeader::Problem Endpoint::check(const PacketHeader& h) const {
@@ -370,13 +394,6 @@ void Endpoint::reject(int index, PacketHeader::Problem problem) {
   pop(f);
 }
 
-void Endpoint::pop(FifoRef f) {
-  if (f.index == kVirtualFifo)
-    virtual_in_->pop();
-  else
-    fifos_[f.index].pop();
-}
-
 void Endpoint::receive(FifoRef f, std::span<std::byte> dst) {
   const Packet* p = current(f);
   const std::size_t n = p->header.payload_bytes;
@@ -390,9 +407,7 @@ void Endpoint::receive(FifoRef f, std::span<std::byte> dst) {
 }
 
 void Endpoint::discard(FifoRef f) {
-  ++counters_.packets_received;
-  counters_.payload_bytes_received += current(f)->header.payload_bytes;
-  pop(f);
+  discard(f, *current(f));
 }
 
 bool Endpoint::reception_ready() const {

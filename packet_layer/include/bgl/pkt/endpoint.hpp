@@ -64,6 +64,9 @@ class Endpoint {
   // Packets with malformed headers are logged, counted and discarded here. FIFOs whose bit is set
   // in `skip` are passed over (a caller that cannot take their head packet yet leaves it there).
   std::optional<FifoRef> poll(std::uint32_t skip = 0);
+  // poll() and packet() in one (the receive loop's hot path): the next packet, or nullptr; `f` is
+  // set to its FIFO.
+  const Packet* next(FifoRef& f, std::uint32_t skip = 0);
   const PacketHeader& peek(FifoRef f) const { return current(f)->header; }
   // The whole packet in its FIFO slot (header and payload; valid until receive() or discard()).
   const Packet& packet(FifoRef f) const { return *current(f); }
@@ -74,6 +77,12 @@ class Endpoint {
   // Copies the payload to `dst` (any alignment; dst.size() >= payload size) and unloads the packet.
   void receive(FifoRef f, std::span<std::byte> dst);
   void discard(FifoRef f);
+  // discard() of the packet next() returned for `f`.
+  void discard(FifoRef f, const Packet& p) {
+    ++counters_.packets_received;
+    counters_.payload_bytes_received += p.header.payload_bytes;
+    pop(f);
+  }
 
   // Moves waiting injected packets on; true when all injection FIFOs are empty afterwards.
   bool advance();
@@ -128,7 +137,7 @@ class Endpoint {
   // Deterministic routes are fixed, so their link traffic is counted per destination and spread
   // over the route's links only when somebody looks (exact, and off the hot path).
   void fold_deterministic_traffic() const;
-  int find_nonempty(std::uint32_t skip);
+  const Packet* find_nonempty(std::uint32_t skip, int& index);
   PacketHeader::Problem check(const PacketHeader& h) const;
   // The common case of check(), decided with a few compares: a well-formed packet for this node
   // and group without the deposit bit. False means "ask check()", not "malformed".
@@ -147,7 +156,12 @@ class Endpoint {
   const Packet* virtual_front() const {
     return virtual_in_ && virtual_in_->read_available() ? &virtual_in_->front() : nullptr;
   }
-  void pop(FifoRef f);
+  void pop(FifoRef f) {
+    if (f.index == kVirtualFifo)
+      virtual_in_->pop();
+    else
+      fifos_[f.index].pop();
+  }
   // Copies into the network: a torus reception FIFO, or the node's virtual FIFO.
   bool push(torus::NodeId node, std::uint8_t group, std::uint8_t index, const PacketHeader& h,
             std::span<const std::byte> payload, std::span<const std::byte> more);

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 
 #include "bgl/pkt/header.hpp"
@@ -28,6 +29,10 @@ struct FifoControl {
 
 class ReceptionFifo {
  public:
+  // The consumer refreshes its high-water mark every this many packets: reading the producers'
+  // tail costs a cache miss, too much to pay per packet.
+  static constexpr std::uint64_t kHighWaterSampling = 32;
+
   static std::size_t region_bytes(std::uint32_t capacity);
   // Initialises a region of region_bytes(capacity) bytes; capacity is a power of two.
   static void format(std::byte* region, std::uint32_t capacity);
@@ -38,9 +43,30 @@ class ReceptionFifo {
   void attach_consumer() { head_ = control_->head.load(std::memory_order_acquire); }
 
   // Producer: copies the header and the payload (`payload` then `more`) into a free slot. False
-  // when the FIFO is full.
+  // when the FIFO is full. Inline (like pop()): it is most of the cost of sending a packet.
   bool try_push(const PacketHeader& header, std::span<const std::byte> payload,
-                std::span<const std::byte> more = {});
+                std::span<const std::byte> more = {}) {
+    std::uint64_t pos = control_->tail.load(std::memory_order_relaxed);
+    std::atomic<std::uint64_t>* seq;
+    for (;;) {
+      seq = &seq_[pos & mask_];
+      const auto diff = static_cast<std::int64_t>(seq->load(std::memory_order_acquire) - pos);
+      if (diff == 0) {
+        if (control_->tail.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) break;
+      } else if (diff < 0) {
+        control_->full_events.fetch_add(1, std::memory_order_relaxed);
+        return false;
+      } else {
+        pos = control_->tail.load(std::memory_order_relaxed);
+      }
+    }
+    Packet& slot = slots_[pos & mask_];
+    std::memcpy(&slot.header, &header, sizeof header);
+    if (!payload.empty()) std::memcpy(slot.payload.data(), payload.data(), payload.size());
+    if (!more.empty()) std::memcpy(slot.payload.data() + payload.size(), more.data(), more.size());
+    seq->store(pos + 1, std::memory_order_release);
+    return true;
+  }
 
   // Consumer: the packet at the head, or nullptr when none is (completely) published yet.
   const Packet* front() const {
@@ -48,7 +74,19 @@ class ReceptionFifo {
     if (seq_[pos & mask_].load(std::memory_order_acquire) != pos + 1) return nullptr;
     return &slots_[pos & mask_];
   }
-  void pop();
+  void pop() {
+    const std::uint64_t pos = head_;
+    // Sample the depth before freeing the slot: afterwards a producer may already reuse it, and the
+    // depth would read one more than the FIFO can hold.
+    if ((pos + 1) % kHighWaterSampling == 0) [[unlikely]] {
+      const std::uint64_t depth = control_->tail.load(std::memory_order_relaxed) - pos;
+      if (depth > control_->high_water.load(std::memory_order_relaxed))
+        control_->high_water.store(depth, std::memory_order_relaxed);
+    }
+    seq_[pos & mask_].store(pos + mask_ + 1, std::memory_order_release);
+    head_ = pos + 1;
+    control_->head.store(head_, std::memory_order_relaxed);
+  }
 
   std::uint32_t capacity() const { return mask_ + 1; }
   const FifoControl& control() const { return *control_; }
