@@ -152,9 +152,14 @@ MessageLayer::Engine::Taken MessageLayer::Engine::take_one_packet(
   // delivered at once needs none of them.
   RecvState& r = *recvs_.acquire_as_is(id);
   r.unexpected = false;
-  const Arrival arrival{
-      source, first.handler,        payload.subspan(wire::kFirstBytes, first.header_bytes),
-      bytes,  Protocol::one_packet, RecvHandle{id}};
+  // Field by field: an aggregate initialisation clears the padding first (a rep stos).
+  Arrival arrival;
+  arrival.source = source;
+  arrival.handler = first.handler;
+  arrival.header = payload.subspan(wire::kFirstBytes, first.header_bytes);
+  arrival.bytes = bytes;
+  arrival.protocol = Protocol::one_packet;
+  arrival.handle = RecvHandle{id};
   ++src.expected_seq;
   auto& stats = stats_.protocol[static_cast<std::size_t>(Protocol::one_packet)];
   ++stats.packets_received;
@@ -355,9 +360,14 @@ MessageLayer::Engine::Taken MessageLayer::Engine::match(const pkt::PacketHeader&
   const auto chunk = payload.subspan(wire::kFirstBytes + first.header_bytes);
   if (protocol == Protocol::virtual_node) r.vn = wire::load<wire::VnSource>(chunk);
   const auto [handler, context] = handlers_[first.handler];
-  const Arrival arrival{
-      source, first.handler, payload.subspan(wire::kFirstBytes, first.header_bytes),
-      bytes,  protocol,      RecvHandle{id}};
+  // Field by field: an aggregate initialisation clears the padding first (a rep stos).
+  Arrival arrival;
+  arrival.source = source;
+  arrival.handler = first.handler;
+  arrival.header = payload.subspan(wire::kFirstBytes, first.header_bytes);
+  arrival.bytes = bytes;
+  arrival.protocol = protocol;
+  arrival.handle = RecvHandle{id};
   ++src.expected_seq;
   ++stats_.protocol[static_cast<std::size_t>(protocol)].packets_received;
   r.target = handler(context, arrival);

@@ -12,17 +12,15 @@ class SlotTable {
   static constexpr std::uint32_t kIndexBits = 20;
   static constexpr std::uint32_t kMaxCapacity = 1u << kIndexBits;
 
-  explicit SlotTable(std::uint32_t capacity) : slots_(capacity) {
-    free_.reserve(capacity);
+  explicit SlotTable(std::uint32_t capacity) : slots_(capacity), free_(capacity) {
     for (std::uint32_t i = capacity; i-- > 0;)
-      free_.push_back(i);
+      free_[free_count_++] = i;
   }
 
   // An id of a fresh slot (value reset to T{}), or false when the table is full.
   bool acquire(std::uint32_t& id) {
-    if (free_.empty()) return false;
-    const std::uint32_t index = free_.back();
-    free_.pop_back();
+    if (free_count_ == 0) return false;
+    const std::uint32_t index = free_[--free_count_];
     Slot& s = slots_[index];
     s.used = true;
     s.value = T{};
@@ -32,9 +30,8 @@ class SlotTable {
   // Like acquire(), but the value is left as its last user left it (no reset: for a hot path that
   // sets what it uses). nullptr when the table is full.
   T* acquire_as_is(std::uint32_t& id) {
-    if (free_.empty()) return nullptr;
-    const std::uint32_t index = free_.back();
-    free_.pop_back();
+    if (free_count_ == 0) return nullptr;
+    const std::uint32_t index = free_[--free_count_];
     Slot& s = slots_[index];
     s.used = true;
     id = index | (s.generation << kIndexBits);
@@ -53,10 +50,10 @@ class SlotTable {
     Slot& s = slots_[index];
     s.used = false;
     s.generation = (s.generation + 1) & ((1u << (32 - kIndexBits)) - 1);
-    free_.push_back(index);
+    free_[free_count_++] = index;
   }
-  std::uint32_t in_use() const { return static_cast<std::uint32_t>(slots_.size() - free_.size()); }
-  bool full() const { return free_.empty(); }
+  std::uint32_t in_use() const { return static_cast<std::uint32_t>(slots_.size()) - free_count_; }
+  bool full() const { return free_count_ == 0; }
 
  private:
   struct Slot {
@@ -65,7 +62,9 @@ class SlotTable {
     bool used = false;
   };
   std::vector<Slot> slots_;
+  // The free indices, a stack: sized once, so releasing never grows a vector.
   std::vector<std::uint32_t> free_;
+  std::uint32_t free_count_ = 0;
 };
 
 }  // namespace bgl::msg
