@@ -7,8 +7,11 @@
 # interleaved raw packet floor does not mix in. One message is one send and one receive: the
 # work of one process per round trip of a ping-pong. Prints the total and the top functions
 # (exclusive counts). See docs/PERFORMANCE.md, "Where the small-message latency goes".
+# With --pingpong: the real ping-pong between rank 0 and rank 1 instead (per round trip, rank 0's
+# profile); both ranks spin in advance() while they wait, so the count includes a varying number
+# of empty polls and is less exact than the default.
 #
-#   tools/ml_instructions.sh [--build DIR] [--out DIR] [--n1 N] [--n2 N] [--top K]
+#   tools/ml_instructions.sh [--pingpong] [--build DIR] [--out DIR] [--n1 N] [--n2 N] [--top K]
 #
 # Needs valgrind and DIR/bin/{bglrun,ml_pingpong} (a Release build with -g: instruction counts
 # depend on the optimisation level). Takes about a minute.
@@ -19,6 +22,7 @@ out=${TMPDIR:-/tmp}/ml_instructions.$$
 n1=2000
 n2=12000
 top=25
+only=self
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) build=$2; shift 2 ;;
@@ -26,6 +30,7 @@ while [ $# -gt 0 ]; do
     --n1) n1=$2; shift 2 ;;
     --n2) n2=$2; shift 2 ;;
     --top) top=$2; shift 2 ;;
+    --pingpong) only=protocols; shift ;;
     *) echo "ml_instructions: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -41,13 +46,13 @@ for n in "$n1" "$n2"; do
   timeout 600 "$build/bin/bglrun" -np 2 --shape 2x1x1 --timeout 580 \
     valgrind --tool=callgrind --callgrind-out-file="$out/self.$n.%p" \
     '--toggle-collect=bgl::msg::MessageLayer::post(*' '--toggle-collect=bgl::msg::MessageLayer::advance(*' \
-    "$build/bin/ml_pingpong" --only self --protocol one_packet --rounds 1 --iterations "$n" \
+    "$build/bin/ml_pingpong" --only "$only" --protocol one_packet --rounds 1 --iterations "$n" \
     --warmup 0 --batch "$n" > "$out/self.$n.log" 2>&1
 done
 
-python3 - "$out" "$n1" "$n2" "$top" <<'EOF'
+python3 - "$out" "$n1" "$n2" "$top" "$only" <<'EOF'
 import collections, glob, re, subprocess, sys
-out, n1, n2, top = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+out, n1, n2, top, only = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 messages = n2 - n1
 
 def functions(path):
@@ -68,7 +73,9 @@ def rank0(n):
 
 a, b = functions(rank0(n1)), functions(rank0(n2))
 total = (sum(b.values()) - sum(a.values())) / messages
-print(f'instructions per one-packet message (send + receive), {n2} - {n1} messages: {total:.0f}')
+what = ('one-packet message (send + receive)' if only == 'self'
+        else 'one-packet ping-pong round trip, rank 0')
+print(f'instructions per {what}, {n2} - {n1}: {total:.0f}')
 diff = {k: (b[k] - a[k]) / messages for k in b}
 for k, v in sorted(diff.items(), key=lambda kv: -kv[1])[:top]:
     if v >= 1: print(f'  {v:7.1f}  {k}')

@@ -151,6 +151,7 @@ MessageLayer::Engine::Taken MessageLayer::Engine::take_one_packet(
   // The entry's other fields are set only if the message turns out unexpected (below): a message
   // delivered at once needs none of them.
   RecvState& r = *recvs_.acquire_as_is(id);
+  r.protocol = Protocol::one_packet;  // what a packet naming this entry meanwhile is checked by
   r.unexpected = false;
   // Field by field: an aggregate initialisation clears the padding first (a rep stos).
   Arrival arrival;
