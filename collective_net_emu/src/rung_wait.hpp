@@ -19,28 +19,45 @@ inline pkt::WaitPolicy rung_waits(pkt::WaitPolicy policy) {
   return policy;
 }
 
-// Waits until ready(), sleeping on `bell` after the policy's spin and yield rounds; with
-// `meanwhile`, runs its round instead of each sleep and sleeps at most the growing interval in
-// between (meanwhile.hpp). Returns how many sleeping rounds it took (the components' counters).
+// Waits until ready(): spins and yields (pkt::Backoff), then sleeps on `bell`. With `meanwhile`,
+// runs its round on every spin and yield round and right before each sleep, and sleeps on `bell`
+// and the round's doorbell at once (meanwhile.hpp). Returns how many sleeps it took (the
+// components' counters).
 template <class Ready>
 std::uint64_t wait_until(pkt::Doorbell& bell, Ready&& ready, const pkt::WaitPolicy& policy,
                          const Meanwhile& meanwhile) {
   pkt::Backoff backoff(policy);
   std::uint64_t sleeps = 0;
-  auto interval = kMeanwhileFirst;
+  if (!meanwhile) {
+    while (!ready()) {
+      sleeps += backoff.sleeping();
+      backoff.idle(bell, ready);
+    }
+    return sleeps;
+  }
+  auto interval = meanwhile.first;
+  bool worked = false;
+  // Checked after announcing the sleep on both doorbells, so neither event can be missed.
+  const auto ready_or_work = [&] {
+    return ready() || (worked = meanwhile.round(meanwhile.context));
+  };
   while (!ready()) {
     if (!backoff.sleeping()) {
-      backoff.idle(bell, ready);
+      if (meanwhile.round(meanwhile.context))
+        backoff.reset();
+      else
+        backoff.idle(bell, ready);
       continue;
     }
     ++sleeps;
-    if (!meanwhile) {
-      backoff.idle(bell, ready);
-    } else if (meanwhile.round(meanwhile.context)) {
-      interval = kMeanwhileFirst;
+    worked = false;
+    pkt::sleep_on_either(bell, meanwhile.bell ? *meanwhile.bell : bell, ready_or_work,
+                         std::min<std::chrono::microseconds>(interval, policy.max_sleep));
+    if (worked) {
+      backoff.reset();
+      interval = meanwhile.first;
     } else {
-      backoff.idle(bell, ready, interval);
-      interval = std::min(interval * 2, kMeanwhileLast);
+      interval = std::min(interval * 2, meanwhile.last);
     }
   }
   return sleeps;

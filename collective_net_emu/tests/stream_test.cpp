@@ -3,15 +3,18 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
 #include <bit>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <thread>
 #include <vector>
 
 #include "bgl/collnet/collective_network.hpp"
+#include "bgl/pkt/endpoint.hpp"
 #include "bgl/torus/error.hpp"
 #include "exact_sum.hpp"
 #include "in_process_job.hpp"
@@ -333,6 +336,55 @@ TEST(GlobalInterruptTest, WiresReadOrAndAnd) {
   for (auto& g : gi)
     g->set_wire(3, true);
   waiter.join();
+}
+
+// A task waiting in the barrier answers its packets as they arrive: a peer may need those answers
+// before it can arrive (an RMA target waiting in a fence's barrier). The waiting task goes
+// straight to sleep, and its sleeps and safety interval are 30 s, so only its packet doorbell can
+// wake it in time.
+TEST(GlobalInterruptTest, AWaitingTaskAnswersPacketsAsTheyArrive) {
+  InProcessJob job(2, "2x1x1");
+  pkt::WaitPolicy sleepy;
+  sleepy.spin_rounds = 0;
+  sleepy.yield_rounds = 0;
+  sleepy.max_sleep = 30s;
+  constexpr int kPings = 20;
+  std::atomic<int> late{0};
+  job.run([&](torus::Rank rank) {
+    pkt::Endpoint ep(job.machine(), rank, 0, job.policy());
+    GlobalInterrupt gi(job.machine(), rank, sleepy);
+    const std::array<std::byte, 8> payload{};
+    const pkt::PacketSpec to_peer{ep.destination_of(1 - rank)};
+    if (rank == 0) {
+      const auto answer = [](void* context) {
+        auto& e = *static_cast<pkt::Endpoint*>(context);
+        const auto f = e.poll();
+        if (!f) return false;
+        e.discard(*f);
+        const std::array<std::byte, 8> pong{};
+        while (e.inject(0, {e.destination_of(1)}, pong) == pkt::InjectStatus::full)
+          e.advance();
+        return true;
+      };
+      gi.set_meanwhile({answer, &ep, &ep.doorbell(), 30s, 30s});
+      gi.barrier();
+      return;
+    }
+    for (int i = 0; i < kPings && late == 0; ++i) {
+      std::this_thread::sleep_for(i == 0 ? 100ms : 5ms);  // the waiting task falls asleep
+      while (ep.inject(0, to_peer, payload) == pkt::InjectStatus::full)
+        ep.advance();
+      const auto sent = std::chrono::steady_clock::now();
+      std::optional<pkt::FifoRef> f;
+      while (!(f = ep.poll()) && late == 0) {
+        if (std::chrono::steady_clock::now() - sent > 10s) ++late;
+        ep.wait();
+      }
+      if (f) ep.discard(*f);
+    }
+    gi.barrier();
+  });
+  EXPECT_EQ(late, 0) << "a ping waited for the interval, not for the doorbell";
 }
 
 TEST(PointToPoint, TasksTalkToTheRootAndBack) {

@@ -139,11 +139,12 @@ void Engine::set_progress(ProgressRound round, void* context) {
   progress_round_ = round;
   progress_context_ = context;
   if (!net_) return;
+  pkt::Doorbell* packets = &layer_.endpoint().doorbell();
   if (round)
-    net_->set_meanwhile({round, context});
+    net_->set_meanwhile({round, context, packets});
   else
     net_->set_meanwhile(
-        {[](void* l) { return static_cast<msg::MessageLayer*>(l)->advance(); }, &layer_});
+        {[](void* l) { return static_cast<msg::MessageLayer*>(l)->advance(); }, &layer_, packets});
 }
 
 void Engine::progress(bool busy) {

@@ -1337,6 +1337,26 @@ TEST_F(EndpointTest, WaitSleepingOnTheDoorbellIsWokenByInject) {
   EXPECT_EQ(receiver.peek(*f).word, 1u) << "woken by the sender, not the watchdog";
 }
 
+// A wait on two events at once (the global interrupt's wire and the task's packets) must wake for
+// either; the 30 s timeout means only the ring can end the sleep in time.
+TEST(DoorbellTest, SleepOnEitherWakesForEachBell) {
+  for (int which = 0; which < 2; ++which) {
+    Doorbell a, b;
+    std::atomic<bool> rung{false};
+    std::thread ringer([&] {
+      std::this_thread::sleep_for(20ms);
+      rung.store(true);
+      (which == 0 ? a : b).ring();
+    });
+    const auto start = std::chrono::steady_clock::now();
+    while (!rung.load())
+      sleep_on_either(
+          a, b, [&] { return rung.load(); }, 30s);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 10s) << "not woken by bell " << which;
+    ringer.join();
+  }
+}
+
 TEST_F(EndpointTest, WaitReturnsWhenWaitingInjectedPacketsMoveOn) {
   Job job(options(8, "2x2x2", "heater", 2));
   Endpoint& sender = job.ep(0);

@@ -37,4 +37,20 @@ struct alignas(64) Doorbell {
   }
 };
 
+// Sleeps on two doorbells at once, for a wait whose own event rings one and whose side work (a
+// task's packets, meanwhile) rings the other: unless `ready()` after announcing on both, until
+// either rings, at most `timeout`.
+template <class Ready>
+void sleep_on_either(Doorbell& a, Doorbell& b, Ready&& ready, std::chrono::nanoseconds timeout) {
+  if (&a == &b) return a.sleep_unless(ready, timeout);
+  a.sleepers.fetch_add(1, std::memory_order_seq_cst);
+  b.sleepers.fetch_add(1, std::memory_order_seq_cst);
+  heavy_fence();
+  const std::uint32_t seen_a = a.rings.load(std::memory_order_acquire);
+  const std::uint32_t seen_b = b.rings.load(std::memory_order_acquire);
+  if (!ready()) futex_wait_either(a.rings, seen_a, b.rings, seen_b, timeout);
+  b.sleepers.fetch_sub(1, std::memory_order_relaxed);
+  a.sleepers.fetch_sub(1, std::memory_order_relaxed);
+}
+
 }  // namespace bgl::pkt

@@ -95,6 +95,9 @@ class Endpoint {
   // Spins and yields first. Callers loop.
   void wait();
   std::uint32_t pending_packets() const { return pending_packets_; }
+  // What rings when a packet for this task arrives (or a coprocessor finishes a receive): for a
+  // wait elsewhere that must also wake for this task's packets.
+  Doorbell& doorbell() const { return *bell_; }
 
   Destination destination_of(torus::Rank rank) const;
   torus::Rank rank() const { return rank_; }
