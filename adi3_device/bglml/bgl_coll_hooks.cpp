@@ -29,7 +29,7 @@ struct Hooks {
   coll::Library library;
 
   explicit Hooks(const bgl_coll_env_t& e) : env(e), library(msg::session_of(e.session)) {
-    library.engine().set_progress(&Hooks::progress_round, this);
+    library.engine().set_progress(&Hooks::progress_round, this, &Hooks::meanwhile_round);
     nm::set_pending_probe(&Hooks::injection_pending, this);
   }
   ~Hooks() { nm::set_pending_probe(nullptr, nullptr); }
@@ -48,6 +48,11 @@ struct Hooks {
       throw std::runtime_error("collectives: the device's progress failed (" +
                                std::string(bgl_msg_last_error()) + ")");
     return rc > 0;
+  }
+  // The same round inside a tree or global-interrupt wait, which idles itself (idle_cap.hpp).
+  static bool meanwhile_round(void* self) {
+    const nm::IdleSleepSuppressed no_sleep;
+    return progress_round(self);
   }
 };
 

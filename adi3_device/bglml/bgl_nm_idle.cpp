@@ -38,6 +38,7 @@ thread_local std::string g_error;
 // sleeps here.
 bgl::nm::PendingProbe g_pending_probe = nullptr;
 void* g_pending_context = nullptr;
+thread_local int g_idle_sleep_suppressed = 0;
 
 bool packet_waiting(const bgl_nm_idle& idle) {
   for (auto& f : idle.fifos) {
@@ -52,6 +53,13 @@ bool packet_waiting(const bgl_nm_idle& idle) {
 void bgl::nm::set_pending_probe(PendingProbe probe, void* context) {
   g_pending_probe = probe;
   g_pending_context = context;
+}
+
+bgl::nm::IdleSleepSuppressed::IdleSleepSuppressed() {
+  ++g_idle_sleep_suppressed;
+}
+bgl::nm::IdleSleepSuppressed::~IdleSleepSuppressed() {
+  --g_idle_sleep_suppressed;
 }
 
 extern "C" {
@@ -100,6 +108,7 @@ int bgl_nm_idle_ready(const bgl_nm_idle_t* idle) {
 }
 
 int bgl_nm_idle_wait(bgl_nm_idle_t* idle, uint32_t timeout_us) {
+  if (g_idle_sleep_suppressed > 0) return 0;
   const auto ready = [idle] { return packet_waiting(*idle); };
   auto timeout = std::chrono::microseconds(timeout_us);
   if (g_pending_probe && g_pending_probe(g_pending_context))

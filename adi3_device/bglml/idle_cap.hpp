@@ -18,4 +18,17 @@ inline constexpr std::chrono::microseconds kPendingSleepCap{200};
 using PendingProbe = bool (*)(void* context);
 void set_pending_probe(PendingProbe probe, void* context);
 
+// While a tree or global-interrupt wait runs the device's progress as its meanwhile round, that
+// wait does the idling: it sleeps on the wire's doorbell and the task's reception doorbell at once.
+// The device's own idle sleep (on the reception doorbell alone, up to BGL_NM_SLEEP_US) would miss
+// the wire, and a wait that runs the round on every spin drives the netmod's idle phases into it
+// quickly. In scope, bgl_nm_idle_wait returns at once (as a sleep that no packet ended).
+class IdleSleepSuppressed {
+ public:
+  IdleSleepSuppressed();
+  ~IdleSleepSuppressed();
+  IdleSleepSuppressed(const IdleSleepSuppressed&) = delete;
+  IdleSleepSuppressed& operator=(const IdleSleepSuppressed&) = delete;
+};
+
 }  // namespace bgl::nm

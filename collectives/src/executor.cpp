@@ -135,13 +135,13 @@ void Engine::line_packet(void* self, const pkt::PacketHeader& h,
   done(context, key.source, total);
 }
 
-void Engine::set_progress(ProgressRound round, void* context) {
+void Engine::set_progress(ProgressRound round, void* context, ProgressRound meanwhile) {
   progress_round_ = round;
   progress_context_ = context;
   if (!net_) return;
   pkt::Doorbell* packets = &layer_.endpoint().doorbell();
   if (round)
-    net_->set_meanwhile({round, context, packets});
+    net_->set_meanwhile({meanwhile ? meanwhile : round, context, packets});
   else
     net_->set_meanwhile(
         {[](void* l) { return static_cast<msg::MessageLayer*>(l)->advance(); }, &layer_, packets});

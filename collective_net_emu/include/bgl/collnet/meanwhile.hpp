@@ -9,7 +9,8 @@
 // sleeps on its own doorbell and on `bell` at once, the doorbell that rings when that work may
 // have something to do (the task's packet arrivals), so a packet is answered within a wake-up.
 // Work that no doorbell announces (packets waiting to be injected) is still run at least every
-// kMeanwhileFirst .. kMeanwhileLast, an interval that doubles while nothing happens.
+// kMeanwhileFirst .. kMeanwhileLast, an interval that doubles while nothing happens. The wait does
+// the idling, so the round must not sleep itself (it would not wake for the wire).
 #include <chrono>
 
 #include "bgl/pkt/doorbell.hpp"

@@ -55,10 +55,11 @@ class Engine {
   // MPI device, whose own active messages arrive through the same layer and must be handled by
   // its progress engine, not dispatched behind its back. `round` returns whether anything
   // happened (and idles a little itself when nothing did); it throws to abort the collective.
-  // Tree and global-interrupt steps run the same round while they wait (collnet::Meanwhile);
-  // by default they advance the message layer.
+  // Tree and global-interrupt steps run `meanwhile` (default: `round`) while they wait
+  // (collnet::Meanwhile); those waits idle themselves, so it must not sleep. By default they
+  // advance the message layer.
   using ProgressRound = bool (*)(void* context);
-  void set_progress(ProgressRound round, void* context);
+  void set_progress(ProgressRound round, void* context, ProgressRound meanwhile = nullptr);
   // One round of progress; `busy` (this task injected something itself) skips idling.
   void progress(bool busy = false);
   // Rounds until everything this task owes has been handed to the network.
