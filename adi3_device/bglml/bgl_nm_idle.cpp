@@ -108,7 +108,9 @@ int bgl_nm_idle_ready(const bgl_nm_idle_t* idle) {
 }
 
 int bgl_nm_idle_wait(bgl_nm_idle_t* idle, uint32_t timeout_us) {
-  if (g_idle_sleep_suppressed > 0) return 0;
+  // A sleep skipped here must not lengthen the netmod's next one: answering 0 would double it each
+  // time, and the first real sleep after the wait would last the whole BGL_NM_SLEEP_US.
+  if (g_idle_sleep_suppressed > 0) return 1;
   const auto ready = [idle] { return packet_waiting(*idle); };
   auto timeout = std::chrono::microseconds(timeout_us);
   if (g_pending_probe && g_pending_probe(g_pending_context))

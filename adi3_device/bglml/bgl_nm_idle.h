@@ -25,7 +25,8 @@ const char* bgl_nm_idle_error(void);
 /* 1 when a packet waits in one of the task's reception FIFOs. */
 int bgl_nm_idle_ready(const bgl_nm_idle_t* idle);
 /* Sleeps on the task's doorbell unless a packet waits, at most timeout_us microseconds. Returns 1
- * when a packet is ready afterwards, 0 otherwise. */
+ * when a packet is ready afterwards (or the sleep was skipped inside a collective wait that idles
+ * itself), 0 otherwise: the caller lengthens its next sleep only on 0. */
 int bgl_nm_idle_wait(bgl_nm_idle_t* idle, uint32_t timeout_us);
 
 /* "BGL <x,y,z,t> in XxYxZ torus, <mode> mode" for MPI_Get_processor_name. */

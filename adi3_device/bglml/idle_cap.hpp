@@ -22,7 +22,8 @@ void set_pending_probe(PendingProbe probe, void* context);
 // wait does the idling: it sleeps on the wire's doorbell and the task's reception doorbell at once.
 // The device's own idle sleep (on the reception doorbell alone, up to BGL_NM_SLEEP_US) would miss
 // the wire, and a wait that runs the round on every spin drives the netmod's idle phases into it
-// quickly. In scope, bgl_nm_idle_wait returns at once (as a sleep that no packet ended).
+// quickly. In scope, bgl_nm_idle_wait returns at once, reporting the skipped sleep as one that a
+// packet ended, so that the netmod's sleep does not grow while no sleep happens.
 class IdleSleepSuppressed {
  public:
   IdleSleepSuppressed();
