@@ -1,4 +1,5 @@
 #include "bgl/pkt/header.hpp"
+#include "bgl/pkt/reception_fifo.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -65,9 +66,11 @@ TEST(PacketHeader, IsSixteenBytesWithTheDocumentedLayout) {
   EXPECT_EQ(kMaxPayloadBytes, 240u);
 }
 
-TEST(Packet, IsOneChunkAlignedSlotOf256Bytes) {
+TEST(Packet, Is256BytesAndFollowsAFifoSequenceWordDirectly) {
   EXPECT_EQ(sizeof(Packet), 256u);
-  EXPECT_EQ(alignof(Packet), kChunkBytes);
+  EXPECT_EQ(alignof(Packet), 8u);
+  EXPECT_EQ(offsetof(FifoSlot, packet), 8u);
+  EXPECT_EQ(sizeof(FifoSlot), 320u);
   EXPECT_EQ(offsetof(Packet, payload), kHeaderBytes);
 }
 

@@ -97,8 +97,10 @@ std::string_view to_string(PacketHeader::Problem p);
 static_assert(sizeof(PacketHeader) == kHeaderBytes);
 static_assert(std::is_trivially_copyable_v<PacketHeader>);
 
-// One FIFO slot: a whole packet, aligned like BG/L's 32-byte chunks.
-struct alignas(kChunkBytes) Packet {
+// A whole packet as a FIFO holds it. 8-byte aligned only (not like BG/L's 32-byte chunks): in a
+// reception FIFO slot it follows the slot's sequence number directly, so that the sequence, the
+// header and the first 40 payload bytes share one cache line (reception_fifo.hpp).
+struct alignas(8) Packet {
   PacketHeader header;
   std::array<std::byte, kMaxPayloadBytes> payload;
 };
