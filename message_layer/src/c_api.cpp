@@ -156,6 +156,11 @@ int bgl_msg_post(bgl_msg_session_t* s, bgl_msg_send_t* send) {
   });
 }
 
+int bgl_msg_data_released(const bgl_msg_send_t* send) {
+  const auto& m = *std::launder(reinterpret_cast<const SendMessage*>(send->opaque));
+  return m.state.protocol == Protocol::one_packet && m.state.packets != 0 ? 1 : 0;
+}
+
 int bgl_msg_accept(bgl_msg_session_t* s, bgl_msg_recv_handle_t handle,
                    const bgl_msg_recv_target_t* target) {
   return guarded([&] {

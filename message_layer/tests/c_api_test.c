@@ -256,6 +256,11 @@ static void send_and_wait(bgl_msg_session_t* s, bgl_msg_send_t* m, struct send_s
   m->remote_done = send_remote_done;
   CHECK(bgl_msg_post(s, m) == BGL_MSG_OK);
   CHECK(bgl_msg_idle(s) == 0); /* queued, not yet sent */
+  /* In this ping-pong nothing waits before the message: a one-packet message goes out in post()
+   * and its buffers are free at once; no other protocol releases them before its packets left. */
+  const int released = bgl_msg_data_released(m);
+  if (m->protocol == BGL_MSG_ONE_PACKET) CHECK(released == 1);
+  if (m->protocol != BGL_MSG_ONE_PACKET && m->protocol != BGL_MSG_AUTO) CHECK(released == 0);
   while (st->done == 0 || (rendezvous && st->remote_done == 0))
     if (!bgl_msg_advance(s)) bgl_msg_wait(s);
   CHECK(st->done == 1);

@@ -105,6 +105,10 @@ size_t bgl_msg_max_one_packet(size_t header_bytes);
 
 int bgl_msg_register(bgl_msg_session_t* session, uint8_t handler, bgl_msg_arrival_fn fn, void* context);
 int bgl_msg_post(bgl_msg_session_t* session, bgl_msg_send_t* send);
+/* 1 when the layer no longer reads the send's header and data: a one-packet message that went out
+ * in bgl_msg_post() itself. The caller may then reuse its buffers at once; the descriptor stays
+ * the layer's until its done callback, which still runs from a later bgl_msg_advance(). */
+int bgl_msg_data_released(const bgl_msg_send_t* send);
 int bgl_msg_accept(bgl_msg_session_t* session, bgl_msg_recv_handle_t handle, const bgl_msg_recv_target_t* target);
 /* Returns 1 if anything happened, 0 if not. */
 int bgl_msg_advance(bgl_msg_session_t* session);
