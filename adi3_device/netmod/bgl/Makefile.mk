@@ -7,6 +7,7 @@ if BUILD_CH4_NETMOD_BGL
 noinst_HEADERS     += src/mpid/ch4/netmod/bgl/bgl_pre.h \
                       src/mpid/ch4/netmod/bgl/bgl_impl.h \
                       src/mpid/ch4/netmod/bgl/bgl_am.h \
+                      src/mpid/ch4/netmod/bgl/bgl_send.h \
                       src/mpid/ch4/netmod/bgl/bgl_proc.h \
                       src/mpid/ch4/netmod/bgl/bgl_coll.h \
                       src/mpid/ch4/netmod/bgl/bgl_noinline.h \

@@ -19,16 +19,29 @@
 
 #define MPIDI_BGL_MAX_AM_HDR   BGL_MSG_MAX_USER_HEADER
 #define MPIDI_BGL_ONE_PACKET   256      /* more than the largest one-packet payload */
-/* The layer's handlers below BGL_COLL_FIRST_HANDLER are MPIDIG's, the rest the collectives
- * library's (bgl_coll_hooks.h). */
-#define MPIDI_BGL_MAX_HANDLERS MPL_MIN(MPIDI_AM_HANDLERS_MAX, BGL_COLL_FIRST_HANDLER)
+/* The layer's handlers below MPIDI_BGL_SEND_COMPACT are MPIDIG's, that one the netmod's compact
+ * MPIDIG_SEND, the rest the collectives library's (bgl_coll_hooks.h). */
+#define MPIDI_BGL_SEND_COMPACT (BGL_COLL_FIRST_HANDLER - 1)
 #define MPIDI_BGL_AMREQ(req)   ((req)->dev.ch4.am.netmod_am.bgl)
 #define MPIDI_BGL_AV(av)       ((av)->netmod.bgl)
+
+/* The header of an injected send (MPIDI_BGL_isend): the fields of MPIDIG_SEND's 48-byte header
+ * that such a send uses (no sender request, no flags; the size is the message's). With 12 bytes
+ * instead of 48, an 8-byte MPI message is a 48-byte packet, which arrives in the reception FIFO
+ * slot's first cache line (reception_fifo.hpp). */
+typedef struct {
+    int32_t src_rank;
+    int32_t tag;
+    MPIR_Context_id_t context_id;
+    uint8_t error_bits;
+    uint8_t reserved;
+} MPIDI_BGL_compact_hdr_t;
 
 /* A message being sent: the layer's descriptor plus what completion needs. */
 typedef struct MPIDI_BGL_send {
     bgl_msg_send_t msg;
-    MPIR_Request *sreq;         /* NULL for header-only messages */
+    MPIR_Request *sreq;         /* NULL for header-only messages and injected sends */
+    int plain_sreq;             /* sreq is not MPIDIG's: done() completes it (MPIDI_BGL_isend) */
     int handler_id;
     void *buf;                  /* pack buffer or iovec array, freed when sent */
     struct MPIDI_BGL_send *next;        /* free list */
@@ -64,6 +77,9 @@ typedef struct {
 
     /* data layout choices */
     MPI_Aint max_iov;           /* more iovec entries than this: pack / unpack instead */
+    int inject;                 /* MPIDI_BGL_isend may complete one-packet sends at once */
+    MPI_Aint inject_max;        /* the most data bytes a one-packet MPIDIG_SEND carries */
+    uint64_t n_injected;        /* sends completed at once */
 
     /* send descriptors */
     MPIDI_BGL_send_t *free_sends;
@@ -83,6 +99,9 @@ extern MPIDI_BGL_global_t MPIDI_BGL_global;
 int MPIDI_BGL_am_post(int rank, MPIR_Comm * comm, int handler_id, const void *am_hdr,
                       MPI_Aint am_hdr_sz, const void *data, MPI_Aint count,
                       MPI_Datatype datatype, MPIR_Request * sreq);
+int MPIDI_BGL_isend(const void *buf, MPI_Aint count, MPI_Datatype datatype, int rank, int tag,
+                    MPIR_Comm * comm, int context_offset, MPIDI_av_entry_t * addr,
+                    MPIR_Errflag_t errflag, MPIR_Request ** request);
 int MPIDI_BGL_register_handlers(void);
 int MPIDI_BGL_data_copy_cb(MPIR_Request * rreq);
 int MPIDI_BGL_accept_deferred(void);

@@ -107,9 +107,11 @@ int MPIDI_BGL_mpi_finalize_hook(void)
     }
 
     if (MPIR_CVAR_CH4_RUNTIME_CONF_DEBUG && MPIR_Process.rank == 0) {
-        fprintf(stderr, "bgl netmod: rank 0 progress yielded %llu times, slept %llu times\n",
+        fprintf(stderr, "bgl netmod: rank 0 progress yielded %llu times, slept %llu times; "
+                "%llu sends completed at injection\n",
                 (unsigned long long) MPIDI_BGL_global.n_yields,
-                (unsigned long long) MPIDI_BGL_global.n_sleeps);
+                (unsigned long long) MPIDI_BGL_global.n_sleeps,
+                (unsigned long long) MPIDI_BGL_global.n_injected);
     }
 
     MPIDI_BGL_coll_finalize();

@@ -9,7 +9,9 @@
  * between computations) goes through three phases:
  *
  *   spin   for BGL_NM_SPIN_US (default 20 us; 1 us when the host's ranks outnumber its cores):
- *          return at once, so that a reply arriving within microseconds is seen immediately;
+ *          return at once, so that a reply arriving within microseconds is seen immediately
+ *          (spinning on the FIFOs inside the call instead, between MPICH's ~500-instruction
+ *          progress rounds, was measured and made the ping-pong no faster);
  *   yield  for BGL_NM_YIELD_US more (default 200 us; 10 us oversubscribed): sched_yield() in
  *          every call, so that a runnable rank on this core gets it;
  *   sleep  on the task's doorbell (a futex in the job's segment that senders ring when they
@@ -59,6 +61,9 @@ void MPIDI_BGL_progress_config(void)
     g->sleep_min_us = MPL_MIN(125, g->sleep_max_us);
     g->busy_sleep_us = (uint32_t) MPL_MAX(1, env_us("BGL_NM_BUSY_SLEEP_US", 50));
     g->max_iov = (MPI_Aint) env_us("BGL_NM_MAX_IOV", 64);
+    g->inject = 1;
+    MPL_env2bool("BGL_NM_INJECT", &g->inject);
+    g->inject_max = (MPI_Aint) bgl_msg_max_one_packet(sizeof(MPIDI_BGL_compact_hdr_t));
 }
 
 static void idle_step(MPIDI_BGL_global_t * g)

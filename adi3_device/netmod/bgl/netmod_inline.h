@@ -1,13 +1,14 @@
 /*
  * The bgl netmod: all inline entry points. Point-to-point, probe, RMA and partitioned operations
- * are MPICH's active-message fallbacks (MPIDIG over our AMs); collectives are the fallbacks too,
+ * are MPICH's active-message fallbacks (MPIDIG over our AMs), except that small contiguous sends
+ * complete at once when their packet went out (bgl_send.h); collectives are the fallbacks too,
  * with the six BG/L accelerated ones offered to the collectives library first (bgl_coll.h).
  */
 
 #ifndef NETMOD_INLINE_H_INCLUDED
 #define NETMOD_INLINE_H_INCLUDED
 
-#include "netmod_am_fallback_send.h"
+#include "bgl_send.h"
 #include "netmod_am_fallback_recv.h"
 #include "netmod_am_fallback_probe.h"
 #include "netmod_am_fallback_rma.h"
