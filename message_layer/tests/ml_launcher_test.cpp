@@ -417,7 +417,9 @@ TEST_P(MlStatistics, PerProtocolCountsMatchWhatWasSent) {
     const auto high_water = f.at("high_water").get<std::uint64_t>();
     const auto received = f.at("received").get<std::uint64_t>();
     EXPECT_LE(high_water, capacity) << f.dump();
-    if (received >= kHighWaterSampling) EXPECT_GE(high_water, 1u) << f.dump();
+    if (received >= kHighWaterSampling) {
+      EXPECT_GE(high_water, 1u) << f.dump();
+    }
     fifo_received += received;
   }
   EXPECT_GE(link_packets, injected) << "every packet between nodes crosses at least one link";
