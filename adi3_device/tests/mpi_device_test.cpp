@@ -136,6 +136,22 @@ TEST_F(Mpi, Pt2ptHeater2) {
   EXPECT_THAT(r.output, HasSubstr("pt2pt: OK"));
 }
 
+TEST_F(Mpi, Pt2ptHeater2InjectedSendsOnAndOff) {
+  // Small contiguous sends complete at injection by default (the netmod's compact header; the
+  // count is rank 0's, printed at finalize with MPICH's runtime debug output); with
+  // BGL_NM_INJECT=0 every send takes MPIDIG's path, and both pass the same checks.
+  const std::vector<std::string> args{kBglrun, "-np", "2", "--timeout", "200", program("pt2pt")};
+  const auto on = run_process(args, 240, {"MPIR_CVAR_CH4_RUNTIME_CONF_DEBUG=1"});
+  EXPECT_EQ(on.exit_code, 0) << on.output;
+  EXPECT_THAT(on.output, HasSubstr("pt2pt: OK"));
+  EXPECT_THAT(on.output, ::testing::ContainsRegex("[1-9][0-9]* sends completed at injection"));
+  const auto off =
+      run_process(args, 240, {"MPIR_CVAR_CH4_RUNTIME_CONF_DEBUG=1", "BGL_NM_INJECT=0"});
+  EXPECT_EQ(off.exit_code, 0) << off.output;
+  EXPECT_THAT(off.output, HasSubstr("pt2pt: OK"));
+  EXPECT_THAT(off.output, HasSubstr(" 0 sends completed at injection"));
+}
+
 TEST_F(Mpi, Pt2ptCoprocessor4) {
   const auto r = bglrun({"-np", "4", "--shape", "2x2x1", "--mode", "coprocessor", "--timeout",
                          "200", program("pt2pt")});

@@ -1,12 +1,16 @@
 /* Point-to-point over the bgl device: every protocol by size (0 B .. 8 MiB: one-packet, eager,
  * rendezvous), wildcards, probe, unexpected messages (eager in the layer's pool, rendezvous held
  * back), synchronous sends, non-contiguous datatypes (iovec and pack paths, both sides),
- * truncation, and Isend/Irecv/Waitall storms. Any number of ranks >= 2. */
+ * truncation, Isend/Irecv/Waitall storms, and a flood of small sends into a rank that is not
+ * receiving yet (injected sends that must wait for room, in order with larger ones). Any number of
+ * ranks >= 2. */
+#include <unistd.h>
+
 #include "mpitest.h"
 
-static const size_t sizes[] = {0,     1,     7,     8,      100,     179,           180,    181,
-                               200,   228,   229,   240,    1000,    4096,          16383,  16384,
-                               16385, 65536, 65537, 100000, 1 << 20, (1 << 20) + 3, 8 << 20};
+static const size_t sizes[] = {
+    0,   1,    7,    8,     100,   179,   180,   181,   200,    216,     217,           228,    229,
+    240, 1000, 4096, 16383, 16384, 16385, 65536, 65537, 100000, 1 << 20, (1 << 20) + 3, 8 << 20};
 #define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
 
 /* Ping-pong of every size between rank 0 and every other rank, checking the data both ways. */
@@ -328,6 +332,53 @@ static void storm(void) {
   free(len);
 }
 
+/* Every other rank sends rank 0 a flood of small messages (injected sends: contiguous, at most 216
+ * bytes) with an occasional larger one (MPIDIG's path) while rank 0 is still asleep: the 64-packet
+ * reception FIFO and the injection FIFOs fill, so sends wait in the layer and complete later. Rank
+ * 0 then receives them from each source in order and checks every byte. */
+static void flood(void) {
+  enum { kMessages = 3000, kTag = 77 };
+  const size_t max = 20000;
+  unsigned char* buf = malloc(max);
+  MT_CHECK(buf != NULL, "no memory");
+  if (mt_rank != 0) {
+    MPI_Request* req = malloc(kMessages * sizeof(MPI_Request));
+    unsigned char** out = malloc(kMessages * sizeof(void*));
+    for (int m = 0; m < kMessages; m++) {
+      const size_t sz = m % 500 == 499 ? 20000 : (size_t)(m * 37) % 218;
+      out[m] = malloc(sz + 1);
+      mt_fill(out[m], sz, ((uint64_t)mt_rank << 32) + (uint64_t)m);
+      if (m % 3 == 0) {
+        MPI_Send(out[m], (int)sz, MPI_BYTE, 0, kTag, MPI_COMM_WORLD);
+        req[m] = MPI_REQUEST_NULL;
+      } else {
+        MPI_Isend(out[m], (int)sz, MPI_BYTE, 0, kTag, MPI_COMM_WORLD, &req[m]);
+      }
+    }
+    MPI_Waitall(kMessages, req, MPI_STATUSES_IGNORE);
+    for (int m = 0; m < kMessages; m++)
+      free(out[m]);
+    free(out);
+    free(req);
+  } else {
+    usleep(100000);
+    for (int m = 0; m < kMessages; m++) {
+      const size_t sz = m % 500 == 499 ? 20000 : (size_t)(m * 37) % 218;
+      for (int p = 1; p < mt_size; p++) {
+        MPI_Status st;
+        int count;
+        MPI_Recv(buf, (int)max, MPI_BYTE, p, kTag, MPI_COMM_WORLD, &st);
+        MPI_Get_count(&st, MPI_BYTE, &count);
+        MT_CHECK((size_t)count == sz, "flood message %d from %d: %d bytes, expected %zu", m, p,
+                 count, sz);
+        MT_CHECK(mt_verify(buf, sz, ((uint64_t)p << 32) + (uint64_t)m) == 0,
+                 "flood message %d from %d corrupt or out of order", m, p);
+      }
+    }
+  }
+  free(buf);
+}
+
 int main(int argc, char** argv) {
   mt_init(&argc, &argv);
   if (mt_size < 2) {
@@ -352,5 +403,7 @@ int main(int argc, char** argv) {
   truncation();
   MPI_Barrier(MPI_COMM_WORLD);
   storm();
+  MPI_Barrier(MPI_COMM_WORLD);
+  flood();
   return mt_finish("pt2pt");
 }
