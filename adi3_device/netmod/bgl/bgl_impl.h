@@ -40,8 +40,9 @@ typedef struct {
 /* A message being sent: the layer's descriptor plus what completion needs. */
 typedef struct MPIDI_BGL_send {
     bgl_msg_send_t msg;
-    MPIR_Request *sreq;         /* NULL for header-only messages and injected sends */
-    int plain_sreq;             /* sreq is not MPIDIG's: done() completes it (MPIDI_BGL_isend) */
+    MPIR_Request *sreq;         /* NULL for header-only messages and injected sends that went out
+                                 * at once; a plain request (not MPIDIG's) for the other injected
+                                 * sends (handler MPIDI_BGL_SEND_COMPACT) */
     int handler_id;
     void *buf;                  /* pack buffer or iovec array, freed when sent */
     struct MPIDI_BGL_send *next;        /* free list */

@@ -57,20 +57,25 @@ void MPIDI_BGL_send_pool_free(void)
     g->free_sends = NULL;
 }
 
+/* Back to the free list, with its pack buffer or iovec array freed. */
+static void send_give_back(MPIDI_BGL_send_t * s)
+{
+    MPL_free(s->buf);
+    s->buf = NULL;
+    s->next = MPIDI_BGL_global.free_sends;
+    MPIDI_BGL_global.free_sends = s;
+}
+
 static void send_done(bgl_msg_send_t * msg)
 {
     MPIDI_BGL_send_t *s = (MPIDI_BGL_send_t *) msg->context;
     MPIR_Request *sreq = s->sreq;
     int handler_id = s->handler_id;
 
-    if (s->buf) {
-        MPL_free(s->buf);
-        s->buf = NULL;
-    }
-    s->next = MPIDI_BGL_global.free_sends;
-    MPIDI_BGL_global.free_sends = s;
+    send_give_back(s);
     MPIDI_BGL_global.sends_in_flight--;
-    if (sreq && s->plain_sreq) {
+    if (sreq && handler_id == MPIDI_BGL_SEND_COMPACT) {
+        /* an injected send that had to wait: its request is a plain one */
         MPID_Request_complete(sreq);
     } else if (sreq) {
         int mpi_errno = MPIDIG_global.origin_cbs[handler_id] (sreq);
@@ -122,33 +127,27 @@ static int describe_noncontig(MPIDI_BGL_send_t * s, const void *data, MPI_Aint c
     goto fn_exit;
 }
 
-int MPIDI_BGL_am_post(int rank, MPIR_Comm * comm, int handler_id, const void *am_hdr,
-                      MPI_Aint am_hdr_sz, const void *data, MPI_Aint count,
-                      MPI_Datatype datatype, MPIR_Request * sreq)
+/* A descriptor from the free list for a message without data (yet), or an error. */
+static int send_take(uint32_t dest, int handler_id, const void *hdr, size_t hdr_bytes,
+                     MPIR_Request * sreq, MPIDI_BGL_send_t ** out)
 {
-    int mpi_errno = MPI_SUCCESS;
     MPIDI_BGL_global_t *g = &MPIDI_BGL_global;
-    MPIDI_BGL_send_t *s;
-    MPIR_FUNC_ENTER;
-
-    MPIR_ERR_CHKANDJUMP1(am_hdr_sz > MPIDI_BGL_MAX_AM_HDR, mpi_errno, MPI_ERR_OTHER, "**fail",
-                         "**fail %s", "active-message header larger than bgl's 128 bytes");
     if (g->free_sends == NULL) {
-        mpi_errno = send_pool_grow();
-        MPIR_ERR_CHECK(mpi_errno);
+        int mpi_errno = send_pool_grow();
+        if (mpi_errno != MPI_SUCCESS)
+            return mpi_errno;
     }
-    s = g->free_sends;
+    MPIDI_BGL_send_t *s = g->free_sends;
     g->free_sends = s->next;
 
     s->sreq = sreq;
-    s->plain_sreq = 0;
     s->handler_id = handler_id;
     s->buf = NULL;
-    s->msg.dest = MPIDI_BGL_AV(MPIDIU_comm_rank_to_av(comm, rank)).dest;
+    s->msg.dest = dest;
     s->msg.handler = (uint8_t) handler_id;
     s->msg.protocol = BGL_MSG_AUTO;
-    s->msg.header = am_hdr;
-    s->msg.header_bytes = (size_t) am_hdr_sz;
+    s->msg.header = hdr;
+    s->msg.header_bytes = hdr_bytes;
     s->msg.data = NULL;
     s->msg.bytes = 0;
     s->msg.iov = NULL;
@@ -156,6 +155,39 @@ int MPIDI_BGL_am_post(int rank, MPIR_Comm * comm, int handler_id, const void *am
     s->msg.done = send_done;
     s->msg.remote_done = NULL;
     s->msg.context = s;
+    *out = s;
+    return MPI_SUCCESS;
+}
+
+/* Hands the message to the layer; if it refuses, the descriptor goes back to the free list. */
+static int send_post(MPIDI_BGL_send_t * s)
+{
+    int mpi_errno = MPI_SUCCESS;
+    if (bgl_msg_post(MPIDI_BGL_global.session, &s->msg) != 0) {
+        send_give_back(s);
+        MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**fail", "**fail %s",
+                             bgl_msg_last_error());
+    }
+    MPIDI_BGL_global.sends_in_flight++;
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+int MPIDI_BGL_am_post(int rank, MPIR_Comm * comm, int handler_id, const void *am_hdr,
+                      MPI_Aint am_hdr_sz, const void *data, MPI_Aint count,
+                      MPI_Datatype datatype, MPIR_Request * sreq)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIDI_BGL_send_t *s;
+    MPIR_FUNC_ENTER;
+
+    MPIR_ERR_CHKANDJUMP1(am_hdr_sz > MPIDI_BGL_MAX_AM_HDR, mpi_errno, MPI_ERR_OTHER, "**fail",
+                         "**fail %s", "active-message header larger than bgl's 128 bytes");
+    mpi_errno = send_take(MPIDI_BGL_AV(MPIDIU_comm_rank_to_av(comm, rank)).dest, handler_id,
+                          am_hdr, (size_t) am_hdr_sz, sreq, &s);
+    MPIR_ERR_CHECK(mpi_errno);
 
     if (count > 0) {
         int dt_contig;
@@ -170,22 +202,14 @@ int MPIDI_BGL_am_post(int rank, MPIR_Comm * comm, int handler_id, const void *am
             } else {
                 mpi_errno = describe_noncontig(s, data, count, datatype, data_sz);
                 if (mpi_errno != MPI_SUCCESS) {
-                    s->next = g->free_sends;
-                    g->free_sends = s;
+                    send_give_back(s);
                     MPIR_ERR_CHECK(mpi_errno);
                 }
             }
         }
     }
 
-    if (bgl_msg_post(g->session, &s->msg) != 0) {
-        MPL_free(s->buf);
-        s->next = g->free_sends;
-        g->free_sends = s;
-        MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**fail", "**fail %s",
-                             bgl_msg_last_error());
-    }
-    g->sends_in_flight++;
+    mpi_errno = send_post(s);
 
   fn_exit:
     MPIR_FUNC_EXIT;
@@ -196,49 +220,33 @@ int MPIDI_BGL_am_post(int rank, MPIR_Comm * comm, int handler_id, const void *am
 
 /* The injected send (bgl_send.h): an MPIDIG_SEND message with no sender request behind it (only
  * synchronous and MPIDIG-rendezvous sends need the receiver to name one), under the netmod's
- * compact header, which the receiver expands into MPIDIG's (bgl_recv.c). Its packet left in bgl_msg_post(), so the buffer is free and the send complete; the
- * layer's done() only returns the descriptor. If the packet had to wait (a full injection FIFO),
- * a plain request completes when it has left. */
-static int inject_send(MPIDI_BGL_send_t * s, const void *data, MPI_Aint data_sz, int tag,
-                       MPIR_Comm * comm, int context_offset, MPIDI_av_entry_t * addr,
-                       MPIR_Errflag_t errflag, MPIR_Request ** request)
+ * compact header, which the receiver expands into MPIDIG's (bgl_recv.c). If its packet left in
+ * bgl_msg_post(), the buffer is free and the send complete; the layer's done() only returns the
+ * descriptor. If the packet had to wait (a full injection FIFO), a plain request completes when
+ * it has left (send_done). */
+static int inject_send(const void *data, MPI_Aint data_sz, int tag, MPIR_Comm * comm,
+                       int context_offset, MPIDI_av_entry_t * addr, MPIR_Errflag_t errflag,
+                       MPIR_Request ** request)
 {
     int mpi_errno = MPI_SUCCESS;
-    MPIDI_BGL_global_t *g = &MPIDI_BGL_global;
-    MPIDI_BGL_compact_hdr_t am_hdr;
+    MPIDI_BGL_send_t *s;
+    MPIDI_BGL_compact_hdr_t am_hdr;     /* the layer copies it if the message has to wait */
 
     am_hdr.src_rank = comm->rank;
     am_hdr.tag = tag;
     am_hdr.context_id = comm->context_id + context_offset;
     am_hdr.error_bits = (uint8_t) errflag;
     am_hdr.reserved = 0;
-
-    s->sreq = NULL;
-    s->plain_sreq = 1;
-    s->handler_id = MPIDI_BGL_SEND_COMPACT;
-    s->buf = NULL;
-    s->msg.dest = MPIDI_BGL_AV(addr).dest;
-    s->msg.handler = MPIDI_BGL_SEND_COMPACT;
-    s->msg.protocol = BGL_MSG_AUTO;
-    s->msg.header = &am_hdr;    /* the layer copies it if the message has to wait */
-    s->msg.header_bytes = sizeof(am_hdr);
+    mpi_errno = send_take(MPIDI_BGL_AV(addr).dest, MPIDI_BGL_SEND_COMPACT, &am_hdr,
+                          sizeof(am_hdr), NULL, &s);
+    MPIR_ERR_CHECK(mpi_errno);
     s->msg.data = data;
     s->msg.bytes = (size_t) data_sz;
-    s->msg.iov = NULL;
-    s->msg.iov_count = 0;
-    s->msg.done = send_done;
-    s->msg.remote_done = NULL;
-    s->msg.context = s;
+    mpi_errno = send_post(s);
+    MPIR_ERR_CHECK(mpi_errno);
 
-    if (bgl_msg_post(g->session, &s->msg) != 0) {
-        s->next = g->free_sends;
-        g->free_sends = s;
-        MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**fail", "**fail %s",
-                             bgl_msg_last_error());
-    }
-    g->sends_in_flight++;
     if (bgl_msg_data_released(&s->msg)) {
-        g->n_injected++;
+        MPIDI_BGL_global.n_injected++;
         *request = MPIR_Request_create_complete(MPIR_REQUEST_KIND__SEND);
     } else {
         /* One reference for the user, one that done() drops when it completes the request. */
@@ -275,14 +283,8 @@ int MPIDI_BGL_isend(const void *buf, MPI_Aint count, MPI_Datatype datatype, int 
     }
 
     MPID_THREAD_CS_ENTER(VCI, MPIDI_VCI(0).lock);
-    if (g->free_sends == NULL)
-        mpi_errno = send_pool_grow();
-    if (mpi_errno == MPI_SUCCESS) {
-        MPIDI_BGL_send_t *s = g->free_sends;
-        g->free_sends = s->next;
-        mpi_errno = inject_send(s, data_sz > 0 ? MPIR_get_contig_ptr(buf, dt_true_lb) : NULL,
-                                data_sz, tag, comm, context_offset, addr, errflag, request);
-    }
+    mpi_errno = inject_send(data_sz > 0 ? MPIR_get_contig_ptr(buf, dt_true_lb) : NULL, data_sz,
+                            tag, comm, context_offset, addr, errflag, request);
     MPID_THREAD_CS_EXIT(VCI, MPIDI_VCI(0).lock);
 
   fn_exit:
