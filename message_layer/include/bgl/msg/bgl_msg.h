@@ -14,7 +14,12 @@
 extern "C" {
 #endif
 
-enum bgl_msg_status { BGL_MSG_OK = 0, BGL_MSG_ERR_CONFIG = -1, BGL_MSG_ERR_ARG = -2, BGL_MSG_ERR_INTERNAL = -3 };
+enum bgl_msg_status {
+  BGL_MSG_OK = 0,
+  BGL_MSG_ERR_CONFIG = -1,
+  BGL_MSG_ERR_ARG = -2,
+  BGL_MSG_ERR_INTERNAL = -3
+};
 enum bgl_msg_protocol {
   BGL_MSG_AUTO = -1,
   BGL_MSG_ONE_PACKET = 0,
@@ -22,7 +27,11 @@ enum bgl_msg_protocol {
   BGL_MSG_RENDEZVOUS = 2,
   BGL_MSG_ADAPTIVE_EAGER = 3
 };
-enum bgl_msg_target_kind { BGL_MSG_TARGET_BUFFER = 0, BGL_MSG_TARGET_IOV = 1, BGL_MSG_TARGET_LATER = 2 };
+enum bgl_msg_target_kind {
+  BGL_MSG_TARGET_BUFFER = 0,
+  BGL_MSG_TARGET_IOV = 1,
+  BGL_MSG_TARGET_LATER = 2
+};
 
 #define BGL_MSG_MAX_USER_HEADER 128
 #define BGL_MSG_MAX_HANDLERS 64
@@ -34,7 +43,9 @@ enum bgl_msg_target_kind { BGL_MSG_TARGET_BUFFER = 0, BGL_MSG_TARGET_IOV = 1, BG
 #endif
 
 typedef struct bgl_msg_session bgl_msg_session_t;
-typedef struct { uint32_t id; } bgl_msg_recv_handle_t;
+typedef struct {
+  uint32_t id;
+} bgl_msg_recv_handle_t;
 
 typedef struct bgl_msg_bootstrap {
   void* context;
@@ -66,7 +77,8 @@ typedef struct bgl_msg_recv_target {
   void* context;
 } bgl_msg_recv_target_t;
 
-typedef bgl_msg_recv_target_t (*bgl_msg_arrival_fn)(void* context, const bgl_msg_arrival_t* arrival);
+typedef bgl_msg_recv_target_t (*bgl_msg_arrival_fn)(void* context,
+                                                    const bgl_msg_arrival_t* arrival);
 
 typedef struct bgl_msg_send bgl_msg_send_t;
 typedef void (*bgl_msg_send_done_fn)(bgl_msg_send_t* send);
@@ -103,13 +115,15 @@ int bgl_msg_mode(const bgl_msg_session_t* session); /* 0 heater, 1 coprocessor, 
 int bgl_msg_coords(const bgl_msg_session_t* session, uint32_t rank, int xyzt[4]);
 size_t bgl_msg_max_one_packet(size_t header_bytes);
 
-int bgl_msg_register(bgl_msg_session_t* session, uint8_t handler, bgl_msg_arrival_fn fn, void* context);
+int bgl_msg_register(bgl_msg_session_t* session, uint8_t handler, bgl_msg_arrival_fn fn,
+                     void* context);
 int bgl_msg_post(bgl_msg_session_t* session, bgl_msg_send_t* send);
 /* 1 when the layer no longer reads the send's header and data: a one-packet message that went out
  * in bgl_msg_post() itself. The caller may then reuse its buffers at once; the descriptor stays
  * the layer's until its done callback, which still runs from a later bgl_msg_advance(). */
 int bgl_msg_data_released(const bgl_msg_send_t* send);
-int bgl_msg_accept(bgl_msg_session_t* session, bgl_msg_recv_handle_t handle, const bgl_msg_recv_target_t* target);
+int bgl_msg_accept(bgl_msg_session_t* session, bgl_msg_recv_handle_t handle,
+                   const bgl_msg_recv_target_t* target);
 /* Returns 1 if anything happened, 0 if not. */
 int bgl_msg_advance(bgl_msg_session_t* session);
 void bgl_msg_wait(bgl_msg_session_t* session);
