@@ -1,0 +1,41 @@
+#pragma once
+// Re-times a packet's real route at BG/L rates: cut-through routing, the head advancing
+// hop_cycles per router, every directed link busy for the packet's wire time, and a link that is
+// busy making the packet wait for the next gap in its calendar.
+#include <cstdint>
+#include <span>
+
+#include "bgl/torus/route.hpp"
+#include "bgl/torus/shape.hpp"
+#include "bgl/virtual_time/link_calendar.hpp"
+#include "bgl/virtual_time/params.hpp"
+
+namespace bgl::virtual_time {
+
+class TorusTiming {
+ public:
+  TorusTiming() = default;
+  // `calendars` has one entry per directed link, indexed node * 6 + direction.
+  TorusTiming(const Params& params, const torus::Shape& shape, std::span<LinkCalendar> calendars);
+
+  bool enabled() const { return params_ != nullptr; }
+  const Params& params() const { return *params_; }
+
+  // When a packet of `packet_bytes` injected at `t0` along `route` has fully arrived at the end
+  // of the route; reserves every link on the way. A zero-hop route costs local_packet_cycles.
+  Tick transit(const torus::Route& route, Tick t0, std::uint32_t packet_bytes) const;
+  // A deposit-bit line: fills arrivals[i] with the arrival at the i-th node after the source
+  // (arrivals.size() == route.hops()).
+  void transit_line(const torus::Route& route, Tick t0, std::uint32_t packet_bytes,
+                    std::span<Tick> arrivals) const;
+
+  std::span<LinkCalendar> calendars() const { return calendars_; }
+
+ private:
+  const Params* params_ = nullptr;
+  torus::Shape shape_;
+  std::span<LinkCalendar> calendars_;
+  Tick hop_ = 0;
+};
+
+}  // namespace bgl::virtual_time
