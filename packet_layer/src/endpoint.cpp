@@ -87,8 +87,39 @@ Endpoint::Endpoint(const Machine& machine, torus::Rank rank, int group, const Wa
     virtual_in_ = &machine.virtual_fifo(node_, 1 - group);
   }
   const std::uint32_t depth = injection_depth();
-  for (auto& q : injection_)
+  std::uint32_t slot = 0;
+  for (auto& q : injection_) {
     q.ring.resize(depth);
+    for (auto& pending : q.ring)
+      pending.slot = slot++;
+  }
+  if (const auto* params = machine.vt_params()) {
+    timing_ = virtual_time::TorusTiming(*params, machine.shape(), machine.calendars());
+    line_arrivals_.resize(slot);
+  }
+}
+
+std::uint64_t Endpoint::depart() {
+  clock_.charge(virtual_time::Params::ticks(timing_.params().packet_write_cycles));
+  return clock_.now();
+}
+
+std::uint64_t Endpoint::arrival_over(const torus::Route& route, std::uint32_t packet_bytes) {
+  return timing_.transit(route, depart(), packet_bytes);
+}
+
+void Endpoint::time_line(const torus::Route& route, std::uint32_t packet_bytes) {
+  timing_.transit_line(route, depart(), packet_bytes,
+                       std::span(line_scratch_).first(static_cast<std::size_t>(route.hops())));
+}
+
+// Waits for the packet's arrival and reads it, once per packet however often next() shows it.
+void Endpoint::take_time(FifoRef f, const Packet& p) {
+  if (&p == timed_packet_) return;
+  timed_packet_ = &p;
+  clock_.arrive(f.index == kVirtualFifo ? reinterpret_cast<const VirtualPacket&>(p).arrival
+                                        : ReceptionFifo::arrival_of(p));
+  clock_.charge(virtual_time::Params::ticks(timing_.params().packet_read_cycles));
 }
 
 Destination Endpoint::destination_of(torus::Rank rank) const {
@@ -129,19 +160,25 @@ void Endpoint::build_header(const PacketSpec& spec, std::size_t payload, PacketH
   h.seal();
 }
 
-std::uint8_t Endpoint::route_and_account(const PacketSpec& spec, std::uint8_t chunks) {
+std::uint8_t Endpoint::route_and_account(const PacketSpec& spec, std::uint8_t chunks,
+                                         std::uint64_t& arrival) {
   const std::uint32_t bytes = chunks * static_cast<std::uint32_t>(kChunkBytes);
   // The node's other task in virtual-node mode: through the scratchpad, no torus link
   // (high-priority packets keep their own FIFO, so they still overtake normal traffic).
   if (virtual_out_ && spec.dest.node == node_ && spec.dest.group != group_ && !spec.deposit_line &&
       !spec.high_priority) {
     ++counters_.virtual_packets;
+    if (timed())
+      arrival = depart() + virtual_time::Params::ticks(timing_.params().vn_packet_cycles);
     return kVirtualFifo;
   }
   if (!spec.deposit_line && spec.routing == Routing::deterministic) {
     auto& traffic = deterministic_traffic_[spec.dest.node];
     ++traffic.packets;
     traffic.bytes += bytes;
+    if (timed())
+      arrival =
+          arrival_over(torus::deterministic_route(machine_->shape(), node_, spec.dest.node), bytes);
     return spec.high_priority ? kHighPriorityFifo : peers_[spec.dest.node].deterministic_fifo;
   }
   const auto& shape = machine_->shape();
@@ -153,6 +190,12 @@ std::uint8_t Endpoint::route_and_account(const PacketSpec& spec, std::uint8_t ch
     route = torus::adaptive_route(shape, node_, spec.dest.node, rng_);
   }
   links_.account(route, bytes);
+  if (timed()) {
+    if (spec.deposit_line)
+      time_line(route, bytes);
+    else
+      arrival = arrival_over(route, bytes);
+  }
   if (spec.high_priority) return kHighPriorityFifo;
   const auto last = route.last();
   return last ? static_cast<std::uint8_t>(torus::index_of(*last)) : kLocalFifo;
@@ -205,8 +248,9 @@ InjectStatus Endpoint::inject(int fifo, const PacketSpec& spec, std::span<const 
     build_header(spec, bytes, h);
   }
   std::uint8_t index;
-  if (!plain) {
-    index = route_and_account(spec, h.chunks);
+  std::uint64_t arrival = 0;  // virtual time only
+  if (!plain || timed()) [[unlikely]] {
+    index = route_and_account(spec, h.chunks, arrival);
   } else if (virtual_out_ && spec.dest.node == node_ && spec.dest.group != group_) {
     ++counters_.virtual_packets;  // the node's other task: through the scratchpad, no link
     index = kVirtualFifo;
@@ -219,23 +263,23 @@ InjectStatus Endpoint::inject(int fifo, const PacketSpec& spec, std::span<const 
   ++counters_.packets_injected;
   counters_.bytes_injected += h.packet_bytes();
   if (q.count == 0 && !spec.deposit_line) {
-    if (plain && index != kVirtualFifo && !peer.remote) {
+    if (plain && index != kVirtualFifo && !peer.remote && !timed()) {
       Lane& lane = peer.lanes[spec.dest.group];
       if (lane.fifo.try_push(h, payload, more)) {
         lane.bell->ring();
         return InjectStatus::ok;
       }
-    } else if (push(spec.dest.node, spec.dest.group, index, h, payload, more)) {
+    } else if (push(spec.dest.node, spec.dest.group, index, h, payload, more, arrival)) {
       return InjectStatus::ok;
     }
   }
-  enqueue(fifo, h, payload, more, index);
+  enqueue(fifo, h, payload, more, index, arrival);
   drain(fifo);
   return InjectStatus::ok;
 }
 
 void Endpoint::enqueue(int fifo, const PacketHeader& h, std::span<const std::byte> payload,
-                       std::span<const std::byte> more, std::uint8_t index) {
+                       std::span<const std::byte> more, std::uint8_t index, std::uint64_t arrival) {
   InjectionFifo& q = injection_[static_cast<std::size_t>(fifo)];
   Pending& p = q.ring[(q.head + q.count) % q.ring.size()];
   p.packet.header = h;
@@ -244,6 +288,8 @@ void Endpoint::enqueue(int fifo, const PacketHeader& h, std::span<const std::byt
     std::memcpy(p.packet.payload.data() + payload.size(), more.data(), more.size());
   p.fifo_index = index;
   p.delivered = 0;
+  p.arrival = arrival;
+  if (timed() && h.deposit()) line_arrivals_[p.slot] = line_scratch_;
   ++q.count;
   ++pending_packets_;
   pending_mask_ |= 1u << fifo;
@@ -251,14 +297,16 @@ void Endpoint::enqueue(int fifo, const PacketHeader& h, std::span<const std::byt
 
 bool Endpoint::push(torus::NodeId node, std::uint8_t group, std::uint8_t index,
                     const PacketHeader& h, std::span<const std::byte> payload,
-                    std::span<const std::byte> more) {
+                    std::span<const std::byte> more, std::uint64_t arrival) {
   if (index == kVirtualFifo) {
     if (virtual_out_->write_available() == 0) return false;
-    Packet p;
-    p.header = h;
-    if (!payload.empty()) std::memcpy(p.payload.data(), payload.data(), payload.size());
-    if (!more.empty()) std::memcpy(p.payload.data() + payload.size(), more.data(), more.size());
-    virtual_out_->push(p);
+    VirtualPacket v;
+    v.packet.header = h;
+    if (!payload.empty()) std::memcpy(v.packet.payload.data(), payload.data(), payload.size());
+    if (!more.empty())
+      std::memcpy(v.packet.payload.data() + payload.size(), more.data(), more.size());
+    v.arrival = arrival;
+    virtual_out_->push(v);
     machine_->doorbell(node, group).ring();
     return true;
   }
@@ -266,6 +314,7 @@ bool Endpoint::push(torus::NodeId node, std::uint8_t group, std::uint8_t index,
   Peer& peer = peers_[node];
   if (peer.remote) [[unlikely]]
     return ofi_->try_deliver(to, h, payload, more);
+  if (timed()) return shm_.try_deliver_at(to, arrival, h, payload, more);
   if (index == peer.deterministic_fifo) {
     Lane& lane = peer.lanes[group];
     if (!lane.fifo.try_push(h, payload, more)) return false;
@@ -279,7 +328,8 @@ bool Endpoint::deliver(Pending& p) {
   const PacketHeader& h = p.packet.header;
   if (h.deposit()) return deliver_line(p);
   const auto node = machine_->shape().node_id(h.destination());
-  if (!push(node, h.dest_group, p.fifo_index, h, {p.packet.payload.data(), h.payload_bytes}, {})) {
+  if (!push(node, h.dest_group, p.fifo_index, h, {p.packet.payload.data(), h.payload_bytes}, {},
+            p.arrival)) {
     ++counters_.delivery_stalls;
     return false;
   }
@@ -296,7 +346,8 @@ bool Endpoint::deliver_line(Pending& p) {
   for (int i = 0; i <= p.delivered; ++i)
     at = *shape.neighbour(at, dir);
   for (;;) {
-    if (!push(at, h.dest_group, p.fifo_index, h, payload, {})) {
+    const std::uint64_t arrival = timed() ? line_arrivals_[p.slot][p.delivered] : 0;
+    if (!push(at, h.dest_group, p.fifo_index, h, payload, {}, arrival)) {
       ++counters_.delivery_stalls;
       return false;
     }
@@ -337,10 +388,16 @@ const Packet* Endpoint::next(FifoRef& f, std::uint32_t skip) {
     const Packet* p = find_nonempty(skip, index);
     if (!p) return nullptr;
     f = FifoRef{static_cast<std::uint8_t>(index)};
-    if (plainly_mine(p->header)) [[likely]]
+    if (plainly_mine(p->header)) [[likely]] {
+      if (timed()) [[unlikely]]
+        take_time(f, *p);
       return p;
+    }
     const auto problem = check(p->header);
-    if (problem == PacketHeader::Problem::none) return p;
+    if (problem == PacketHeader::Problem::none) {
+      if (timed()) take_time(f, *p);
+      return p;
+    }
     reject(index, problem);
   }
 }
@@ -448,6 +505,10 @@ void Endpoint::publish_statistics() {
   published_ = true;
   TaskSlot& slot = machine_->task(rank_);
   slot.pid = static_cast<std::int32_t>(getpid());
+  counters_.vt_clock = clock_.now();
+  counters_.vt_software = clock_.software();
+  counters_.vt_waiting = clock_.waiting();
+  counters_.vt_computing = clock_.computing();
   slot.counters = counters_;
   slot.published.store(1, std::memory_order_release);
   fold_deterministic_traffic();

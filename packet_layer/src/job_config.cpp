@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <limits>
 
 #include "bgl/env.hpp"
@@ -63,6 +64,24 @@ void JobOptions::merge_environment() {
     if (auto v = env::get_int("BGL_SEED", 0, std::numeric_limits<long long>::max()))
       seed = static_cast<std::uint64_t>(*v);
   }
+  if (!virtual_time) {
+    if (auto v = env::get_int("BGL_VIRTUAL_TIME", 0, 1)) virtual_time = *v != 0;
+  }
+  fill(vt_params, "BGL_VT_PARAMS");
+  if (!vt_cpu_factor) {
+    if (auto v = env::get("BGL_VT_CPU_FACTOR"))
+      vt_cpu_factor = parse_cpu_factor(*v, "BGL_VT_CPU_FACTOR");
+  }
+}
+
+double parse_cpu_factor(std::string_view text, std::string_view what) {
+  const std::string s(text);
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || end != s.c_str() + s.size() || !(v >= 0) || v > 1e6)
+    throw ConfigError(std::string(what) + "='" + s.substr(0, 40) +
+                      "': expected a number in [0, 1e6] (BG/L seconds per host CPU second)");
+  return v;
 }
 
 torus::Shape JobConfig::default_shape(int nodes) {
@@ -114,7 +133,7 @@ JobConfig JobConfig::resolve(const JobOptions& o) {
     source = "order " + order;
     return torus::Mapping::from_order(*shape, tpn, order, ntasks);
   }();
-  return JobConfig{
+  JobConfig config{
       *shape,
       mode,
       std::move(mapping),
@@ -123,6 +142,21 @@ JobConfig JobConfig::resolve(const JobOptions& o) {
       std::move(source),
       {},
       Placement::resolve(*shape, o.hostfile, o.hosts, o.transport, o.host_index.value_or(0))};
+  if (o.virtual_time.value_or(false)) {
+    config.virtual_time =
+        o.vt_params ? virtual_time::Params::from_file(*o.vt_params) : virtual_time::Params{};
+    config.vt_params_source = o.vt_params ? "file " + *o.vt_params : "built-in defaults";
+    if (o.vt_cpu_factor) config.virtual_time->cpu_factor = *o.vt_cpu_factor;
+    if (config.placement.host_count() > 1 || config.placement.transport != Transport::shm)
+      throw ConfigError(
+          "virtual time (--virtual-time, BGL_VIRTUAL_TIME) runs on one host over shared memory "
+          "only: packets between hosts do not carry their virtual time yet");
+  } else if (o.vt_params || o.vt_cpu_factor) {
+    throw ConfigError(
+        "--vt-params and --vt-cpu-factor (BGL_VT_PARAMS, BGL_VT_CPU_FACTOR) need virtual time "
+        "(--virtual-time or BGL_VIRTUAL_TIME=1)");
+  }
+  return config;
 }
 
 std::string JobConfig::summary() const {
@@ -133,7 +167,8 @@ std::string JobConfig::summary() const {
          (placement.host_count() > 1 || placement.transport != Transport::shm
               ? ", " + std::to_string(placement.host_count()) + " host(s) over " +
                     std::string(to_string(placement.transport))
-              : std::string());
+              : std::string()) +
+         (virtual_time ? ", virtual time (" + vt_params_source + ")" : std::string());
 }
 
 }  // namespace bgl::pkt

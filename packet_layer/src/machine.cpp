@@ -12,7 +12,7 @@ namespace bgl::pkt {
 namespace {
 
 constexpr std::uint64_t kMagic = 0x3130554d454c4742ULL;  // "BGLEMU01"
-constexpr std::uint32_t kVersion = 3;
+constexpr std::uint32_t kVersion = 4;
 
 constexpr std::size_t align_up(std::size_t n, std::size_t a) {
   return (n + a - 1) / a * a;
@@ -25,6 +25,12 @@ struct RegionEntry {
   char name[kRegionNameBytes];
   std::uint64_t offset;
   std::uint64_t bytes;
+};
+
+// Virtual time: the parameter set every task uses, and where it came from.
+struct VirtualTimeBlock {
+  virtual_time::Params params;
+  char source[256];
 };
 
 struct MappingEntry {
@@ -52,6 +58,7 @@ struct SegmentHeader {
   std::uint32_t hosts, this_host, transport, local_tasks;
   std::uint64_t node_host_offset, outbound_offset, stores_offset;
   std::uint64_t job_id;
+  std::uint64_t vt_offset;  // 0: virtual time off
   JobBarrier barrier;
   Doorbell agent_bell;
 };
@@ -60,7 +67,7 @@ struct SegmentHeader {
 
 struct Machine::Layout {
   std::size_t mapping, node_hosts, nodes, group, fifo, links, tasks, virtual_fifos, outbound,
-      stores, total;
+      stores, vt, calendars, total;
   std::vector<std::size_t> regions;
 
   explicit Layout(const JobConfig& c) {
@@ -88,7 +95,14 @@ struct Machine::Layout {
     const std::size_t store_bytes = c.placement.transport == Transport::ofi
                                         ? sizeof(StoreRing) * static_cast<std::size_t>(c.ntasks())
                                         : 0;
-    total = align_up(stores + store_bytes, 4096);
+    vt = align_up(stores + store_bytes, 4096);
+    calendars = align_up(vt + sizeof(VirtualTimeBlock), 64);
+    total = c.virtual_time
+                ? align_up(calendars + sizeof(virtual_time::LinkCalendar) *
+                                           static_cast<std::size_t>(c.shape.node_count()) *
+                                           torus::kDirections,
+                           4096)
+                : vt;
     if (c.regions.size() > kMaxRegions) throw ConfigError("too many segment regions");
     for (const auto& r : c.regions) {
       if (r.name.empty() || r.name.size() >= kRegionNameBytes)
@@ -115,6 +129,7 @@ Machine::Machine(std::span<std::byte> segment, JobConfig config)
   links_offset_ = l.links;
   tasks_offset_ = l.tasks;
   virtual_offset_ = l.virtual_fifos;
+  vt_offset_ = config_.virtual_time ? l.vt : 0;
 }
 
 Machine Machine::format(std::span<std::byte> segment, const JobConfig& config) {
@@ -154,6 +169,11 @@ Machine Machine::format(std::span<std::byte> segment, const JobConfig& config) {
   h->job_id = c.job_id;
   h->outbound_offset = l.outbound;
   h->stores_offset = l.stores;
+  if (c.virtual_time) {
+    h->vt_offset = l.vt;
+    auto* block = new (segment.data() + l.vt) VirtualTimeBlock{*c.virtual_time, {}};
+    std::strncpy(block->source, c.vt_params_source.c_str(), sizeof block->source - 1);
+  }
   std::memcpy(segment.data() + l.node_hosts, c.placement.node_host.data(),
               c.placement.node_host.size() * sizeof(std::uint16_t));
   auto* table = reinterpret_cast<MappingEntry*>(segment.data() + l.mapping);
@@ -174,6 +194,8 @@ Machine Machine::format(std::span<std::byte> segment, const JobConfig& config) {
   }
   for (auto& link : m.links())
     new (&link) LinkTotals{};
+  for (auto& calendar : m.calendars())
+    new (&calendar) virtual_time::LinkCalendar{};
   for (int r = 0; r < c.ntasks(); ++r)
     new (&m.task(static_cast<torus::Rank>(r))) TaskSlot{};
   if (c.mode == NodeMode::virtual_node) {
@@ -256,6 +278,14 @@ Machine Machine::attach(std::span<std::byte> segment) {
   for (std::uint32_t i = 0; i < h->region_count; ++i) {
     const auto& e = h->regions[i];
     c.regions.push_back({std::string(e.name, strnlen(e.name, kRegionNameBytes)), e.bytes});
+  }
+  if (h->vt_offset != 0) {
+    if (h->vt_offset < h->stores_offset || h->vt_offset + sizeof(VirtualTimeBlock) > h->total_bytes)
+      throw ConfigError("shared-memory segment has a corrupt virtual-time block");
+    const auto* block =
+        std::launder(reinterpret_cast<const VirtualTimeBlock*>(segment.data() + h->vt_offset));
+    c.virtual_time = block->params;
+    c.vt_params_source = std::string(block->source, strnlen(block->source, sizeof block->source));
   }
   Machine m(segment, std::move(c));
   if (m.tasks_offset_ != h->tasks_offset || Layout(m.config_).total != h->total_bytes)
@@ -368,6 +398,13 @@ std::span<std::byte> Machine::region(int index) const {
 VirtualFifo& Machine::virtual_fifo(torus::NodeId node, int from) const {
   auto* rings = std::launder(reinterpret_cast<VirtualFifo*>(segment_.data() + virtual_offset_));
   return rings[static_cast<std::size_t>(node) * 2 + static_cast<std::size_t>(from)];
+}
+
+std::span<virtual_time::LinkCalendar> Machine::calendars() const {
+  if (vt_offset_ == 0) return {};
+  const std::size_t first = align_up(vt_offset_ + sizeof(VirtualTimeBlock), 64);
+  return {std::launder(reinterpret_cast<virtual_time::LinkCalendar*>(segment_.data() + first)),
+          static_cast<std::size_t>(config_.shape.node_count()) * torus::kDirections};
 }
 
 TaskSlot& Machine::task(torus::Rank rank) const {

@@ -7,7 +7,7 @@ namespace bgl::virtual_time {
 TorusTiming::TorusTiming(const Params& params, const torus::Shape& shape,
                          std::span<LinkCalendar> calendars)
     : params_(&params),
-      shape_(shape),
+      shape_(&shape),
       calendars_(calendars),
       hop_(Params::ticks(params.hop_cycles)) {
   assert(calendars.size() == static_cast<std::size_t>(shape.node_count()) * torus::kDirections);
@@ -20,7 +20,7 @@ Tick TorusTiming::transit(const torus::Route& route, Tick t0, std::uint32_t pack
   if (route.hops() == 0) return t0 + Params::ticks(params_->local_packet_cycles);
   const Tick wire = params_->link_cycles(packet_bytes);
   Tick head = t0;
-  route.for_each_link(shape_, [&](torus::Link l) {
+  route.for_each_link(*shape_, [&](torus::Link l) {
     const auto i = static_cast<std::size_t>(l.node) * torus::kDirections + torus::index_of(l.dir);
     head = calendars_[i].reserve(head, wire) + hop_;
   });
@@ -32,7 +32,7 @@ void TorusTiming::transit_line(const torus::Route& route, Tick t0, std::uint32_t
   const Tick wire = params_->link_cycles(packet_bytes);
   Tick head = t0;
   std::size_t k = 0;
-  route.for_each_link(shape_, [&](torus::Link l) {
+  route.for_each_link(*shape_, [&](torus::Link l) {
     const auto i = static_cast<std::size_t>(l.node) * torus::kDirections + torus::index_of(l.dir);
     head = calendars_[i].reserve(head, wire) + hop_;
     if (k < arrivals.size()) arrivals[k++] = head + wire;

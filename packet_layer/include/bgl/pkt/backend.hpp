@@ -42,6 +42,14 @@ class ShmBackend final : public Backend {
     return true;
   }
   Transport transport() const override { return Transport::shm; }
+  // try_deliver() of a packet that arrives at `arrival` in virtual time.
+  bool try_deliver_at(Target to, std::uint64_t arrival, const PacketHeader& h,
+                      std::span<const std::byte> payload, std::span<const std::byte> more) {
+    if (!machine_->fifo(to.node, to.group, to.fifo).try_push_at(arrival, h, payload, more))
+      return false;
+    machine_->doorbell(to.node, to.group).ring();
+    return true;
+  }
 
  private:
   const Machine* machine_;

@@ -21,6 +21,8 @@
 #include "bgl/pkt/machine.hpp"
 #include "bgl/torus/link_counters.hpp"
 #include "bgl/torus/rng.hpp"
+#include "bgl/virtual_time/clock.hpp"
+#include "bgl/virtual_time/torus_timing.hpp"
 
 namespace bgl::pkt {
 
@@ -105,6 +107,15 @@ class Endpoint {
   int group() const { return group_; }
   const Machine& machine() const { return *machine_; }
   const TaskCounters& counters() const { return counters_; }
+
+  // Virtual time (bglrun --virtual-time): this endpoint's BG/L clock. Injecting charges a packet
+  // write and stamps the packet with its arrival time at BG/L rates over its route; taking a
+  // packet (next/poll) waits for that arrival and charges a packet read. The layers above charge
+  // their own software costs to the same clock.
+  bool timed() const { return timing_.enabled(); }
+  virtual_time::Clock& clock() { return clock_; }
+  const virtual_time::Clock& clock() const { return clock_; }
+  const virtual_time::Params* vt_params() const { return machine_->vt_params(); }
   const torus::LinkCounters& link_counters() const {
     fold_deterministic_traffic();
     return links_;
@@ -117,6 +128,8 @@ class Endpoint {
     Packet packet;
     std::uint8_t fifo_index;  // reception FIFO (final-hop direction, local or high priority)
     std::uint16_t delivered;  // deposit-bit line: copies already delivered
+    std::uint64_t arrival;    // virtual time: when it arrives (a line: line_arrivals_[slot])
+    std::uint32_t slot;       // its index among all injection-FIFO slots
   };
   struct InjectionFifo {
     std::vector<Pending> ring;
@@ -157,7 +170,7 @@ class Endpoint {
     return f.index == kVirtualFifo ? virtual_front() : fifos_[f.index].front();
   }
   const Packet* virtual_front() const {
-    return virtual_in_ && virtual_in_->read_available() ? &virtual_in_->front() : nullptr;
+    return virtual_in_ && virtual_in_->read_available() ? &virtual_in_->front().packet : nullptr;
   }
   void pop(FifoRef f) {
     if (f.index == kVirtualFifo)
@@ -167,14 +180,21 @@ class Endpoint {
   }
   // Copies into the network: a torus reception FIFO, or the node's virtual FIFO.
   bool push(torus::NodeId node, std::uint8_t group, std::uint8_t index, const PacketHeader& h,
-            std::span<const std::byte> payload, std::span<const std::byte> more);
+            std::span<const std::byte> payload, std::span<const std::byte> more,
+            std::uint64_t arrival);
   void build_header(const PacketSpec& spec, std::size_t payload, PacketHeader& h) const;
-  std::uint8_t route_and_account(const PacketSpec& spec, std::uint8_t chunks);
+  std::uint8_t route_and_account(const PacketSpec& spec, std::uint8_t chunks,
+                                 std::uint64_t& arrival);
+  // Virtual time of a packet leaving now (charges the write); its arrival over `route`.
+  std::uint64_t depart();
+  std::uint64_t arrival_over(const torus::Route& route, std::uint32_t packet_bytes);
+  void time_line(const torus::Route& route, std::uint32_t packet_bytes);
+  void take_time(FifoRef f, const Packet& p);
   bool deliver(Pending& p);
   void drain(int fifo);
   bool deliver_line(Pending& p);
   void enqueue(int fifo, const PacketHeader& h, std::span<const std::byte> payload,
-               std::span<const std::byte> more, std::uint8_t index);
+               std::span<const std::byte> more, std::uint8_t index, std::uint64_t arrival);
   bool reception_ready() const;
   void check_spec(const PacketSpec& spec, std::size_t payload) const;
 
@@ -203,6 +223,13 @@ class Endpoint {
   TaskCounters counters_;
   Backoff backoff_;
   bool published_ = false;
+  virtual_time::TorusTiming timing_;  // enabled only with virtual time on
+  virtual_time::Clock clock_;
+  const Packet* timed_packet_ = nullptr;  // the packet whose arrival the clock last took
+  // Deposit-bit lines in injection FIFOs: each copy's arrival, per injection-FIFO slot (allocated
+  // only with virtual time on).
+  std::vector<std::array<std::uint64_t, torus::Route::kMaxHops>> line_arrivals_;
+  std::array<std::uint64_t, torus::Route::kMaxHops> line_scratch_{};  // the line being injected
 };
 
 }  // namespace bgl::pkt

@@ -4,12 +4,14 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bgl/pkt/node_mode.hpp"
 #include "bgl/pkt/placement.hpp"
 #include "bgl/torus/mapping.hpp"
 #include "bgl/torus/shape.hpp"
+#include "bgl/virtual_time/params.hpp"
 
 namespace bgl::pkt {
 
@@ -27,10 +29,16 @@ struct JobOptions {
   std::optional<int> hosts;              // number of hosts without a file (BGL_HOSTS)
   std::optional<std::string> transport;  // shm | ofi | auto (BGL_TRANSPORT)
   std::optional<int> host_index;         // which host this is (from the process manager)
+  std::optional<bool> virtual_time;      // BG/L clocks (BGL_VIRTUAL_TIME)
+  std::optional<std::string> vt_params;  // model parameters file (BGL_VT_PARAMS)
+  std::optional<double> vt_cpu_factor;   // host CPU time -> BG/L time (BGL_VT_CPU_FACTOR)
 
   // Fills every unset field from its BGL_* variable; ConfigError names a malformed variable.
   void merge_environment();
 };
+
+// "--vt-cpu-factor" and BGL_VT_CPU_FACTOR: a number in [0, 1e6]; ConfigError naming `what`.
+double parse_cpu_factor(std::string_view text, std::string_view what);
 
 // A region of the segment reserved for a component above the packet layer (e.g. the collective
 // network), zero-filled; the component formats and interprets it.
@@ -53,6 +61,9 @@ struct JobConfig {
   // Identifies the job: the same on every host of a multi-host job (bglrun agrees on it), so
   // that tasks can check they joined the same job.
   std::uint64_t job_id = 0;
+  // The timing model's parameters when virtual time is on, and where they came from.
+  std::optional<virtual_time::Params> virtual_time;
+  std::string vt_params_source;
 
   int ntasks() const { return mapping.size(); }
 

@@ -16,6 +16,7 @@
 #include "bgl/pkt/reception_fifo.hpp"
 #include "bgl/pkt/remote_store.hpp"
 #include "bgl/pkt/virtual_fifo.hpp"
+#include "bgl/virtual_time/link_calendar.hpp"
 
 namespace bgl::pkt {
 
@@ -41,6 +42,11 @@ struct TaskCounters {
   std::uint64_t malformed = 0;        // packets rejected by header validation
   std::uint64_t sleeps = 0;           // doorbell sleeps while waiting
   std::uint64_t virtual_packets = 0;  // sent through the node's virtual FIFO (VN mode)
+  // Virtual time (cycles of the task's BG/L clock): the clock at the end, and what moved it.
+  std::uint64_t vt_clock = 0;
+  std::uint64_t vt_software = 0;
+  std::uint64_t vt_waiting = 0;
+  std::uint64_t vt_computing = 0;
 };
 
 inline constexpr std::size_t kExchangeBytes = 256;
@@ -109,6 +115,12 @@ class Machine {
   int region_index(std::string_view name) const;
   int region_count() const;
   std::span<std::byte> region(int index) const;  // empty span for an index outside the table
+  // Virtual time: the job's model parameters (nullptr when virtual time is off) and the directed
+  // links' calendars (node * 6 + direction; empty when off).
+  const virtual_time::Params* vt_params() const {
+    return config_.virtual_time ? &*config_.virtual_time : nullptr;
+  }
+  std::span<virtual_time::LinkCalendar> calendars() const;
 
  private:
   struct Layout;
@@ -119,7 +131,7 @@ class Machine {
   JobConfig config_;
   std::size_t nodes_offset_ = 0, group_stride_ = 0, fifo_stride_ = 0;
   std::size_t links_offset_ = 0, tasks_offset_ = 0, virtual_offset_ = 0, outbound_offset_ = 0;
-  std::size_t stores_offset_ = 0;
+  std::size_t stores_offset_ = 0, vt_offset_ = 0;
 };
 
 }  // namespace bgl::pkt

@@ -32,10 +32,13 @@ struct FifoControl {
   std::atomic<std::uint64_t> high_water{0};        // consumer
 };
 
-// One slot: its sequence number, then the packet, in the same cache line.
+// One slot: its sequence number, then the packet, in the same cache line. With virtual time on,
+// the packet's arrival time on the emulated machine follows it (written and read only then, so
+// that without virtual time no further cache line is touched).
 struct alignas(64) FifoSlot {
   std::atomic<std::uint64_t> seq;
   Packet packet;
+  std::uint64_t arrival;
 };
 
 class ReceptionFifo {
@@ -57,6 +60,24 @@ class ReceptionFifo {
   // when the FIFO is full. Inline (like pop()): it is most of the cost of sending a packet.
   bool try_push(const PacketHeader& header, std::span<const std::byte> payload,
                 std::span<const std::byte> more = {}) {
+    return push<false>(header, payload, more, 0);
+  }
+  // try_push() of a packet that arrives at `arrival` in virtual time.
+  bool try_push_at(std::uint64_t arrival, const PacketHeader& header,
+                   std::span<const std::byte> payload, std::span<const std::byte> more = {}) {
+    return push<true>(header, payload, more, arrival);
+  }
+  // The virtual arrival time of a packet front() returned (with virtual time on).
+  static std::uint64_t arrival_of(const Packet& p) {
+    return reinterpret_cast<const FifoSlot*>(reinterpret_cast<const std::byte*>(&p) -
+                                             offsetof(FifoSlot, packet))
+        ->arrival;
+  }
+
+ private:
+  template <bool kTimed>
+  bool push(const PacketHeader& header, std::span<const std::byte> payload,
+            std::span<const std::byte> more, std::uint64_t arrival) {
     std::uint64_t pos = control_->tail.load(std::memory_order_relaxed);
     FifoSlot* cell;
     for (;;) {
@@ -75,10 +96,12 @@ class ReceptionFifo {
     std::memcpy(&slot.header, &header, sizeof header);
     if (!payload.empty()) std::memcpy(slot.payload.data(), payload.data(), payload.size());
     if (!more.empty()) std::memcpy(slot.payload.data() + payload.size(), more.data(), more.size());
+    if constexpr (kTimed) cell->arrival = arrival;
     cell->seq.store(pos + 1, std::memory_order_release);
     return true;
   }
 
+ public:
   // Consumer: the packet at the head, or nullptr when none is (completely) published yet.
   const Packet* front() const {
     const std::uint64_t pos = head_;

@@ -12,7 +12,13 @@ namespace bgl::pkt {
 
 inline constexpr std::size_t kVirtualFifoPackets = 128;
 
+// A packet with its arrival time on the emulated machine (set only with virtual time on).
+struct VirtualPacket {
+  Packet packet;
+  std::uint64_t arrival = 0;
+};
+
 using VirtualFifo =
-    boost::lockfree::spsc_queue<Packet, boost::lockfree::capacity<kVirtualFifoPackets>>;
+    boost::lockfree::spsc_queue<VirtualPacket, boost::lockfree::capacity<kVirtualFifoPackets>>;
 
 }  // namespace bgl::pkt

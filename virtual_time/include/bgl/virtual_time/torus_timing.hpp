@@ -15,7 +15,8 @@ namespace bgl::virtual_time {
 class TorusTiming {
  public:
   TorusTiming() = default;
-  // `calendars` has one entry per directed link, indexed node * 6 + direction.
+  // `calendars` has one entry per directed link, indexed node * 6 + direction; `params` and
+  // `shape` must outlive this object.
   TorusTiming(const Params& params, const torus::Shape& shape, std::span<LinkCalendar> calendars);
 
   bool enabled() const { return params_ != nullptr; }
@@ -33,7 +34,7 @@ class TorusTiming {
 
  private:
   const Params* params_ = nullptr;
-  torus::Shape shape_;
+  const torus::Shape* shape_ = nullptr;
   std::span<LinkCalendar> calendars_;
   Tick hop_ = 0;
 };
