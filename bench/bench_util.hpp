@@ -37,6 +37,26 @@ inline double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
+// What a measurement reads: the host's steady clock, or, in a job run with virtual time (bglrun
+// --virtual-time), the task's BG/L clock, so that the same benchmark reports BG/L times.
+class TimeSource {
+ public:
+  // The host's clock unless `endpoint` keeps virtual time.
+  explicit TimeSource(const pkt::Endpoint* endpoint = nullptr)
+      : clock_(endpoint && endpoint->timed() ? &endpoint->clock() : nullptr),
+        hz_(clock_ ? endpoint->vt_params()->cpu_hz : 0) {}
+  bool is_virtual() const { return clock_ != nullptr; }
+  double seconds() const {
+    if (clock_) return static_cast<double>(clock_->now()) / hz_;
+    return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+  }
+  const char* name() const { return clock_ ? "BG/L (virtual time)" : "host"; }
+
+ private:
+  const virtual_time::Clock* clock_;
+  double hz_;
+};
+
 struct Samples {
   std::vector<double> values;
   void add(double v) { values.push_back(v); }

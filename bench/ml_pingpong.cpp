@@ -58,22 +58,22 @@ constexpr int kPaperCycles[] = {1600, 2700, 3300, 12000};
 // batch the typical one. `per_iteration` divides a batch's time (2 for a half round trip).
 class BatchTimer {
  public:
-  BatchTimer(int warmup, int batch, double per_iteration)
-      : warmup_(warmup), batch_(batch), divisor_(batch * per_iteration) {}
+  BatchTimer(const bench::TimeSource& time, int warmup, int batch, double per_iteration)
+      : time_(&time), warmup_(warmup), batch_(batch), divisor_(batch * per_iteration) {}
   // Call at the top of iteration i, and once more with i == warmup + iterations at the end.
   void at(int i) {
     if (i < warmup_ || (i - warmup_) % batch_ != 0) return;
-    const auto now = bench::Clock::now();
-    if (i > warmup_)
-      times_.push_back(std::chrono::duration<double>(now - start_).count() / divisor_);
+    const double now = time_->seconds();
+    if (i > warmup_) times_.push_back((now - start_) / divisor_);
     start_ = now;
   }
   std::vector<double> times() && { return std::move(times_); }
 
  private:
+  const bench::TimeSource* time_;
   int warmup_, batch_;
   double divisor_;
-  bench::Clock::time_point start_;
+  double start_ = 0;
   std::vector<double> times_;
 };
 
@@ -107,7 +107,10 @@ using bench::RawGate;
 class Task {
  public:
   Task(msg::Session& session, RawGate& gate)
-      : ml_(session.layer()), ep_(session.runtime().endpoint()), gate_(gate) {
+      : ml_(session.layer()),
+        ep_(session.runtime().endpoint()),
+        gate_(gate),
+        time_(&session.runtime().endpoint()) {
     ml_.register_handler(kDataHandler, &Task::on_data, this);
   }
 
@@ -131,7 +134,7 @@ class Task {
     auto ping = data_message(partner, p);
     bool done = true;
     ping.context = &done;
-    BatchTimer timer(warmup, batch_, 2);
+    BatchTimer timer(time_, warmup, batch_, 2);
     for (int i = 0; i < warmup + iterations; ++i) {
       timer.at(i);
       while (!done)
@@ -155,7 +158,7 @@ class Task {
                  {Op::raw_pingpong, 0, static_cast<std::uint64_t>(warmup + iterations), g});
     gate_.await(partner, 2 * g);  // the partner polls raw packets from now on
     const pkt::PacketSpec spec{.dest = ep_.destination_of(partner)};
-    BatchTimer timer(warmup, batch_, 2);
+    BatchTimer timer(time_, warmup, batch_, 2);
     for (int i = 0; i < warmup + iterations; ++i) {
       timer.at(i);
       raw_send(spec);
@@ -172,7 +175,7 @@ class Task {
     auto m = data_message(me, p);
     bool done = true;
     m.context = &done;
-    BatchTimer timer(warmup, batch_, 1);
+    BatchTimer timer(time_, warmup, batch_, 1);
     for (int i = 0; i < warmup + iterations; ++i) {
       timer.at(i);
       while (!done)
@@ -192,7 +195,7 @@ class Task {
 
   std::vector<double> raw_self(Rank me, int warmup, int iterations) {
     const pkt::PacketSpec spec{.dest = ep_.destination_of(me)};
-    BatchTimer timer(warmup, batch_, 1);
+    BatchTimer timer(time_, warmup, batch_, 1);
     for (int i = 0; i < warmup + iterations; ++i) {
       timer.at(i);
       raw_send(spec);
@@ -296,6 +299,7 @@ class Task {
   msg::MessageLayer& ml_;
   pkt::Endpoint& ep_;
   RawGate& gate_;
+  bench::TimeSource time_;
   std::uint64_t generation_ = 0;
   bench::CommandChannel<Command, Op::sync> control_{ml_, kControlHandler};
   std::uint64_t received_ = 0;
@@ -462,6 +466,22 @@ int run(int argc, char** argv) {
                by_round(proto[p], floor), proto[p].median() / one.median(), kPaperCycles[p],
                static_cast<double>(kPaperCycles[p]) / kPaperCycles[0]});
     tables.push_back(std::move(t));
+    const bench::TimeSource time(&session->runtime().endpoint());
+    if (time.is_virtual()) {
+      // With virtual time every iteration takes the same BG/L time: min = median.
+      const double hz = session->runtime().endpoint().vt_params()->cpu_hz;
+      bench::Table v(
+          "BG/L prediction (virtual time): half round trip of a 1-byte message, rank 0 "
+          "<-> rank " +
+              std::to_string(nearest.rank) + " (cycles at " +
+              std::to_string(static_cast<int>(hz / 1e6)) + " MHz)",
+          {"protocol", "predicted_cycles", "paper_cycles", "predicted_vs_paper"});
+      for (std::size_t p = 0; p < std::size(kProtocols); ++p)
+        if (wanted(kProtocols[p]))
+          v.row({std::string(msg::to_string(kProtocols[p])), proto[p].median() * hz,
+                 kPaperCycles[p], proto[p].median() * hz / kPaperCycles[p]});
+      tables.push_back(std::move(v));
+    }
 
     bool ordered = !only_protocol;
     for (std::size_t p = 1; p < std::size(kProtocols); ++p)

@@ -83,6 +83,19 @@ class MessageLayer::Engine {
   void finish_send(SendMessage& m);
   int ordered_fifo(Rank dest) const { return static_cast<int>(dest % 6); }
 
+  // --- virtual time: each protocol action's cost (docs/VIRTUAL_TIME.md) ---
+  using Cost = double virtual_time::Params::*;
+  // Cycles of a protocol action that produces a packet (PacketSpec::vt_cycles); 0 when off.
+  std::uint32_t cost(Cost c) const {
+    return vt_ ? static_cast<std::uint32_t>(virtual_time::Params::ticks(vt_->*c)) : 0;
+  }
+  // A protocol action that sends nothing by itself (a handler), charged at once.
+  void charge(Cost c) {
+    if (vt_) [[unlikely]]
+      ep_.clock().charge(virtual_time::Params::ticks(vt_->*c));
+  }
+  void charge_copy(std::uint64_t bytes);
+
   // --- control packets (acks, fins, tokens): injected at once or queued, never lost ---
   struct Control {
     Rank dest;
@@ -187,6 +200,7 @@ class MessageLayer::Engine {
   void release_pool(RecvState& r);
 
   pkt::Endpoint& ep_;
+  const virtual_time::Params* vt_;  // nullptr: virtual time off
   Config config_;
   int size_;
   std::optional<Rank> sibling_;     // virtual-node mode: the other task of this node

@@ -14,6 +14,17 @@
 namespace bgl::msg {
 namespace {
 
+// What a receiver's first packet costs, by protocol: matching, and for a rendezvous the answer.
+// Indexed by Protocol.
+constexpr double virtual_time::Params::*kMatchCost[] = {
+    &virtual_time::Params::one_packet_recv_cycles, &virtual_time::Params::eager_recv_cycles,
+    &virtual_time::Params::rzv_match_cycles, &virtual_time::Params::adaptive_recv_cycles,
+    &virtual_time::Params::vn_recv_cycles};
+static_assert(std::size(kMatchCost) == kProtocols);
+
+}  // namespace
+namespace {
+
 Protocol protocol_of(std::uint8_t first_packet_type) {
   switch (first_packet_type) {
     case wire::kOnePacket:
@@ -164,6 +175,7 @@ MessageLayer::Engine::Taken MessageLayer::Engine::take_one_packet(
   ++src.expected_seq;
   auto& stats = stats_.protocol[static_cast<std::size_t>(Protocol::one_packet)];
   ++stats.packets_received;
+  charge(&virtual_time::Params::one_packet_recv_cycles);
   const RecvTarget target = handler(context, arrival);
   if (target.kind == RecvTarget::Kind::later) {
     r = RecvState{};
@@ -371,6 +383,7 @@ MessageLayer::Engine::Taken MessageLayer::Engine::match(const pkt::PacketHeader&
   arrival.handle = RecvHandle{id};
   ++src.expected_seq;
   ++stats_.protocol[static_cast<std::size_t>(protocol)].packets_received;
+  charge(kMatchCost[static_cast<std::size_t>(protocol)]);
   r.target = handler(context, arrival);
   if (r.target.kind == RecvTarget::Kind::later) return unexpected(id, r, src, chunk);
   start(id, r, src, chunk);
@@ -449,6 +462,7 @@ void MessageLayer::Engine::on_eager_data(const pkt::PacketHeader& h,
   if (!r) return malformed(h, "eager data without a message in progress");
   if (h.word + payload.size() > r->bytes) return malformed(h, "eager data beyond the message");
   ++stats_.protocol[static_cast<std::size_t>(Protocol::eager)].packets_received;
+  charge(&virtual_time::Params::eager_data_cycles);
   data_arrived(src.eager, *r, h.word, payload);
 }
 
@@ -464,6 +478,7 @@ void MessageLayer::Engine::on_rzv_data(const pkt::PacketHeader& h,
   const auto data = payload.subspan(wire::kRzvIndexBytes);
   if (offset + data.size() > r->bytes) return malformed(h, "rendezvous data beyond the message");
   ++stats_.protocol[static_cast<std::size_t>(r->protocol)].packets_received;
+  charge(&virtual_time::Params::rzv_data_cycles);
   data_arrived(h.word, *r, offset, data);
 }
 
@@ -473,6 +488,7 @@ void MessageLayer::Engine::on_ae_data(const pkt::PacketHeader& h,
   const bool parity = (h.word & wire::kParityBit) != 0;
   const std::uint64_t offset = h.word & ~wire::kParityBit;
   ++stats_.protocol[static_cast<std::size_t>(Protocol::adaptive_eager)].packets_received;
+  charge(&virtual_time::Params::adaptive_data_cycles);
   RecvState* r = src.adaptive == kNone ? nullptr : recvs_.find(src.adaptive);
   // The message in progress has the parity before the flip made when its first packet arrived.
   if (r && parity != src.parity) {
@@ -507,6 +523,7 @@ void MessageLayer::Engine::unstage(SourceState& src, RecvState& r) {
 // memory; a rendezvous (or a virtual-node message whose copy is refused) asks for the data.
 void MessageLayer::Engine::begin_receive(RecvState& r, std::uint32_t id) {
   if (r.protocol == Protocol::virtual_node && copy_from_sender(r)) {
+    charge_copy(r.bytes);
     r.received = r.bytes;
     complete(id, r);
     return;
@@ -578,6 +595,13 @@ bool MessageLayer::Engine::copy_from_sender(RecvState& r) {
   return done == want;
 }
 
+// A memory copy by the processor at the streaming rate.
+void MessageLayer::Engine::charge_copy(std::uint64_t bytes) {
+  if (vt_)
+    ep_.clock().charge(
+        virtual_time::Params::ticks(static_cast<double>(bytes) / vt_->copy_bytes_per_cycle));
+}
+
 void MessageLayer::Engine::begin_rendezvous_data(RecvState& r, std::uint32_t id) {
   auto group =
       static_cast<std::uint32_t>(ep_.group());  // this task's FIFO group (its t in VN mode)
@@ -614,6 +638,7 @@ void MessageLayer::Engine::data_arrived(std::uint32_t id, RecvState& r, std::uin
 }
 
 void MessageLayer::Engine::complete(std::uint32_t id, RecvState& r) {
+  if (r.protocol == Protocol::rendezvous) charge(&virtual_time::Params::rzv_complete_cycles);
   r.data_complete = true;
   SourceState& src = sources_[r.source];
   switch (r.protocol) {

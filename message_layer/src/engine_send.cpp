@@ -26,6 +26,7 @@ std::size_t one_packet_capacity(std::size_t header_bytes) {
 
 MessageLayer::Engine::Engine(pkt::Endpoint& endpoint, Config config)
     : ep_(endpoint),
+      vt_(endpoint.vt_params()),
       config_(config),
       size_(endpoint.machine().mapping().size()),
       handlers_(kMaxHandlers, {nullptr, nullptr}),
@@ -280,7 +281,9 @@ bool MessageLayer::Engine::inject_one_packet(SendMessage& m, const DestState& d,
   const auto data = m.data.iov.empty() ? m.data.buffer
                                        : std::span<const std::byte>{
                                              scratch, gather_from(m.data.iov, 0, {scratch, bytes})};
-  const pkt::PacketSpec spec{.dest = d.where, .dispatch = wire::kOnePacket};
+  const pkt::PacketSpec spec{.dest = d.where,
+                             .dispatch = wire::kOnePacket,
+                             .vt_cycles = cost(&virtual_time::Params::one_packet_send_cycles)};
   if (ep_.inject(ordered_fifo(m.dest), spec, {prefix, sizeof f + m.header.size()}, data) ==
       pkt::InjectStatus::full)
     return false;
@@ -293,7 +296,9 @@ MessageLayer::Engine::Step MessageLayer::Engine::send_one_packet(SendMessage& m)
   std::byte prefix[pkt::kMaxPayloadBytes], scratch[pkt::kMaxPayloadBytes];
   const auto head = first_prefix(m, prefix);
   const auto data = data_view(m, 0, m.data.size(), scratch);
-  const pkt::PacketSpec spec{.dest = ep_.destination_of(m.dest), .dispatch = wire::kOnePacket};
+  const pkt::PacketSpec spec{.dest = ep_.destination_of(m.dest),
+                             .dispatch = wire::kOnePacket,
+                             .vt_cycles = cost(&virtual_time::Params::one_packet_send_cycles)};
   if (ep_.inject(ordered_fifo(m.dest), spec, head, data) == pkt::InjectStatus::full)
     return Step::blocked;
   ++m.state.packets;
@@ -314,12 +319,15 @@ MessageLayer::Engine::Step MessageLayer::Engine::send_eager(SendMessage& m, Dest
   for (;;) {
     std::span<const std::byte> head;
     std::size_t room = pkt::kMaxPayloadBytes;
+    using P = virtual_time::Params;
     if (s.packets == 0) {
       head = first_prefix(m, prefix);
       room -= head.size();
       spec.dispatch = adaptive ? wire::kAeFirst : wire::kEagerFirst;
+      spec.vt_cycles = cost(adaptive ? &P::adaptive_send_cycles : &P::eager_send_cycles);
     } else {
       spec.dispatch = adaptive ? wire::kAeData : wire::kEagerData;
+      spec.vt_cycles = cost(adaptive ? &P::adaptive_data_cycles : &P::eager_data_cycles);
     }
     spec.word = static_cast<std::uint32_t>(s.offset) | parity;
     const std::size_t n = std::min(room, bytes - s.offset);
@@ -341,9 +349,12 @@ MessageLayer::Engine::Step MessageLayer::Engine::send_scout(SendMessage& m, bool
   auto& s = m.state;
   if (!rzv_sends_.acquire(s.local_id)) return Step::blocked;  // table full: wait for fins
   std::byte prefix[pkt::kMaxPayloadBytes];
-  const pkt::PacketSpec spec{.dest = ep_.destination_of(m.dest),
-                             .dispatch = virtual_node ? wire::kVnRts : wire::kScout,
-                             .word = s.local_id};
+  const pkt::PacketSpec spec{
+      .dest = ep_.destination_of(m.dest),
+      .dispatch = virtual_node ? wire::kVnRts : wire::kScout,
+      .word = s.local_id,
+      .vt_cycles = cost(virtual_node ? &virtual_time::Params::vn_send_cycles
+                                     : &virtual_time::Params::rzv_send_cycles)};
   // Only the virtual-node request says where the data are (the pid is cached: getpid() is a
   // syscall, and a rendezvous used to pay it on every scout).
   if (virtual_node && !vn_reader_allowed_) allow_sibling_reads(m.dest);
@@ -370,7 +381,8 @@ MessageLayer::Engine::Step MessageLayer::Engine::send_rzv_data(SendMessage& m) {
   pkt::PacketSpec spec{.dest = ep_.destination_of(m.dest),
                        .dispatch = wire::kRzvData,
                        .word = s.remote_id,
-                       .routing = pkt::Routing::adaptive};
+                       .routing = pkt::Routing::adaptive,
+                       .vt_cycles = cost(&virtual_time::Params::rzv_data_cycles)};
   spec.dest.group = s.data_group;
   std::byte scratch[pkt::kMaxPayloadBytes];
   for (int i = 0; i < 16 && s.offset < bytes; ++i) {
@@ -407,6 +419,7 @@ void MessageLayer::Engine::on_ack(Rank source, std::span<const std::byte> payloa
     spdlog::error("rank {}: rendezvous ack names FIFO group {}; discarded", rank(), ack.data_group);
     return;
   }
+  charge(&virtual_time::Params::rzv_ack_cycles);
   SendMessage& m = *r->message;
   m.state.remote_id = ack.receiver_slot;
   m.state.data_group = static_cast<std::uint8_t>(ack.data_group);
@@ -446,6 +459,7 @@ void MessageLayer::Engine::on_token(Rank source) {
                   rank(), source);
     return;
   }
+  charge(&virtual_time::Params::token_cycles);
   d.token = true;
   activate(source);
 }
@@ -463,7 +477,10 @@ void MessageLayer::Engine::send_control(const Control& c) {
 
 bool MessageLayer::Engine::inject_control(const Control& c) {
   const pkt::PacketSpec spec{
-      .dest = ep_.destination_of(c.dest), .dispatch = c.type, .word = c.word};
+      .dest = ep_.destination_of(c.dest),
+      .dispatch = c.type,
+      .word = c.word,
+      .vt_cycles = c.type == wire::kAeToken ? cost(&virtual_time::Params::token_cycles) : 0};
   const std::span<const std::byte> ack(reinterpret_cast<const std::byte*>(&c.ack), sizeof c.ack);
   const auto payload = c.type == wire::kRzvAck ? ack : std::span<const std::byte>{};
   return ep_.inject(kControlFifo, spec, payload) == pkt::InjectStatus::ok;

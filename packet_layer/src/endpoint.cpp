@@ -99,17 +99,20 @@ Endpoint::Endpoint(const Machine& machine, torus::Rank rank, int group, const Wa
   }
 }
 
-std::uint64_t Endpoint::depart() {
-  clock_.charge(virtual_time::Params::ticks(timing_.params().packet_write_cycles));
+std::uint64_t Endpoint::depart(std::uint32_t software_cycles) {
+  clock_.charge(software_cycles +
+                virtual_time::Params::ticks(timing_.params().packet_write_cycles));
   return clock_.now();
 }
 
-std::uint64_t Endpoint::arrival_over(const torus::Route& route, std::uint32_t packet_bytes) {
-  return timing_.transit(route, depart(), packet_bytes);
+std::uint64_t Endpoint::arrival_over(const torus::Route& route, std::uint32_t packet_bytes,
+                                     std::uint32_t software_cycles) {
+  return timing_.transit(route, depart(software_cycles), packet_bytes);
 }
 
-void Endpoint::time_line(const torus::Route& route, std::uint32_t packet_bytes) {
-  timing_.transit_line(route, depart(), packet_bytes,
+void Endpoint::time_line(const torus::Route& route, std::uint32_t packet_bytes,
+                         std::uint32_t software_cycles) {
+  timing_.transit_line(route, depart(software_cycles), packet_bytes,
                        std::span(line_scratch_).first(static_cast<std::size_t>(route.hops())));
 }
 
@@ -169,7 +172,8 @@ std::uint8_t Endpoint::route_and_account(const PacketSpec& spec, std::uint8_t ch
       !spec.high_priority) {
     ++counters_.virtual_packets;
     if (timed())
-      arrival = depart() + virtual_time::Params::ticks(timing_.params().vn_packet_cycles);
+      arrival =
+          depart(spec.vt_cycles) + virtual_time::Params::ticks(timing_.params().vn_packet_cycles);
     return kVirtualFifo;
   }
   if (!spec.deposit_line && spec.routing == Routing::deterministic) {
@@ -177,8 +181,8 @@ std::uint8_t Endpoint::route_and_account(const PacketSpec& spec, std::uint8_t ch
     ++traffic.packets;
     traffic.bytes += bytes;
     if (timed())
-      arrival =
-          arrival_over(torus::deterministic_route(machine_->shape(), node_, spec.dest.node), bytes);
+      arrival = arrival_over(torus::deterministic_route(machine_->shape(), node_, spec.dest.node),
+                             bytes, spec.vt_cycles);
     return spec.high_priority ? kHighPriorityFifo : peers_[spec.dest.node].deterministic_fifo;
   }
   const auto& shape = machine_->shape();
@@ -192,9 +196,9 @@ std::uint8_t Endpoint::route_and_account(const PacketSpec& spec, std::uint8_t ch
   links_.account(route, bytes);
   if (timed()) {
     if (spec.deposit_line)
-      time_line(route, bytes);
+      time_line(route, bytes, spec.vt_cycles);
     else
-      arrival = arrival_over(route, bytes);
+      arrival = arrival_over(route, bytes, spec.vt_cycles);
   }
   if (spec.high_priority) return kHighPriorityFifo;
   const auto last = route.last();

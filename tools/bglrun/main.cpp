@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -161,6 +162,10 @@ int launch(int argc, char** argv) {
     return 0;
   }
   if (o.log_level) log::set_level(*o.log_level, "--log-level");
+  if (o.vt_params_list) {
+    std::fputs(run::parameter_listing(virtual_time::Params{}).c_str(), stdout);
+    return 0;
+  }
   if (o.cleanup) {
     // For scripts that run many jobs and compare their output (MPICH's runtests): cleaning
     // before each job keeps the start-up warning below out of the program's output.
@@ -239,6 +244,7 @@ int launch(int argc, char** argv) {
     agent->start(addresses);
   }
 
+  const auto started = std::chrono::steady_clock::now();
   run::RunSettings settings{o.command, o.timeout_seconds, o.kill_grace_seconds, {}};
   if (agent) settings.external_fault = [&agent] { return agent->fault(); };
   int status = mpiexec ? run::run_with_mpiexec(machine, segment, settings, *mpiexec)
@@ -260,6 +266,10 @@ int launch(int argc, char** argv) {
   }
 
   spdlog::info("{}", run::statistics_summary(machine));
+  if (machine.vt_params()) {
+    const std::chrono::duration<double> host = std::chrono::steady_clock::now() - started;
+    std::fputs(run::virtual_time_summary(machine, host.count()).c_str(), stderr);
+  }
   if (o.stats_file) {
     std::ofstream out(*o.stats_file);
     out << run::statistics_json(machine);

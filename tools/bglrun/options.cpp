@@ -11,9 +11,10 @@ namespace {
 // Flags that take a value, as "--flag value" or "--flag=value".
 bool takes_value(std::string_view f) {
   for (std::string_view v :
-       {"-np", "-n", "--np", "--shape", "--mesh", "--mode", "--mapping", "--mapfile", "--timeout",
-        "--fifo-packets", "--seed", "--stats", "--log-level", "--kill-grace", "--launcher",
-        "--hosts", "--hostfile", "--transport"})
+       {"-np",     "-n",         "--np",        "--shape",      "--mesh",
+        "--mode",  "--mapping",  "--mapfile",   "--timeout",    "--fifo-packets",
+        "--seed",  "--stats",    "--log-level", "--kill-grace", "--launcher",
+        "--hosts", "--hostfile", "--transport", "--vt-params",  "--vt-cpu-factor"})
     if (f == v) return true;
   return false;
 }
@@ -50,6 +51,10 @@ void apply(LauncherOptions& o, std::string_view flag, const std::string& value) 
     j.hosts = static_cast<int>(env::parse_int(value, flag, 1, pkt::Placement::kMaxHosts));
   } else if (flag == "--hostfile") {
     j.hostfile = value;
+  } else if (flag == "--vt-params") {
+    j.vt_params = std::string(value);
+  } else if (flag == "--vt-cpu-factor") {
+    j.vt_cpu_factor = pkt::parse_cpu_factor(value, flag);
   } else if (flag == "--transport") {
     j.transport = value;
   }
@@ -81,6 +86,13 @@ Runs N tasks of `program` on an emulated Blue Gene/L partition.
                          ofi on one host sends every packet between nodes through libfabric
                          (provider FI_PROVIDER, default tcp;ofi_rxm)
   --stats FILE           write per-task, per-link and per-FIFO statistics as JSON (BGL_STATS)
+  --virtual-time         give every task a Blue Gene/L clock and predict the job's time on BG/L
+                         (BGL_VIRTUAL_TIME=1); MPI_Wtime returns it; docs/VIRTUAL_TIME.md
+  --vt-params FILE       the timing model's parameters, "name = value" lines over the defaults
+                         (BGL_VT_PARAMS); --vt-params-list prints them all
+  --vt-cpu-factor F      BG/L seconds per host CPU second spent in the program itself
+                         (BGL_VT_CPU_FACTOR; default 0: communication only)
+  --vt-params-list       print the model's parameters with units and sources, run nothing
   --show-mapping         print the rank -> (x,y,z,t) table before starting
   --dry-run              validate the configuration, print it and the mapping, run nothing
   --cleanup              remove the shared-memory segments of launchers that were killed (a job
@@ -124,6 +136,10 @@ LauncherOptions parse_command_line(int argc, char** argv) {
       o.cleanup = true;
     } else if (flag == "--show-mapping") {
       o.show_mapping = true;
+    } else if (flag == "--virtual-time") {
+      o.job.virtual_time = true;
+    } else if (flag == "--vt-params-list") {
+      o.vt_params_list = true;
     } else if (flag == "-v" || flag == "--verbose") {
       o.log_level = "info";
     } else {
@@ -132,7 +148,7 @@ LauncherOptions parse_command_line(int argc, char** argv) {
   }
   for (; i < argc; ++i)
     o.command.emplace_back(argv[i]);
-  if (o.help || o.version) return o;
+  if (o.help || o.version || o.vt_params_list) return o;
   if (o.cleanup) {
     if (!o.command.empty())
       throw ConfigError("--cleanup runs nothing, but a program was given ('" + o.command.front() +

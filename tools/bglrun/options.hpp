@@ -17,6 +17,7 @@ struct LauncherOptions {
   bool dry_run = false;
   bool cleanup = false;  // --cleanup: remove dead launchers' segments and exit
   bool show_mapping = false;
+  bool vt_params_list = false;  // --vt-params-list: print the timing model's parameters
   bool help = false;
   bool version = false;
   std::vector<std::string> command;  // program and its arguments

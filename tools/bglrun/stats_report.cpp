@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdio>
 #include <cstring>
 
 namespace bgl::run {
@@ -26,6 +27,53 @@ json counters(const pkt::TaskCounters& c) {
           {"virtual_packets", c.virtual_packets}};
 }
 
+// The slowest task's clock: the job's predicted time.
+struct Prediction {
+  std::uint64_t cycles = 0;
+  int rank = -1;
+};
+Prediction predict(const pkt::Machine& m) {
+  Prediction p;
+  for (int r = 0; r < m.config().ntasks(); ++r) {
+    const auto& slot = m.task(static_cast<torus::Rank>(r));
+    if (slot.published.load() && (p.rank < 0 || slot.counters.vt_clock > p.cycles))
+      p = {slot.counters.vt_clock, r};
+  }
+  return p;
+}
+
+json clock(const pkt::TaskCounters& c, const virtual_time::Params& p) {
+  return {{"cycles", c.vt_clock},
+          {"seconds", p.seconds(c.vt_clock)},
+          {"software_cycles", c.vt_software},
+          {"waiting_cycles", c.vt_waiting},
+          {"computing_cycles", c.vt_computing}};
+}
+
+json virtual_time_json(const pkt::Machine& m) {
+  const auto& params = *m.vt_params();
+  const auto predicted = predict(m);
+  json links = json::array();
+  const auto calendars = m.calendars();
+  const auto& shape = m.shape();
+  for (std::size_t i = 0; i < calendars.size(); ++i) {
+    if (calendars[i].packets() == 0) continue;
+    const double busy = static_cast<double>(calendars[i].busy());
+    links.push_back(
+        {{"node", coord(shape.coord(static_cast<torus::NodeId>(i / torus::kDirections)))},
+         {"dir", torus::to_string(static_cast<torus::Direction>(i % torus::kDirections))},
+         {"packets", calendars[i].packets()},
+         {"busy_cycles", calendars[i].busy()},
+         {"utilisation", predicted.cycles ? busy / static_cast<double>(predicted.cycles) : 0.0}});
+  }
+  return {{"parameters_source", m.config().vt_params_source},
+          {"parameters", json::parse(params.to_json())},
+          {"predicted_cycles", predicted.cycles},
+          {"predicted_seconds", params.seconds(predicted.cycles)},
+          {"slowest_rank", predicted.rank},
+          {"links", std::move(links)}};
+}
+
 std::string_view fifo_name(int f) {
   if (f < pkt::kLinkFifos) return torus::to_string(static_cast<torus::Direction>(f));
   return f == pkt::kLocalFifo ? "local" : "high";
@@ -43,7 +91,10 @@ std::string statistics_json(const pkt::Machine& m) {
     json t = {
         {"rank", r}, {"node", coord(c.mapping.coord(rank))}, {"t", c.mapping.location(rank).t}};
     t["published"] = slot.published.load() != 0;
-    if (slot.published.load()) t["counters"] = counters(slot.counters);
+    if (slot.published.load()) {
+      t["counters"] = counters(slot.counters);
+      if (const auto* p = m.vt_params()) t["virtual_clock"] = clock(slot.counters, *p);
+    }
     // Layers above the packet layer leave their own statistics as JSON text in the task's slot.
     const std::string report(slot.report.data(), strnlen(slot.report.data(), slot.report.size()));
     if (!report.empty()) {
@@ -82,7 +133,42 @@ std::string statistics_json(const pkt::Machine& m) {
                     {"tasks", c.ntasks()},
                     {"mapping", c.mapping_source},
                     {"fifo_packets", c.fifo_packets}};
-  return json{{"job", job}, {"tasks", tasks}, {"links", links}, {"fifos", fifos}}.dump(1) + "\n";
+  json all{{"job", job}, {"tasks", tasks}, {"links", links}, {"fifos", fifos}};
+  if (m.vt_params()) all["virtual_time"] = virtual_time_json(m);
+  return all.dump(1) + "\n";
+}
+
+std::string virtual_time_summary(const pkt::Machine& m, double host_seconds) {
+  const auto& params = *m.vt_params();
+  const auto predicted = predict(m);
+  char line[512];
+  if (predicted.rank < 0) {
+    std::snprintf(line, sizeof line,
+                  "bglrun: virtual time: no task reported a clock (host time %.3f s)\n",
+                  host_seconds);
+    return line;
+  }
+  std::snprintf(line, sizeof line,
+                "bglrun: predicted BG/L time %.3f us (%llu cycles at %.0f MHz, slowest task: rank "
+                "%d); host time %.3f s; model parameters: %s\n",
+                params.seconds(predicted.cycles) * 1e6,
+                static_cast<unsigned long long>(predicted.cycles), params.cpu_hz / 1e6,
+                predicted.rank, host_seconds, m.config().vt_params_source.c_str());
+  return line;
+}
+
+std::string parameter_listing(const virtual_time::Params& p) {
+  std::string out =
+      "# the virtual-time model's parameters (bglrun --vt-params FILE overrides "
+      "them, one \"name = value\" line each)\n";
+  char line[256];
+  for (const auto& info : virtual_time::parameter_table()) {
+    std::snprintf(line, sizeof line, "%-24s = %-10g # %s, %s: %s\n", std::string(info.name).c_str(),
+                  p.*(info.member), std::string(info.unit).c_str(),
+                  std::string(to_string(info.source)).c_str(), std::string(info.meaning).c_str());
+    out += line;
+  }
+  return out;
 }
 
 std::string statistics_summary(const pkt::Machine& m) {

@@ -40,6 +40,9 @@ struct PacketSpec {
   // Deposit bit: deliver a copy to every node along the line from this node to dest, travelling
   // in this direction. Requires deterministic routing and a destination in one dimension.
   std::optional<torus::Direction> deposit_line;
+  // Virtual time: cycles of software that precede this packet's departure (the protocol's work to
+  // produce it), charged to the clock when the packet is accepted, not when inject() says "full".
+  std::uint32_t vt_cycles = 0;
 };
 
 enum class InjectStatus : std::uint8_t { ok, full };
@@ -186,9 +189,11 @@ class Endpoint {
   std::uint8_t route_and_account(const PacketSpec& spec, std::uint8_t chunks,
                                  std::uint64_t& arrival);
   // Virtual time of a packet leaving now (charges the write); its arrival over `route`.
-  std::uint64_t depart();
-  std::uint64_t arrival_over(const torus::Route& route, std::uint32_t packet_bytes);
-  void time_line(const torus::Route& route, std::uint32_t packet_bytes);
+  std::uint64_t depart(std::uint32_t software_cycles);
+  std::uint64_t arrival_over(const torus::Route& route, std::uint32_t packet_bytes,
+                             std::uint32_t software_cycles);
+  void time_line(const torus::Route& route, std::uint32_t packet_bytes,
+                 std::uint32_t software_cycles);
   void take_time(FifoRef f, const Packet& p);
   bool deliver(Pending& p);
   void drain(int fifo);

@@ -47,14 +47,14 @@ struct Params {
   double eager_recv_cycles = 1174;
   double eager_data_cycles = 60;  // each further data packet, sender and receiver each
   double adaptive_send_cycles = 1250;
-  double adaptive_recv_cycles = 1424;
+  double adaptive_recv_cycles = 1299;
   double adaptive_data_cycles = 120;     // reordering by offset: a copy per packet
   double token_cycles = 150;             // adaptive eager: the token, either side
   double rzv_send_cycles = 2000;         // scout
   double rzv_match_cycles = 3000;        // receiver: match the scout, answer with the ack
   double rzv_ack_cycles = 2000;          // sender: take the ack, start the data
   double rzv_data_cycles = 60;           // per data packet, either side
-  double rzv_complete_cycles = 2163;     // receiver: the last data packet completes the message
+  double rzv_complete_cycles = 3227;     // receiver: the last data packet completes the message
   double vn_send_cycles = 800;           // virtual-node protocol: descriptor
   double vn_recv_cycles = 800;           // match, then copy at copy_bytes_per_cycle
   double coprocessor_unit_cycles = 400;  // a work unit taken by the communication coprocessor
