@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "bgl/collnet/region.hpp"
+#include "bgl/virtual_time/collective_timing.hpp"
 #include "rung_wait.hpp"
 
 namespace bgl::collnet {
@@ -52,10 +53,22 @@ layout::WireState& GlobalInterrupt::wire(int channel) const {
   return wires_[channel];
 }
 
+void GlobalInterrupt::set_clock(virtual_time::Clock& clock) {
+  if (machine_->vt_params()) clock_ = &clock;
+}
+
 std::uint32_t GlobalInterrupt::arrive() {
   layout::WireState& w = wires_[kBarrierChannel];
   const bool raise = arrivals_ % 2 == 0;
   ++arrivals_;
+  if (clock_) [[unlikely]] {
+    // Before the count: the task that completes the barrier sees every arrival time.
+    auto& latest = w.vt_arrival[arrivals_ % 2];
+    virtual_time::Tick seen = latest.load(std::memory_order_relaxed);
+    while (clock_->now() > seen &&
+           !latest.compare_exchange_weak(seen, clock_->now(), std::memory_order_relaxed)) {
+    }
+  }
   // acq_rel: the completing task sees everybody's writes before their arrival and passes them on.
   const std::uint32_t before = raise ? w.raised.fetch_add(1, std::memory_order_acq_rel)
                                      : w.raised.fetch_sub(1, std::memory_order_acq_rel);
@@ -89,6 +102,9 @@ void GlobalInterrupt::wait(std::uint32_t ticket) {
   layout::WireState& w = wires_[kBarrierChannel];
   sleeps_ += wait_until(
       w.bell, [&] { return test(ticket); }, policy_, meanwhile_);
+  if (clock_) [[unlikely]]
+    clock_->arrive(virtual_time::barrier_release(
+        *machine_->vt_params(), w.vt_arrival[ticket % 2].load(std::memory_order_relaxed)));
 }
 
 void GlobalInterrupt::set_wire(int channel, bool raised) {

@@ -1,5 +1,7 @@
 #include "bgl/collnet/tree_endpoint.hpp"
 
+#include "bgl/virtual_time/collective_timing.hpp"
+
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -139,10 +141,54 @@ void TreeEndpoint::commit(RouteClass c, Seq seq, Op op) {
   ++counters_.injected;
   if (direct_) {
     if (multi_) return publish_partial(s, seq, op.code());
+    if (clock_) down(s, seq).vt = result_vt(s, depart());
     return publish(s, seq, op.code(), 1);
   }
-  at<UpSlotMeta>(up_slot(s, chain_.front(), seq), 0)->op[entry_position_] = op.code();
+  std::byte* entry = up_slot(s, chain_.front(), seq);
+  at<UpSlotMeta>(entry, 0)->op[entry_position_] = op.code();
+  if (clock_) [[unlikely]]
+    raise_vt(entry, depart());
   arrive(s, seq);
+}
+
+// --- virtual time ------------------------------------------------------------------------------
+
+void TreeEndpoint::set_clock(virtual_time::Clock& clock) {
+  const auto* params = machine_->vt_params();
+  if (!params) return;
+  clock_ = &clock;
+  level_cycles_ = virtual_time::tree_latency(*params, 1);
+  packet_cycles_ = virtual_time::tree_packet_cycles(*params);
+}
+
+virtual_time::Tick TreeEndpoint::depart() {
+  clock_->charge(virtual_time::Params::ticks(machine_->vt_params()->packet_write_cycles));
+  return clock_->now();
+}
+
+void TreeEndpoint::raise_vt(std::byte* slot, virtual_time::Tick t) const {
+  auto& vt = at<UpSlotMeta>(slot, 0)->vt;
+  virtual_time::Tick seen = vt.load(std::memory_order_relaxed);
+  while (t > seen && !vt.compare_exchange_weak(seen, t, std::memory_order_relaxed)) {
+  }
+}
+
+// Down the tree to the deepest node, then serialised behind the class's previous result: packets
+// of a stream pipeline, one packet time apart.
+virtual_time::Tick TreeEndpoint::result_vt(const ClassState& s, virtual_time::Tick at_root) const {
+  const virtual_time::Tick candidate = at_root + header_->height * level_cycles_ + packet_cycles_;
+  auto& last = s.control->vt_last;
+  virtual_time::Tick prev = last.load(std::memory_order_relaxed);
+  virtual_time::Tick t;
+  do {
+    t = std::max(candidate, prev + packet_cycles_);
+  } while (!last.compare_exchange_weak(prev, t, std::memory_order_relaxed));
+  return t;
+}
+
+void TreeEndpoint::take_time(const DownSlot& slot) {
+  clock_->arrive(slot.vt);
+  clock_->charge(virtual_time::Params::ticks(machine_->vt_params()->packet_read_cycles));
 }
 
 // Counts this contribution in; whoever completes a slot combines it and carries the result on.
@@ -153,6 +199,8 @@ void TreeEndpoint::arrive(ClassState& s, Seq seq) {
     auto* meta = at<UpSlotMeta>(slot, 0);
     if (meta->arrived.fetch_add(1, std::memory_order_acq_rel) + 1 != l.inputs) return;
     ++counters_.combines;
+    // Virtual time: the combined packet leaves this node when its last input is in.
+    const virtual_time::Tick out = meta->vt.exchange(0, std::memory_order_relaxed);
     if (level + 1 == chain_.size() && multi_) {
       // This host's tree is complete: its partial goes to every host.
       PartialSlot& p = partial(s, host_, seq);
@@ -167,6 +215,7 @@ void TreeEndpoint::arrive(ClassState& s, Seq seq) {
       if (d.writable.load(std::memory_order_acquire) != seq) wait_writable(s, seq);
       const std::uint16_t code = combine_slot(slot, l.inputs, PacketSpan(d.data, kPacketBytes));
       meta->arrived.store(0, std::memory_order_relaxed);
+      if (clock_) d.vt = result_vt(s, out);
       return publish(s, seq, code, header_->ntasks);
     }
     const Level& up = chain_[level + 1];
@@ -174,6 +223,7 @@ void TreeEndpoint::arrive(ClassState& s, Seq seq) {
     const std::uint16_t code = combine_slot(slot, l.inputs, input(parent, l.position));
     meta->arrived.store(0, std::memory_order_relaxed);
     at<UpSlotMeta>(parent, 0)->op[l.position] = code;
+    if (clock_) raise_vt(parent, out + level_cycles_);
   }
 }
 
@@ -293,6 +343,8 @@ std::optional<PacketSpan> TreeEndpoint::reserve_broadcast(RouteClass c, Seq seq)
 
 void TreeEndpoint::commit_broadcast(RouteClass c, Seq seq) {
   ClassState& s = state(c);
+  // Virtual time: up to the root, then down like a combined result.
+  if (clock_) down(s, seq).vt = result_vt(s, depart() + header_->height * level_cycles_);
   if (!multi_) {
     publish(s, seq, kBroadcastCode, header_->ntasks - 1);
   } else {

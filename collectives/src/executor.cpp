@@ -88,6 +88,8 @@ Engine::Engine(msg::MessageLayer& layer, collnet::CollectiveNetwork* net)
     : layer_(layer), net_(net) {
   layer_.register_handler(kHandler, &Engine::arrival, this);
   layer_.register_packet_handler(kLineDispatch, &Engine::line_packet, this);
+  // Virtual time: tree and global-interrupt steps move the same clock as the task's packets.
+  if (net_) net_->set_clock(layer_.endpoint().clock());
   // While a tree or global-interrupt step waits, the message layer keeps moving: a peer may need
   // this task's packets (rendezvous data of a send started before the collective) to get there.
   set_progress(nullptr, nullptr);

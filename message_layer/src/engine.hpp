@@ -159,7 +159,7 @@ class MessageLayer::Engine {
     std::uint32_t next = kNone;
   };
 
-  bool receive_some();
+  bool receive_some(bool arrived_only = false);
   Taken take(const pkt::PacketHeader& h, std::span<const std::byte> payload);
   Taken take_one_packet(const pkt::PacketHeader& h, std::span<const std::byte> payload);
   Taken unexpected(std::uint32_t id, RecvState& r, SourceState& src,

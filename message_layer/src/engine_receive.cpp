@@ -93,7 +93,7 @@ bool MessageLayer::Engine::release_stalled() {
   return progress;
 }
 
-bool MessageLayer::Engine::receive_some() {
+bool MessageLayer::Engine::receive_some(bool arrived_only) {
   bool progress = false;
   if (!held_sources_.empty()) progress |= release_held();
   if (!stalled_.empty()) progress |= release_stalled();
@@ -102,7 +102,7 @@ bool MessageLayer::Engine::receive_some() {
   // progress loop may be waiting for just that (one reception poll less on the latency path).
   for (int budget = kBudget; budget > 0 && delivered_ == delivered; --budget) {
     pkt::FifoRef f;
-    const pkt::Packet* packet = ep_.next(f, blocked_fifos_);
+    const pkt::Packet* packet = ep_.next(f, blocked_fifos_, arrived_only);
     if (!packet) break;
     const pkt::Packet& p = *packet;
     const pkt::PacketHeader& h = p.header;
@@ -709,8 +709,12 @@ void MessageLayer::Engine::malformed(const pkt::PacketHeader& h, const char* why
 }
 
 bool MessageLayer::Engine::advance() {
-  const bool received = receive_some() | (!co_active_.empty() && coprocessor_complete());
+  // With virtual time, packets that arrive after this task's clock wait until it has sent what it
+  // can: a polling processor would not have found them yet.
+  bool received = receive_some(vt_ != nullptr) | (!co_active_.empty() && coprocessor_complete());
   const bool sent = send_some();
+  if (vt_ && !received && !sent) [[unlikely]]
+    received = receive_some(false);
   return received || sent;
 }
 

@@ -96,33 +96,83 @@ Endpoint::Endpoint(const Machine& machine, torus::Rank rank, int group, const Wa
   if (const auto* params = machine.vt_params()) {
     timing_ = virtual_time::TorusTiming(*params, machine.shape(), machine.calendars());
     line_arrivals_.resize(slot);
+    vt_injection_depth_ = static_cast<std::uint32_t>(params->injection_fifo_packets);
   }
 }
 
+// The packet is written into its injection FIFO once the FIFO has room: when it is full, the task
+// waits for the oldest packet's tail to leave the node.
 std::uint64_t Endpoint::depart(std::uint32_t software_cycles) {
   clock_.charge(software_cycles +
                 virtual_time::Params::ticks(timing_.params().packet_write_cycles));
+  auto& q = vt_injection_[static_cast<std::size_t>(injecting_)];
+  if (q.count == vt_injection_depth_) {
+    clock_.arrive(q.left[q.head]);
+    q.head = (q.head + 1) % vt_injection_depth_;
+    --q.count;
+  }
   return clock_.now();
+}
+
+void Endpoint::left_node(std::uint64_t when) {
+  auto& q = vt_injection_[static_cast<std::size_t>(injecting_)];
+  q.left[(q.head + q.count) % vt_injection_depth_] = when;
+  ++q.count;
 }
 
 std::uint64_t Endpoint::arrival_over(const torus::Route& route, std::uint32_t packet_bytes,
                                      std::uint32_t software_cycles) {
-  return timing_.transit(route, depart(software_cycles), packet_bytes);
+  const auto t = timing_.transit(route, depart(software_cycles), packet_bytes);
+  left_node(t.left);
+  return t.arrival;
 }
 
 void Endpoint::time_line(const torus::Route& route, std::uint32_t packet_bytes,
                          std::uint32_t software_cycles) {
-  timing_.transit_line(route, depart(software_cycles), packet_bytes,
-                       std::span(line_scratch_).first(static_cast<std::size_t>(route.hops())));
+  left_node(
+      timing_.transit_line(route, depart(software_cycles), packet_bytes,
+                           std::span(line_scratch_).first(static_cast<std::size_t>(route.hops()))));
+}
+
+std::uint64_t Endpoint::arrival_of(FifoRef f, const Packet& p) const {
+  return f.index == kVirtualFifo ? reinterpret_cast<const VirtualPacket&>(p).arrival
+                                 : ReceptionFifo::arrival_of(p);
 }
 
 // Waits for the packet's arrival and reads it, once per packet however often next() shows it.
 void Endpoint::take_time(FifoRef f, const Packet& p) {
   if (&p == timed_packet_) return;
   timed_packet_ = &p;
-  clock_.arrive(f.index == kVirtualFifo ? reinterpret_cast<const VirtualPacket&>(p).arrival
-                                        : ReceptionFifo::arrival_of(p));
+  clock_.arrive(arrival_of(f, p));
   clock_.charge(virtual_time::Params::ticks(timing_.params().packet_read_cycles));
+}
+
+// The head packet that arrived first in virtual time, over all reception FIFOs: the order the
+// emulated processor would find them in, whatever order the host delivered them in.
+const Packet* Endpoint::next_in_virtual_order(FifoRef& f, std::uint32_t skip, bool arrived_only) {
+  if (pending_mask_) advance();
+  for (;;) {
+    const Packet* best = nullptr;
+    std::uint64_t best_arrival = 0;
+    for (int i = 0; i < kReceptionFifos; ++i) {
+      const FifoRef at{static_cast<std::uint8_t>(i)};
+      const Packet* p = current(at);
+      if (!p || (skip >> i & 1u)) continue;
+      const std::uint64_t arrival = arrival_of(at, *p);
+      if (!best || arrival < best_arrival) best = p, best_arrival = arrival, f = at;
+    }
+    if (virtual_in_ && !(skip >> kVirtualFifo & 1u)) {
+      const FifoRef at{kVirtualFifo};
+      if (const Packet* p = current(at); p && (!best || arrival_of(at, *p) < best_arrival))
+        best = p, best_arrival = arrival_of(at, *p), f = at;
+    }
+    if (!best || (arrived_only && best_arrival > clock_.now())) return nullptr;
+    if (plainly_mine(best->header) || check(best->header) == PacketHeader::Problem::none) {
+      take_time(f, *best);
+      return best;
+    }
+    reject(f.index, check(best->header));
+  }
 }
 
 Destination Endpoint::destination_of(torus::Rank rank) const {
@@ -254,6 +304,7 @@ InjectStatus Endpoint::inject(int fifo, const PacketSpec& spec, std::span<const 
   std::uint8_t index;
   std::uint64_t arrival = 0;  // virtual time only
   if (!plain || timed()) [[unlikely]] {
+    injecting_ = fifo;
     index = route_and_account(spec, h.chunks, arrival);
   } else if (virtual_out_ && spec.dest.node == node_ && spec.dest.group != group_) {
     ++counters_.virtual_packets;  // the node's other task: through the scratchpad, no link
@@ -385,23 +436,17 @@ std::optional<FifoRef> Endpoint::poll(std::uint32_t skip) {
   return f;
 }
 
-const Packet* Endpoint::next(FifoRef& f, std::uint32_t skip) {
+const Packet* Endpoint::next_in_host_order(FifoRef& f, std::uint32_t skip) {
   if (pending_mask_) advance();
   for (;;) {
     int index;
     const Packet* p = find_nonempty(skip, index);
     if (!p) return nullptr;
     f = FifoRef{static_cast<std::uint8_t>(index)};
-    if (plainly_mine(p->header)) [[likely]] {
-      if (timed()) [[unlikely]]
-        take_time(f, *p);
+    if (plainly_mine(p->header)) [[likely]]
       return p;
-    }
     const auto problem = check(p->header);
-    if (problem == PacketHeader::Problem::none) {
-      if (timed()) take_time(f, *p);
-      return p;
-    }
+    if (problem == PacketHeader::Problem::none) return p;
     reject(index, problem);
   }
 }

@@ -29,6 +29,8 @@ constexpr ParamInfo kTable[] = {
      "a node's packet to itself, which uses no link"},
     {"vn_packet_cycles", &Params::vn_packet_cycles, "cycles", S::assumed,
      "a packet through the virtual FIFO between the two tasks of a node"},
+    {"injection_fifo_packets", &Params::injection_fifo_packets, "packets", S::assumed,
+     "packets an injection FIFO holds; a task that has filled it waits for the link (1..64)"},
     {"tree_bytes_per_cycle", &Params::tree_bytes_per_cycle, "B/cycle", S::hardware,
      "collective network link rate"},
     {"tree_packet_bytes", &Params::tree_packet_bytes, "B", S::hardware,
@@ -148,6 +150,8 @@ Params Params::from_text(std::string_view text, std::string_view origin) {
     const double v = parse_value(trim(line.substr(eq + 1)), where);
     if (v == 0 && info->name != "cpu_factor" && info->unit != "cycles")
       throw ConfigError(where + ": " + std::string(name) + " must be positive");
+    if (info->member == &Params::injection_fifo_packets && (v < 1 || v > 64 || v != std::floor(v)))
+      throw ConfigError(where + ": injection_fifo_packets must be a whole number in 1..64");
     p.*(info->member) = v;
   }
   return p;

@@ -16,27 +16,35 @@ TorusTiming::TorusTiming(const Params& params, const torus::Shape& shape,
 // Cut-through: the head enters link i at s_i and reaches the next router hop_ later, where it may
 // enter link i+1 at once if that link is free; the tail arrives one wire time after the head
 // entered the last link, plus the last hop.
-Tick TorusTiming::transit(const torus::Route& route, Tick t0, std::uint32_t packet_bytes) const {
-  if (route.hops() == 0) return t0 + Params::ticks(params_->local_packet_cycles);
+TorusTiming::Transit TorusTiming::transit(const torus::Route& route, Tick t0,
+                                          std::uint32_t packet_bytes) const {
+  if (route.hops() == 0) return {t0 + Params::ticks(params_->local_packet_cycles), t0};
   const Tick wire = params_->link_cycles(packet_bytes);
   Tick head = t0;
+  Tick left = 0;
   route.for_each_link(*shape_, [&](torus::Link l) {
     const auto i = static_cast<std::size_t>(l.node) * torus::kDirections + torus::index_of(l.dir);
-    head = calendars_[i].reserve(head, wire) + hop_;
+    const Tick start = calendars_[i].reserve(head, wire);
+    if (left == 0) left = start + wire;
+    head = start + hop_;
   });
-  return head + wire;
+  return {head + wire, left};
 }
 
-void TorusTiming::transit_line(const torus::Route& route, Tick t0, std::uint32_t packet_bytes,
+Tick TorusTiming::transit_line(const torus::Route& route, Tick t0, std::uint32_t packet_bytes,
                                std::span<Tick> arrivals) const {
   const Tick wire = params_->link_cycles(packet_bytes);
   Tick head = t0;
+  Tick left = t0;
   std::size_t k = 0;
   route.for_each_link(*shape_, [&](torus::Link l) {
     const auto i = static_cast<std::size_t>(l.node) * torus::kDirections + torus::index_of(l.dir);
-    head = calendars_[i].reserve(head, wire) + hop_;
+    const Tick start = calendars_[i].reserve(head, wire);
+    if (k == 0) left = start + wire;
+    head = start + hop_;
     if (k < arrivals.size()) arrivals[k++] = head + wire;
   });
+  return left;
 }
 
 }  // namespace bgl::virtual_time

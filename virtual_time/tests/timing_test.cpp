@@ -27,10 +27,11 @@ TEST(TorusTiming, CutThroughIsHopsTimesHopLatencyPlusOneWireTime) {
     const auto r = torus::deterministic_route(n.shape, n.at(0, 0, 0), n.at(hops, 0, 0));
     ASSERT_EQ(r.hops(), hops);
     Net fresh(torus::Shape::parse("8x8x8"));
-    EXPECT_EQ(fresh.timing.transit(r, 1000, 256), 1000u + 63u * hops + 1080u);
+    EXPECT_EQ(fresh.timing.transit(r, 1000, 256).arrival, 1000u + 63u * hops + 1080u);
+    EXPECT_EQ(fresh.timing.transit(r, 5000, 256).left, 5000u + 1080u);
   }
   const auto local = torus::deterministic_route(n.shape, 5, 5);
-  EXPECT_EQ(n.timing.transit(local, 10, 64), 10u + 100u);
+  EXPECT_EQ(n.timing.transit(local, 10, 64).arrival, 10u + 100u);
 }
 
 TEST(TorusTiming, PacketsOnOneLinkSerialiseAtLinkRate) {
@@ -38,7 +39,7 @@ TEST(TorusTiming, PacketsOnOneLinkSerialiseAtLinkRate) {
   const auto r = torus::deterministic_route(n.shape, n.at(0, 0, 0), n.at(1, 0, 0));
   Tick last = 0;
   for (int i = 0; i < 100; ++i)
-    last = n.timing.transit(r, 0, 256);
+    last = n.timing.transit(r, 0, 256).arrival;
   // 100 full packets: the link is busy 100 x 1080 cycles; payload rate 240 / 1080 per cycle.
   EXPECT_EQ(last, 99u * 1080u + 63u + 1080u);
 }
@@ -47,17 +48,19 @@ TEST(TorusTiming, DisjointRoutesDoNotContend) {
   Net n(torus::Shape::parse("4x4x4"));
   const auto a = torus::deterministic_route(n.shape, n.at(0, 0, 0), n.at(1, 0, 0));
   const auto b = torus::deterministic_route(n.shape, n.at(1, 0, 0), n.at(0, 0, 0));  // reverse
-  EXPECT_EQ(n.timing.transit(a, 0, 256), 63u + 1080u);
-  EXPECT_EQ(n.timing.transit(b, 0, 256), 63u + 1080u);
+  EXPECT_EQ(n.timing.transit(a, 0, 256).arrival, 63u + 1080u);
+  EXPECT_EQ(n.timing.transit(b, 0, 256).arrival, 63u + 1080u);
 }
 
 TEST(TorusTiming, ASharedMiddleLinkDelaysTheSecondPacket) {
   Net n(torus::Shape::parse("8x1x1"));
   const auto a = torus::deterministic_route(n.shape, n.at(0, 0, 0), n.at(3, 0, 0));
   const auto b = torus::deterministic_route(n.shape, n.at(1, 0, 0), n.at(2, 0, 0));
-  const Tick ta = n.timing.transit(a, 0, 256);  // link 1->2 busy [63, 1143)
+  const Tick ta = n.timing.transit(a, 0, 256).arrival;  // link 1->2 busy [63, 1143)
   EXPECT_EQ(ta, 3u * 63u + 1080u);
-  EXPECT_EQ(n.timing.transit(b, 63, 256), 1143u + 63u + 1080u);
+  const auto tb = n.timing.transit(b, 63, 256);
+  EXPECT_EQ(tb.arrival, 1143u + 63u + 1080u);
+  EXPECT_EQ(tb.left, 1143u + 1080u);  // waited for the shared link
 }
 
 TEST(TorusTiming, DepositLineArrivesAtEveryNodeInTurn) {
@@ -66,7 +69,7 @@ TEST(TorusTiming, DepositLineArrivesAtEveryNodeInTurn) {
   ASSERT_TRUE(line.line);
   const auto r = torus::line_route(n.shape, *line.line);
   std::vector<Tick> arrivals(static_cast<std::size_t>(r.hops()));
-  n.timing.transit_line(r, 0, 256, arrivals);
+  EXPECT_EQ(n.timing.transit_line(r, 0, 256, arrivals), 1080u);
   for (std::size_t i = 0; i < arrivals.size(); ++i)
     EXPECT_EQ(arrivals[i], 63u * (i + 1) + 1080u);
 }

@@ -72,6 +72,12 @@ class CollectiveNetwork {
     interrupt_.set_meanwhile(m);
   }
 
+  // Virtual time: both networks time this task's operations with `clock` (a no-op without it).
+  void set_clock(virtual_time::Clock& clock) {
+    tree_.set_clock(clock);
+    interrupt_.set_clock(clock);
+  }
+
   TreeEndpoint& tree() { return tree_; }
   GlobalInterrupt& interrupt() { return interrupt_; }
   RouteClass route() const { return route_; }

@@ -23,6 +23,7 @@
 #include "bgl/collnet/meanwhile.hpp"
 #include "bgl/pkt/backoff.hpp"
 #include "bgl/pkt/machine.hpp"
+#include "bgl/virtual_time/clock.hpp"
 
 namespace bgl::collnet {
 
@@ -60,6 +61,9 @@ class GlobalInterrupt {
   std::uint64_t sleeps() const { return sleeps_; }
   // Work to keep doing while waiting (meanwhile.hpp).
   void set_meanwhile(Meanwhile m) { meanwhile_ = m; }
+  // Virtual time (a job run with it on): arrivals are stamped with this clock, and wait() sets it
+  // to the barrier's release, gi_barrier_cycles after the last arrival.
+  void set_clock(virtual_time::Clock& clock);
 
  private:
   layout::WireState& wire(int channel) const;
@@ -85,6 +89,7 @@ class GlobalInterrupt {
   pkt::WaitPolicy policy_;
   std::uint32_t arrivals_ = 0;
   std::uint32_t raised_mask_ = 0;  // this task's wire inputs
+  virtual_time::Clock* clock_ = nullptr;
   std::uint64_t sleeps_ = 0;
   Meanwhile meanwhile_;
 };

@@ -83,7 +83,8 @@ struct NodeEntry {
 
 struct alignas(64) UpSlotMeta {
   std::atomic<std::uint32_t> arrived{0};
-  std::uint16_t op[kMaxInputs];  // each input's operation code (or kMismatchCode from below)
+  std::uint16_t op[kMaxInputs];      // each input's operation code (or kMismatchCode from below)
+  std::atomic<std::uint64_t> vt{0};  // virtual time: when the latest input reached this node
 };
 static_assert(sizeof(UpSlotMeta) == 64);
 
@@ -94,6 +95,7 @@ struct alignas(64) DownSlot {
   // From here to the end: what a broadcast from another host stores.
   std::uint16_t op = 0;      // operation code, kBroadcastCode or kMismatchCode
   std::uint32_t source = 0;  // broadcasting rank
+  std::uint64_t vt = 0;      // virtual time: when the result is at every node
   alignas(64) std::atomic<std::uint32_t> readers_left{0};
   alignas(64) std::byte data[kPacketBytes];
 };
@@ -108,13 +110,17 @@ struct alignas(64) PartialSlot {
 static_assert(sizeof(PartialSlot) == 320);
 
 struct DownControl {
-  pkt::Doorbell results;  // rung when a result is published
-  pkt::Doorbell space;    // rung when the last reader releases a slot
+  pkt::Doorbell results;                  // rung when a result is published
+  pkt::Doorbell space;                    // rung when the last reader releases a slot
+  std::atomic<std::uint64_t> vt_last{0};  // virtual time of the class's latest result
 };
 
 struct alignas(64) WireState {
   std::atomic<std::uint32_t> raised{0};     // tasks whose input is raised
   std::atomic<std::uint32_t> completed{0};  // barriers completed (channel 0)
+  // Virtual time, channel 0: the latest arrival at barriers of odd and even number. A task starts
+  // barrier k + 2 only after everybody arrived at k + 1, so nobody still reads k's value then.
+  std::atomic<std::uint64_t> vt_arrival[2]{};
   alignas(64) pkt::Doorbell bell;
 };
 

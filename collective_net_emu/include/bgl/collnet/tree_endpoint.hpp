@@ -42,6 +42,7 @@
 #include "bgl/pkt/backoff.hpp"
 #include "bgl/pkt/endpoint.hpp"
 #include "bgl/pkt/machine.hpp"
+#include "bgl/virtual_time/clock.hpp"
 
 namespace bgl::collnet {
 
@@ -123,6 +124,8 @@ class TreeEndpoint {
     const layout::DownSlot* slot = arrived(c, seq);
     if (slot == nullptr) return std::nullopt;
     const Result r = describe(*slot, seq);
+    if (clock_) [[unlikely]]
+      take_time(*slot);
     read(ConstPacketSpan(slot->data), r);
     release(c, seq);
     return r;
@@ -155,6 +158,9 @@ class TreeEndpoint {
   const pkt::WaitPolicy& wait_policy() const { return policy_; }
   // Work to keep doing while waiting (meanwhile.hpp).
   void set_meanwhile(Meanwhile m) { meanwhile_ = m; }
+  // Virtual time (a job run with it on): contributions leave at this clock's time, results set it
+  // to when they reach every node (the task's packet-layer clock, so both networks share it).
+  void set_clock(virtual_time::Clock& clock);
 
  private:
   struct ClassState {
@@ -221,6 +227,12 @@ class TreeEndpoint {
   void wait_writable(ClassState& s, Seq seq);
   std::uint16_t combine_slot(std::byte* slot, int inputs, PacketSpan dst);
   void publish(ClassState& s, Seq seq, std::uint16_t code, std::uint32_t readers);
+  // Virtual time: the moment a packet leaves this task (charges the write), an input's arrival at
+  // the next level, a result's time at every node (after the class's previous result), reading.
+  virtual_time::Tick depart();
+  void raise_vt(std::byte* slot, virtual_time::Tick t) const;
+  virtual_time::Tick result_vt(const ClassState& s, virtual_time::Tick at_root) const;
+  void take_time(const layout::DownSlot& slot);
   Inbox inbox(torus::Rank r, std::uint32_t lane) const;
   std::uint32_t host_of(torus::Rank r) const;
   template <class Ready>
@@ -230,6 +242,8 @@ class TreeEndpoint {
   torus::Rank rank_;
   pkt::WaitPolicy policy_;
   Meanwhile meanwhile_;
+  virtual_time::Clock* clock_ = nullptr;  // virtual time on
+  virtual_time::Tick level_cycles_ = 0, packet_cycles_ = 0;
   const layout::RegionHeader* header_;
   std::byte* region_;
   Seq mask_;

@@ -70,8 +70,14 @@ class Endpoint {
   // in `skip` are passed over (a caller that cannot take their head packet yet leaves it there).
   std::optional<FifoRef> poll(std::uint32_t skip = 0);
   // poll() and packet() in one (the receive loop's hot path): the next packet, or nullptr; `f` is
-  // set to its FIFO.
-  const Packet* next(FifoRef& f, std::uint32_t skip = 0);
+  // set to its FIFO. With virtual time the next packet is the one that arrived first, and
+  // `arrived_only` leaves packets that arrive after the task's clock where they are (a task that
+  // has something else to do first, as a polling processor would find them not there yet).
+  const Packet* next(FifoRef& f, std::uint32_t skip = 0, bool arrived_only = false) {
+    if (timed()) [[unlikely]]
+      return next_in_virtual_order(f, skip, arrived_only);
+    return next_in_host_order(f, skip);
+  }
   const PacketHeader& peek(FifoRef f) const { return current(f)->header; }
   // The whole packet in its FIFO slot (header and payload; valid until receive() or discard()).
   const Packet& packet(FifoRef f) const { return *current(f); }
@@ -190,11 +196,15 @@ class Endpoint {
                                  std::uint64_t& arrival);
   // Virtual time of a packet leaving now (charges the write); its arrival over `route`.
   std::uint64_t depart(std::uint32_t software_cycles);
+  void left_node(std::uint64_t when);
   std::uint64_t arrival_over(const torus::Route& route, std::uint32_t packet_bytes,
                              std::uint32_t software_cycles);
   void time_line(const torus::Route& route, std::uint32_t packet_bytes,
                  std::uint32_t software_cycles);
   void take_time(FifoRef f, const Packet& p);
+  std::uint64_t arrival_of(FifoRef f, const Packet& p) const;
+  const Packet* next_in_host_order(FifoRef& f, std::uint32_t skip);
+  const Packet* next_in_virtual_order(FifoRef& f, std::uint32_t skip, bool arrived_only);
   bool deliver(Pending& p);
   void drain(int fifo);
   bool deliver_line(Pending& p);
@@ -235,6 +245,15 @@ class Endpoint {
   // only with virtual time on).
   std::vector<std::array<std::uint64_t, torus::Route::kMaxHops>> line_arrivals_;
   std::array<std::uint64_t, torus::Route::kMaxHops> line_scratch_{};  // the line being injected
+  // Virtual time: per injection FIFO, when its packets' tails leave the node; a task that has
+  // injection_fifo_packets of them still in the FIFO waits for the oldest (backpressure).
+  struct VirtualInjection {
+    std::array<std::uint64_t, 64> left{};
+    std::uint32_t head = 0, count = 0;
+  };
+  std::array<VirtualInjection, kInjectionFifos> vt_injection_{};
+  std::uint32_t vt_injection_depth_ = 0;
+  int injecting_ = 0;  // the injection FIFO of the packet being injected
 };
 
 }  // namespace bgl::pkt

@@ -34,6 +34,7 @@ struct Params {
   double copy_bytes_per_cycle = 4.3;   // streaming memory copy
   double local_packet_cycles = 100;    // a node's packet to itself (no link)
   double vn_packet_cycles = 150;       // virtual FIFO between the two tasks of a node (scratchpad)
+  double injection_fifo_packets = 8;   // packets an injection FIFO holds before the CPU must wait
   double tree_bytes_per_cycle = 0.5;   // collective network
   double tree_packet_bytes = 256;      // collective network packet, all payload
   double tree_overhead_bytes = 10;     // per collective network packet

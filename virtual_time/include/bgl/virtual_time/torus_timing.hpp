@@ -22,12 +22,16 @@ class TorusTiming {
   bool enabled() const { return params_ != nullptr; }
   const Params& params() const { return *params_; }
 
-  // When a packet of `packet_bytes` injected at `t0` along `route` has fully arrived at the end
-  // of the route; reserves every link on the way. A zero-hop route costs local_packet_cycles.
-  Tick transit(const torus::Route& route, Tick t0, std::uint32_t packet_bytes) const;
+  struct Transit {
+    Tick arrival;  // the packet has fully arrived at the end of the route
+    Tick left;     // its tail has left the source node (its injection FIFO slot is free again)
+  };
+  // A packet of `packet_bytes` injected at `t0` along `route`; reserves every link on the way. A
+  // zero-hop route costs local_packet_cycles.
+  Transit transit(const torus::Route& route, Tick t0, std::uint32_t packet_bytes) const;
   // A deposit-bit line: fills arrivals[i] with the arrival at the i-th node after the source
-  // (arrivals.size() == route.hops()).
-  void transit_line(const torus::Route& route, Tick t0, std::uint32_t packet_bytes,
+  // (arrivals.size() == route.hops()); returns when the tail left the source.
+  Tick transit_line(const torus::Route& route, Tick t0, std::uint32_t packet_bytes,
                     std::span<Tick> arrivals) const;
 
   std::span<LinkCalendar> calendars() const { return calendars_; }
