@@ -1,14 +1,18 @@
 // bglrun end to end: job start, configuration errors, failure handling and cleanup, and the packet
 // layer's multi-process behaviour (order, adaptive reordering, deposit bit, backpressure, scale).
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "process_runner.hpp"
 
@@ -156,11 +160,11 @@ TEST(Launcher, DryRunPrintsTheMapping) {
   EXPECT_THAT(r.output, HasSubstr("     2  1  0  0  0\n"));
 }
 
-// A launcher killed with SIGKILL leaves its segment behind. A job start removes such segments
-// with a warning in the job's output; `bglrun --cleanup` removes them beforehand, so that scripts
-// comparing a program's output (MPICH's runtests) see only what the program printed. Live
-// launchers' segments stay. (Other tests running in parallel may leave segments too: counts are
-// checked as "at least one".)
+// A segment nobody holds (its launcher and watchdog were killed) is left behind. A job start
+// removes such segments with a warning in the job's output; `bglrun --cleanup` removes them
+// beforehand, so that scripts comparing a program's output (MPICH's runtests) see only what the
+// program printed. Segments whose lock is held (live jobs) stay. (Other tests running in parallel
+// may leave segments too: counts are checked as "at least one".)
 TEST(Launcher, CleanupRemovesOnlyDeadLaunchersSegments) {
   const auto stale_segment = [] {
     const int dead = spawn_process({"true"}, temp_path("true.log"));
@@ -171,6 +175,9 @@ TEST(Launcher, CleanupRemovesOnlyDeadLaunchersSegments) {
   };
   const std::string live = "/dev/shm/bglemu." + std::to_string(getpid()) + ".42";
   std::ofstream(live) << "live";
+  const int live_fd = open(live.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(live_fd, 0);
+  ASSERT_EQ(flock(live_fd, LOCK_EX | LOCK_NB), 0);  // as a live launcher holds its segment
 
   // Every launcher removes stale segments when it starts, so under `ctest -j` another test's
   // launcher may remove ours first: the message is expected only from a run that found it.
@@ -196,10 +203,82 @@ TEST(Launcher, CleanupRemovesOnlyDeadLaunchersSegments) {
   EXPECT_FALSE(std::filesystem::exists(stale));
   EXPECT_TRUE(std::filesystem::exists(live));
   std::filesystem::remove(live);
+  close(live_fd);
 
   const auto bad = bglrun({"--cleanup", "true"}, 20);
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
   EXPECT_THAT(bad.output, HasSubstr("--cleanup runs nothing"));
+}
+
+// The commands that put a test's bglrun into a namespace of its own: as root directly, else in
+// a user namespace (where the test user is root).
+std::vector<std::string> in_namespace(std::vector<std::string> kinds) {
+  std::vector<std::string> out{"unshare"};
+  if (geteuid() != 0) out.insert(out.end(), {"-U", "-r"});
+  out.insert(out.end(), kinds.begin(), kinds.end());
+  return out;
+}
+
+// A /dev/shm too small for the segment: a clear error naming the size needed and free, nothing
+// left behind (it used to be SIGBUS, and the segment stayed). The tmpfs lives in a mount
+// namespace of the test's own, gone with it.
+TEST(Launcher, TooLittleSharedMemoryIsAClearErrorNotSigbus) {
+  auto argv = in_namespace({"-m"});
+  argv.insert(argv.end(),
+              {"sh", "-c",
+               "mount -t tmpfs -o size=1m tmpfs /dev/shm || { echo 'cannot mount'; exit 97; }; "
+               "\"$0\" -np 8 --shape 2x2x2 true; echo \"rc=$?\"; echo \"left=$(ls -A /dev/shm)\"",
+               kBglrun});
+  const auto r = run_process(argv, 60);
+  ASSERT_NE(r.exit_code, 97) << "the test needs a mount namespace (unshare -m): " << r.output;
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("rc=2\n"));
+  EXPECT_THAT(r.output, HasSubstr("bglrun: the job needs a shared-memory segment of "));
+  EXPECT_THAT(r.output, HasSubstr("but /dev/shm has only 1 MiB free"));
+  EXPECT_THAT(r.output, HasSubstr("left=\n"));
+}
+
+TEST(Launcher, DryRunReportsTheSegmentSize) {
+  const auto r = bglrun({"-np", "1", "--shape", "16x16x16", "--dry-run"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, ::testing::ContainsRegex("# shared-memory segment: 1[0-9]{3} MiB in "
+                                                 "/dev/shm \\([0-9]+ MiB free\\)"));
+}
+
+// Two jobs in two PID namespaces sharing /dev/shm: the second's start must not take the first's
+// live segment for a dead launcher's (its pid, 3 in the first namespace, is nobody in the
+// second), which it used to remove.
+TEST(Launcher, JobStartInAnotherPidNamespaceKeepsALiveSegment) {
+  const std::string log = temp_path("pidns.log");
+  auto first = in_namespace({"-p", "-f"});
+  first.insert(first.end(), {"sh", "-c",
+                             "/bin/true; \"$0\" -np 1 sh -c 'echo \"segment $BGL_SEGMENT\"; "
+                             "sleep 600'; echo \"first job ended\"",
+                             kBglrun});
+  const int job = spawn_process(first, log);
+  std::string segment;
+  for (int i = 0; i < 1500 && segment.empty(); ++i) {
+    std::istringstream lines(read_file(log));
+    for (std::string line; std::getline(lines, line);)
+      if (line.starts_with("segment /bglemu.")) segment = "/dev/shm" + line.substr(8);
+    if (segment.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_FALSE(segment.empty()) << read_file(log);
+  EXPECT_THAT(segment, HasSubstr("/bglemu.3."));
+  ASSERT_TRUE(std::filesystem::exists(segment));
+
+  auto second = in_namespace({"-p", "-f"});
+  second.insert(second.end(), {kBglrun, "-np", "1", "true"});
+  const auto r = run_process(second, 30);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(segment)) << r.output;
+
+  kill(-job, SIGINT);  // the first job's launcher stops it and removes its segment
+  wait_process(job, 10);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (std::filesystem::exists(segment) && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(std::filesystem::exists(segment)) << read_file(log);
 }
 
 TEST(Launcher, WritesStatisticsAsJson) {

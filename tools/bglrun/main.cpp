@@ -53,6 +53,13 @@ void print_mapping(const pkt::JobConfig& c) {
   }
 }
 
+// The segment is sized by the shape (every node's FIFOs), not by the task count; this host's part
+// is allocated when the job starts.
+void print_segment_size(std::size_t bytes) {
+  std::printf("# shared-memory segment: %zu MiB in /dev/shm (%zu MiB free)\n",
+              (bytes + (1u << 20) - 1) >> 20, pkt::Segment::free_bytes() >> 20);
+}
+
 // A multi-host job started without a process manager: run one bglrun per host under Hydra's
 // mpiexec (mpiexec.hydra from Debian's mpich, or BGL_HYDRA), which starts them and serves the PMI
 // key-value store through which the hosts' agents exchange their libfabric addresses. Hosts all on
@@ -186,7 +193,11 @@ int launch(int argc, char** argv) {
   }
   config.regions.push_back({std::string(collnet::kRegionName), collnet::region_bytes(config)});
   if (o.dry_run || o.show_mapping) print_mapping(config);
-  if (o.dry_run) return 0;
+  const auto extents = pkt::Machine::used_extents(config);
+  if (o.dry_run) {
+    print_segment_size(pkt::Segment::allocated_bytes(pkt::Machine::segment_bytes(config), extents));
+    return 0;
+  }
   if (!executable(o.command.front()))
     throw ConfigError("program '" + o.command.front() + "' not found or not executable");
   const auto mpiexec = run::choose_mpiexec(o.launcher, o.command);
@@ -199,7 +210,7 @@ int launch(int argc, char** argv) {
     spdlog::warn("removed {} shared-memory segments left by launchers that were killed", stale);
   config.job_id = pmi ? std::hash<std::string>{}(pmi->kvs_name())
                       : (std::uint64_t{std::random_device{}()} << 32 | std::random_device{}());
-  auto segment = pkt::Segment::create(pkt::Machine::segment_bytes(config));
+  auto segment = pkt::Segment::create(pkt::Machine::segment_bytes(config), extents);
   const auto machine = pkt::Machine::format(segment.bytes(), config);
   collnet::format(machine);
   spdlog::info("{}; segment {} ({} MiB virtual)", config.summary(), segment.name(),
