@@ -210,6 +210,31 @@ TEST(Launcher, CleanupRemovesOnlyDeadLaunchersSegments) {
   EXPECT_THAT(bad.output, HasSubstr("--cleanup runs nothing"));
 }
 
+// kill -9 of the launcher: the tasks die with it (PDEATHSIG), and its watchdog kills what they
+// started and removes the segment; both used to outlive the job.
+TEST(Launcher, KillNineOfTheLauncherLeavesNoProcessAndNoSegment) {
+  const std::string log = temp_path("launcher-kill9.log");
+  const int launcher = spawn_process(
+      {kBglrun, "-np", "2", "sh", "-c", "sleep 600 & echo \"pid $BGL_RANK $!\"; wait"}, log);
+  const auto children = wait_for_pids(log, 2, 30);
+  ASSERT_EQ(children.size(), 2u) << read_file(log);
+  ASSERT_TRUE(segment_of(launcher));
+  ASSERT_EQ(kill(launcher, SIGKILL), 0);
+  EXPECT_EQ(wait_process(launcher, 5), 128 + SIGKILL);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  const auto anything_left = [&] {
+    return segment_of(launcher) || process_alive(children[0]) || process_alive(children[1]);
+  };
+  while (anything_left() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(segment_of(launcher)) << read_file(log);
+  for (int pid : children) {
+    EXPECT_FALSE(process_alive(pid)) << "a task's child (pid " << pid << ") survived";
+    kill(pid, SIGKILL);
+  }
+  EXPECT_THAT(read_file(log), HasSubstr("its watchdog killed the job's processes"));
+}
+
 // The commands that put a test's bglrun into a namespace of its own: as root directly, else in
 // a user namespace (where the test user is root).
 std::vector<std::string> in_namespace(std::vector<std::string> kinds) {

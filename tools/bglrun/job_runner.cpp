@@ -91,6 +91,7 @@ void JobRunner::start_tasks() {
     }
     if (started++ == 0) group_ = pid;
     setpgid(pid, group_);  // also from the parent, so that no signal can race the child's own call
+    if (started == 1 && settings_.on_process_group) settings_.on_process_group(group_);
     tasks_[r] = Task{pid, true};
   }
   spdlog::info("started {} tasks (process group {})", started, group_);

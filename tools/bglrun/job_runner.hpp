@@ -26,6 +26,9 @@ struct RunSettings {
   // Polled while the job runs: a problem outside the tasks (another host disappeared) that ends
   // the job; the launcher then exits with status 1.
   std::function<std::optional<std::string>()> external_fault;
+  // Told each process group the job's processes run in, as soon as it exists (the watchdog kills
+  // them if the launcher dies).
+  std::function<void(pid_t)> on_process_group;
 };
 
 class JobRunner {

@@ -26,6 +26,7 @@
 #include "options.hpp"
 #include "pmi_client.hpp"
 #include "stats_report.hpp"
+#include "watchdog.hpp"
 
 namespace {
 
@@ -211,6 +212,7 @@ int launch(int argc, char** argv) {
   config.job_id = pmi ? std::hash<std::string>{}(pmi->kvs_name())
                       : (std::uint64_t{std::random_device{}()} << 32 | std::random_device{}());
   auto segment = pkt::Segment::create(pkt::Machine::segment_bytes(config), extents);
+  run::Watchdog watchdog(segment.name());
   const auto machine = pkt::Machine::format(segment.bytes(), config);
   collnet::format(machine);
   spdlog::info("{}; segment {} ({} MiB virtual)", config.summary(), segment.name(),
@@ -250,10 +252,12 @@ int launch(int argc, char** argv) {
     agent->start(addresses);
   }
 
-  run::RunSettings settings{o.command, o.timeout_seconds, o.kill_grace_seconds, {}};
+  run::RunSettings settings{o.command, o.timeout_seconds, o.kill_grace_seconds, {}, {}};
+  settings.on_process_group = [&watchdog](pid_t group) { watchdog.watch_group(group); };
   if (agent) settings.external_fault = [&agent] { return agent->fault(); };
   int status = mpiexec ? run::run_with_mpiexec(machine, segment, settings, *mpiexec)
                        : run::JobRunner(machine, segment, settings).run();
+  watchdog.disarm();  // the supervisors killed whatever was left of the job
   if (agent) {
     agent->finish(status);
     if (const auto fault = agent->fault()) {
