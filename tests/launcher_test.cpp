@@ -210,6 +210,34 @@ TEST(Launcher, CleanupRemovesOnlyDeadLaunchersSegments) {
   EXPECT_THAT(bad.output, HasSubstr("--cleanup runs nothing"));
 }
 
+// A task that exits 0 without taking part (a wrapper that exits before exec-ing the program), or
+// that leaves without shutting down its runtime, used to leave the others waiting for it forever.
+TEST(Launcher, TaskThatExitsZeroEarlyStopsTheJobNamingIt) {
+  const auto wrapped =
+      bglrun({"-np", "2", "sh", "-c", "[ \"$BGL_RANK\" = 1 ] && exit 0; exec \"$0\" order 100",
+              kScenarios},
+             30);
+  EXPECT_FALSE(wrapped.timed_out) << wrapped.output;
+  EXPECT_EQ(wrapped.exit_code, 1) << wrapped.output;
+  EXPECT_THAT(wrapped.output, HasSubstr("bglrun: rank 1 on node (1,0,0) t=0"));
+  EXPECT_THAT(wrapped.output, HasSubstr("exited with code 0 before the job finished (without "
+                                        "taking part"));
+  EXPECT_LT(wrapped.seconds, 10);
+
+  const auto left = bglrun({"-np", "4", "--shape", "2x2x1", kScenarios, "leave", "2"}, 30);
+  EXPECT_FALSE(left.timed_out) << left.output;
+  EXPECT_EQ(left.exit_code, 1) << left.output;
+  EXPECT_THAT(left.output, HasSubstr("bglrun: rank 2 on node (0,1,0) t=0"));
+  EXPECT_THAT(left.output, HasSubstr("without shutting down its bglemu runtime"));
+  EXPECT_THAT(left.output, HasSubstr("stopping the other 3 tasks"));
+  EXPECT_LT(left.seconds, 10);
+
+  // Plain programs that never attach the job may end whenever they like.
+  const auto plain =
+      bglrun({"-np", "2", "sh", "-c", "[ \"$BGL_RANK\" = 1 ] && exit 0; sleep 0.3"}, 30);
+  EXPECT_EQ(plain.exit_code, 0) << plain.output;
+}
+
 // kill -9 of the launcher: the tasks die with it (PDEATHSIG), and its watchdog kills what they
 // started and removes the segment; both used to outlive the job.
 TEST(Launcher, KillNineOfTheLauncherLeavesNoProcessAndNoSegment) {
