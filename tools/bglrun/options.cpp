@@ -82,7 +82,7 @@ Runs N tasks of `program` on an emulated Blue Gene/L partition.
                          (provider FI_PROVIDER, default tcp;ofi_rxm)
   --stats FILE           write per-task, per-link and per-FIFO statistics as JSON (BGL_STATS)
   --show-mapping         print the rank -> (x,y,z,t) table before starting
-  --dry-run              validate the configuration, print it and the mapping, run nothing
+  --dry-run              validate, print the configuration, mapping and segment size, run nothing
   --cleanup              remove the shared-memory segments of launchers that were killed (a job
                          start does it too, with a warning), print how many, run nothing
   --log-level L          trace|debug|info|warn|error|critical|off (BGL_LOG_LEVEL; default warn)
