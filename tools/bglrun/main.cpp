@@ -252,7 +252,7 @@ int launch(int argc, char** argv) {
     agent->start(addresses);
   }
 
-  run::RunSettings settings{o.command, o.timeout_seconds, o.kill_grace_seconds, {}, {}};
+  run::RunSettings settings{o.command, o.timeout_seconds, o.kill_grace_seconds, {}};
   settings.on_process_group = [&watchdog](pid_t group) { watchdog.watch_group(group); };
   if (agent) settings.external_fault = [&agent] { return agent->fault(); };
   int status = mpiexec ? run::run_with_mpiexec(machine, segment, settings, *mpiexec)
