@@ -1,14 +1,20 @@
 // bglrun end to end: job start, configuration errors, failure handling and cleanup, and the packet
 // layer's multi-process behaviour (order, adaptive reordering, deposit bit, backpressure, scale).
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "process_runner.hpp"
 
@@ -156,12 +162,38 @@ TEST(Launcher, DryRunPrintsTheMapping) {
   EXPECT_THAT(r.output, HasSubstr("     2  1  0  0  0\n"));
 }
 
-// A launcher killed with SIGKILL leaves its segment behind. A job start removes such segments
-// with a warning in the job's output; `bglrun --cleanup` removes them beforehand, so that scripts
-// comparing a program's output (MPICH's runtests) see only what the program printed. Live
-// launchers' segments stay. (Other tests running in parallel may leave segments too: counts are
-// checked as "at least one".)
+// A /dev/shm of the test's own while it lives (a tmpfs in a mount namespace, left again at the
+// end), so that no launcher of a test running in parallel removes the test's files first. Needs
+// root (CI runs as root); elsewhere the test shares /dev/shm, and active() is false.
+class PrivateDevShm {
+ public:
+  PrivateDevShm() {
+    if (geteuid() != 0) return;
+    previous_ = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+    if (previous_ < 0 || unshare(CLONE_NEWNS) != 0) return;
+    active_ = mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0 &&
+              mount("tmpfs", "/dev/shm", "tmpfs", 0, "size=256m,mode=1777") == 0;
+  }
+  PrivateDevShm(const PrivateDevShm&) = delete;
+  PrivateDevShm& operator=(const PrivateDevShm&) = delete;
+  ~PrivateDevShm() {
+    if (previous_ >= 0 && setns(previous_, CLONE_NEWNS) != 0)
+      ADD_FAILURE() << "cannot return to the test's mount namespace";
+    if (previous_ >= 0) close(previous_);
+  }
+  bool active() const { return active_; }
+
+ private:
+  int previous_ = -1;
+  bool active_ = false;
+};
+
+// A segment nobody holds (its launcher and watchdog were killed) is left behind. A job start
+// removes such segments with a warning in the job's output; `bglrun --cleanup` removes them
+// beforehand, so that scripts comparing a program's output (MPICH's runtests) see only what the
+// program printed. Segments whose lock is held (live jobs) stay.
 TEST(Launcher, CleanupRemovesOnlyDeadLaunchersSegments) {
+  const PrivateDevShm private_shm;
   const auto stale_segment = [] {
     const int dead = spawn_process({"true"}, temp_path("true.log"));
     EXPECT_EQ(wait_process(dead, 10), 0);
@@ -171,11 +203,15 @@ TEST(Launcher, CleanupRemovesOnlyDeadLaunchersSegments) {
   };
   const std::string live = "/dev/shm/bglemu." + std::to_string(getpid()) + ".42";
   std::ofstream(live) << "live";
+  const int live_fd = open(live.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(live_fd, 0);
+  ASSERT_EQ(flock(live_fd, LOCK_EX | LOCK_NB), 0);  // as a live launcher holds its segment
 
-  // Every launcher removes stale segments when it starts, so under `ctest -j` another test's
-  // launcher may remove ours first: the message is expected only from a run that found it.
+  // Every launcher removes stale segments when it starts, so in a shared /dev/shm under
+  // `ctest -j` another test's launcher may remove ours first: the message is then expected only
+  // from a run that found it.
   std::string stale = stale_segment();
-  bool found = std::filesystem::exists(stale);
+  bool found = private_shm.active() || std::filesystem::exists(stale);
   const auto r = bglrun({"--cleanup"}, 20);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   if (found) {
@@ -186,7 +222,7 @@ TEST(Launcher, CleanupRemovesOnlyDeadLaunchersSegments) {
   EXPECT_TRUE(std::filesystem::exists(live));
 
   stale = stale_segment();
-  found = std::filesystem::exists(stale);
+  found = private_shm.active() || std::filesystem::exists(stale);
   const auto job = bglrun({"-np", "1", "echo", "No Errors"});
   EXPECT_EQ(job.exit_code, 0) << job.output;
   EXPECT_THAT(job.output, HasSubstr("No Errors\n"));
@@ -196,10 +232,135 @@ TEST(Launcher, CleanupRemovesOnlyDeadLaunchersSegments) {
   EXPECT_FALSE(std::filesystem::exists(stale));
   EXPECT_TRUE(std::filesystem::exists(live));
   std::filesystem::remove(live);
+  close(live_fd);
 
   const auto bad = bglrun({"--cleanup", "true"}, 20);
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
   EXPECT_THAT(bad.output, HasSubstr("--cleanup runs nothing"));
+}
+
+// A task that exits 0 without taking part (a wrapper that exits before exec-ing the program), or
+// that leaves without shutting down its runtime, used to leave the others waiting for it forever.
+TEST(Launcher, TaskThatExitsZeroEarlyStopsTheJobNamingIt) {
+  const auto wrapped =
+      bglrun({"-np", "2", "sh", "-c", "[ \"$BGL_RANK\" = 1 ] && exit 0; exec \"$0\" order 100",
+              kScenarios},
+             30);
+  EXPECT_FALSE(wrapped.timed_out) << wrapped.output;
+  EXPECT_EQ(wrapped.exit_code, 1) << wrapped.output;
+  EXPECT_THAT(wrapped.output, HasSubstr("bglrun: rank 1 on node (1,0,0) t=0"));
+  EXPECT_THAT(wrapped.output, HasSubstr("exited with code 0 before the job finished (without "
+                                        "taking part"));
+  EXPECT_LT(wrapped.seconds, 10);
+
+  const auto left = bglrun({"-np", "4", "--shape", "2x2x1", kScenarios, "leave", "2"}, 30);
+  EXPECT_FALSE(left.timed_out) << left.output;
+  EXPECT_EQ(left.exit_code, 1) << left.output;
+  EXPECT_THAT(left.output, HasSubstr("bglrun: rank 2 on node (0,1,0) t=0"));
+  EXPECT_THAT(left.output, HasSubstr("without shutting down its bglemu runtime"));
+  EXPECT_THAT(left.output, HasSubstr("stopping the other 3 tasks"));
+  EXPECT_LT(left.seconds, 10);
+
+  // Plain programs that never attach the job may end whenever they like.
+  const auto plain =
+      bglrun({"-np", "2", "sh", "-c", "[ \"$BGL_RANK\" = 1 ] && exit 0; sleep 0.3"}, 30);
+  EXPECT_EQ(plain.exit_code, 0) << plain.output;
+}
+
+// kill -9 of the launcher: the tasks die with it (PDEATHSIG), and its watchdog kills what they
+// started and removes the segment; both used to outlive the job.
+TEST(Launcher, KillNineOfTheLauncherLeavesNoProcessAndNoSegment) {
+  const std::string log = temp_path("launcher-kill9.log");
+  const int launcher = spawn_process(
+      {kBglrun, "-np", "2", "sh", "-c", "sleep 600 & echo \"pid $BGL_RANK $!\"; wait"}, log);
+  const auto children = wait_for_pids(log, 2, 30);
+  ASSERT_EQ(children.size(), 2u) << read_file(log);
+  ASSERT_TRUE(segment_of(launcher));
+  ASSERT_EQ(kill(launcher, SIGKILL), 0);
+  EXPECT_EQ(wait_process(launcher, 5), 128 + SIGKILL);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  const auto anything_left = [&] {
+    return segment_of(launcher) || process_alive(children[0]) || process_alive(children[1]);
+  };
+  while (anything_left() && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(segment_of(launcher)) << read_file(log);
+  for (int pid : children) {
+    EXPECT_FALSE(process_alive(pid)) << "a task's child (pid " << pid << ") survived";
+    kill(pid, SIGKILL);
+  }
+  EXPECT_THAT(read_file(log), HasSubstr("its watchdog killed the job's processes"));
+}
+
+// The commands that put a test's bglrun into a namespace of its own: as root directly, else in
+// a user namespace (where the test user is root).
+std::vector<std::string> in_namespace(std::vector<std::string> kinds) {
+  std::vector<std::string> out{"unshare"};
+  if (geteuid() != 0) out.insert(out.end(), {"-U", "-r"});
+  out.insert(out.end(), kinds.begin(), kinds.end());
+  return out;
+}
+
+// A /dev/shm too small for the segment: a clear error naming the size needed and free, nothing
+// left behind (it used to be SIGBUS, and the segment stayed). The tmpfs lives in a mount
+// namespace of the test's own, gone with it.
+TEST(Launcher, TooLittleSharedMemoryIsAClearErrorNotSigbus) {
+  auto argv = in_namespace({"-m"});
+  argv.insert(argv.end(),
+              {"sh", "-c",
+               "mount -t tmpfs -o size=1m tmpfs /dev/shm || { echo 'cannot mount'; exit 97; }; "
+               "\"$0\" -np 8 --shape 2x2x2 true; echo \"rc=$?\"; echo \"left=$(ls -A /dev/shm)\"",
+               kBglrun});
+  const auto r = run_process(argv, 60);
+  ASSERT_NE(r.exit_code, 97) << "the test needs a mount namespace (unshare -m): " << r.output;
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("rc=2\n"));
+  EXPECT_THAT(r.output, HasSubstr("bglrun: the job needs a shared-memory segment of "));
+  EXPECT_THAT(r.output, HasSubstr("but /dev/shm has only 1 MiB free"));
+  EXPECT_THAT(r.output, HasSubstr("left=\n"));
+}
+
+TEST(Launcher, DryRunReportsTheSegmentSize) {
+  const auto r = bglrun({"-np", "1", "--shape", "16x16x16", "--dry-run"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, ::testing::ContainsRegex("# shared-memory segment: 1[0-9]{3} MiB in "
+                                                 "/dev/shm \\([0-9]+ MiB free\\)"));
+}
+
+// Two jobs in two PID namespaces sharing /dev/shm: the second's start must not take the first's
+// live segment for a dead launcher's (its pid, 3 in the first namespace, is nobody in the
+// second), which it used to remove.
+TEST(Launcher, JobStartInAnotherPidNamespaceKeepsALiveSegment) {
+  const std::string log = temp_path("pidns.log");
+  auto first = in_namespace({"-p", "-f"});
+  first.insert(first.end(), {"sh", "-c",
+                             "/bin/true; \"$0\" -np 1 sh -c 'echo \"segment $BGL_SEGMENT\"; "
+                             "sleep 600'; echo \"first job ended\"",
+                             kBglrun});
+  const int job = spawn_process(first, log);
+  std::string segment;
+  for (int i = 0; i < 1500 && segment.empty(); ++i) {
+    std::istringstream lines(read_file(log));
+    for (std::string line; std::getline(lines, line);)
+      if (line.starts_with("segment /bglemu.")) segment = "/dev/shm" + line.substr(8);
+    if (segment.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_FALSE(segment.empty()) << read_file(log);
+  EXPECT_THAT(segment, HasSubstr("/bglemu.3."));
+  ASSERT_TRUE(std::filesystem::exists(segment));
+
+  auto second = in_namespace({"-p", "-f"});
+  second.insert(second.end(), {kBglrun, "-np", "1", "true"});
+  const auto r = run_process(second, 30);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(segment)) << r.output;
+
+  kill(-job, SIGINT);  // the first job's launcher stops it and removes its segment
+  wait_process(job, 10);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (std::filesystem::exists(segment) && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(std::filesystem::exists(segment)) << read_file(log);
 }
 
 TEST(Launcher, WritesStatisticsAsJson) {

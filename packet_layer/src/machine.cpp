@@ -117,6 +117,27 @@ std::size_t Machine::segment_bytes(const JobConfig& config) {
   return Layout(config).total;
 }
 
+std::vector<Segment::Extent> Machine::used_extents(const JobConfig& config) {
+  JobConfig c = config;
+  if (c.placement.node_host.empty()) c.placement = Placement::single(c.shape);
+  const Layout l(c);
+  std::vector<Segment::Extent> out{{0, l.nodes}};
+  const std::size_t node_bytes = kFifoGroups * l.group;
+  for (torus::NodeId n = 0; n < static_cast<torus::NodeId>(c.shape.node_count()); ++n) {
+    if (!c.placement.local(n)) continue;
+    const std::size_t at = l.nodes + n * node_bytes;
+    if (out.back().offset + out.back().bytes == at)
+      out.back().bytes += node_bytes;
+    else
+      out.push_back({at, node_bytes});
+  }
+  if (out.back().offset + out.back().bytes == l.links)
+    out.back().bytes += l.total - l.links;
+  else
+    out.push_back({l.links, l.total - l.links});
+  return out;
+}
+
 Machine::Machine(std::span<std::byte> segment, JobConfig config)
     : segment_(segment), config_(std::move(config)) {
   if (config_.placement.node_host.empty()) config_.placement = Placement::single(config_.shape);

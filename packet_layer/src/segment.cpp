@@ -2,15 +2,20 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <random>
+#include <string_view>
 #include <utility>
+#include <vector>
 
 #include "bgl/torus/error.hpp"
 
@@ -18,9 +23,40 @@ namespace bgl::pkt {
 namespace {
 
 constexpr std::string_view kPrefix = "bglemu.";
+constexpr const char* kDirectory = "/dev/shm";
 
 [[noreturn]] void fail(const std::string& what) {
   throw ConfigError(what + ": " + std::strerror(errno));
+}
+
+// The length of the segment name "bglemu.<pid>.<n>" that `file` starts with, or 0.
+std::size_t segment_name_length(std::string_view file) {
+  if (!file.starts_with(kPrefix)) return 0;
+  std::size_t i = kPrefix.size();
+  for (int part = 0; part < 2; ++part) {
+    const std::size_t start = i;
+    while (i < file.size() && file[i] >= '0' && file[i] <= '9')
+      ++i;
+    if (i == start) return 0;
+    if (part == 0 && (i == file.size() || file[i++] != '.')) return 0;
+  }
+  return i;
+}
+
+bool creator_alive(const std::string& file) {
+  const long pid = std::strtol(file.c_str() + kPrefix.size(), nullptr, 10);
+  return pid > 0 && (kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH);
+}
+
+std::string mib(std::size_t bytes, bool round_up) {
+  return std::to_string((bytes + (round_up ? (1u << 20) - 1 : 0)) >> 20) + " MiB";
+}
+
+[[noreturn]] void no_space(std::size_t needed, std::size_t free) {
+  throw ConfigError("the job needs a shared-memory segment of " + mib(needed, true) + " (" +
+                    std::to_string(needed) + " bytes), but " + kDirectory + " has only " +
+                    mib(free, false) + " free; choose a smaller shape or --fifo-packets, or give " +
+                    kDirectory + " more space");
 }
 
 std::byte* map(int fd, std::size_t bytes, const std::string& name) {
@@ -31,21 +67,52 @@ std::byte* map(int fd, std::size_t bytes, const std::string& name) {
 
 }  // namespace
 
-Segment Segment::create(std::size_t bytes) {
+Segment Segment::create(std::size_t bytes, std::span<const Extent> allocate) {
+  const std::size_t needed = allocated_bytes(bytes, allocate);
+  if (const std::size_t free = free_bytes(); free != 0 && needed > free) no_space(needed, free);
   Segment s;
   std::random_device rd;
   s.name_ = "/" + std::string(kPrefix) + std::to_string(getpid()) + "." + std::to_string(rd());
-  s.fd_ = shm_open(s.name_.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-  if (s.fd_ < 0) fail("cannot create shared-memory segment " + s.name_);
-  s.owner_ = true;
-  // shm_open sets FD_CLOEXEC; the tasks inherit this descriptor across exec.
-  if (fcntl(s.fd_, F_SETFD, 0) != 0) fail("cannot share segment descriptor " + s.name_);
+  // An unnamed file, locked, sized and allocated before it gets its name: a cleaner never sees
+  // it unlocked, and a failure leaves nothing behind. Not FD_CLOEXEC: the tasks inherit it.
+  s.fd_ = open(kDirectory, O_TMPFILE | O_RDWR, 0600);
+  if (s.fd_ < 0) fail("cannot create shared-memory segment in " + std::string(kDirectory));
+  if (flock(s.fd_, LOCK_EX | LOCK_NB) != 0) fail("cannot lock shared-memory segment");
   if (ftruncate(s.fd_, static_cast<off_t>(bytes)) != 0)
-    fail("cannot size shared-memory segment " + s.name_ + " to " + std::to_string(bytes) +
-         " bytes");
+    fail("cannot size shared-memory segment to " + std::to_string(bytes) + " bytes");
+  const Extent whole{0, bytes};
+  for (const Extent& e : allocate.empty() ? std::span<const Extent>(&whole, 1) : allocate) {
+    const int err =
+        posix_fallocate(s.fd_, static_cast<off_t>(e.offset), static_cast<off_t>(e.bytes));
+    if (err == ENOSPC) no_space(needed, free_bytes());
+    if (err != 0) {
+      errno = err;
+      fail("cannot allocate the shared-memory segment's " + std::to_string(needed) + " bytes");
+    }
+  }
+  const std::string path = std::string(kDirectory) + s.name_;
+  const std::string self = "/proc/self/fd/" + std::to_string(s.fd_);
+  if (linkat(AT_FDCWD, self.c_str(), AT_FDCWD, path.c_str(), AT_SYMLINK_FOLLOW) != 0 &&
+      linkat(s.fd_, "", AT_FDCWD, path.c_str(), AT_EMPTY_PATH) != 0)
+    fail("cannot name shared-memory segment " + path);
+  s.owner_ = true;
   s.size_ = bytes;
   s.base_ = map(s.fd_, bytes, s.name_);
   return s;
+}
+
+std::size_t Segment::allocated_bytes(std::size_t bytes, std::span<const Extent> allocate) {
+  if (allocate.empty()) return bytes;
+  std::size_t sum = 0;
+  for (const Extent& e : allocate)
+    sum += e.bytes;
+  return sum;
+}
+
+std::size_t Segment::free_bytes() {
+  struct statvfs st {};
+  if (statvfs(kDirectory, &st) != 0) return 0;
+  return static_cast<std::size_t>(st.f_bavail) * st.f_frsize;
 }
 
 Segment Segment::attach(int fd, const std::string& name) {
@@ -64,14 +131,38 @@ Segment Segment::attach(int fd, const std::string& name) {
 }
 
 int Segment::remove_stale() {
-  int removed = 0;
+  std::vector<std::string> segments, companions;
   std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm", ec)) {
-    const std::string file = entry.path().filename().string();
-    if (!file.starts_with(kPrefix)) continue;
-    const auto pid = std::strtol(file.c_str() + kPrefix.size(), nullptr, 10);
-    if (pid <= 0 || kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
-    if (shm_unlink(("/" + file).c_str()) == 0) ++removed;
+  for (const auto& entry : std::filesystem::directory_iterator(kDirectory, ec)) {
+    std::string file = entry.path().filename().string();
+    const std::size_t base = segment_name_length(file);
+    if (base == file.size())
+      segments.push_back(std::move(file));
+    else if (base != 0 && file[base] == '.')
+      companions.push_back(std::move(file));
+  }
+  int removed = 0;
+  for (const auto& file : segments) {
+    // Not followed: a symbolic link planted under that name is nobody's segment to judge.
+    const std::string path = std::string(kDirectory) + "/" + file;
+    const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) continue;  // someone else's (0600), or gone meanwhile
+    // Whoever holds the lock (a live launcher, or its tasks through the inherited descriptor)
+    // keeps the segment. Removed while holding the lock, so never a new job's under that name.
+    // Segments of older bglemu versions hold no lock: for them a creator pid that is alive here
+    // still counts (a pid of another namespace may look dead; the lock is what decides).
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0 && !creator_alive(file) &&
+        shm_unlink(("/" + file).c_str()) == 0)
+      ++removed;
+    close(fd);
+  }
+  // Files named after a segment (a benchmark's scratch memory) live and die with it.
+  for (const auto& file : companions) {
+    const std::string segment =
+        std::string(kDirectory) + "/" + file.substr(0, segment_name_length(file));
+    if (access(segment.c_str(), F_OK) != 0 && errno == ENOENT &&
+        shm_unlink(("/" + file).c_str()) == 0)
+      ++removed;
   }
   return removed;
 }

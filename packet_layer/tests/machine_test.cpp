@@ -202,6 +202,33 @@ TEST(Machine, SegmentSizeIsPageAlignedAndGrowsWithTheJob) {
   EXPECT_GE(Machine::segment_bytes(deep), 8u * kFifoGroups * kReceptionFifos * 64 * sizeof(Packet));
 }
 
+// What the launcher allocates up front: everything but other hosts' nodes' FIFOs, in order and
+// without overlap.
+TEST(Machine, UsedExtentsLeaveOutOtherHostsNodes) {
+  JobConfig one = JobConfig::resolve(options(8, "2x2x2", "heater", 64));
+  const auto whole = Machine::used_extents(one);
+  ASSERT_EQ(whole.size(), 1u);
+  EXPECT_EQ(whole[0].offset, 0u);
+  EXPECT_EQ(whole[0].bytes, Machine::segment_bytes(one));
+
+  JobConfig two = one;
+  two.placement = Placement::single(two.shape);
+  two.placement.hosts.push_back(two.placement.hosts.front());
+  for (std::size_t n = 4; n < two.placement.node_host.size(); ++n)
+    two.placement.node_host[n] = 1;  // nodes 4..7 live on the other host
+  const auto mine = Machine::used_extents(two);
+  ASSERT_EQ(mine.size(), 2u);
+  EXPECT_EQ(mine[0].offset, 0u);
+  EXPECT_LT(mine[0].bytes, mine[1].offset);
+  EXPECT_EQ(mine[1].offset + mine[1].bytes, Machine::segment_bytes(two));
+  // The other host's four nodes are the gap: half of the node FIFOs.
+  const std::size_t gap = mine[1].offset - mine[0].bytes;
+  EXPECT_EQ(
+      Machine::segment_bytes(two) - Segment::allocated_bytes(Machine::segment_bytes(two), mine),
+      gap);
+  EXPECT_GE(gap, 4u * kFifoGroups * kReceptionFifos * 64 * sizeof(Packet));
+}
+
 TEST(Machine, AttachReproducesTheFormattedJob) {
   JobOptions o = options(8, "2x2x2", "heater", 16);
   o.mapping = "ZYXT";

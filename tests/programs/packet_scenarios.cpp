@@ -10,9 +10,12 @@
 //   packet_scenarios alltoall N    every task sends N adaptive packets to every other task
 //   packet_scenarios hang          print the pid, then wait for packets that never come
 //   packet_scenarios fail R CODE   rank R exits with CODE, the others hang
+//   packet_scenarios leave R       rank R exits with code 0 without shutting down its runtime, the
+//                                  others wait for it (as std::exit with a live Runtime does)
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <string_view>
@@ -306,7 +309,7 @@ int alltoall(pkt::Runtime& rt, std::uint32_t n) {
 int run(int argc, char** argv) {
   if (argc < 2)
     throw ConfigError(
-        "usage: packet_scenarios order|adaptive|deposit|flood|alltoall|hang|fail ...");
+        "usage: packet_scenarios order|adaptive|deposit|flood|alltoall|hang|fail|leave ...");
   auto rt = pkt::Runtime::from_environment();
   const std::string_view what = argv[1];
   const auto arg = [&](int i, std::uint32_t fallback) {
@@ -320,6 +323,10 @@ int run(int argc, char** argv) {
   if (what == "hang") hang(rt);
   if (what == "fail") {
     if (rt.rank() == arg(2, 0)) return static_cast<int>(arg(3, 3));
+    hang(rt);
+  }
+  if (what == "leave") {
+    if (rt.rank() == arg(2, 0)) std::_Exit(0);
     hang(rt);
   }
   throw ConfigError("unknown scenario '" + std::string(what) + "'");

@@ -91,6 +91,7 @@ void JobRunner::start_tasks() {
     }
     if (started++ == 0) group_ = pid;
     setpgid(pid, group_);  // also from the parent, so that no signal can race the child's own call
+    if (started == 1 && settings_.on_process_group) settings_.on_process_group(group_);
     tasks_[r] = Task{pid, true};
   }
   spdlog::info("started {} tasks (process group {})", started, group_);
@@ -108,6 +109,30 @@ void JobRunner::stop(int signal, const std::string& why) {
   if (group_ > 0) killpg(group_, signal);
 }
 
+// A task that ended with code 0 without having finished the runtime (Runtime destroyed, message
+// layer finalized) is harmless among plain programs, but a task that uses the runtime and has not
+// finished may wait for it forever (a barrier counts every task; its packets never come): as with
+// MPI_Finalize, every task of a job that uses the runtime must take part to the end.
+void JobRunner::check_left_early() {
+  if (stopping_ || left_early_.empty()) return;
+  const auto unfinished = [&](std::size_t r) {
+    const auto& slot = machine_.task(static_cast<torus::Rank>(r));
+    return slot.pid != 0 && slot.published.load(std::memory_order_acquire) == 0;
+  };
+  const int rank = left_early_.front();
+  const bool itself = unfinished(static_cast<std::size_t>(rank));
+  bool waiting = itself;
+  for (std::size_t r = 0; r < tasks_.size() && !waiting; ++r)
+    waiting = machine_.local(static_cast<torus::Rank>(r)) && unfinished(r);
+  if (!waiting) return;
+  exit_status_ = 1;
+  stop(SIGTERM, describe(rank) + " exited with code 0 before the job finished (" +
+                    (itself ? "without shutting down its bglemu runtime"
+                            : "without taking part, while tasks that use the bglemu runtime may "
+                              "wait for it") +
+                    ")");
+}
+
 void JobRunner::on_exit(pid_t pid, int status) {
   int rank = -1;
   for (std::size_t r = 0; r < tasks_.size(); ++r)
@@ -115,6 +140,9 @@ void JobRunner::on_exit(pid_t pid, int status) {
   if (rank < 0) return;  // not ours (cannot happen: we have no other children)
   tasks_[static_cast<std::size_t>(rank)].running = false;
   const bool failed = !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+  if (!failed &&
+      machine_.task(static_cast<torus::Rank>(rank)).published.load(std::memory_order_acquire) == 0)
+    left_early_.push_back(rank);
   if (!failed || stopping_) return;
   if (WIFEXITED(status)) {
     exit_status_ = WEXITSTATUS(status);
@@ -145,6 +173,7 @@ int JobRunner::run() {
       if (pid <= 0) break;
       on_exit(pid, status);
     }
+    check_left_early();
     const auto now = Clock::now();
     if (sig > 0 && sig != SIGCHLD) {
       if (!stopping_) exit_status_ = 128 + sig;

@@ -2,7 +2,8 @@
 // Starts the tasks of a job (those placed on this host) and supervises them until they all end:
 // forwards signals, enforces the timeout, and stops the whole job (SIGTERM, then SIGKILL after a
 // grace period) as soon as one task fails, naming it. Tasks run in their own process group and die
-// with the launcher (PDEATHSIG).
+// with the launcher (PDEATHSIG). A task that exits 0 without finishing the bglemu runtime, in a job
+// whose tasks use it, fails the job too: the others would wait for it forever.
 #include <signal.h>
 #include <sys/types.h>
 
@@ -26,6 +27,9 @@ struct RunSettings {
   // Polled while the job runs: a problem outside the tasks (another host disappeared) that ends
   // the job; the launcher then exits with status 1.
   std::function<std::optional<std::string>()> external_fault;
+  // Told each process group the job's processes run in, as soon as it exists (the watchdog kills
+  // them if the launcher dies).
+  std::function<void(pid_t)> on_process_group;
 };
 
 class JobRunner {
@@ -43,6 +47,7 @@ class JobRunner {
   void start_tasks();
   void on_exit(pid_t pid, int status);
   void stop(int signal, const std::string& why);
+  void check_left_early();
   std::string describe(int rank) const;
   int running_count() const;
 
@@ -50,6 +55,7 @@ class JobRunner {
   const pkt::Segment& segment_;
   RunSettings settings_;
   std::vector<Task> tasks_;
+  std::vector<int> left_early_;  // ranks that exited 0 without finishing their runtime, in order
   pid_t group_ = 0;
   bool stopping_ = false;
   int exit_status_ = 0;

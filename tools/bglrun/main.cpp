@@ -27,6 +27,7 @@
 #include "options.hpp"
 #include "pmi_client.hpp"
 #include "stats_report.hpp"
+#include "watchdog.hpp"
 
 namespace {
 
@@ -52,6 +53,13 @@ void print_mapping(const pkt::JobConfig& c) {
     const auto p = c.mapping.coord(rank);
     std::printf("%6d %2d %2d %2d %2d\n", r, p.x, p.y, p.z, c.mapping.location(rank).t);
   }
+}
+
+// The segment is sized by the shape (every node's FIFOs), not by the task count; this host's part
+// is allocated when the job starts.
+void print_segment_size(std::size_t bytes) {
+  std::printf("# shared-memory segment: %zu MiB in /dev/shm (%zu MiB free)\n",
+              (bytes + (1u << 20) - 1) >> 20, pkt::Segment::free_bytes() >> 20);
 }
 
 // A multi-host job started without a process manager: run one bglrun per host under Hydra's
@@ -191,7 +199,11 @@ int launch(int argc, char** argv) {
   }
   config.regions.push_back({std::string(collnet::kRegionName), collnet::region_bytes(config)});
   if (o.dry_run || o.show_mapping) print_mapping(config);
-  if (o.dry_run) return 0;
+  const auto extents = pkt::Machine::used_extents(config);
+  if (o.dry_run) {
+    print_segment_size(pkt::Segment::allocated_bytes(pkt::Machine::segment_bytes(config), extents));
+    return 0;
+  }
   if (!executable(o.command.front()))
     throw ConfigError("program '" + o.command.front() + "' not found or not executable");
   const auto mpiexec = run::choose_mpiexec(o.launcher, o.command);
@@ -204,7 +216,8 @@ int launch(int argc, char** argv) {
     spdlog::warn("removed {} shared-memory segments left by launchers that were killed", stale);
   config.job_id = pmi ? std::hash<std::string>{}(pmi->kvs_name())
                       : (std::uint64_t{std::random_device{}()} << 32 | std::random_device{}());
-  auto segment = pkt::Segment::create(pkt::Machine::segment_bytes(config));
+  auto segment = pkt::Segment::create(pkt::Machine::segment_bytes(config), extents);
+  run::Watchdog watchdog(segment.name());
   const auto machine = pkt::Machine::format(segment.bytes(), config);
   collnet::format(machine);
   spdlog::info("{}; segment {} ({} MiB virtual)", config.summary(), segment.name(),
@@ -246,9 +259,11 @@ int launch(int argc, char** argv) {
 
   const auto started = std::chrono::steady_clock::now();
   run::RunSettings settings{o.command, o.timeout_seconds, o.kill_grace_seconds, {}};
+  settings.on_process_group = [&watchdog](pid_t group) { watchdog.watch_group(group); };
   if (agent) settings.external_fault = [&agent] { return agent->fault(); };
   int status = mpiexec ? run::run_with_mpiexec(machine, segment, settings, *mpiexec)
                        : run::JobRunner(machine, segment, settings).run();
+  watchdog.disarm();  // the supervisors killed whatever was left of the job
   if (agent) {
     agent->finish(status);
     if (const auto fault = agent->fault()) {

@@ -266,6 +266,7 @@ void MpiexecJob::start() {
     _exit(127);
   }
   setpgid(pid, pid);
+  if (settings_.on_process_group) settings_.on_process_group(pid);
   close(fds[1]);
   close(errs[1]);
   out_ = fds[0];

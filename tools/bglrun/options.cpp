@@ -94,7 +94,7 @@ Runs N tasks of `program` on an emulated Blue Gene/L partition.
                          (BGL_VT_CPU_FACTOR; default 0: communication only)
   --vt-params-list       print the model's parameters with units and sources, run nothing
   --show-mapping         print the rank -> (x,y,z,t) table before starting
-  --dry-run              validate the configuration, print it and the mapping, run nothing
+  --dry-run              validate, print the configuration, mapping and segment size, run nothing
   --cleanup              remove the shared-memory segments of launchers that were killed (a job
                          start does it too, with a warning), print how many, run nothing
   --log-level L          trace|debug|info|warn|error|critical|off (BGL_LOG_LEVEL; default warn)

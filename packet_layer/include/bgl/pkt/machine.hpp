@@ -15,6 +15,7 @@
 #include "bgl/pkt/outbound_ring.hpp"
 #include "bgl/pkt/reception_fifo.hpp"
 #include "bgl/pkt/remote_store.hpp"
+#include "bgl/pkt/segment.hpp"
 #include "bgl/pkt/virtual_fifo.hpp"
 #include "bgl/virtual_time/link_calendar.hpp"
 
@@ -69,6 +70,9 @@ struct LinkTotals {
 class Machine {
  public:
   static std::size_t segment_bytes(const JobConfig& config);
+  // The parts of the segment this host uses (all but other hosts' nodes' FIFOs), which the
+  // launcher allocates up front.
+  static std::vector<Segment::Extent> used_extents(const JobConfig& config);
   // Lays the job out in a zero-filled segment of segment_bytes(config) bytes.
   static Machine format(std::span<std::byte> segment, const JobConfig& config);
   // Validates the segment (magic, version, size) and takes a view; throws ConfigError.
