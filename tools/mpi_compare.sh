@@ -7,12 +7,15 @@
 # hooks off (BGL_NM_COLL_HOOKS=0), i.e. MPICH's own algorithms over the same emulated machine
 # (column "mpich_alg"), against bglemu's collectives library (column "bgl"). A 1-rank MPI_Pack
 # run compares the datatype engines (the device's MPICH is built with dataloop, Debian's has yaksa).
+# The idle sections time MPI_Test and MPI_Iprobe calls that find nothing (rows test/1k and
+# iprobe/1k: the time of 1000 calls in µs, i.e. ns per call) with 2 ranks and with 8 ranks on this
+# host's cores (oversubscribed on a 2-core machine).
 # The runs are interleaved: each round runs every variant once, one after the other; a row's
 # minimum is the minimum over all rounds, its P50 the median of the rounds' P50s (this machine's
 # speed drifts; ratios of interleaved runs are what to judge by).
 #
 #   tools/mpi_compare.sh [--quick] [--rounds N] [--out DIR] [--ranks "8 64"] [--json FILE]
-#                        [--pingpong-max B] [--coll-max B]
+#                        [--pingpong-max B] [--coll-max B] [--only "pingpong pack coll idle"]
 #
 # --quick         0.1 s per measurement instead of 0.3 s
 # --rounds N      interleaved rounds (default 3)
@@ -20,6 +23,7 @@
 # --json FILE     also write every row as JSON
 # --pingpong-max  largest ping-pong message (default 4194304)
 # --coll-max      largest collective message (default 1048576)
+# --only          the sections to run (default all: pingpong pack coll idle)
 # Needs: build/bin/bglrun, the bgl MPICH prefix (BGL_MPICH_PREFIX or tools/build_mpich.sh
 # --print-prefix) and Debian's mpich package (apt-get install mpich libmpich-dev; ours is always
 # addressed by its absolute path). Every run is bounded (timeout 900 s).
@@ -33,6 +37,7 @@ rounds=3
 json=""
 pp_max=$((4 << 20))
 coll_max=$((1 << 20))
+only="pingpong pack coll idle"
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) budget=0.1; shift ;;
@@ -42,6 +47,7 @@ while [ $# -gt 0 ]; do
     --json) json=$2; shift 2 ;;
     --pingpong-max) pp_max=$2; shift 2 ;;
     --coll-max) coll_max=$2; shift 2 ;;
+    --only) only=$2; shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed -e 's/^# \{0,1\}//' -e '/^set -euo/d'; exit 0 ;;
     *) echo "mpi_compare: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -130,12 +136,20 @@ run() {  # name np what arg variants...
 echo "# tools/mpi_compare.sh on $(hostname), $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ), BENCH_TIME=$budget, rounds $rounds, load $(cut -d' ' -f1 /proc/loadavg)"
 echo "# bgl: $prefix; debian: mpich $(dpkg-query -W -f='${Version}' mpich)"
 echo
-run pingpong2 2 pingpong "$pp_max" debian bgl
+section() { case " $only " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+section pingpong && run pingpong2 2 pingpong "$pp_max" debian bgl
 # The datatype engines alone (1 rank): the device's MPICH uses dataloop, Debian's yaksa.
-run pack1 1 pack "$coll_max" debian bgl
-for np in $ranks; do
-  run coll$np "$np" coll "$coll_max" debian bgl mpich_alg
-done
+section pack && run pack1 1 pack "$coll_max" debian bgl
+if section coll; then
+  for np in $ranks; do
+    run coll$np "$np" coll "$coll_max" debian bgl mpich_alg
+  done
+fi
+# Idle polls, batches of 100 calls: tasks within the cores, then 8 ranks (oversubscribed here).
+if section idle; then
+  run idle2 2 idle 100 debian bgl
+  run idle8 8 idle 100 debian bgl
+fi
 if [ -n "$json" ]; then
   awk 'BEGIN {print "["} NR > 1 {print ","}
        {alg = $10 == "-" ? "null" : $10; algp = $11 == "-" ? "null" : $11
