@@ -20,15 +20,18 @@
 # What it does (each step only when needed, so running it again is cheap):
 #   1. installs the build tools it needs (apt-get) and adds a deb-src entry for Debian's mirror;
 #   2. fetches MPICH's source with `apt-get source mpich` (4.0.2) into the cache;
-#   3. copies it, adds the netmod (src/mpid/ch4/netmod/bgl), one include line in
-#      src/mpid/ch4/netmod/Makefile.mk, then maint/gen_subcfg_m4 and autoreconf --no-recursive;
+#   3. copies it, applies adi3_device/mpich_patches/*.patch (patch -p1, in name order; sources
+#      only, never the build system), adds the netmod (src/mpid/ch4/netmod/bgl), one include line
+#      in src/mpid/ch4/netmod/Makefile.mk, then maint/gen_subcfg_m4 and autoreconf --no-recursive;
 #   4. configures --with-device=ch4:bgl --with-ch4-shmmods=none (all traffic, on-node too, goes
 #      through the emulated machine), builds (make) and installs;
 #   5. copies libbglml.so and its headers into the prefix (libmpi.so finds it by rpath).
 # The build directory is keyed by a hash of the configuration (the recipe version below, the
 # configure options, the MPICH source version, the netmod's Makefile.mk and subconfigure.m4); a
 # change of the netmod's .c/.h files or of libbglml's headers only re-copies them and runs make
-# (incremental, about a minute). Bump `recipe` when a change of the steps below must rebuild.
+# (incremental, about a minute); a change of the patches restores the files the previous ones
+# touched from the pristine source, applies the new ones and runs make (which then recompiles
+# what includes them: for CH4's headers, most of MPICH). Bump `recipe` when a change of the steps below must rebuild.
 set -euo pipefail
 recipe=2
 
@@ -38,6 +41,7 @@ main() {
 script=$(readlink -f "${BASH_SOURCE[0]}")
 repo=$(cd "$(dirname "$script")/.." && pwd)
 netmod_src=$repo/adi3_device/netmod/bgl
+patch_dir=$repo/adi3_device/mpich_patches
 mpich_version=4.0.2
 cache=${BGL_CACHE_DIR:-$HOME/.cache/bglemu}
 engine=${BGL_MPICH_DATATYPE_ENGINE:-dataloop}
@@ -96,12 +100,16 @@ config_hash=$( {
   printf '%s\n' "$mpich_version" "${configure_options[@]}"
   cat "$netmod_src/Makefile.mk" "$netmod_src/subconfigure.m4"
 } | sha256sum | cut -c1-16)
+# ... the patches of MPICH's own sources (a change means restore, re-apply and make) ...
+patch_files=()
+for f in "$patch_dir"/*.patch; do [ -f "$f" ] && patch_files+=("$f"); done
+patches_hash=$(cat "${patch_files[@]}" < /dev/null | sha256sum | cut -c1-16)
 # ... and the netmod's sources plus the message layer's C headers (a change means make).
 source_files() {
   (cd "$netmod_src" && find . -type f \( -name '*.c' -o -name '*.h' \) | LC_ALL=C sort)
 }
 source_hash=$( {
-  echo "$config_hash"
+  echo "$config_hash $patches_hash"
   for f in $(source_files); do echo "$f"; cat "$netmod_src/$f"; done
   cat "$repo/message_layer/include/bgl/msg/bgl_msg.h" "$repo/adi3_device/bglml/bgl_nm_idle.h" \
     "$repo/adi3_device/bglml/bgl_coll_hooks.h"
@@ -211,12 +219,31 @@ fi
 src=$dir/src
 build=$dir/build
 logs=$dir/logs
+
+# Restores the files that the previously applied patches changed (listed in .patched-files) from
+# the pristine source, then applies adi3_device/mpich_patches/*.patch.
+apply_patches() {
+  local f
+  if [ -f "$dir/.patched-files" ]; then
+    while read -r f; do cp -f "$pristine/$f" "$src/$f"; done < "$dir/.patched-files"
+  fi
+  mkdir -p "$logs"
+  for f in "${patch_files[@]}"; do
+    say "applying $(basename "$f")"
+    patch -d "$src" -p1 --forward --quiet < "$f" > "$logs/patch.log" 2>&1 ||
+      { cat "$logs/patch.log" >&2; die "$(basename "$f") does not apply to MPICH $mpich_version"; }
+  done
+  for f in "${patch_files[@]}"; do sed -n 's#^+++ b/\([^[:space:]]*\).*#\1#p' "$f"; done |
+    LC_ALL=C sort -u > "$dir/.patched-files"
+  echo "$patches_hash" > "$dir/.patches"
+}
 if [ $force -eq 1 ] || [ "$(cat "$dir/.configured" 2>/dev/null)" != "$config_hash" ]; then
   incremental=0
   say "cold build: copying the source"
   rm -rf "$dir"
   mkdir -p "$dir" "$logs"
   cp -a "$pristine" "$src"
+  apply_patches
   cp -a "$netmod_src" "$src/src/mpid/ch4/netmod/bgl"
   echo 'include $(top_srcdir)/src/mpid/ch4/netmod/bgl/Makefile.mk' >> "$src/src/mpid/ch4/netmod/Makefile.mk"
   say "regenerating the build system (maint/gen_subcfg_m4, autoreconf -v --no-recursive)"
@@ -238,6 +265,7 @@ else
   incremental=1
   say "incremental build: updating the netmod's sources"
   install_bglml
+  [ "$(cat "$dir/.patches" 2>/dev/null)" = "$patches_hash" ] || apply_patches
   dst=$src/src/mpid/ch4/netmod/bgl
   # Copy only what changed, so that make rebuilds only what depends on it.
   for f in $(cd "$netmod_src" && find . -type f | LC_ALL=C sort); do

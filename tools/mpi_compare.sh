@@ -7,12 +7,16 @@
 # hooks off (BGL_NM_COLL_HOOKS=0), i.e. MPICH's own algorithms over the same emulated machine
 # (column "mpich_alg"), against bglemu's collectives library (column "bgl"). A 1-rank MPI_Pack
 # run compares the datatype engines (the device's MPICH is built with dataloop, Debian's has yaksa).
+# The idle sections time MPI_Test and MPI_Iprobe calls that find nothing (rows test/1k and
+# iprobe/1k: the time of 1000 calls in µs, i.e. ns per call) with 2 ranks and with 8 ranks on this
+# host's cores (oversubscribed on a 2-core machine).
 # The runs are interleaved: each round runs every variant once, one after the other; a row's
 # minimum is the minimum over all rounds, its P50 the median of the rounds' P50s (this machine's
 # speed drifts; ratios of interleaved runs are what to judge by).
 #
 #   tools/mpi_compare.sh [--quick] [--rounds N] [--out DIR] [--ranks "8 64"] [--json FILE]
-#                        [--pingpong-max B] [--coll-max B]
+#                        [--pingpong-max B] [--coll-max B] [--only "pingpong pack coll idle"]
+#                        [--base PREFIX]
 #
 # --quick         0.1 s per measurement instead of 0.3 s
 # --rounds N      interleaved rounds (default 3)
@@ -20,6 +24,10 @@
 # --json FILE     also write every row as JSON
 # --pingpong-max  largest ping-pong message (default 4194304)
 # --coll-max      largest collective message (default 1048576)
+# --only          the sections to run (default all: pingpong pack coll idle)
+# --base PREFIX   another bgl MPICH prefix (e.g. a build from before a change), run as the third
+#                 variant "base" of the collective and idle sections (instead of mpich_alg;
+#                 column b = bgl / base)
 # Needs: build/bin/bglrun, the bgl MPICH prefix (BGL_MPICH_PREFIX or tools/build_mpich.sh
 # --print-prefix) and Debian's mpich package (apt-get install mpich libmpich-dev; ours is always
 # addressed by its absolute path). Every run is bounded (timeout 900 s).
@@ -33,6 +41,8 @@ rounds=3
 json=""
 pp_max=$((4 << 20))
 coll_max=$((1 << 20))
+only="pingpong pack coll idle"
+base=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) budget=0.1; shift ;;
@@ -42,6 +52,8 @@ while [ $# -gt 0 ]; do
     --json) json=$2; shift 2 ;;
     --pingpong-max) pp_max=$2; shift 2 ;;
     --coll-max) coll_max=$2; shift 2 ;;
+    --only) only=$2; shift 2 ;;
+    --base) base=$2; shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed -e 's/^# \{0,1\}//' -e '/^set -euo/d'; exit 0 ;;
     *) echo "mpi_compare: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -69,6 +81,7 @@ run_variant() {  # variant np what arg file
   case $v in
     debian) timeout 900 mpiexec.mpich -n "$np" "$out/bench_debian" "$what" "$arg" ;;
     bgl) timeout 900 "$bglrun" -np "$np" ${shape:+--shape $shape} --timeout 880 "$out/bench_bgl" "$what" "$arg" ;;
+    base) timeout 900 "$bglrun" -np "$np" ${shape:+--shape $shape} --timeout 880 "$out/bench_base" "$what" "$arg" ;;
     mpich_alg) BGL_NM_COLL_HOOKS=0 timeout 900 "$bglrun" -np "$np" ${shape:+--shape $shape} --timeout 880 \
                  "$out/bench_bgl" "$what" "$arg" ;;
   esac > "$file" 2>&1 || echo "   ($v run failed or timed out: $file)" >&2
@@ -102,13 +115,16 @@ run() {  # name np what arg variants...
   for v in "${variants[@]}"; do
     aggregate "$out/$name.$v".[0-9]* > "$out/$name.$v.agg"
   done
-  local third=0
-  [ ${#variants[@]} -gt 2 ] && third=1
-  echo "### $name ($np ranks on $(nproc) cores, $rounds interleaved rounds; times in µs; r = bgl / debian$([ $third = 1 ] && echo ", a = bgl / mpich_alg"))"
+  local third=0 v3="" l3="" r3=""
+  if [ ${#variants[@]} -gt 2 ]; then
+    third=1 v3=${variants[2]}
+    case $v3 in base) l3=base r3=b ;; *) l3=alg r3=a ;; esac
+  fi
+  echo "### $name ($np ranks on $(nproc) cores, $rounds interleaved rounds; times in µs; r = bgl / debian$([ $third = 1 ] && echo ", $r3 = bgl / $v3"))"
   if [ $third = 1 ]; then
-    printf '%-10s %9s %11s %11s %11s %11s %11s %11s %8s %8s %8s\n' test bytes deb_min bgl_min alg_min \
-      deb_p50 bgl_p50 alg_p50 r_p50 a_p50 bgl_MB/s
-    join -j1 "$out/$name.debian.agg" "$out/$name.bgl.agg" | join -j1 - "$out/$name.mpich_alg.agg" |
+    printf '%-10s %9s %11s %11s %11s %11s %11s %11s %8s %8s %8s\n' test bytes deb_min bgl_min "${l3}_min" \
+      deb_p50 bgl_p50 "${l3}_p50" r_p50 "${r3}_p50" bgl_MB/s
+    join -j1 "$out/$name.debian.agg" "$out/$name.bgl.agg" | join -j1 - "$out/$name.$v3.agg" |
       awk -v np="$np" -v rows="$rows" '{
         split($1, k, "|"); r = $3 > 0 ? $6 / $3 : 0; a = $9 > 0 ? $6 / $9 : 0
         printf "%-10s %9s %11.2f %11.2f %11.2f %11.2f %11.2f %11.2f %8.3f %8.3f %8.1f\n", k[1], k[2], $2, $5, $8, $3, $6, $9, r, a, $7
@@ -130,16 +146,31 @@ run() {  # name np what arg variants...
 echo "# tools/mpi_compare.sh on $(hostname), $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ), BENCH_TIME=$budget, rounds $rounds, load $(cut -d' ' -f1 /proc/loadavg)"
 echo "# bgl: $prefix; debian: mpich $(dpkg-query -W -f='${Version}' mpich)"
 echo
-run pingpong2 2 pingpong "$pp_max" debian bgl
+third_variant=mpich_alg
+if [ -n "$base" ]; then
+  [ -x "$base/bin/mpicc" ] || { echo "mpi_compare: no MPICH at --base $base" >&2; exit 1; }
+  "$base/bin/mpicc" -O2 -o "$out/bench_base" "$src"
+  third_variant=base
+  echo "# base: $base"
+fi
+section() { case " $only " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+section pingpong && run pingpong2 2 pingpong "$pp_max" debian bgl
 # The datatype engines alone (1 rank): the device's MPICH uses dataloop, Debian's yaksa.
-run pack1 1 pack "$coll_max" debian bgl
-for np in $ranks; do
-  run coll$np "$np" coll "$coll_max" debian bgl mpich_alg
-done
+section pack && run pack1 1 pack "$coll_max" debian bgl
+if section coll; then
+  for np in $ranks; do
+    run coll$np "$np" coll "$coll_max" debian bgl "${third_variant}"
+  done
+fi
+# Idle polls, batches of 100 calls: tasks within the cores, then 8 ranks (oversubscribed here).
+if section idle; then
+  run idle2 2 idle 100 debian bgl ${base:+base}
+  run idle8 8 idle 100 debian bgl ${base:+base}
+fi
 if [ -n "$json" ]; then
-  awk 'BEGIN {print "["} NR > 1 {print ","}
+  awk -v v3="$third_variant" 'BEGIN {print "["} NR > 1 {print ","}
        {alg = $10 == "-" ? "null" : $10; algp = $11 == "-" ? "null" : $11
-        printf "  {\"ranks\": %s, \"test\": \"%s\", \"bytes\": %s, \"debian_min_us\": %s, \"bgl_min_us\": %s, \"debian_p50_us\": %s, \"bgl_p50_us\": %s, \"debian_MBps\": %s, \"bgl_MBps\": %s, \"mpich_alg_min_us\": %s, \"mpich_alg_p50_us\": %s}", $1, $2, $3, $4, $5, $6, $7, $8, $9, alg, algp}
+        printf "  {\"ranks\": %s, \"test\": \"%s\", \"bytes\": %s, \"debian_min_us\": %s, \"bgl_min_us\": %s, \"debian_p50_us\": %s, \"bgl_p50_us\": %s, \"debian_MBps\": %s, \"bgl_MBps\": %s, \"" v3 "_min_us\": %s, \"" v3 "_p50_us\": %s}", $1, $2, $3, $4, $5, $6, $7, $8, $9, alg, algp}
        END {print "\n]"}' "$rows" > "$json"
   echo "# JSON: $json"
 fi

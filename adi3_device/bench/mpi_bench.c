@@ -7,6 +7,10 @@
  *   mpi_bench coll [max_bytes]         allreduce, bcast, allgather, alltoall, barrier
  *   mpi_bench pack [max_bytes]         MPI_Pack of a strided vector and of an indexed type
  *                                      (the datatype engine: dataloop here, yaksa in Debian's)
+ *   mpi_bench idle [calls]             the cost of one MPI_Test / MPI_Iprobe that finds nothing
+ *                                      (any number of ranks >= 2), timed in batches of `calls`
+ *                                      (default 100); rows test/1k and iprobe/1k give the time
+ *                                      of 1000 calls (in us, i.e. ns per call)
  *
  * Each measurement repeats for about BENCH_TIME seconds (default 0.3; at least 5 times) and
  * reports the minimum and the median (P50) of the single-operation times (each the slowest rank's
@@ -194,6 +198,36 @@ static void pack(size_t max) {
     }
 }
 
+/* Idle polling: every rank has posted a receive from its right neighbour that is not sent until
+ * the end, and each operation is a batch of calls that find nothing (what an application that
+ * overlaps computation with MPI_Test pays per call). */
+static MPI_Request idle_req;
+static size_t idle_calls;
+static void test_batch(size_t bytes) {
+  int flag = 0;
+  (void)bytes;
+  for (size_t i = 0; i < idle_calls; i++)
+    MPI_Test(&idle_req, &flag, MPI_STATUS_IGNORE);
+  if (flag) fprintf(stderr, "mpi_bench idle: rank %d: the receive completed early\n", rank);
+}
+static void iprobe_batch(size_t bytes) {
+  int flag = 0;
+  (void)bytes;
+  for (size_t i = 0; i < idle_calls; i++)
+    MPI_Iprobe(MPI_ANY_SOURCE, 2, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+  if (flag) fprintf(stderr, "mpi_bench idle: rank %d: MPI_Iprobe found a message\n", rank);
+}
+
+static void idle(size_t calls) {
+  int token = 0;
+  idle_calls = calls;
+  MPI_Irecv(&token, 1, MPI_INT, (rank + 1) % size, 1, MPI_COMM_WORLD, &idle_req);
+  measure("test/1k", 0, test_batch, 5, 1, 1000.0 / (double)calls);
+  measure("iprobe/1k", 0, iprobe_batch, 5, 1, 1000.0 / (double)calls);
+  MPI_Send(&token, 1, MPI_INT, (rank + size - 1) % size, 1, MPI_COMM_WORLD);
+  MPI_Wait(&idle_req, MPI_STATUS_IGNORE);
+}
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -211,6 +245,8 @@ int main(int argc, char** argv) {
     ring(arg ? arg : 8);
   else if (!strcmp(what, "pack"))
     pack(arg ? arg : 1 << 20);
+  else if (!strcmp(what, "idle"))
+    idle(arg ? arg : 100);
   else
     coll(arg ? arg : 1 << 20);
   free(buf_a);

@@ -257,6 +257,23 @@ TEST_F(Mpi, FortranVirtualNode4) {
   EXPECT_THAT(r.output, HasSubstr("ftest: OK"));
 }
 
+// A million MPI_Test calls (and other non-blocking polls) on a receive that cannot complete yet
+// while the sender waits in a synchronous send: each call returns at once instead of idling like
+// a blocking wait, so the rounds take seconds (with a nap per call they took minutes). Heater and
+// coprocessor mode with 2 ranks; virtual-node mode with 4, more ranks than the machine's 2 cores,
+// where idle polls give the core away once and the two extra ranks sleep in a barrier.
+TEST_F(Mpi, NonBlockingCallsReturnAtOnce) {
+  const auto polling = program("polling");
+  for (const char* mode : {"heater", "vn", "coprocessor"}) {
+    const bool vn = std::string(mode) == "vn";
+    const auto r = bglrun(
+        {"-np", vn ? "4" : "2", "--shape", "2x1x1", "--mode", mode, "--timeout", "120", polling},
+        150);
+    EXPECT_EQ(r.exit_code, 0) << mode << "\n" << r.output;
+    EXPECT_THAT(r.output, HasSubstr("polling: OK")) << mode << "\n" << r.output;
+  }
+}
+
 // Oversubscribed: waiting ranks spin briefly, yield, then sleep on their doorbell, so the CPU
 // time of 7 (63) ranks waiting for 3 s stays far below what busy polling would burn. idle.c sums
 // the CPU time (user + system, getrusage) of the waiting rank processes themselves, so other

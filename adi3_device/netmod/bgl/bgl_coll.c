@@ -22,8 +22,9 @@ static int hooks_enabled;
 static int coll_progress(void *context)
 {
     /* the library waits through the device's progress: it runs MPICH's active messages that
-     * arrive meanwhile, and idles (spin, yield, doorbell sleep) when nothing happens */
-    int mpi_errno = MPIDI_BGL_progress_impl(0, 0);
+     * arrive meanwhile, and idles (spin, yield, doorbell sleep) when nothing happens, as a
+     * blocking wait */
+    int mpi_errno = MPIDI_BGL_progress_impl(0, 1);
     if (mpi_errno != MPI_SUCCESS)
         return BGL_MSG_ERR_INTERNAL;
     return MPIDI_BGL_global.idling ? 0 : 1;

@@ -73,7 +73,8 @@ typedef struct {
     uint64_t last_exit;
     uint32_t sleep_us;
     uint32_t busy_sleep_us;     /* the cap while our own sends are in flight */
-    uint64_t n_yields, n_sleeps;
+    uint64_t n_yields, n_sleeps;        /* in blocking calls */
+    uint64_t n_poll_yields;     /* in non-blocking calls (at most one each) */
     int64_t sends_in_flight;    /* posted, not yet done */
 
     /* data layout choices */

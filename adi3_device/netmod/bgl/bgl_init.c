@@ -107,10 +107,12 @@ int MPIDI_BGL_mpi_finalize_hook(void)
     }
 
     if (MPIR_CVAR_CH4_RUNTIME_CONF_DEBUG && MPIR_Process.rank == 0) {
-        fprintf(stderr, "bgl netmod: rank 0 progress yielded %llu times, slept %llu times; "
+        fprintf(stderr, "bgl netmod: rank 0 progress yielded %llu times, slept %llu times in "
+                "blocking calls, yielded %llu times in non-blocking ones; "
                 "%llu sends completed at injection\n",
                 (unsigned long long) MPIDI_BGL_global.n_yields,
                 (unsigned long long) MPIDI_BGL_global.n_sleeps,
+                (unsigned long long) MPIDI_BGL_global.n_poll_yields,
                 (unsigned long long) MPIDI_BGL_global.n_injected);
     }
 

@@ -3,10 +3,23 @@
  *
  * MPICH calls the netmod's progress in a tight loop while a blocking call waits, and once per
  * MPI_Test/MPI_Iprobe. Stock MPICH only polls: with more ranks than cores, a waiting rank burns
- * its whole time slice while the rank that would send it something cannot run. Here a progress
- * call that finds nothing to do counts as idle, and a run of idle calls that follow each other
- * closely (less than BGL_NM_GAP_US apart: a wait loop, not an application that tests now and then
- * between computations) goes through three phases:
+ * its whole time slice while the rank that would send it something cannot run. Here the two
+ * callers are told apart exactly: MPICH's loops that wait (MPID_Progress_wait, which MPI_Wait,
+ * MPI_Waitall, MPI_Recv, blocking sends and MPICH's own blocking collectives use; MPI_Probe,
+ * MPI_Mprobe, MPI_Waitany, MPI_Waitsome, the RMA synchronisations) pass blocking = 1, patched
+ * so by tools/build_mpich.sh (adi3_device/mpich_patches); the collectives library's waits say
+ * so too (bgl_coll.c); everything else passes 0.
+ *
+ * A non-blocking call (MPI_Test*, MPI_Iprobe, MPI_Improbe, MPI_Request_get_status, the test of
+ * a non-blocking collective, MPICH's internal polls) that finds nothing returns at once: an
+ * application that polls must pay a poll, not a nap, per call (a million MPI_Test calls while a
+ * synchronous send waits for its match must take a fraction of a second). When this host's ranks
+ * outnumber its cores it first gives the core away with one sched_yield(), never more, so that
+ * the rank it polls for gets to run.
+ *
+ * A blocking call that finds nothing to do counts as idle, and a run of idle blocking calls that
+ * follow each other closely (less than BGL_NM_GAP_US apart: one wait, not two waits with
+ * computation between them) goes through three phases:
  *
  *   spin   for BGL_NM_SPIN_US (default 20 us; 1 us when the host's ranks outnumber its cores):
  *          return at once, so that a reply arriving within microseconds is seen immediately
@@ -22,14 +35,20 @@
  *          long: 64 ranks re-sleeping every millisecond took all of two cores. The timeout bounds how late the rank notices
  *          anything that does not ring: nobody rings a sender whose packets wait for room in a
  *          full reception FIFO, so while any of our sends is in flight the sleep is capped at
- *          BGL_NM_BUSY_SLEEP_US (default 50 us); a test loop's other conditions.
+ *          BGL_NM_BUSY_SLEEP_US (default 50 us).
  *
- * Any progress ends the idle run. The clock (CLOCK_MONOTONIC, vDSO) is read only on idle calls.
+ * Any progress ends the idle run. The clock (CLOCK_MONOTONIC, vDSO) is read only on idle
+ * blocking calls.
  */
 
 #include "bgl_impl.h"
 #include <sched.h>
 #include <time.h>
+
+/* Without the patch every call would look non-blocking, and waiting ranks would never sleep. */
+#ifndef MPIDI_CH4_PROGRESS_TELLS_BLOCKING
+#error "MPICH's ch4 does not pass blocking waits to the netmod: build it with tools/build_mpich.sh"
+#endif
 
 static uint64_t now_ns(void)
 {
@@ -66,7 +85,17 @@ void MPIDI_BGL_progress_config(void)
     g->inject_max = (MPI_Aint) bgl_msg_max_one_packet(sizeof(MPIDI_BGL_compact_hdr_t));
 }
 
-static void idle_step(MPIDI_BGL_global_t * g)
+/* A non-blocking call found nothing: it returns now. */
+static void poll_idle(MPIDI_BGL_global_t * g)
+{
+    if (g->oversubscribed) {
+        sched_yield();
+        g->n_poll_yields++;
+    }
+}
+
+/* A blocking call found nothing: the next step of the idle run. */
+static void wait_idle(MPIDI_BGL_global_t * g)
 {
     uint64_t now = now_ns();
     if (!g->idling || now - g->last_exit > g->gap_ns) {
@@ -107,8 +136,10 @@ int MPIDI_BGL_progress_impl(int vci, int blocking)
     }
     if (made)
         g->idling = 0;
+    else if (blocking)
+        wait_idle(g);
     else
-        idle_step(g);
+        poll_idle(g);
 
   fn_exit:
     return mpi_errno;
