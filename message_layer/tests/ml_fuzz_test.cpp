@@ -377,8 +377,9 @@ TEST(MlFuzz, CollectivesLinePacketsAreCheckedAgainstTheirPart) {
   job.settle();
   std::vector<std::byte> buffer(300);
   int done = 0;
-  engine.expect({1, 0, 2, 7}, buffer,
-                [](void* c, std::uint32_t, std::size_t) { ++*static_cast<int*>(c); }, &done);
+  engine.expect(
+      {1, 0, 2, 7}, buffer, [](void* c, std::uint32_t, std::size_t) { ++*static_cast<int*>(c); },
+      &done);
   EXPECT_EQ(done, 1);
   EXPECT_EQ(buffer[0], std::byte{0x11});
   EXPECT_EQ(buffer[223], std::byte{0x11});
@@ -386,8 +387,9 @@ TEST(MlFuzz, CollectivesLinePacketsAreCheckedAgainstTheirPart) {
   EXPECT_EQ(buffer[299], std::byte{0x22});
   // Posted first: a packet beyond what the part still lacks is discarded.
   std::vector<std::byte> second(100);
-  engine.expect({1, 0, 2, 8}, second,
-                [](void* c, std::uint32_t, std::size_t) { ++*static_cast<int*>(c); }, &done);
+  engine.expect(
+      {1, 0, 2, 8}, second, [](void* c, std::uint32_t, std::size_t) { ++*static_cast<int*>(c); },
+      &done);
   forge.send(coll::kLineDispatch, 100, line_packet({1, 0, 8, 0}, 60, std::byte{3}));
   forge.send(coll::kLineDispatch, 100, line_packet({1, 0, 8, 0}, 60, std::byte{3}));
   job.settle();
