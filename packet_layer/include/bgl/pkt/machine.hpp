@@ -5,8 +5,11 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "bgl/pkt/backoff.hpp"
 #include "bgl/pkt/doorbell.hpp"
@@ -53,6 +56,13 @@ struct alignas(64) TaskSlot {
   std::array<std::byte, kExchangeBytes> exchange{};
   // Statistics of the layers above, as a JSON object text (NUL-terminated), written at the end.
   std::array<char, 2048> report{};
+};
+
+// A named part of the segment that nobody writes after start-up (the job description, the
+// collective network's tree): what the launcher watches for corruption.
+struct ControlPart {
+  std::string name;
+  std::span<const std::byte> bytes;
 };
 
 struct LinkTotals {
@@ -109,6 +119,11 @@ class Machine {
   int region_index(std::string_view name) const;
   int region_count() const;
   std::span<std::byte> region(int index) const;  // empty span for an index outside the table
+
+  // The job description's parts in the segment (header, mapping table, host placement table).
+  std::vector<ControlPart> description() const;
+  // What is corrupt in the job description (magic number, checksum), or nothing.
+  std::optional<std::string> check_description() const;
 
  private:
   struct Layout;
