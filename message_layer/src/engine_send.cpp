@@ -54,9 +54,9 @@ MessageLayer::Engine::Engine(pkt::Endpoint& endpoint, Config config)
     config_.pool_bytes /= 2;
   }
   stats_.pool_bytes_limit = config_.pool_bytes;
-  // Adaptive eager carries messages up to the eager limit, larger ones when a message asks for it
-  // (up to the pool's size: beyond, such a message could not wait unexpected anyway) and anything
-  // below the protocol's 2 GiB when the job forces it on every message.
+  // The largest adaptive-eager message a peer may send, and so the most early data one source may
+  // leave here: the eager limit, or the pool's size for a message that asks for adaptive eager
+  // itself (early data are unexpected data), or the protocol's 2 GiB when the job forces it.
   staging_limit_ = config_.limits.forced == Protocol::adaptive_eager
                        ? wire::kParityBit
                        : std::min<std::uint64_t>(wire::kParityBit,
