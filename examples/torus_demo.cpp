@@ -28,12 +28,35 @@ int run() {
   const auto& shape = rt.machine().shape();
   const auto& mapping = rt.machine().mapping();
 
+  // Receives while it sends: a reception FIFO holds only so many packets, and every other task
+  // greets this one, so sending everything first would stop every task at a full FIFO once the
+  // job is larger than a FIFO (256 tasks and more with the default 64-packet FIFOs).
+  std::vector<std::string> lines;
+  int greetings = 0;
+  auto drain = [&] {
+    char buffer[pkt::kMaxPayloadBytes];
+    while (auto f = ep.poll()) {
+      const auto h = ep.peek(*f);
+      const auto from = static_cast<torus::Rank>(h.source_rank());
+      ep.receive(*f, std::as_writable_bytes(std::span(buffer)));
+      greetings += h.dispatch == 1;
+      const int hops = torus::distance(shape, mapping.coord(from), mapping.coord(me));
+      lines.push_back("  \"" + std::string(buffer, h.payload_bytes) + "\" (" +
+                      std::to_string(hops) + (hops == 1 ? " hop, " : " hops, ") +
+                      fifo_name(f->index) + ")");
+    }
+  };
+  auto wait = [&] {
+    drain();
+    ep.wait();
+  };
+
   for (int k = 1; k < size; ++k) {
     const auto peer = static_cast<torus::Rank>((static_cast<int>(me) + k) % size);
     const std::string text = "hello from rank " + std::to_string(me);
     pkt::PacketSpec spec{.dest = ep.destination_of(peer), .dispatch = 1};
     while (ep.inject(0, spec, std::as_bytes(std::span(text))) == pkt::InjectStatus::full)
-      ep.wait();
+      wait();
   }
   const bool line = me == 0 && shape.extent(torus::Dim::x) > 1;
   if (line) {
@@ -42,22 +65,16 @@ int run() {
     const std::string text = "deposit-bit broadcast along +x";
     pkt::PacketSpec spec{.dest = {end, 0}, .dispatch = 2, .deposit_line = torus::Direction::x_plus};
     while (ep.inject(1, spec, std::as_bytes(std::span(text))) == pkt::InjectStatus::full)
-      ep.wait();
+      wait();
   }
   while (!ep.advance())
-    ep.wait();
-  rt.barrier();  // every packet is in some reception FIFO now
+    wait();
+  // Every greeting in before the barrier: a task waiting in it no longer empties its FIFOs.
+  while (greetings < size - 1)
+    wait();
+  rt.barrier();  // every packet is in some reception FIFO now (the deposit-bit copies too)
+  drain();
 
-  std::vector<std::string> lines;
-  char buffer[pkt::kMaxPayloadBytes];
-  while (auto f = ep.poll()) {
-    const auto h = ep.peek(*f);
-    const auto from = static_cast<torus::Rank>(h.source_rank());
-    ep.receive(*f, std::as_writable_bytes(std::span(buffer)));
-    const int hops = torus::distance(shape, mapping.coord(from), mapping.coord(me));
-    lines.push_back("  \"" + std::string(buffer, h.payload_bytes) + "\" (" + std::to_string(hops) +
-                    (hops == 1 ? " hop, " : " hops, ") + fifo_name(f->index) + ")");
-  }
   for (int r = 0; r < size; ++r) {
     if (static_cast<int>(me) == r) {
       std::printf("rank %u at %s t=%d received %zu packets:\n", me,

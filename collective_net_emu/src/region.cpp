@@ -226,4 +226,16 @@ std::span<std::byte> attach_region(const pkt::Machine& machine) {
   return region;
 }
 
+std::vector<pkt::ControlPart> constant_parts(const pkt::Machine& machine) {
+  const auto region = machine.region(kRegionName);
+  if (region.size() < sizeof(RegionHeader)) return {};
+  const auto* h = at<const RegionHeader>(region, 0);
+  std::vector<pkt::ControlPart> parts{
+      {"collective network region header", region.first(sizeof(RegionHeader))}};
+  if (h->nodes_offset <= h->wires_offset && h->wires_offset <= region.size())
+    parts.push_back({"collective network tree table",
+                     region.subspan(h->nodes_offset, h->wires_offset - h->nodes_offset)});
+  return parts;
+}
+
 }  // namespace bgl::collnet

@@ -10,6 +10,7 @@
 
 #include "bgl/coll/reduce_ops.hpp"
 #include "bgl/collnet/collective_network.hpp"
+#include "bgl/log.hpp"
 #include "tree_ops.hpp"
 
 namespace bgl::coll {
@@ -95,29 +96,30 @@ Engine::Engine(msg::MessageLayer& layer, collnet::CollectiveNetwork* net)
   set_progress(nullptr, nullptr);
 }
 
-// One copy of a line packet: into the posted receive, or kept until the receive is posted.
+// One copy of a line packet: into the posted receive, or kept until the receive is posted. A
+// packet that contradicts its part (too short, bytes outside it, more bytes than it has) is
+// discarded and counted: a peer's packet never decides what this task allocates or writes beyond
+// what it announced and this task agreed to.
 void Engine::line_packet(void* self, const pkt::PacketHeader& h,
                          std::span<const std::byte> payload) {
   auto& e = *static_cast<Engine*>(self);
   LineHeader lh{};
   if (payload.size() < sizeof lh)
-    throw std::runtime_error("collectives: line packet of " + std::to_string(payload.size()) +
-                             " bytes from rank " + std::to_string(h.source_rank()));
+    return e.malformed(h, "line packet of " + std::to_string(payload.size()) + " bytes");
   std::memcpy(&lh, payload.data(), sizeof lh);
   const auto data = payload.subspan(sizeof lh);
   const Key key{lh.context, lh.seq, h.source_rank(), lh.tag};
   const std::size_t total = h.word;
   if (lh.offset > total || data.size() > total - lh.offset)
-    throw std::runtime_error("collectives: line packet " + describe(key) + " with bytes " +
-                             std::to_string(lh.offset) + ".." +
-                             std::to_string(lh.offset + data.size()) + " of a " +
-                             std::to_string(total) + "-byte part");
+    return e.malformed(h, "line packet " + describe(key) + " with bytes " +
+                              std::to_string(lh.offset) + ".." +
+                              std::to_string(lh.offset + data.size()) + " of a " +
+                              std::to_string(total) + "-byte part");
   auto it = e.slots_.find(key);
   if (it == e.slots_.end()) {
     Slot s;
     s.line = true;
     s.bytes = total;
-    s.early.resize(total);
     it = e.slots_.emplace(key, std::move(s)).first;
   }
   Slot& s = it->second;
@@ -126,15 +128,34 @@ void Engine::line_packet(void* self, const pkt::PacketHeader& h,
     throw std::runtime_error("collectives: " + std::to_string(total) + "-byte line part " +
                              describe(key) + " for a " + std::to_string(expected_total) + "-byte " +
                              (s.line ? "receive" : "message"));
+  if (data.size() > total - s.got)
+    return e.malformed(h, "line packet " + describe(key) + " beyond the " + std::to_string(total) +
+                              " bytes of its part");
   s.line = true;
-  std::byte* dst = s.posted ? s.buffer.data() : s.early.data();
-  if (!data.empty()) std::memcpy(dst + lh.offset, data.data(), data.size());
+  if (!s.posted) {
+    s.early.insert(s.early.end(), data.begin(), data.end());
+    s.early_parts.emplace_back(lh.offset, static_cast<std::uint32_t>(data.size()));
+    s.got += data.size();
+    return;
+  }
+  if (!data.empty()) std::memcpy(s.buffer.data() + lh.offset, data.data(), data.size());
   s.got += data.size();
-  if (!s.posted || s.got != total) return;
+  if (s.got != total) return;
   const msg::RecvDone done = s.done;
   void* context = s.context;
   e.slots_.erase(it);
   done(context, key.source, total);
+}
+
+void Engine::malformed(const pkt::PacketHeader& h, const std::string& why) {
+  ++malformed_packets_;
+  std::uint64_t suppressed = 0;
+  if (!malformed_log_.allow(suppressed)) return;
+  spdlog::error(
+      "rank {}: collectives: discarding a packet from rank {}: {}{}", layer_.rank(),
+      h.source_rank(), why,
+      suppressed ? " (and " + std::to_string(suppressed) + " earlier discarded packets not logged)"
+                 : std::string());
 }
 
 void Engine::set_progress(ProgressRound round, void* context, ProgressRound meanwhile) {
@@ -229,8 +250,12 @@ void Engine::expect(const Key& key, std::span<std::byte> buffer, msg::RecvDone d
       throw std::runtime_error("collectives: " + std::to_string(s.bytes) + "-byte line part " +
                                describe(key) + " for a " + std::to_string(buffer.size()) +
                                "-byte receive");
-    // Parts not yet arrived are zero in `early`; their packets overwrite them later.
-    if (!buffer.empty()) std::memcpy(buffer.data(), s.early.data(), buffer.size());
+    // What arrived, at its offsets; the packets still to come go straight to the buffer.
+    std::size_t at = 0;
+    for (const auto& [offset, n] : s.early_parts) {
+      if (n) std::memcpy(buffer.data() + offset, s.early.data() + at, n);
+      at += n;
+    }
     if (s.got == s.bytes) {
       slots_.erase(it);
       done(context, key.source, buffer.size());
@@ -241,6 +266,7 @@ void Engine::expect(const Key& key, std::span<std::byte> buffer, msg::RecvDone d
     s.done = done;
     s.context = context;
     s.early = {};
+    s.early_parts = {};
     return;
   }
   const Slot s = it->second;

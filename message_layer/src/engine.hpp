@@ -9,6 +9,7 @@
 #include <optional>
 #include <vector>
 
+#include "bgl/msg/log_limit.hpp"
 #include "bgl/msg/message_layer.hpp"
 #include "slot_table.hpp"
 #include "wire.hpp"
@@ -32,7 +33,7 @@ class MessageLayer::Engine {
   bool flushed() const { return control_count_ == 0 && ep_.injection_idle(); }
   Protocol choose(const SendMessage& m) const;
   Protocol choose(const SendMessage& m, std::size_t bytes) const;
-  const Statistics& statistics() const { return stats_; }
+  const Statistics& statistics() const;
   const Config& config() const { return config_; }
   Coprocessor* coprocessor() { return coprocessor_.get(); }
   ~Engine();
@@ -147,7 +148,8 @@ class MessageLayer::Engine {
     // The stall queue's head is the first packet of this message, already matched (its handler
     // ran and answered "later"); it resumes when the message has pool space or a destination.
     std::uint32_t resume = kNone;
-    // Adaptive-eager data that overtook its first packet: bytes at their offsets, and the ranges.
+    // Adaptive-eager data that overtook its first packet: the packets' bytes one after the other
+    // (memory follows what arrived, not the offsets a packet claims), and their (offset, size).
     std::vector<std::byte> staging;
     std::vector<std::pair<std::uint64_t, std::uint32_t>> staged;
   };
@@ -186,13 +188,19 @@ class MessageLayer::Engine {
   void begin_rendezvous_data(RecvState& r, std::uint32_t id);
   void begin_receive(RecvState& r, std::uint32_t id);
   bool copy_from_sender(RecvState& r);
-  void unstage(SourceState& src, RecvState& r);
+  void unstage(SourceState& src, RecvState& r, std::size_t first_bytes);
   void place(RecvState& r, std::uint64_t offset, std::span<const std::byte> data);
   void data_arrived(std::uint32_t id, RecvState& r, std::uint64_t offset,
                     std::span<const std::byte> data);
   void complete(std::uint32_t id, RecvState& r);
   void finish_receive(std::uint32_t id, RecvState& r);
   void malformed(const pkt::PacketHeader& h, const char* why);
+  void malformed(Rank source, const char* why, const pkt::PacketHeader* h);
+  // Whether `n` bytes at `offset` fit in the message and in what it still expects.
+  static bool fits(const RecvState& r, std::uint64_t offset, std::size_t n) {
+    return offset <= r.bytes && n <= r.bytes - offset && n <= r.bytes - r.received;
+  }
+  void drop_staging(SourceState& src);
   void start_coprocessor();
   bool coprocessor_eligible(const RecvState& r) const;
   bool coprocessor_receive();   // runs on the coprocessor
@@ -242,7 +250,16 @@ class MessageLayer::Engine {
   std::atomic<std::uint64_t> co_packets_{0};
   std::size_t co_unit_ = 0;  // the communication unit's index among the permanent units
   std::unique_ptr<Coprocessor> coprocessor_;  // last: its thread uses the members above
-  Statistics stats_;
+  std::uint64_t staged_bytes_ = 0;            // early adaptive-eager data of every source
+  // The largest adaptive-eager message a source may send (and so keep early data of).
+  std::uint64_t staging_limit_ = 0;
+  std::uint64_t malformed_packets_ = 0;
+  LogLimit malformed_log_;
+  // The coprocessor's own (it runs on another thread): counted here, added up by statistics().
+  std::atomic<std::uint64_t> co_malformed_{0};
+  LogLimit co_malformed_log_;
+  void co_malformed(const pkt::PacketHeader& h, const char* why);
+  mutable Statistics stats_;  // statistics() brings the malformed-packet count up to date
 };
 
 }  // namespace bgl::msg

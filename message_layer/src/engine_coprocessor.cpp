@@ -19,6 +19,23 @@ constexpr std::uintptr_t kCoherenceLine = 32;  // BG/L's L1 line: the unit of so
 
 MessageLayer::Engine::~Engine() = default;
 
+const Statistics& MessageLayer::Engine::statistics() const {
+  stats_.malformed_packets = malformed_packets_ + co_malformed_.load(std::memory_order_relaxed);
+  return stats_;
+}
+
+// malformed() for the coprocessor's thread: its own count and log limit.
+void MessageLayer::Engine::co_malformed(const pkt::PacketHeader& h, const char* why) {
+  co_malformed_.fetch_add(1, std::memory_order_relaxed);
+  std::uint64_t suppressed = 0;
+  if (!co_malformed_log_.allow(suppressed)) return;
+  spdlog::error(
+      "rank {} (coprocessor): discarding packet from rank {}: {} [{}]{}", rank(), h.source_rank(),
+      why, h.describe(),
+      suppressed ? " (and " + std::to_string(suppressed) + " earlier discarded packets not logged)"
+                 : std::string());
+}
+
 void MessageLayer::Engine::start_coprocessor() {
   const auto& machine = ep_.machine();
   co_policy_ = pkt::WaitPolicy::for_job(size_ + 1);
@@ -52,7 +69,7 @@ bool MessageLayer::Engine::coprocessor_receive() {
                        ? &co_table_[slot_index(h.word)]
                        : nullptr;
     if (!d || d->id.load(std::memory_order_acquire) != h.word) {
-      malformed(h, "coprocessor FIFO packet for no coprocessor receive");
+      co_malformed(h, "coprocessor FIFO packet for no coprocessor receive");
     } else {
       // The descriptor is ours until the last byte is in: the main task reuses it only after it
       // sees `received` reach `bytes`, so nothing of it may be read after that store.
@@ -62,7 +79,7 @@ bool MessageLayer::Engine::coprocessor_receive() {
           std::uint64_t{wire::load<std::uint32_t>(payload)} * wire::kRzvChunk;
       const auto data = payload.subspan(wire::kRzvIndexBytes);
       if (offset + data.size() > bytes || before + data.size() > bytes) {
-        malformed(h, "coprocessor data beyond the message");
+        co_malformed(h, "coprocessor data beyond the message");
       } else {
         std::memcpy(d->buffer + offset, data.data(), data.size());
         co_packets_.fetch_add(1, std::memory_order_relaxed);

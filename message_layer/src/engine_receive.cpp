@@ -2,10 +2,12 @@
 // unexpected pool, completion, and validation of everything a peer's packet claims.
 #include <sys/uio.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
+#include <string>
 
 #include "bgl/log.hpp"
 #include "engine.hpp"
@@ -22,8 +24,8 @@ constexpr double virtual_time::Params::*kMatchCost[] = {
     &virtual_time::Params::vn_recv_cycles};
 static_assert(std::size(kMatchCost) == kProtocols);
 
-}  // namespace
-namespace {
+// Early adaptive-eager data buffers larger than this are freed once their message is matched.
+constexpr std::size_t kKeptStaging = 64 * 1024;
 
 Protocol protocol_of(std::uint8_t first_packet_type) {
   switch (first_packet_type) {
@@ -325,15 +327,25 @@ MessageLayer::Engine::Taken MessageLayer::Engine::on_first(const pkt::PacketHead
       (protocol == Protocol::virtual_node && chunk.size() != sizeof(wire::VnSource)) ||
       (protocol != Protocol::virtual_node && chunk.size() > bytes))
     return malformed(h, "data size disagrees with the message size"), Taken::consumed;
+  if ((protocol == Protocol::eager || protocol == Protocol::adaptive_eager) &&
+      bytes >= wire::kParityBit)
+    return malformed(h, "eager message beyond the eager protocols' 2 GiB"), Taken::consumed;
+  if (protocol == Protocol::virtual_node && (!sibling_ || source != *sibling_))
+    return malformed(h, "virtual-node request from a task that is not this node's other task"),
+           Taken::consumed;
   if (protocol == Protocol::eager && src.eager != kNone)
     return malformed(h, "eager message starts inside another"), Taken::consumed;
+  if (protocol == Protocol::adaptive_eager && (h.word & ~wire::kParityBit) != 0)
+    return malformed(h, "adaptive-eager first packet at a nonzero offset"), Taken::consumed;
   if (protocol == Protocol::adaptive_eager &&
       (src.adaptive != kNone || ((h.word & wire::kParityBit) != 0) != src.parity))
     return malformed(h, "adaptive-eager message out of turn"), Taken::consumed;
   if (first.seq != src.expected_seq) {
     // Only an adaptively routed first packet can overtake earlier messages of its sender, and the
-    // token allows one in flight: hold it until its predecessors are matched.
-    if (protocol != Protocol::adaptive_eager || src.held)
+    // token allows one in flight: hold it until its predecessors are matched. A number behind the
+    // expected one (half the number space back) was used already.
+    const auto ahead = static_cast<std::uint16_t>(first.seq - src.expected_seq);
+    if (protocol != Protocol::adaptive_eager || src.held || ahead >= 0x8000)
       return malformed(h, "message out of sequence"), Taken::consumed;
     src.held.emplace();
     std::memcpy(&src.held->header, &h, sizeof h);
@@ -446,7 +458,7 @@ void MessageLayer::Engine::start(std::uint32_t id, RecvState& r, SourceState& sr
     case Protocol::adaptive_eager:
       src.adaptive = id;
       src.parity = !src.parity;
-      unstage(src, r);
+      unstage(src, r, chunk.size());
       if (recvs_.find(id)) data_arrived(id, r, 0, chunk);
       break;
     case Protocol::one_packet:
@@ -460,7 +472,9 @@ void MessageLayer::Engine::on_eager_data(const pkt::PacketHeader& h,
   SourceState& src = sources_[h.source_rank()];
   RecvState* r = src.eager == kNone ? nullptr : recvs_.find(src.eager);
   if (!r) return malformed(h, "eager data without a message in progress");
-  if (h.word + payload.size() > r->bytes) return malformed(h, "eager data beyond the message");
+  if (!fits(*r, h.word, payload.size())) return malformed(h, "eager data beyond the message");
+  // The ordered stream delivers a message's eager data in order, each packet where the last ended.
+  if (h.word != r->received) return malformed(h, "eager data out of order");
   ++stats_.protocol[static_cast<std::size_t>(Protocol::eager)].packets_received;
   charge(&virtual_time::Params::eager_data_cycles);
   data_arrived(src.eager, *r, h.word, payload);
@@ -476,7 +490,10 @@ void MessageLayer::Engine::on_rzv_data(const pkt::PacketHeader& h,
     return malformed(h, "rendezvous data packet too short");
   const std::uint64_t offset = std::uint64_t{wire::load<std::uint32_t>(payload)} * wire::kRzvChunk;
   const auto data = payload.subspan(wire::kRzvIndexBytes);
-  if (offset + data.size() > r->bytes) return malformed(h, "rendezvous data beyond the message");
+  if (!fits(*r, offset, data.size())) return malformed(h, "rendezvous data beyond the message");
+  // Every chunk but the message's last is full.
+  if (data.size() != std::min<std::uint64_t>(wire::kRzvChunk, r->bytes - offset))
+    return malformed(h, "rendezvous data chunk of the wrong size");
   ++stats_.protocol[static_cast<std::size_t>(r->protocol)].packets_received;
   charge(&virtual_time::Params::rzv_data_cycles);
   data_arrived(h.word, *r, offset, data);
@@ -492,31 +509,54 @@ void MessageLayer::Engine::on_ae_data(const pkt::PacketHeader& h,
   RecvState* r = src.adaptive == kNone ? nullptr : recvs_.find(src.adaptive);
   // The message in progress has the parity before the flip made when its first packet arrived.
   if (r && parity != src.parity) {
-    if (offset + payload.size() > r->bytes)
+    if (!fits(*r, offset, payload.size()))
       return malformed(h, "adaptive-eager data beyond the message");
     data_arrived(src.adaptive, *r, offset, payload);
     return;
   }
   if (r || parity != src.parity) return malformed(h, "adaptive-eager data out of turn");
-  // Overtook its first packet: keep it until the first packet says where it goes.
+  // Overtook its first packet: keep it until the first packet says where it goes. The token lets
+  // one adaptive-eager message per source be in flight, so a source's early data never exceed
+  // the largest adaptive-eager message (staging_limit_).
+  if (payload.empty() || offset + payload.size() > staging_limit_)
+    return malformed(h, "adaptive-eager data beyond the largest adaptive-eager message");
+  if (src.staging.size() + payload.size() > staging_limit_)
+    return malformed(h, "early adaptive-eager data beyond the largest adaptive-eager message");
   ++stats_.early_adaptive_packets;
-  if (src.staging.size() < offset + payload.size()) src.staging.resize(offset + payload.size());
-  std::memcpy(src.staging.data() + offset, payload.data(), payload.size());
+  src.staging.insert(src.staging.end(), payload.begin(), payload.end());
   src.staged.emplace_back(offset, static_cast<std::uint32_t>(payload.size()));
+  staged_bytes_ += payload.size();
+  stats_.early_adaptive_bytes = staged_bytes_;
+  stats_.early_adaptive_bytes_max = std::max(stats_.early_adaptive_bytes_max, staged_bytes_);
 }
 
-void MessageLayer::Engine::unstage(SourceState& src, RecvState& r) {
+void MessageLayer::Engine::unstage(SourceState& src, RecvState& r, std::size_t first_bytes) {
   const std::uint32_t id = src.adaptive;
+  std::size_t at = 0;
   for (const auto& [offset, n] : src.staged) {
-    if (offset + n > r.bytes) {
-      spdlog::error("rank {}: early adaptive-eager data beyond the message from rank {}; dropped",
-                    rank(), r.source);
+    const std::span<const std::byte> data(src.staging.data() + at, n);
+    at += n;
+    // The first packet's own data (offset 0) arrive after these: leave room for them.
+    if (offset < first_bytes || !fits(r, offset, n) || n + first_bytes > r.bytes - r.received) {
+      malformed(r.source, "early adaptive-eager data beyond the message", nullptr);
       continue;
     }
-    data_arrived(id, r, offset, {src.staging.data() + offset, n});
+    data_arrived(id, r, offset, data);
     if (!recvs_.find(id)) break;  // completed (and released) by this data
   }
+  drop_staging(src);
+}
+
+void MessageLayer::Engine::drop_staging(SourceState& src) {
+  staged_bytes_ -= src.staging.size();
+  stats_.early_adaptive_bytes = staged_bytes_;
   src.staged.clear();
+  src.staging.clear();
+  // A large burst of early data (a big adaptive-eager message) does not keep its memory.
+  if (src.staging.capacity() > kKeptStaging) {
+    src.staging.shrink_to_fit();
+    src.staged.shrink_to_fit();
+  }
 }
 
 // The destination is known: a virtual-node message is copied now, straight from the sender's
@@ -704,8 +744,19 @@ void MessageLayer::Engine::release_pool(RecvState& r) {
 }
 
 void MessageLayer::Engine::malformed(const pkt::PacketHeader& h, const char* why) {
-  spdlog::error("rank {}: discarding packet from rank {}: {} [{}]", rank(), h.source_rank(), why,
-                h.describe());
+  malformed(h.source_rank(), why, &h);
+}
+
+// Logged at a limited rate (a faulty or hostile peer can send millions), always counted.
+void MessageLayer::Engine::malformed(Rank source, const char* why, const pkt::PacketHeader* h) {
+  ++malformed_packets_;
+  std::uint64_t suppressed = 0;
+  if (!malformed_log_.allow(suppressed)) return;
+  spdlog::error(
+      "rank {}: discarding packet from rank {}: {}{}{}", rank(), source, why,
+      h ? " [" + h->describe() + "]" : std::string(),
+      suppressed ? " (and " + std::to_string(suppressed) + " earlier discarded packets not logged)"
+                 : std::string());
 }
 
 bool MessageLayer::Engine::advance() {

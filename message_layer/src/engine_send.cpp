@@ -55,6 +55,14 @@ MessageLayer::Engine::Engine(pkt::Endpoint& endpoint, Config config)
     config_.pool_bytes /= 2;
   }
   stats_.pool_bytes_limit = config_.pool_bytes;
+  // The largest adaptive-eager message a peer may send, and so the most early data one source may
+  // leave here: the eager limit, or the pool's size for a message that asks for adaptive eager
+  // itself (early data are unexpected data), or the protocol's 2 GiB when the job forces it.
+  staging_limit_ = config_.limits.forced == Protocol::adaptive_eager
+                       ? wire::kParityBit
+                       : std::min<std::uint64_t>(wire::kParityBit,
+                                                 std::max<std::uint64_t>(config_.limits.eager_limit,
+                                                                         config_.pool_bytes));
   visiting_.reserve(static_cast<std::size_t>(size_));
   for (Rank r = 0; r < static_cast<Rank>(size_); ++r)
     dests_[r].where = endpoint.destination_of(r);
@@ -410,15 +418,10 @@ void MessageLayer::Engine::finish_send(SendMessage& m) {
 void MessageLayer::Engine::on_ack(Rank source, std::span<const std::byte> payload) {
   const auto ack = wire::load<wire::Ack>(payload);
   RzvSend* r = rzv_sends_.find(ack.sender_slot);
-  if (!r || !r->message || r->message->state.phase != 1 || r->dest != source) {
-    spdlog::error("rank {}: rendezvous ack for unknown send slot {:#x}; discarded", rank(),
-                  ack.sender_slot);
-    return;
-  }
-  if (ack.data_group >= pkt::kFifoGroups) {
-    spdlog::error("rank {}: rendezvous ack names FIFO group {}; discarded", rank(), ack.data_group);
-    return;
-  }
+  if (!r || !r->message || r->message->state.phase != 1 || r->dest != source)
+    return malformed(source, "rendezvous ack for no send waiting for one", nullptr);
+  if (ack.data_group >= pkt::kFifoGroups)
+    return malformed(source, "rendezvous ack names a FIFO group that does not exist", nullptr);
   charge(&virtual_time::Params::rzv_ack_cycles);
   SendMessage& m = *r->message;
   m.state.remote_id = ack.receiver_slot;
@@ -438,12 +441,14 @@ void MessageLayer::Engine::on_ack(Rank source, std::span<const std::byte> payloa
 
 void MessageLayer::Engine::on_fin(const pkt::PacketHeader& h) {
   RzvSend* r = rzv_sends_.find(h.word);
-  if (!r || r->dest != h.source_rank()) {
-    spdlog::error("rank {}: rendezvous fin from rank {} for unknown send slot {:#x}; discarded",
-                  rank(), h.source_rank(), h.word);
-    return;
-  }
+  if (!r || r->dest != h.source_rank()) return malformed(h, "rendezvous fin for no send");
   SendMessage* m = r->message;
+  // A fin ends a rendezvous once all its data went out; before the ack only a virtual-node message
+  // (the receiver copied it) may end.
+  if (m && m->state.phase == 1 && m->state.protocol != Protocol::virtual_node)
+    return malformed(h, "rendezvous fin before the ack");
+  if (m && m->state.phase == 2 && m->state.offset < m->data.size())
+    return malformed(h, "rendezvous fin before all data were sent");
   const bool notify = r->notify_remote;
   // A fin without an ack: the receiver copied the data itself (virtual-node protocol).
   const bool copied = m && m->state.phase == 1;
@@ -454,11 +459,12 @@ void MessageLayer::Engine::on_fin(const pkt::PacketHeader& h) {
 
 void MessageLayer::Engine::on_token(Rank source) {
   DestState& d = dests_[source];
-  if (d.token) {
-    spdlog::error("rank {}: adaptive-eager token from rank {} that was never lent; discarded",
-                  rank(), source);
-    return;
-  }
+  if (d.token) return malformed(source, "adaptive-eager token that was never lent", nullptr);
+  // The receiver returns it when it has the whole message: not while this one still sends it.
+  const SendMessage* head = d.head;
+  if (head && head->state.protocol == Protocol::adaptive_eager && head->state.packets > 0 &&
+      head->state.offset < head->data.size())
+    return malformed(source, "adaptive-eager token before the message was sent", nullptr);
   charge(&virtual_time::Params::token_cycles);
   d.token = true;
   activate(source);

@@ -1,6 +1,9 @@
 #include "bgl/pkt/machine.hpp"
 
+#include <boost/crc.hpp>
+
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <new>
 #include <stdexcept>
@@ -12,7 +15,7 @@ namespace bgl::pkt {
 namespace {
 
 constexpr std::uint64_t kMagic = 0x3130554d454c4742ULL;  // "BGLEMU01"
-constexpr std::uint32_t kVersion = 4;
+constexpr std::uint32_t kVersion = 5;
 
 constexpr std::size_t align_up(std::size_t n, std::size_t a) {
   return (n + a - 1) / a * a;
@@ -59,9 +62,31 @@ struct SegmentHeader {
   std::uint64_t node_host_offset, outbound_offset, stores_offset;
   std::uint64_t job_id;
   std::uint64_t vt_offset;  // 0: virtual time off
+  // CRC-32 of the job description (this header from `version` up to here, the mapping table and
+  // the host placement table): written once at format, checked at attach and by the launcher.
+  std::uint32_t control_crc;
   JobBarrier barrier;
   Doorbell agent_bell;
 };
+
+std::uint32_t crc_of(std::span<const ControlPart> parts) {
+  boost::crc_32_type crc;
+  for (const auto& p : parts)
+    crc.process_bytes(p.bytes.data(), p.bytes.size());
+  return crc.checksum();
+}
+
+// The job description's parts, as laid out by `h` (checked against the segment's size first).
+std::vector<ControlPart> description_parts(std::span<const std::byte> segment,
+                                           const SegmentHeader& h, std::size_t ntasks,
+                                           std::size_t nodes) {
+  const auto* base = reinterpret_cast<const std::byte*>(&h);
+  const std::size_t from = offsetof(SegmentHeader, version);
+  return {
+      {"segment header", {base + from, offsetof(SegmentHeader, control_crc) - from}},
+      {"mapping table", segment.subspan(h.mapping_offset, sizeof(MappingEntry) * ntasks)},
+      {"host placement table", segment.subspan(h.node_host_offset, sizeof(std::uint16_t) * nodes)}};
+}
 
 }  // namespace
 
@@ -231,6 +256,7 @@ Machine Machine::format(std::span<std::byte> segment, const JobConfig& config) {
       new (&m.store_ring(static_cast<torus::Rank>(r))) StoreRing{};
   }
   h->local_tasks = static_cast<std::uint32_t>(m.local_tasks());
+  h->control_crc = crc_of(m.description());
   // Publish last: a reader that sees the magic sees a fully formatted segment.
   std::atomic_thread_fence(std::memory_order_release);
   h->magic = kMagic;
@@ -285,6 +311,9 @@ Machine Machine::attach(std::span<std::byte> segment) {
     if (host >= h->hosts) throw ConfigError("shared-memory segment has a corrupt host placement");
     ++placement.hosts[host].nodes;
   }
+  if (h->control_crc != crc_of(description_parts(segment, *h, static_cast<std::size_t>(h->ntasks),
+                                                 static_cast<std::size_t>(shape.node_count()))))
+    throw ConfigError("shared-memory segment's job description is corrupt (checksum mismatch)");
   JobConfig c{shape,
               mode,
               std::move(mapping),
@@ -312,6 +341,19 @@ Machine Machine::attach(std::span<std::byte> segment) {
   if (m.tasks_offset_ != h->tasks_offset || Layout(m.config_).total != h->total_bytes)
     throw ConfigError("shared-memory segment layout does not match its job description");
   return m;
+}
+
+std::vector<ControlPart> Machine::description() const {
+  const auto* h = std::launder(reinterpret_cast<const SegmentHeader*>(segment_.data()));
+  return description_parts(segment_, *h, static_cast<std::size_t>(config_.ntasks()),
+                           static_cast<std::size_t>(config_.shape.node_count()));
+}
+
+std::optional<std::string> Machine::check_description() const {
+  const auto* h = std::launder(reinterpret_cast<const SegmentHeader*>(segment_.data()));
+  if (h->magic != kMagic) return "segment header (magic number)";
+  if (h->control_crc != crc_of(description())) return "segment header or mapping (checksum)";
+  return std::nullopt;
 }
 
 std::byte* Machine::group_region(torus::NodeId node, int group) const {

@@ -21,6 +21,7 @@
 #include "bgl/pkt/machine.hpp"
 #include "bgl/pkt/ofi_agent.hpp"
 #include "bgl/pkt/segment.hpp"
+#include "bgl/pkt/segment_monitor.hpp"
 #include "bgl/torus/error.hpp"
 #include "job_runner.hpp"
 #include "mpiexec_launch.hpp"
@@ -260,7 +261,16 @@ int launch(int argc, char** argv) {
   const auto started = std::chrono::steady_clock::now();
   run::RunSettings settings{o.command, o.timeout_seconds, o.kill_grace_seconds, {}};
   settings.on_process_group = [&watchdog](pid_t group) { watchdog.watch_group(group); };
-  if (agent) settings.external_fault = [&agent] { return agent->fault(); };
+  // Idle while the job runs, the launcher watches the segment's control structures: a stray
+  // write into them stops the job with their name instead of hanging it.
+  pkt::SegmentMonitor monitor(machine, collnet::constant_parts(machine));
+  settings.external_fault = [&agent, &monitor]() -> std::optional<std::string> {
+    if (agent)
+      if (auto fault = agent->fault()) return fault;
+    if (auto corrupt = monitor.poll())
+      return "the job's shared-memory segment is corrupt: " + *corrupt;
+    return std::nullopt;
+  };
   int status = mpiexec ? run::run_with_mpiexec(machine, segment, settings, *mpiexec)
                        : run::JobRunner(machine, segment, settings).run();
   watchdog.disarm();  // the supervisors killed whatever was left of the job

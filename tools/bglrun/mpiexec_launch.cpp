@@ -637,6 +637,12 @@ int MpiexecJob::run() {
       stop(sig == SIGQUIT || sig == SIGHUP ? SIGTERM : sig, "received " + signal_name(sig));
     }
     reap();
+    if (settings_.external_fault && !stopping_) {
+      if (auto fault = settings_.external_fault()) {
+        exit_status_ = 1;
+        stop(SIGTERM, *fault);
+      }
+    }
     const auto now = Clock::now();
     if (now >= deadline && !stopping_) {
       exit_status_ = 124;

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "bgl/collnet/options.hpp"
 #include "bgl/pkt/job_config.hpp"
@@ -26,5 +27,9 @@ void format(const pkt::Machine& machine, const Options& options);
 // The job's formatted region, validated; ConfigError when the job has none (not started by a
 // launcher with collective network support) or it does not match the job.
 std::span<std::byte> attach_region(const pkt::Machine& machine);
+
+// The parts of the formatted region nobody writes after start-up (its header and the tree's node
+// table), for the launcher's corruption watch; none when the job has no region.
+std::vector<pkt::ControlPart> constant_parts(const pkt::Machine& machine);
 
 }  // namespace bgl::collnet

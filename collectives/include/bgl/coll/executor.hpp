@@ -16,11 +16,14 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "bgl/coll/params.hpp"
 #include "bgl/coll/schedule.hpp"
+#include "bgl/msg/log_limit.hpp"
 #include "bgl/msg/message_layer.hpp"
 
 namespace bgl::collnet {
@@ -79,16 +82,21 @@ class Engine {
     std::span<std::byte> buffer;  // posted
     msg::RecvDone done = nullptr;
     void* context = nullptr;
-    msg::RecvHandle handle{};      // unexpected message
-    std::size_t bytes = 0;         // unexpected: the message's size
-    std::size_t got = 0;           // line: bytes arrived so far
-    std::vector<std::byte> early;  // unexpected line: what arrived before the receive
+    msg::RecvHandle handle{};  // unexpected message
+    std::size_t bytes = 0;     // unexpected: the message's size
+    std::size_t got = 0;       // line: bytes arrived so far
+    // Unexpected line: the packets' data that arrived before the receive, one after the other
+    // (memory follows what arrived, not the size a packet claims), and their (offset, size).
+    std::vector<std::byte> early;
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> early_parts;
   };
 
   // Posts a receive (or accepts a message that already arrived).
   void expect(const Key& key, std::span<std::byte> buffer, msg::RecvDone done, void* context);
   // Messages that arrived for receives not posted yet (for tests: 0 after every collective).
   std::size_t unexpected() const;
+  // Line packets discarded because they contradicted their part (size, offset, bytes).
+  std::uint64_t malformed_packets() const { return malformed_packets_; }
 
  private:
   static msg::RecvTarget arrival(void* self, const msg::Arrival& a);
@@ -100,6 +108,9 @@ class Engine {
   ProgressRound progress_round_ = nullptr;
   void* progress_context_ = nullptr;
   std::unordered_map<Key, Slot, KeyHash> slots_;
+  std::uint64_t malformed_packets_ = 0;
+  msg::LogLimit malformed_log_;
+  void malformed(const pkt::PacketHeader& h, const std::string& why);
 };
 
 struct Buffers {

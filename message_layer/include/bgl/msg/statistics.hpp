@@ -31,8 +31,11 @@ struct Statistics {
   std::uint64_t held_packets_max = 0;  // ... at most
   std::uint64_t hold_full_waits = 0;   // a packet stayed in its FIFO: the stall queues were full
   std::uint64_t early_adaptive_packets = 0;  // adaptive-eager data that overtook its first packet
-  std::uint64_t token_waits = 0;             // a send waited for an adaptive-eager token
-  std::uint64_t coprocessor_messages = 0;    // rendezvous data received by the coprocessor
+  std::uint64_t early_adaptive_bytes = 0;    // ... kept now, waiting for their first packets
+  std::uint64_t early_adaptive_bytes_max = 0;
+  std::uint64_t malformed_packets = 0;     // a peer's packets discarded as inconsistent
+  std::uint64_t token_waits = 0;           // a send waited for an adaptive-eager token
+  std::uint64_t coprocessor_messages = 0;  // rendezvous data received by the coprocessor
   std::uint64_t coprocessor_packets = 0;
   std::uint64_t coherence_operations = 0;  // software-coherence steps after coprocessor receives
 

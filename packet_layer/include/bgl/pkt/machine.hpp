@@ -5,8 +5,11 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "bgl/pkt/backoff.hpp"
 #include "bgl/pkt/doorbell.hpp"
@@ -60,6 +63,13 @@ struct alignas(64) TaskSlot {
   std::array<std::byte, kExchangeBytes> exchange{};
   // Statistics of the layers above, as a JSON object text (NUL-terminated), written at the end.
   std::array<char, 2048> report{};
+};
+
+// A named part of the segment that nobody writes after start-up (the job description, the
+// collective network's tree): what the launcher watches for corruption.
+struct ControlPart {
+  std::string name;
+  std::span<const std::byte> bytes;
 };
 
 struct LinkTotals {
@@ -125,6 +135,11 @@ class Machine {
     return config_.virtual_time ? &*config_.virtual_time : nullptr;
   }
   std::span<virtual_time::LinkCalendar> calendars() const;
+
+  // The job description's parts in the segment (header, mapping table, host placement table).
+  std::vector<ControlPart> description() const;
+  // What is corrupt in the job description (magic number, checksum), or nothing.
+  std::optional<std::string> check_description() const;
 
  private:
   struct Layout;

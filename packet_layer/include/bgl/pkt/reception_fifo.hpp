@@ -124,6 +124,11 @@ class ReceptionFifo {
   }
 
   std::uint32_t capacity() const { return mask_ + 1; }
+  // For a watcher outside the job's tasks (the launcher), while producers and the consumer run:
+  // what in the FIFO's indices and sequence numbers no run of the protocol can produce, or
+  // nullptr. Reads tail, head, the slots' sequence numbers and tail again, in that order, so that
+  // the checks hold for any interleaving with the tasks.
+  const char* check_consistency() const;
   const FifoControl& control() const { return *control_; }
 
  private:
