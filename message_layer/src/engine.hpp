@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "bgl/msg/message_layer.hpp"
+#include "bgl/rate_limit.hpp"
 #include "slot_table.hpp"
 #include "wire.hpp"
 
@@ -243,6 +244,7 @@ class MessageLayer::Engine {
   std::size_t co_unit_ = 0;  // the communication unit's index among the permanent units
   std::unique_ptr<Coprocessor> coprocessor_;  // last: its thread uses the members above
   Statistics stats_;
+  log::RateLimit malformed_log_;  // a peer may send any number of bad packets
 };
 
 }  // namespace bgl::msg

@@ -704,8 +704,16 @@ void MessageLayer::Engine::release_pool(RecvState& r) {
 }
 
 void MessageLayer::Engine::malformed(const pkt::PacketHeader& h, const char* why) {
-  spdlog::error("rank {}: discarding packet from rank {}: {} [{}]", rank(), h.source_rank(), why,
-                h.describe());
+  if (const auto v = malformed_log_.note(); v.in_full) {
+    spdlog::error("rank {}: discarding packet from rank {}: {} [{}]", rank(), h.source_rank(), why,
+                  h.describe());
+    if (malformed_log_.seen() == log::RateLimit::kInFull)
+      spdlog::error("rank {}: further bad packets are only counted (a line at most once a second)",
+                    rank());
+  } else if (v.summarize) {
+    spdlog::error("rank {}: discarded {} more bad packets ({} in all; the last from rank {}: {})",
+                  rank(), v.summarize, malformed_log_.seen(), h.source_rank(), why);
+  }
 }
 
 bool MessageLayer::Engine::advance() {
