@@ -154,7 +154,7 @@ JobConfig JobConfig::resolve(const JobOptions& o) {
   std::string source;
   torus::Mapping mapping = [&] {
     if (o.mapfile) {
-      source = "file " + *o.mapfile;
+      source = "file " + printable(*o.mapfile, 256);
       return torus::Mapping::from_file(*shape, tpn, *o.mapfile, ntasks);
     }
     const std::string order = o.mapping.value_or("XYZT");

@@ -86,11 +86,12 @@ Placement Placement::resolve(const torus::Shape& shape, const std::optional<std:
   Placement p;
   const int nodes = shape.node_count();
   if (hostfile) {
-    p.hosts = parse_hostfile(read_input_file(*hostfile, "host file"), *hostfile);
-    p.source = "file " + *hostfile;
+    p.hosts = parse_hostfile(read_input_file(*hostfile, "host file"), printable(*hostfile, 256));
+    p.source = "file " + printable(*hostfile, 256);
     if (host_count && *host_count != p.host_count())
-      throw ConfigError("--hosts " + std::to_string(*host_count) + " but host file '" + *hostfile +
-                        "' lists " + std::to_string(p.host_count()) + " hosts");
+      throw ConfigError("--hosts " + std::to_string(*host_count) + " but host file '" +
+                        printable(*hostfile, 256) + "' lists " + std::to_string(p.host_count()) +
+                        " hosts");
   } else {
     const int n = host_count.value_or(1);
     if (n < 1 || n > kMaxHosts)

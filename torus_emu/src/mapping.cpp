@@ -262,8 +262,8 @@ Mapping Mapping::from_text(const Shape& shape, int tasks_per_node, std::string_v
 
 Mapping Mapping::from_file(const Shape& shape, int tasks_per_node,
                            const std::filesystem::path& path, int ntasks) {
-  return from_text(shape, tasks_per_node, read_input_file(path, "mapping file"), path.string(),
-                   ntasks);
+  return from_text(shape, tasks_per_node, read_input_file(path, "mapping file"),
+                   printable(path.string(), 256), ntasks);
 }
 
 Mapping Mapping::from_locations(const Shape& shape, int tasks_per_node,

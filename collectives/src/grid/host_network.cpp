@@ -280,7 +280,7 @@ HostNetwork HostNetwork::parse(std::string_view text, std::string_view source_na
 }
 
 HostNetwork HostNetwork::from_file(const std::filesystem::path& path) {
-  return parse(read_input_file(path, "host network file"), path.string());
+  return parse(read_input_file(path, "host network file"), printable(path.string(), 256));
 }
 
 std::string HostNetwork::to_text() const {
