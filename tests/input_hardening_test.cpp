@@ -69,6 +69,7 @@ struct FileInput {
   std::string name;
   std::function<ProcessResult(const std::string& path)> run;
   std::string what;  // the file's kind as errors name it
+  std::string limit = "16777216 bytes (16 MiB)";
 };
 
 std::vector<FileInput> file_inputs() {
@@ -101,6 +102,16 @@ std::vector<FileInput> file_inputs() {
       {"BGL_HOSTFILE",
        [=](const std::string& p) { return bglrun(with(job, {"true"}), 20, {"BGL_HOSTFILE=" + p}); },
        "host file"},
+      {"--vt-params",
+       [=](const std::string& p) {
+         return bglrun(with(job, {"--virtual-time", "--vt-params", p, "--dry-run"}));
+       },
+       "virtual-time parameters file", "1048576 bytes (1 MiB)"},
+      {"BGL_VT_PARAMS",
+       [=](const std::string& p) {
+         return bglrun(with(job, {"--virtual-time", "--dry-run"}), 20, {"BGL_VT_PARAMS=" + p});
+       },
+       "virtual-time parameters file", "1048576 bytes (1 MiB)"},
       {"bglmap --check --mapfile",
        [=](const std::string& p) {
          return run({kBglmap, "-np", "2", "--shape", "2x1x1", "--mapfile", p, "--check"});
@@ -142,7 +153,7 @@ TEST(InputFiles, DirectoriesAndOversizedFilesAreRefused) {
   for (const auto& in : file_inputs()) {
     expect_refused(in.run(big),
                    "cannot read " + in.what + " " + big +
-                       ": it is 16777217 bytes, more than the limit of 16777216 bytes (16 MiB)",
+                       ": it is 16777217 bytes, more than the limit of " + in.limit,
                    in.name);
     expect_refused(in.run(dir / ""), "it is a directory, not a regular file", in.name);
   }
@@ -201,6 +212,7 @@ TEST(Precedence, EveryFlagWinsOverItsVariableInADryRun) {
   const auto map =
       dir.write("ranks.map", "1 0 0\n0 0 0\n1 1 0\n0 1 0\n1 0 1\n0 0 1\n1 1 1\n0 1 1\n");
   const auto two_hosts = dir.write("two.hosts", "a 127.0.0.1\nb 127.0.0.1\n");
+  const auto vt_params = dir.write("vt.params", "# defaults\n");
   const std::vector<Precedence> cases = {
       {"shape", {"--shape", "2x2x2"}, {"BGL_SHAPE=4x2x1"}, "8 tasks on 2x2x2 (8 nodes)"},
       {"shape over a malformed variable", {"--shape", "2x2x2"}, {"BGL_SHAPE=abc"}, "on 2x2x2"},
@@ -220,6 +232,14 @@ TEST(Precedence, EveryFlagWinsOverItsVariableInADryRun) {
       {"hostfile over BGL_HOSTS", {"--hostfile", two_hosts}, {"BGL_HOSTS=3"}, "2 host(s)"},
       {"transport", {"--transport", "shm"}, {"BGL_TRANSPORT=ofi"}, "FIFOs\n", "over ofi"},
       {"log-level", {"--log-level", "warn"}, {"BGL_LOG_LEVEL=loud"}, "8 tasks on"},
+      {"vt-params",
+       {"--virtual-time", "--vt-params", vt_params},
+       {"BGL_VT_PARAMS=/nonexistent"},
+       "8 tasks on"},
+      {"vt-cpu-factor",
+       {"--virtual-time", "--vt-cpu-factor", "1"},
+       {"BGL_VT_CPU_FACTOR=fast"},
+       "8 tasks on"},
   };
   for (const auto& c : cases) {
     std::vector<std::string> args{"-np", "8"};
