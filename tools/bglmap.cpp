@@ -11,6 +11,7 @@
 #include "bgl/pkt/job_config.hpp"
 #include "bgl/torus/distance.hpp"
 #include "bgl/torus/error.hpp"
+#include "bgl/torus/user_text.hpp"
 
 namespace {
 
@@ -46,7 +47,7 @@ int run(int argc, char** argv) {
     else if (a == "-h" || a == "--help")
       return std::fputs(kUsage, stdout), 0;
     else
-      throw ConfigError("unknown option '" + std::string(a) + "'\n" + kUsage);
+      throw ConfigError("unknown option '" + printable(a) + "'\n" + kUsage);
   }
   o.merge_environment();
   const auto c = pkt::JobConfig::resolve(o);
@@ -72,7 +73,10 @@ int main(int argc, char** argv) {
     bgl::log::init("bglmap");
     return run(argc, argv);
   } catch (const bgl::ConfigError& e) {
-    std::fprintf(stderr, "bglmap: %s\n", e.what());
+    std::fprintf(stderr, "bglmap: %s\n", bgl::printable_message(e.what()).c_str());
     return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bglmap: internal error: %s\n", bgl::printable_message(e.what()).c_str());
+    return 70;
   }
 }

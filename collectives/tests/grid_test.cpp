@@ -2,6 +2,8 @@
 // properties of section 1.8 and the paper's baselines.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -399,6 +401,35 @@ TEST(GridAllgather, BadNetworkFileIsReportedWithFileAndLine) {
   const auto why = a->applicable(Params::allgather({8, 8}));
   EXPECT_EQ(why, "BGL_COLL_GRID_NETWORK: " + env.path() +
                      ":2: bandwidth \"fast\" is not a positive number");
+}
+
+// The network file is read like every input file: never from a FIFO or a device, never more than
+// the input-file limit; applicable() says why.
+TEST(GridAllgather, NetworkFilesThatAreNotFilesOrTooLargeAreRefused) {
+  const Algorithm* a = find_algorithm(Collective::allgather, "min3");
+  ASSERT_NE(a, nullptr);
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("bgl_grid_inputs." + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto fifo = dir / "net.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const auto big = dir / "big.txt";
+  std::ofstream(big) << "hosts 2\n";
+  std::filesystem::resize_file(big, (std::size_t{16} << 20) + 1);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {fifo.string(), "it is a FIFO (named pipe), not a regular file"},
+      {"/dev/zero", "it is a character device, not a regular file"},
+      {"/dev/urandom", "it is a character device, not a regular file"},
+      {big.string(), "it is 16777217 bytes, more than the limit of 16777216 bytes (16 MiB)"},
+  };
+  for (const auto& [path, problem] : cases) {
+    setenv("BGL_COLL_GRID_NETWORK", path.c_str(), 1);
+    EXPECT_EQ(a->applicable(Params::allgather({8, 8})),
+              "BGL_COLL_GRID_NETWORK: cannot read host network file " + path + ": " + problem);
+    EXPECT_THROW(grid::HostNetwork::from_file(path), ConfigError);
+  }
+  unsetenv("BGL_COLL_GRID_NETWORK");
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

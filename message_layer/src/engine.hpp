@@ -11,6 +11,7 @@
 
 #include "bgl/msg/log_limit.hpp"
 #include "bgl/msg/message_layer.hpp"
+#include "bgl/rate_limit.hpp"
 #include "slot_table.hpp"
 #include "wire.hpp"
 

@@ -240,13 +240,15 @@ TEST(MlEnvironment, BadValuesAreConfigErrorsNamingTheVariable) {
   const std::vector<Case> cases = {
       {"BGL_ML_PROTOCOL", "fast", "BGL_ML_PROTOCOL='fast': expected one_packet, eager, rendezvous"},
       {"BGL_ML_PROTOCOL", "EAGER", "BGL_ML_PROTOCOL='EAGER'"},
-      {"BGL_ML_ADAPTIVE_EAGER", "2", "BGL_ML_ADAPTIVE_EAGER='2': expected an integer in [0, 1]"},
+      {"BGL_ML_ADAPTIVE_EAGER", "2",
+       "BGL_ML_ADAPTIVE_EAGER='2': out of range; expected an integer in [0, 1]"},
       {"BGL_ML_ADAPTIVE_EAGER", "yes", "BGL_ML_ADAPTIVE_EAGER='yes'"},
       {"BGL_ML_EAGER_LIMIT", "-1", "BGL_ML_EAGER_LIMIT='-1'"},
       {"BGL_ML_EAGER_LIMIT", "16k", "BGL_ML_EAGER_LIMIT='16k'"},
       {"BGL_ML_EAGER_LIMIT", "2147483648", "BGL_ML_EAGER_LIMIT='2147483648'"},
       {"BGL_ML_POOL_BYTES", "lots", "BGL_ML_POOL_BYTES='lots'"},
-      {"BGL_ML_MAX_RECVS", "0", "BGL_ML_MAX_RECVS='0': expected an integer in [1, 1048576]"},
+      {"BGL_ML_MAX_RECVS", "0",
+       "BGL_ML_MAX_RECVS='0': out of range; expected an integer in [1, 1048576]"},
       {"BGL_ML_MAX_RZV", "2000000", "BGL_ML_MAX_RZV='2000000'"},
   };
   for (const auto& c : cases) {

@@ -7,16 +7,25 @@
 
 #include "bgl/env.hpp"
 #include "bgl/torus/error.hpp"
+#include "bgl/torus/user_text.hpp"
 
 namespace bgl::pkt {
 namespace {
 
 constexpr int kMaxFifoPackets = 1 << 16;
 
-template <class T>
-void fill(std::optional<T>& field, const char* variable) {
-  if (field) return;
-  if (auto v = env::get(variable)) field = *v;
+// A variable's value checked on its own, so that an error names the variable (a flag's value is
+// checked by resolve() and named by what it is, e.g. "shape").
+template <class Check>
+std::optional<std::string> checked(const char* variable, Check&& check) {
+  auto v = env::get(variable);
+  if (!v) return std::nullopt;
+  try {
+    check(*v);
+  } catch (const ConfigError& e) {
+    throw ConfigError(std::string(variable) + "='" + printable(*v) + "': " + e.what());
+  }
+  return v;
 }
 
 std::optional<std::array<int, 3>> cubic_factors(int n) {
@@ -35,39 +44,58 @@ std::optional<std::array<int, 3>> cubic_factors(int n) {
 
 }  // namespace
 
+int parse_fifo_packets(std::string_view text, std::string_view source) {
+  const auto v = env::parse_int(text, source, 2, kMaxFifoPackets);
+  if ((v & (v - 1)) != 0)
+    throw ConfigError(std::string(source) + "='" + printable(text) +
+                      "': expected a power of two in [2, " + std::to_string(kMaxFifoPackets) + "]");
+  return static_cast<int>(v);
+}
+
+std::uint64_t parse_seed(std::string_view text, std::string_view source) {
+  return static_cast<std::uint64_t>(env::parse_int(text, source, 0, JobOptions::kMaxSeed));
+}
+
+// Each variable is read only when no flag set its field. Fields that exclude each other (a mapping
+// order and a mapping file; a host count and a host file) form a group: a flag for one of them
+// means the variables of the whole group are not read, so the flag wins instead of clashing with a
+// variable. Both variables of a group set, with no flag, is the user's conflict and an error.
 void JobOptions::merge_environment() {
-  fill(shape, "BGL_SHAPE");
-  fill(mesh, "BGL_MESH");
+  if (!shape)
+    shape = checked("BGL_SHAPE", [](const std::string& v) { (void)torus::Shape::parse(v, ""); });
+  if (!mesh)
+    mesh = checked("BGL_MESH", [](const std::string& v) { (void)torus::Shape::parse("1x1x1", v); });
   if (!mode) {
-    if (auto v = env::get("BGL_MODE")) {
-      parse_node_mode(*v, "BGL_MODE");  // report the variable's name, not the flag's
-      mode = *v;
-    }
+    mode = env::get("BGL_MODE");
+    if (mode) (void)parse_node_mode(*mode, "BGL_MODE");
   }
-  fill(mapping, "BGL_MAPPING");
-  fill(mapfile, "BGL_MAPFILE");
+  if (!mapping && !mapfile) {
+    mapping = checked("BGL_MAPPING", [](const std::string& v) {
+      // The letters alone (one task per node lets T be left out; the mode is checked later).
+      (void)torus::Mapping::from_order(torus::Shape::parse("1x1x1"), 1, v, 1);
+    });
+    mapfile = env::get("BGL_MAPFILE");
+  }
   if (!fifo_packets) {
-    if (auto v = env::get_int("BGL_FIFO_PACKETS", 2, kMaxFifoPackets)) {
-      if ((*v & (*v - 1)) != 0)
-        throw ConfigError("BGL_FIFO_PACKETS='" + std::to_string(*v) +
-                          "': expected a power of two in [2, " + std::to_string(kMaxFifoPackets) +
-                          "]");
-      fifo_packets = static_cast<int>(*v);
-    }
+    if (auto v = env::get("BGL_FIFO_PACKETS"))
+      fifo_packets = parse_fifo_packets(*v, "BGL_FIFO_PACKETS");
   }
-  fill(hostfile, "BGL_HOSTFILE");
-  fill(transport, "BGL_TRANSPORT");
-  if (!hosts) {
+  if (!hosts && !hostfile) {
     if (auto v = env::get_int("BGL_HOSTS", 1, Placement::kMaxHosts)) hosts = static_cast<int>(*v);
+    hostfile = env::get("BGL_HOSTFILE");
+  }
+  if (!transport) {
+    transport = checked("BGL_TRANSPORT", [](const std::string& v) {
+      if (v != "auto" && v != "shm" && v != "ofi") throw ConfigError("expected shm, ofi or auto");
+    });
   }
   if (!seed) {
-    if (auto v = env::get_int("BGL_SEED", 0, std::numeric_limits<long long>::max()))
-      seed = static_cast<std::uint64_t>(*v);
+    if (auto v = env::get("BGL_SEED")) seed = parse_seed(*v, "BGL_SEED");
   }
   if (!virtual_time) {
     if (auto v = env::get_int("BGL_VIRTUAL_TIME", 0, 1)) virtual_time = *v != 0;
   }
-  fill(vt_params, "BGL_VT_PARAMS");
+  if (!vt_params) vt_params = env::get("BGL_VT_PARAMS");
   if (!vt_cpu_factor) {
     if (auto v = env::get("BGL_VT_CPU_FACTOR"))
       vt_cpu_factor = parse_cpu_factor(*v, "BGL_VT_CPU_FACTOR");
@@ -126,7 +154,7 @@ JobConfig JobConfig::resolve(const JobOptions& o) {
   std::string source;
   torus::Mapping mapping = [&] {
     if (o.mapfile) {
-      source = "file " + *o.mapfile;
+      source = "file " + printable(*o.mapfile, 256);
       return torus::Mapping::from_file(*shape, tpn, *o.mapfile, ntasks);
     }
     const std::string order = o.mapping.value_or("XYZT");

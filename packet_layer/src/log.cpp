@@ -7,6 +7,7 @@
 #include <string>
 
 #include "bgl/torus/error.hpp"
+#include "bgl/torus/user_text.hpp"
 
 namespace bgl::log {
 
@@ -15,13 +16,14 @@ void set_level(std::string_view level_name, std::string_view source) {
   const auto level = spdlog::level::from_str(name);
   // from_str answers "off" for anything it does not know; only accept "off" when it was asked for.
   if (level == spdlog::level::off && name != "off") {
-    throw ConfigError(std::string(source) + "='" + name +
+    throw ConfigError(std::string(source) + "='" + printable(name) +
                       "': expected trace, debug, info, warn, error, critical or off");
   }
   spdlog::set_level(level);
 }
 
-void init(std::string_view program_name) {
+void init(std::string_view program_name, std::optional<std::string_view> level,
+          std::string_view level_source) {
   static std::once_flag once;
   std::call_once(once, [&] {
     auto logger = spdlog::stderr_color_mt(std::string(program_name));
@@ -29,7 +31,10 @@ void init(std::string_view program_name) {
     spdlog::set_pattern("[%n %^%l%$] %v");
     spdlog::set_level(spdlog::level::warn);
   });
-  if (const char* v = std::getenv("BGL_LOG_LEVEL"); v && *v) set_level(v, "BGL_LOG_LEVEL");
+  if (level)
+    set_level(*level, level_source);
+  else if (const char* v = std::getenv("BGL_LOG_LEVEL"); v && *v)
+    set_level(v, "BGL_LOG_LEVEL");
 }
 
 }  // namespace bgl::log

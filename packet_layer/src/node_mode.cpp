@@ -3,6 +3,7 @@
 #include <string>
 
 #include "bgl/torus/error.hpp"
+#include "bgl/torus/user_text.hpp"
 
 namespace bgl::pkt {
 
@@ -23,7 +24,7 @@ NodeMode parse_node_mode(std::string_view text, std::string_view source) {
   if (text == "coprocessor" || text == "co") return NodeMode::coprocessor;
   if (text == "vn" || text == "virtual_node" || text == "virtual-node")
     return NodeMode::virtual_node;
-  throw ConfigError(std::string(source) + "='" + std::string(text) +
+  throw ConfigError(std::string(source) + "='" + printable(text) +
                     "': expected heater, coprocessor or vn");
 }
 

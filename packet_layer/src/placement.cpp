@@ -1,11 +1,12 @@
 #include "bgl/pkt/placement.hpp"
 
 #include <algorithm>
-#include <fstream>
 #include <sstream>
 
 #include "bgl/env.hpp"
 #include "bgl/torus/error.hpp"
+#include "bgl/torus/input_file.hpp"
+#include "bgl/torus/user_text.hpp"
 
 namespace bgl::pkt {
 
@@ -25,6 +26,10 @@ Placement Placement::single(const torus::Shape& shape) {
   return p;
 }
 
+namespace {
+constexpr std::size_t kMaxHostWord = 255;  // a DNS name has at most 253 characters
+}  // namespace
+
 std::vector<HostEntry> Placement::parse_hostfile(std::string_view text, std::string_view source) {
   std::vector<HostEntry> hosts;
   std::istringstream in{std::string(text)};
@@ -38,6 +43,14 @@ std::vector<HostEntry> Placement::parse_hostfile(std::string_view text, std::str
     for (std::string w; fields >> w;)
       words.push_back(w);
     if (words.empty()) continue;
+    // Names, addresses and namespaces are printed in reports and passed to Hydra and ip netns.
+    for (const auto& w : words) {
+      if (w.size() > kMaxHostWord)
+        throw ConfigError(where + "'" + printable(w) + "' is longer than " +
+                          std::to_string(kMaxHostWord) + " characters");
+      if (!std::all_of(w.begin(), w.end(), [](char c) { return c > ' ' && c < 0x7f; }))
+        throw ConfigError(where + "'" + printable(w) + "' holds a control or non-ASCII character");
+    }
     HostEntry h;
     h.name = words[0];
     for (std::size_t i = 1; i < words.size(); ++i) {
@@ -50,7 +63,7 @@ std::vector<HostEntry> Placement::parse_hostfile(std::string_view text, std::str
       } else if (h.address.empty() && words[i].find('=') == std::string::npos) {
         h.address = words[i];
       } else {
-        throw ConfigError(where + "unexpected '" + words[i] +
+        throw ConfigError(where + "unexpected '" + printable(words[i]) +
                           "' (expected: name [address] [nodes=N] [netns=NAME])");
       }
     }
@@ -73,15 +86,12 @@ Placement Placement::resolve(const torus::Shape& shape, const std::optional<std:
   Placement p;
   const int nodes = shape.node_count();
   if (hostfile) {
-    std::ifstream in(*hostfile);
-    if (!in) throw ConfigError("host file '" + *hostfile + "' cannot be read");
-    std::stringstream text;
-    text << in.rdbuf();
-    p.hosts = parse_hostfile(text.str(), *hostfile);
-    p.source = "file " + *hostfile;
+    p.hosts = parse_hostfile(read_input_file(*hostfile, "host file"), printable(*hostfile, 256));
+    p.source = "file " + printable(*hostfile, 256);
     if (host_count && *host_count != p.host_count())
-      throw ConfigError("--hosts " + std::to_string(*host_count) + " but host file '" + *hostfile +
-                        "' lists " + std::to_string(p.host_count()) + " hosts");
+      throw ConfigError("--hosts " + std::to_string(*host_count) + " but host file '" +
+                        printable(*hostfile, 256) + "' lists " + std::to_string(p.host_count()) +
+                        " hosts");
   } else {
     const int n = host_count.value_or(1);
     if (n < 1 || n > kMaxHosts)
@@ -128,7 +138,7 @@ Placement Placement::resolve(const torus::Shape& shape, const std::optional<std:
                         std::to_string(hosts) + " hosts; shared memory cannot reach them");
     p.transport = Transport::shm;
   } else {
-    throw ConfigError("transport '" + how + "': expected shm, ofi or auto");
+    throw ConfigError("transport '" + printable(how) + "': expected shm, ofi or auto");
   }
   return p;
 }

@@ -2,6 +2,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -22,6 +24,7 @@
 #include "bgl/log.hpp"
 #include "bgl/pkt/endpoint.hpp"
 #include "bgl/pkt/virtual_fifo.hpp"
+#include "bgl/rate_limit.hpp"
 #include "bgl/torus/error.hpp"
 #include "bgl/torus/route.hpp"
 
@@ -1125,6 +1128,58 @@ TEST_F(EndpointTest, LinkCountersShowThePacketOnEveryHopOfItsRoute) {
   EXPECT_EQ(src.link_counters().at({job.node({3, 2, 0}), Direction::z_plus}).packets, 1u);
   EXPECT_EQ(src.link_counters().total_packet_hops(), 4u);
   EXPECT_EQ(src.link_counters().total_bytes(), 4u * 128u);
+}
+
+// A peer that sends nothing but garbage gets ten full log lines, then a count at most once a
+// second: the log does not grow with the number of bad packets.
+TEST_F(EndpointTest, AFloodOfMalformedPacketsIsLoggedAsACount) {
+  std::ostringstream out;
+  const auto previous = spdlog::default_logger();
+  const auto level = spdlog::get_level();
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>(
+      "capture", std::make_shared<spdlog::sinks::ostream_sink_st>(out)));
+  spdlog::set_level(spdlog::level::err);
+  Job job(options(8, "2x2x2", "heater", 2048));
+  Endpoint& dst = job.ep(1);
+  const auto payload = bytes(5, 8);
+  PacketHeader bad;
+  bad.dest = {1, 0, 0};
+  bad.chunks = 1;
+  bad.payload_bytes = 8;
+  bad.seal();
+  bad.check ^= 0x10;
+  for (int i = 0; i < 2000; ++i)
+    ASSERT_TRUE(job.machine.fifo(1, 0, kHighPriorityFifo).try_push(bad, payload));
+  while (dst.poll()) {
+  }
+  spdlog::set_default_logger(previous);
+  spdlog::set_level(level);
+  EXPECT_EQ(dst.counters().malformed, 2000u);
+  const std::string log = out.str();
+  const auto lines = std::count(log.begin(), log.end(), '\n');
+  EXPECT_GE(lines, 11) << log;
+  EXPECT_LE(lines, 13) << log;  // ten in full, the notice, a count if a second went by
+  EXPECT_THAT(log, ::testing::HasSubstr("further malformed packets are only counted"));
+}
+
+TEST(RateLimit, LogsTheFirstInFullThenACountAtMostOncePerPeriod) {
+  using namespace std::chrono_literals;
+  log::RateLimit limit;
+  const auto t0 = log::RateLimit::Clock::time_point{} + 100s;
+  for (std::uint64_t i = 0; i < log::RateLimit::kInFull; ++i)
+    EXPECT_TRUE(limit.note(t0).in_full);
+  for (int i = 0; i < 5; ++i) {
+    const auto v = limit.note(t0 + 500ms);
+    EXPECT_FALSE(v.in_full);
+    EXPECT_EQ(v.summarize, 0u);
+  }
+  auto v = limit.note(t0 + 1100ms);
+  EXPECT_FALSE(v.in_full);
+  EXPECT_EQ(v.summarize, 6u);  // the five above and this one
+  EXPECT_EQ(limit.note(t0 + 1500ms).summarize, 0u);
+  EXPECT_EQ(limit.note(t0 + 2200ms).summarize, 2u);
+  EXPECT_EQ(limit.seen(), log::RateLimit::kInFull + 8);
+  EXPECT_EQ(limit.unreported(), 0u);
 }
 
 TEST_F(EndpointTest, MalformedPacketsAreSkippedAndCounted) {

@@ -97,14 +97,16 @@ void JobRunner::start_tasks() {
   spdlog::info("started {} tasks (process group {})", started, group_);
 }
 
-void JobRunner::stop(int signal, const std::string& why) {
+void JobRunner::stop(int signal, const std::string& why, bool task_failed) {
   if (!stopping_) {
     stopping_ = true;
-    const int others = running_count();
-    if (others > 0)
-      std::fprintf(stderr, "bglrun: %s; stopping the other %d tasks\n", why.c_str(), others);
-    else
+    const int running = running_count();
+    const std::string tasks = std::to_string(running) + (running == 1 ? " task" : " tasks");
+    if (running == 0)
       std::fprintf(stderr, "bglrun: %s\n", why.c_str());
+    else
+      std::fprintf(stderr, "bglrun: %s; stopping the %s%s\n", why.c_str(),
+                   task_failed ? "other " : "", tasks.c_str());
   }
   if (group_ > 0) killpg(group_, signal);
 }
@@ -126,11 +128,13 @@ void JobRunner::check_left_early() {
     waiting = machine_.local(static_cast<torus::Rank>(r)) && unfinished(r);
   if (!waiting) return;
   exit_status_ = 1;
-  stop(SIGTERM, describe(rank) + " exited with code 0 before the job finished (" +
-                    (itself ? "without shutting down its bglemu runtime"
-                            : "without taking part, while tasks that use the bglemu runtime may "
-                              "wait for it") +
-                    ")");
+  stop(SIGTERM,
+       describe(rank) + " exited with code 0 before the job finished (" +
+           (itself ? "without shutting down its bglemu runtime"
+                   : "without taking part, while tasks that use the bglemu runtime may "
+                     "wait for it") +
+           ")",
+       true);
 }
 
 void JobRunner::on_exit(pid_t pid, int status) {
@@ -146,10 +150,10 @@ void JobRunner::on_exit(pid_t pid, int status) {
   if (!failed || stopping_) return;
   if (WIFEXITED(status)) {
     exit_status_ = WEXITSTATUS(status);
-    stop(SIGTERM, describe(rank) + " exited with code " + std::to_string(exit_status_));
+    stop(SIGTERM, describe(rank) + " exited with code " + std::to_string(exit_status_), true);
   } else {
     exit_status_ = 128 + WTERMSIG(status);
-    stop(SIGTERM, describe(rank) + " was killed by " + signal_name(WTERMSIG(status)));
+    stop(SIGTERM, describe(rank) + " was killed by " + signal_name(WTERMSIG(status)), true);
   }
 }
 
@@ -177,7 +181,7 @@ int JobRunner::run() {
     const auto now = Clock::now();
     if (sig > 0 && sig != SIGCHLD) {
       if (!stopping_) exit_status_ = 128 + sig;
-      stop(sig, "received " + signal_name(sig));
+      stop(sig, "received " + signal_name(sig) + ": the job was interrupted");
     } else if (settings_.external_fault && !stopping_) {
       if (auto fault = settings_.external_fault()) {
         exit_status_ = 1;

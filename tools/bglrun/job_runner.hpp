@@ -46,7 +46,8 @@ class JobRunner {
   };
   void start_tasks();
   void on_exit(pid_t pid, int status);
-  void stop(int signal, const std::string& why);
+  // `task_failed`: the reason is a task of the job (the count then leaves it out).
+  void stop(int signal, const std::string& why, bool task_failed = false);
   void check_left_early();
   std::string describe(int rank) const;
   int running_count() const;

@@ -10,10 +10,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <iostream>
+#include <optional>
 #include <random>
+#include <string_view>
 
 #include "bgl/collnet/region.hpp"
 #include "bgl/env.hpp"
@@ -23,6 +24,7 @@
 #include "bgl/pkt/segment.hpp"
 #include "bgl/pkt/segment_monitor.hpp"
 #include "bgl/torus/error.hpp"
+#include "bgl/torus/user_text.hpp"
 #include "job_runner.hpp"
 #include "mpiexec_launch.hpp"
 #include "options.hpp"
@@ -151,16 +153,8 @@ void enter_netns(const std::string& name) {
 }
 
 int launch(int argc, char** argv) {
-  // Signals wait until the launcher can clean up after them.
-  sigset_t signals = run::launcher_signals();
-  // Hydra (-disable-auto-cleanup) tells the surviving processes of a job that one died with
-  // SIGUSR1, whose default action would kill this host's launcher before its agent can name the
-  // dead host. Blocked here (and in every thread started later); tasks unblock it.
-  sigaddset(&signals, SIGUSR1);
-  sigprocmask(SIG_BLOCK, &signals, nullptr);
-
-  log::init("bglrun");
   const auto o = run::parse_command_line(argc, argv);
+  log::init("bglrun", o.log_level ? std::optional<std::string_view>(*o.log_level) : std::nullopt);
   if (o.help) {
     std::fputs(run::usage(), stdout);
     std::fputs(run::mpiexec_usage(), stdout);
@@ -170,7 +164,6 @@ int launch(int argc, char** argv) {
     std::puts("bglrun (bglemu) 0.1.0");
     return 0;
   }
-  if (o.log_level) log::set_level(*o.log_level, "--log-level");
   if (o.vt_params_list) {
     std::fputs(run::parameter_listing(virtual_time::Params{}).c_str(), stdout);
     return 0;
@@ -182,7 +175,17 @@ int launch(int argc, char** argv) {
                 pkt::Segment::remove_stale());
     return 0;
   }
+  // Reading the configuration (files included) leaves nothing to clean up: until it is done,
+  // signals keep their default actions.
   auto config = pkt::JobConfig::resolve(o.job);
+
+  // From here on, signals wait until the launcher can clean up after them.
+  sigset_t signals = run::launcher_signals();
+  // Hydra (-disable-auto-cleanup) tells the surviving processes of a job that one died with
+  // SIGUSR1, whose default action would kill this host's launcher before its agent can name the
+  // dead host. Blocked here (and in every thread started later); tasks unblock it.
+  sigaddset(&signals, SIGUSR1);
+  sigprocmask(SIG_BLOCK, &signals, nullptr);
   // Several hosts: this bglrun is one of them, started by a PMI process manager (Hydra).
   std::optional<run::PmiClient> pmi;
   if (config.placement.host_count() > 1 && !o.dry_run) {
@@ -206,7 +209,10 @@ int launch(int argc, char** argv) {
     return 0;
   }
   if (!executable(o.command.front()))
-    throw ConfigError("program '" + o.command.front() + "' not found or not executable");
+    throw ConfigError("program '" + printable(o.command.front()) + "' not found or not executable");
+  // Before anything runs: an unwritable statistics path fails the job now, not after it ran.
+  std::optional<run::StatsFile> stats;
+  if (o.stats_file) stats.emplace(*o.stats_file);
   const auto mpiexec = run::choose_mpiexec(o.launcher, o.command);
   if (mpiexec && config.placement.host_count() > 1)
     throw ConfigError(
@@ -295,11 +301,7 @@ int launch(int argc, char** argv) {
     const std::chrono::duration<double> host = std::chrono::steady_clock::now() - started;
     std::fputs(run::virtual_time_summary(machine, host.count()).c_str(), stderr);
   }
-  if (o.stats_file) {
-    std::ofstream out(*o.stats_file);
-    out << run::statistics_json(machine);
-    if (!out) spdlog::error("cannot write statistics to {}", *o.stats_file);
-  }
+  if (stats && !stats->commit(run::statistics_json(machine)) && status == 0) status = 1;
   return status;
 }
 
@@ -311,10 +313,10 @@ int main(int argc, char** argv) {
   try {
     return launch(argc, argv);
   } catch (const bgl::ConfigError& e) {
-    std::fprintf(stderr, "bglrun: %s\n", e.what());
+    std::fprintf(stderr, "bglrun: %s\n", bgl::printable_message(e.what()).c_str());
     return 2;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "bglrun: internal error: %s\n", e.what());
+    std::fprintf(stderr, "bglrun: internal error: %s\n", bgl::printable_message(e.what()).c_str());
     return 70;
   }
 }

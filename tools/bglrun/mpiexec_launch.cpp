@@ -175,6 +175,9 @@ class MpiexecJob {
   bool child_done_ = false;
   int child_status_ = 0;
   bool stopping_ = false;
+  // bglrun itself stopped the job (a signal it received, its timeout): ranks that then die of the
+  // signal passed on are not the cause, and none is named.
+  bool stopped_by_launcher_ = false;
   int exit_status_ = -1;
   // Output forwarding: lines that may be Hydra's own ("[mpiexec@host] ...") are held until their
   // end so that the exit-code line can be taken out; everything else passes at once.
@@ -536,6 +539,7 @@ void MpiexecJob::kill_leftovers() {
 }
 
 int MpiexecJob::report() {
+  if (stopped_by_launcher_) return -1;  // said when it happened
   if (exit_codes_.empty() && WIFEXITED(child_status_) && WEXITSTATUS(child_status_) != 0 &&
       exit_status_ < 0) {
     // Hydra's abort path (a rank called MPI_Abort): no per-rank statuses, and the ranks may end
@@ -634,7 +638,9 @@ int MpiexecJob::run() {
       const int sig = static_cast<int>(si.ssi_signo);
       if (sig == SIGCHLD) continue;
       if (!stopping_) exit_status_ = 128 + sig;
-      stop(sig == SIGQUIT || sig == SIGHUP ? SIGTERM : sig, "received " + signal_name(sig));
+      if (!stopping_) stopped_by_launcher_ = true;
+      stop(sig == SIGQUIT || sig == SIGHUP ? SIGTERM : sig,
+           "received " + signal_name(sig) + ": the job was interrupted");
     }
     reap();
     if (settings_.external_fault && !stopping_) {
@@ -646,6 +652,7 @@ int MpiexecJob::run() {
     const auto now = Clock::now();
     if (now >= deadline && !stopping_) {
       exit_status_ = 124;
+      stopped_by_launcher_ = true;
       stop(SIGINT, "the job timed out after " + std::to_string(settings_.timeout_seconds) + " s");
     }
     if (stopping_ && kill_at == Clock::time_point::max())

@@ -1,9 +1,11 @@
 #include "options.hpp"
 
+#include <optional>
 #include <string_view>
 
 #include "bgl/env.hpp"
 #include "bgl/torus/error.hpp"
+#include "bgl/torus/user_text.hpp"
 
 namespace bgl::run {
 namespace {
@@ -19,7 +21,14 @@ bool takes_value(std::string_view f) {
   return false;
 }
 
-void apply(LauncherOptions& o, std::string_view flag, const std::string& value) {
+// Launcher settings as the flags gave them; unset ones take their variable, then the default.
+struct LauncherFlags {
+  std::optional<double> timeout_seconds;
+  std::optional<double> kill_grace_seconds;
+};
+
+void apply(LauncherOptions& o, LauncherFlags& given, std::string_view flag,
+           const std::string& value) {
   auto& j = o.job;
   if (flag == "-np" || flag == "-n" || flag == "--np") {
     j.ntasks = static_cast<int>(env::parse_int(value, flag, 1, 1 << 20));
@@ -34,13 +43,13 @@ void apply(LauncherOptions& o, std::string_view flag, const std::string& value) 
   } else if (flag == "--mapfile") {
     j.mapfile = value;
   } else if (flag == "--timeout") {
-    o.timeout_seconds = env::parse_seconds(value, flag);
+    given.timeout_seconds = env::parse_seconds(value, flag);
   } else if (flag == "--kill-grace") {
-    o.kill_grace_seconds = env::parse_seconds(value, flag);
+    given.kill_grace_seconds = env::parse_seconds(value, flag);
   } else if (flag == "--fifo-packets") {
-    j.fifo_packets = static_cast<int>(env::parse_int(value, flag, 1, 1 << 16));
+    j.fifo_packets = pkt::parse_fifo_packets(value, flag);
   } else if (flag == "--seed") {
-    j.seed = static_cast<std::uint64_t>(env::parse_int(value, flag, 0, 1LL << 62));
+    j.seed = pkt::parse_seed(value, flag);
   } else if (flag == "--stats") {
     o.stats_file = value;
   } else if (flag == "--log-level") {
@@ -106,6 +115,7 @@ Runs N tasks of `program` on an emulated Blue Gene/L partition.
 
 LauncherOptions parse_command_line(int argc, char** argv) {
   LauncherOptions o;
+  LauncherFlags given;
   int i = 1;
   for (; i < argc; ++i) {
     std::string_view arg = argv[i];
@@ -119,13 +129,13 @@ LauncherOptions parse_command_line(int argc, char** argv) {
     if (const auto eq = arg.find('='); arg.starts_with("--") && eq != std::string_view::npos) {
       flag = arg.substr(0, eq);
       value = std::string(arg.substr(eq + 1));
-      if (!takes_value(flag)) throw ConfigError("option " + std::string(flag) + " takes no value");
+      if (!takes_value(flag)) throw ConfigError("option " + printable(flag) + " takes no value");
     } else if (takes_value(flag)) {
       if (i + 1 >= argc) throw ConfigError("option " + std::string(flag) + " needs a value");
       value = argv[++i];
     }
     if (takes_value(flag)) {
-      apply(o, flag, value);
+      apply(o, given, flag, value);
     } else if (flag == "-h" || flag == "--help") {
       o.help = true;
     } else if (flag == "--version") {
@@ -143,7 +153,7 @@ LauncherOptions parse_command_line(int argc, char** argv) {
     } else if (flag == "-v" || flag == "--verbose") {
       o.log_level = "info";
     } else {
-      throw ConfigError("unknown option '" + std::string(arg) + "' (see bglrun --help)");
+      throw ConfigError("unknown option '" + printable(arg) + "' (see bglrun --help)");
     }
   }
   for (; i < argc; ++i)
@@ -151,17 +161,21 @@ LauncherOptions parse_command_line(int argc, char** argv) {
   if (o.help || o.version || o.vt_params_list) return o;
   if (o.cleanup) {
     if (!o.command.empty())
-      throw ConfigError("--cleanup runs nothing, but a program was given ('" + o.command.front() +
-                        "')");
+      throw ConfigError("--cleanup runs nothing, but a program was given ('" +
+                        printable(o.command.front()) + "')");
     return o;
   }
 
+  // A flag always wins: a variable is read only for what no flag set.
   o.job.merge_environment();
-  if (o.timeout_seconds == 0) {
-    if (auto v = env::get("BGL_TIMEOUT")) o.timeout_seconds = env::parse_seconds(*v, "BGL_TIMEOUT");
-  }
-  if (auto v = env::get("BGL_KILL_GRACE"))
-    o.kill_grace_seconds = env::parse_seconds(*v, "BGL_KILL_GRACE");
+  const auto seconds = [](const std::optional<double>& flag, const char* variable,
+                          double fallback) {
+    if (flag) return *flag;
+    if (auto v = env::get(variable)) return env::parse_seconds(*v, variable);
+    return fallback;
+  };
+  o.timeout_seconds = seconds(given.timeout_seconds, "BGL_TIMEOUT", 0);
+  o.kill_grace_seconds = seconds(given.kill_grace_seconds, "BGL_KILL_GRACE", 2);
   if (!o.stats_file) o.stats_file = env::get("BGL_STATS");
   if (!o.job.ntasks) throw ConfigError("missing -np N (the number of tasks)");
   if (o.command.empty() && !o.dry_run) throw ConfigError("missing the program to run");

@@ -9,7 +9,7 @@ namespace bgl::run {
 
 struct LauncherOptions {
   pkt::JobOptions job;
-  double timeout_seconds = 0;     // 0: none
+  double timeout_seconds = 0;     // 0: none (a flag or variable may say 0 too)
   double kill_grace_seconds = 2;  // between SIGTERM and SIGKILL when stopping a job
   std::optional<std::string> stats_file;
   std::optional<std::string> log_level;

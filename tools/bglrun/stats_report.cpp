@@ -1,9 +1,18 @@
 #include "stats_report.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <system_error>
+
+#include "bgl/torus/error.hpp"
+#include "bgl/torus/user_text.hpp"
 
 namespace bgl::run {
 namespace {
@@ -128,11 +137,9 @@ std::string statistics_json(const pkt::Machine& m) {
       }
     }
   }
-  const json job = {{"shape", shape.to_string()},
-                    {"mode", pkt::to_string(c.mode)},
-                    {"tasks", c.ntasks()},
-                    {"mapping", c.mapping_source},
-                    {"fifo_packets", c.fifo_packets}};
+  const json job = {
+      {"shape", shape.to_string()},  {"mode", pkt::to_string(c.mode)}, {"tasks", c.ntasks()},
+      {"mapping", c.mapping_source}, {"fifo_packets", c.fifo_packets}, {"seed", c.seed}};
   json all{{"job", job}, {"tasks", tasks}, {"links", links}, {"fifos", fifos}};
   if (m.vt_params()) all["virtual_time"] = virtual_time_json(m);
   return all.dump(1) + "\n";
@@ -195,6 +202,55 @@ std::string statistics_summary(const pkt::Machine& m) {
          std::string(torus::to_string(dir)) + " carried " + std::to_string(busiest) + " bytes";
   }
   return s;
+}
+
+StatsFile::StatsFile(std::filesystem::path path) : path_(std::move(path)) {
+  const auto fail = [&](const std::string& problem) {
+    return ConfigError("cannot write statistics to " + printable(path_.string(), 256) + ": " +
+                       problem);
+  };
+  if (path_.empty()) throw fail("empty path");
+  struct stat st {};
+  if (::stat(path_.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) throw fail("it is a directory");
+  const auto dir = path_.has_parent_path() ? path_.parent_path() : std::filesystem::path(".");
+  std::string name = (dir / ("." + path_.filename().string() + ".XXXXXX")).string();
+  // mkstemp opens with O_CREAT | O_EXCL: it never opens an existing file or follows a link.
+  fd_ = ::mkostemp(name.data(), O_CLOEXEC);
+  if (fd_ < 0) throw fail(std::generic_category().message(errno));
+  temp_ = name;
+  // mkstemp's 0600, widened to what the umask allows, as for a file created by open() (read and
+  // restored at once; the launcher has no other threads yet).
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  ::fchmod(fd_, 0666 & ~mask);
+}
+
+StatsFile::~StatsFile() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!temp_.empty()) ::unlink(temp_.c_str());
+}
+
+bool StatsFile::commit(std::string_view text) {
+  const auto failed = [&](int err) {
+    std::fprintf(stderr, "bglrun: cannot write statistics to %s: %s\n",
+                 printable(path_.string(), 256).c_str(), std::strerror(err));
+    return false;
+  };
+  for (std::size_t done = 0; done < text.size();) {
+    const ssize_t n = ::write(fd_, text.data() + done, text.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return failed(errno);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd_) != 0) return failed(errno);
+  const int closed = ::close(fd_);
+  fd_ = -1;
+  if (closed != 0) return failed(errno);
+  if (::rename(temp_.c_str(), path_.c_str()) != 0) return failed(errno);
+  temp_.clear();
+  return true;
 }
 
 }  // namespace bgl::run

@@ -1,5 +1,7 @@
 #pragma once
+#include <filesystem>
 #include <string>
+#include <string_view>
 
 #include "bgl/pkt/machine.hpp"
 
@@ -17,5 +19,28 @@ std::string parameter_listing(const virtual_time::Params& params);
 
 // One human-readable paragraph (totals, busiest link) for the log.
 std::string statistics_summary(const pkt::Machine& machine);
+
+// The statistics file, made ready before the job starts so that an unwritable path is reported
+// before anything runs. The JSON goes to a new file in the same directory (created exclusively,
+// so nothing planted there is followed) that commit() renames over the path: a symbolic link at
+// the path is replaced, never written through, and readers never see half a file. The temporary
+// file is removed unless committed.
+class StatsFile {
+ public:
+  // Throws ConfigError naming the path and the problem (no such directory, permission denied, the
+  // path is a directory).
+  explicit StatsFile(std::filesystem::path path);
+  StatsFile(const StatsFile&) = delete;
+  StatsFile& operator=(const StatsFile&) = delete;
+  ~StatsFile();
+
+  // Writes `text` and renames the file into place; false (with a message on stderr) on failure.
+  bool commit(std::string_view text);
+
+ private:
+  std::filesystem::path path_;
+  std::filesystem::path temp_;
+  int fd_ = -1;
+};
 
 }  // namespace bgl::run

@@ -1,14 +1,13 @@
 #include "bgl/torus/mapping.hpp"
 
 #include <array>
-#include <cerrno>
 #include <charconv>
-#include <cstdio>
-#include <memory>
+#include <limits>
 #include <span>
-#include <system_error>
 
 #include "bgl/torus/error.hpp"
+#include "bgl/torus/input_file.hpp"
+#include "bgl/torus/user_text.hpp"
 
 namespace bgl::torus {
 
@@ -17,7 +16,7 @@ namespace {
 constexpr std::string_view kFieldsHint = "expected 'x y z' or 'x y z t'";
 
 std::string quoted(std::string_view s) {
-  return "\"" + std::string(s) + "\"";
+  return "\"" + printable(s) + "\"";
 }
 
 void check_tasks_per_node(int tasks_per_node) {
@@ -74,7 +73,8 @@ Order parse_order(std::string_view order, int tasks_per_node) {
     const char upper = (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : c;
     const std::size_t i = kLetters.find(upper);
     if (i == std::string_view::npos) {
-      throw ConfigError(where + "'" + std::string(1, c) + "' is not one of X, Y, Z, T");
+      throw ConfigError(where + "'" + printable(std::string_view(&c, 1)) +
+                        "' is not one of X, Y, Z, T");
     }
     if (seen[i]) throw ConfigError(where + "'" + std::string(1, upper) + "' appears twice");
     seen[i] = true;
@@ -124,10 +124,17 @@ int split_fields(std::string_view line, std::span<std::string_view> tokens) {
   return count;
 }
 
-std::optional<int> parse_int(std::string_view token) {
-  int value = 0;
-  const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), value);
-  if (ec != std::errc{} || end != token.data() + token.size()) return std::nullopt;
+// A decimal integer; one too large for any field is kept as the largest (or smallest) value, so
+// that it is reported as out of range, not as malformed.
+std::optional<long long> parse_int(std::string_view token) {
+  long long value = 0;
+  const auto* end = token.data() + token.size();
+  const auto [ptr, ec] = std::from_chars(token.data(), end, value);
+  if (ptr != end) return std::nullopt;
+  if (ec == std::errc::result_out_of_range)
+    return token.starts_with('-') ? std::numeric_limits<long long>::min()
+                                  : std::numeric_limits<long long>::max();
+  if (ec != std::errc{}) return std::nullopt;
   return value;
 }
 
@@ -207,7 +214,7 @@ Mapping Mapping::from_text(const Shape& shape, int tasks_per_node, std::string_v
               "missing t: virtual-node mode (2 tasks per node) needs 'x y z t'");
     }
 
-    std::array<int, 4> value{};
+    std::array<long long, 4> value{};
     for (std::size_t f = 0; f < static_cast<std::size_t>(fields); ++f) {
       const auto parsed = parse_int(tokens[f]);
       if (!parsed) {
@@ -221,16 +228,19 @@ Mapping Mapping::from_text(const Shape& shape, int tasks_per_node, std::string_v
       const int extent = shape.extent(kAxis[f]);
       if (value[f] < 0 || value[f] >= extent) {
         fail_at(source_name, line_no,
-                std::string(kField[f]) + " = " + std::to_string(value[f]) + " is out of range 0.." +
+                std::string(kField[f]) + " = " + printable(tokens[f]) + " is out of range 0.." +
                     std::to_string(extent - 1) + " of shape " + shape.to_string());
       }
     }
     if (value[3] < 0 || value[3] >= tasks_per_node) {
       fail_at(source_name, line_no,
-              "t = " + std::to_string(value[3]) + " is out of range: " + t_rule(tasks_per_node));
+              "t = " + printable(tokens[3]) + " is out of range: " + t_rule(tasks_per_node));
     }
 
-    const TaskLocation loc{shape.node_id(Coord{value[0], value[1], value[2]}), value[3]};
+    const TaskLocation loc{
+        shape.node_id(Coord{static_cast<int>(value[0]), static_cast<int>(value[1]),
+                            static_cast<int>(value[2])}),
+        static_cast<int>(value[3])};
     std::int32_t& owner = rank_of_slot[slot_of(tasks_per_node, loc)];
     if (owner >= 0) {
       fail_at(source_name, line_no,
@@ -252,23 +262,8 @@ Mapping Mapping::from_text(const Shape& shape, int tasks_per_node, std::string_v
 
 Mapping Mapping::from_file(const Shape& shape, int tasks_per_node,
                            const std::filesystem::path& path, int ntasks) {
-  const auto cannot_read = [&](int err) {
-    return ConfigError("cannot read mapping file " + path.string() + ": " +
-                       std::generic_category().message(err));
-  };
-  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
-                                                             &std::fclose);
-  if (!file) throw cannot_read(errno);
-  std::string text;
-  std::array<char, 4096> buffer{};
-  for (;;) {
-    const std::size_t n = std::fread(buffer.data(), 1, buffer.size(), file.get());
-    text.append(buffer.data(), n);
-    if (n < buffer.size()) break;
-  }
-  // fopen() succeeds on a directory on Linux; the failure only shows up when reading.
-  if (std::ferror(file.get())) throw cannot_read(errno);
-  return from_text(shape, tasks_per_node, text, path.string(), ntasks);
+  return from_text(shape, tasks_per_node, read_input_file(path, "mapping file"),
+                   printable(path.string(), 256), ntasks);
 }
 
 Mapping Mapping::from_locations(const Shape& shape, int tasks_per_node,

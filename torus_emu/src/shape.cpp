@@ -4,6 +4,7 @@
 #include <string>
 
 #include "bgl/torus/error.hpp"
+#include "bgl/torus/user_text.hpp"
 
 namespace bgl::torus {
 
@@ -20,7 +21,7 @@ std::string extent_problem(Dim d, int extent) {
 }
 
 std::string quoted(std::string_view s) {
-  return "\"" + std::string(s) + "\"";
+  return "\"" + printable(s) + "\"";
 }
 
 }  // namespace
@@ -55,7 +56,11 @@ Shape Shape::parse(std::string_view text, std::string_view mesh_dims) {
     if (token.empty() || ec == std::errc::invalid_argument || end != token.data() + token.size()) {
       throw ConfigError(where + "extent of " + to_char(d) + " is not a number: " + quoted(token));
     }
-    if (ec == std::errc::result_out_of_range) value = kMaxExtent + 1;  // reported as out of range
+    if (ec == std::errc::result_out_of_range) {
+      throw ConfigError(where + "extent of " + to_char(d) + " must be 1.." +
+                        std::to_string(kMaxExtent) + ", got " + printable(token) +
+                        " (out of range)");
+    }
     if (auto problem = extent_problem(d, value); !problem.empty()) {
       throw ConfigError(where + problem);
     }
@@ -67,12 +72,12 @@ Shape Shape::parse(std::string_view text, std::string_view mesh_dims) {
   for (char c : mesh_dims) {
     const std::size_t i = std::string_view("xyz").find(c);
     if (i == std::string_view::npos) {
-      throw ConfigError("mesh dimensions " + quoted(mesh_dims) + ": '" + std::string(1, c) +
-                        "' is not one of x, y, z");
+      throw ConfigError("mesh dimensions " + quoted(mesh_dims) + ": '" +
+                        printable(std::string_view(&c, 1)) + "' is not one of x, y, z");
     }
     if (!torus[i]) {
-      throw ConfigError("mesh dimensions " + quoted(mesh_dims) + ": '" + std::string(1, c) +
-                        "' is listed twice");
+      throw ConfigError("mesh dimensions " + quoted(mesh_dims) + ": '" +
+                        printable(std::string_view(&c, 1)) + "' is listed twice");
     }
     torus[i] = false;
   }

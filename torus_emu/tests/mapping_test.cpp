@@ -247,7 +247,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadText{"0 0 0 1a\n", 2, "job.map:1: ", "\"1a\" for t"},
         BadText{"0 0 0\n1 0 +1\n", 1, "job.map:2: ", "\"+1\" for z"},
         BadText{"0 0 0\n# c\n1 0 abc\n", 1, "job.map:3: ", "malformed number \"abc\" for z"},
-        BadText{"0 0 99999999999\n", 1, "job.map:1: ", "\"99999999999\" for z"},
+        BadText{"0 0 99999999999\n", 1, "job.map:1: ", "z = 99999999999 is out of range 0..1"},
         BadText{"0 0 0\n1 0\n", 1, "job.map:2: ", "expected 'x y z' or 'x y z t', got 2 field(s)"},
         BadText{"0 0 0\n1 # 0 0\n", 1, "job.map:2: ", "expected 'x y z' or 'x y z t'"},
         BadText{"0 0 0 0 0\n", 2,

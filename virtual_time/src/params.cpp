@@ -2,10 +2,11 @@
 
 #include <charconv>
 #include <cmath>
-#include <fstream>
 #include <sstream>
 
 #include "bgl/torus/error.hpp"
+#include "bgl/torus/input_file.hpp"
+#include "bgl/torus/user_text.hpp"
 
 namespace bgl::virtual_time {
 namespace {
@@ -158,13 +159,9 @@ Params Params::from_text(std::string_view text, std::string_view origin) {
 }
 
 Params Params::from_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError("cannot read the virtual-time parameters file " + path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (text.str().size() > (1u << 20))
-    throw ConfigError(path + ": larger than 1 MiB; not a parameters file");
-  return from_text(text.str(), path);
+  // A parameters file is a few dozen lines: 1 MiB is far beyond any real one.
+  return from_text(read_input_file(path, "virtual-time parameters file", std::size_t{1} << 20),
+                   printable(path, 256));
 }
 
 std::string Params::to_json() const {

@@ -2,12 +2,13 @@
 
 #include <charconv>
 #include <cmath>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <sstream>
 
 #include "bgl/torus/error.hpp"
+#include "bgl/torus/input_file.hpp"
+#include "bgl/torus/user_text.hpp"
 
 namespace bgl::coll::grid {
 
@@ -117,12 +118,12 @@ class Parser {
 
   void expect_fields(const std::vector<std::string_view>& f, std::size_t n, const char* usage) {
     if (f.size() != n) {
-      fail("'" + std::string(f[0]) + "' expects " + std::to_string(n - 1) + " field(s): " + usage);
+      fail("'" + printable(f[0]) + "' expects " + std::to_string(n - 1) + " field(s): " + usage);
     }
   }
 
   void need_hosts(std::string_view directive) {
-    if (hosts_ == 0) fail("'" + std::string(directive) + "' before the 'hosts <n>' directive");
+    if (hosts_ == 0) fail("'" + printable(directive) + "' before the 'hosts <n>' directive");
   }
 
   // "3", "0-7", "0-3,8" or a site name.
@@ -138,12 +139,12 @@ class Parser {
       auto lo = parse_int(item.substr(0, dash));
       auto hi = dash == std::string_view::npos ? lo : parse_int(item.substr(dash + 1));
       if (!lo || !hi) {
-        fail("\"" + std::string(g) +
+        fail("\"" + printable(g) +
              "\" is neither a site name nor a host list (e.g. 3, 0-7, 0-3,8)");
       }
       if (*lo < 0 || *hi >= hosts_ || *lo > *hi) {
-        fail("host range \"" + std::string(item) + "\" is outside 0.." +
-             std::to_string(hosts_ - 1) + " or empty");
+        fail("host range \"" + printable(item) + "\" is outside 0.." + std::to_string(hosts_ - 1) +
+             " or empty");
       }
       for (long h = *lo; h <= *hi; ++h)
         out.push_back(static_cast<int>(h));
@@ -160,8 +161,8 @@ class Parser {
       expect_fields(f, 2, "hosts <n>");
       if (hosts_ != 0) fail("'hosts' appears twice");
       auto n = parse_int(f[1]);
-      if (!n || *n < 1 || *n > 65536)
-        fail("host count \"" + std::string(f[1]) + "\" is not 1..65536");
+      if (!n || *n < 1 || *n > kMaxHosts)
+        fail("host count \"" + printable(f[1]) + "\" is not 1.." + std::to_string(kMaxHosts));
       hosts_ = static_cast<int>(*n);
       const auto cells = static_cast<std::size_t>(hosts_) * static_cast<std::size_t>(hosts_);
       bw_.assign(cells, 0.0);
@@ -170,21 +171,25 @@ class Parser {
     } else if (d == "bandwidth-unit") {
       expect_fields(f, 2, "bandwidth-unit <B/s|KB/s|MB/s|GB/s|bit/s|Kbit/s|Mbit/s|Gbit/s>");
       auto u = bandwidth_unit(f[1]);
-      if (!u) fail("unknown bandwidth unit \"" + std::string(f[1]) + "\"");
+      if (!u) fail("unknown bandwidth unit \"" + printable(f[1]) + "\"");
       bw_unit_ = *u;
     } else if (d == "latency-unit") {
       expect_fields(f, 2, "latency-unit <s|ms|us|ns>");
       auto u = latency_unit(f[1]);
-      if (!u) fail("unknown latency unit \"" + std::string(f[1]) + "\" (s, ms, us, ns)");
+      if (!u) fail("unknown latency unit \"" + printable(f[1]) + "\" (s, ms, us, ns)");
       lat_unit_ = *u;
     } else if (d == "site") {
       need_hosts(d);
       expect_fields(f, 3, "site <name> <hosts>");
       const std::string name(f[1]);
       if (parse_int(name.substr(0, 1)).has_value())
-        fail("site name \"" + name + "\" starts with a digit");
-      if (sites_.count(name)) fail("site \"" + name + "\" is defined twice");
-      sites_[name] = group(f[2]);
+        fail("site name \"" + printable(name) + "\" starts with a digit");
+      if (sites_.count(name)) fail("site \"" + printable(name) + "\" is defined twice");
+      auto members = group(f[2]);
+      site_members_ += members.size();
+      if (site_members_ > kMaxSiteMembers)
+        fail("the sites list more than " + std::to_string(kMaxSiteMembers) + " hosts in all");
+      sites_[name] = std::move(members);
     } else if (d == "link") {
       need_hosts(d);
       expect_fields(f, 5, "link <from> <to> <bandwidth> <latency>");
@@ -192,8 +197,13 @@ class Parser {
       const auto to = group(f[2]);
       auto bw = parse_double(f[3]);
       auto lat = parse_double(f[4]);
-      if (!bw || *bw <= 0) fail("bandwidth \"" + std::string(f[3]) + "\" is not a positive number");
-      if (!lat || *lat < 0) fail("latency \"" + std::string(f[4]) + "\" is not a number >= 0");
+      if (!bw || *bw <= 0) fail("bandwidth \"" + printable(f[3]) + "\" is not a positive number");
+      if (!lat || *lat < 0) fail("latency \"" + printable(f[4]) + "\" is not a number >= 0");
+      pairs_set_ += from.size() * to.size();
+      if (pairs_set_ > kMaxPairsSet)
+        fail("the link lines set more than " + std::to_string(kMaxPairsSet) +
+             " host pairs in all (a pair of every " + std::to_string(hosts_) +
+             " hosts, many times over)");
       for (int s : from) {
         for (int r : to) {
           if (s == r) continue;
@@ -203,7 +213,7 @@ class Parser {
         }
       }
     } else {
-      fail("unknown directive \"" + std::string(d) +
+      fail("unknown directive \"" + printable(d) +
            "\" (expected hosts, bandwidth-unit, latency-unit, site, link)");
     }
   }
@@ -211,6 +221,13 @@ class Parser {
   std::string_view source_;
   std::string_view line_;
   int line_no_ = 0;
+  // What a file may make the parser do, whatever its size: hosts, host-list entries kept for
+  // sites, and pairs assigned by link lines (a line may name all pairs at once).
+  static constexpr long kMaxHosts = 1024;
+  static constexpr std::size_t kMaxSiteMembers = std::size_t{1} << 20;
+  static constexpr std::size_t kMaxPairsSet = std::size_t{1} << 26;
+  std::size_t site_members_ = 0;
+  std::size_t pairs_set_ = 0;
   int hosts_ = 0;
   double bw_unit_ = 1e6;
   double lat_unit_ = 1e-6;
@@ -263,11 +280,7 @@ HostNetwork HostNetwork::parse(std::string_view text, std::string_view source_na
 }
 
 HostNetwork HostNetwork::from_file(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError(path.string() + ": cannot open the bandwidth file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse(text.str(), path.string());
+  return parse(read_input_file(path, "host network file"), printable(path.string(), 256));
 }
 
 std::string HostNetwork::to_text() const {

@@ -19,6 +19,7 @@
 #include "bgl/pkt/backoff.hpp"
 #include "bgl/pkt/header.hpp"
 #include "bgl/pkt/machine.hpp"
+#include "bgl/rate_limit.hpp"
 #include "bgl/torus/link_counters.hpp"
 #include "bgl/torus/rng.hpp"
 #include "bgl/virtual_time/clock.hpp"
@@ -236,6 +237,7 @@ class Endpoint {
   torus::Rng rng_;
   mutable torus::LinkCounters links_;
   TaskCounters counters_;
+  log::RateLimit reject_log_;  // malformed packets: a peer may send any number
   Backoff backoff_;
   bool published_ = false;
   virtual_time::TorusTiming timing_;  // enabled only with virtual time on

@@ -17,6 +17,9 @@ namespace bgl::pkt {
 
 // What the user said; unset fields take their BGL_* variable, then the default.
 struct JobOptions {
+  // The same range for --seed and BGL_SEED.
+  static constexpr long long kMaxSeed = 0x7fff'ffff'ffff'ffffLL;
+
   std::optional<int> ntasks;
   std::optional<std::string> shape;      // "4x4x2" (BGL_SHAPE)
   std::optional<std::string> mesh;       // dimensions without wrap links, "xyz" subset (BGL_MESH)
@@ -33,12 +36,19 @@ struct JobOptions {
   std::optional<std::string> vt_params;  // model parameters file (BGL_VT_PARAMS)
   std::optional<double> vt_cpu_factor;   // host CPU time -> BG/L time (BGL_VT_CPU_FACTOR)
 
-  // Fills every unset field from its BGL_* variable; ConfigError names a malformed variable.
+  // Fills every unset field from its BGL_* variable (a flag always wins: a set field's variable is
+  // not read, nor the variables of the fields it excludes); ConfigError names a malformed variable.
   void merge_environment();
 };
 
 // "--vt-cpu-factor" and BGL_VT_CPU_FACTOR: a number in [0, 1e6]; ConfigError naming `what`.
 double parse_cpu_factor(std::string_view text, std::string_view what);
+
+// A flag's or a variable's text for the FIFO size (a power of two in [2, 65536]) and the seed
+// ([0, JobOptions::kMaxSeed]): one parser each, so that both sources accept the same values.
+// `source` names the flag or variable in errors.
+int parse_fifo_packets(std::string_view text, std::string_view source);
+std::uint64_t parse_seed(std::string_view text, std::string_view source);
 
 // A region of the segment reserved for a component above the packet layer (e.g. the collective
 // network), zero-filled; the component formats and interprets it.
