@@ -105,6 +105,21 @@ int bgl_msg_mode(const bgl_msg_session_t* s) {
   return static_cast<int>(s->session->mode());
 }
 
+int bgl_msg_vtime(const bgl_msg_session_t* s, double* seconds) {
+  const auto& ep = s->session->layer().endpoint();
+  if (!ep.timed()) return BGL_MSG_ERR_CONFIG;
+  *seconds = ep.vt_params()->seconds(ep.clock().now());
+  return 0;
+}
+
+void bgl_msg_vt_charge(bgl_msg_session_t* s, int call) {
+  auto& ep = s->session->layer().endpoint();
+  if (!ep.timed()) return;
+  const auto& p = *ep.vt_params();
+  const double cycles = call == BGL_MSG_VT_MPI_SEND ? p.mpi_send_cycles : p.mpi_recv_cycles;
+  ep.clock().charge(bgl::virtual_time::Params::ticks(cycles));
+}
+
 int bgl_msg_coords(const bgl_msg_session_t* s, uint32_t rank, int xyzt[4]) {
   return guarded([&] {
     const auto& m = s->session->mapping();

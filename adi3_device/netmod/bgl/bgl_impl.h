@@ -59,6 +59,7 @@ typedef struct MPIDI_BGL_one_packet {
 typedef struct {
     bgl_msg_session_t *session;
     bgl_nm_idle_t *idle;
+    int virtual_time;           /* bglrun --virtual-time: MPI_Wtime reads the task's BG/L clock */
     int in_advance;             /* the layer's advance() is not re-entrant */
 
     /* idle policy of the progress engine (see bgl_progress.c) */
@@ -97,6 +98,11 @@ typedef struct {
 } MPIDI_BGL_global_t;
 
 extern MPIDI_BGL_global_t MPIDI_BGL_global;
+
+/* Virtual time: MPI_Wtime and MPI_Wtick (through adi3_device/mpich_patches) ask these first; they
+ * return 1 and set *seconds when the job runs with virtual time, 0 otherwise. */
+int MPIDI_BGL_wtime(double *seconds);
+int MPIDI_BGL_wtick(double *seconds);
 
 int MPIDI_BGL_am_post(int rank, MPIR_Comm * comm, int handler_id, const void *am_hdr,
                       MPI_Aint am_hdr_sz, const void *data, MPI_Aint count,

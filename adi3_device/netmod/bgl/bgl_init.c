@@ -46,6 +46,13 @@ int MPIDI_BGL_init_local(int *tag_bits)
     MPIR_ERR_CHKANDJUMP1(rc != 0, mpi_errno, MPI_ERR_OTHER, "**fail", "**fail %s",
                          bgl_msg_last_error());
 
+    double vt;
+    if (bgl_msg_vtime(MPIDI_BGL_global.session, &vt) == 0) {
+        MPIDI_BGL_global.virtual_time = 1;
+        /* Every task's clock is on the same emulated machine's time base. */
+        MPIR_Process.attrs.wtime_is_global = 1;
+    }
+
     rc = bgl_nm_idle_open((uint32_t) MPIR_Process.rank, &MPIDI_BGL_global.idle);
     MPIR_ERR_CHKANDJUMP1(rc != 0, mpi_errno, MPI_ERR_OTHER, "**fail", "**fail %s",
                          bgl_nm_idle_error());
@@ -121,6 +128,7 @@ int MPIDI_BGL_mpi_finalize_hook(void)
     MPIDI_BGL_global.idle = NULL;
     bgl_msg_finalize(MPIDI_BGL_global.session);
     MPIDI_BGL_global.session = NULL;
+    MPIDI_BGL_global.virtual_time = 0;
     MPIDI_BGL_send_pool_free();
     MPL_free(MPIDI_BGL_global.deferred);
     MPIDI_BGL_global.deferred = NULL;
@@ -130,4 +138,19 @@ int MPIDI_BGL_mpi_finalize_hook(void)
     return mpi_errno;
   fn_fail:
     goto fn_exit;
+}
+
+int MPIDI_BGL_wtime(double *seconds)
+{
+    return MPIDI_BGL_global.virtual_time &&
+        bgl_msg_vtime(MPIDI_BGL_global.session, seconds) == 0;
+}
+
+int MPIDI_BGL_wtick(double *seconds)
+{
+    double now;
+    if (!MPIDI_BGL_wtime(&now))
+        return 0;
+    *seconds = 1.0 / 700e6;     /* one BG/L processor cycle */
+    return 1;
 }

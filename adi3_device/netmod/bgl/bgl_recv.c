@@ -123,6 +123,9 @@ static bgl_msg_recv_target_t arrival(void *context, const bgl_msg_arrival_t * a)
     size_t hdr_bytes = a->header_bytes;
     int compact = handler_id == MPIDI_BGL_SEND_COMPACT;
 
+    if (unlikely(g->virtual_time))
+        bgl_msg_vt_charge(g->session, BGL_MSG_VT_MPI_RECV);
+
     memset(&t, 0, sizeof(t));
     t.kind = BGL_MSG_TARGET_BUFFER;     /* no buffer: data, if any, are dropped */
     if (compact)

@@ -163,6 +163,8 @@ static int send_take(uint32_t dest, int handler_id, const void *hdr, size_t hdr_
 static int send_post(MPIDI_BGL_send_t * s)
 {
     int mpi_errno = MPI_SUCCESS;
+    if (unlikely(MPIDI_BGL_global.virtual_time))
+        bgl_msg_vt_charge(MPIDI_BGL_global.session, BGL_MSG_VT_MPI_SEND);
     if (bgl_msg_post(MPIDI_BGL_global.session, &s->msg) != 0) {
         send_give_back(s);
         MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**fail", "**fail %s",

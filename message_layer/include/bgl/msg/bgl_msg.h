@@ -115,6 +115,14 @@ int bgl_msg_mode(const bgl_msg_session_t* session); /* 0 heater, 1 coprocessor, 
 int bgl_msg_coords(const bgl_msg_session_t* session, uint32_t rank, int xyzt[4]);
 size_t bgl_msg_max_one_packet(size_t header_bytes);
 
+/* Virtual time (bglrun --virtual-time): the task's Blue Gene/L clock in seconds. Returns
+ * BGL_MSG_ERR_CONFIG (and leaves *seconds alone) when the job runs without virtual time. */
+int bgl_msg_vtime(const bgl_msg_session_t* session, double* seconds);
+/* Virtual time: charges the MPI layer's modelled cost of one call to the task's clock (nothing
+ * without virtual time). */
+enum bgl_msg_vt_call { BGL_MSG_VT_MPI_SEND = 0, BGL_MSG_VT_MPI_RECV = 1 };
+void bgl_msg_vt_charge(bgl_msg_session_t* session, int call);
+
 int bgl_msg_register(bgl_msg_session_t* session, uint8_t handler, bgl_msg_arrival_fn fn,
                      void* context);
 int bgl_msg_post(bgl_msg_session_t* session, bgl_msg_send_t* send);

@@ -60,8 +60,8 @@ struct Params {
   double vn_recv_cycles = 800;           // match, then copy at copy_bytes_per_cycle
   double coprocessor_unit_cycles = 400;  // a work unit taken by the communication coprocessor
   // MPI (the device), per call.
-  double mpi_send_cycles = 375;
-  double mpi_recv_cycles = 375;
+  double mpi_send_cycles = 311;
+  double mpi_recv_cycles = 311;
   // Host CPU time spent in the program itself, converted to BG/L time (0: communication only).
   double cpu_factor = 0;
 
