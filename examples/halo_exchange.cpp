@@ -66,8 +66,7 @@ struct Halo {
 
 double now(const pkt::Endpoint& ep) {
   if (ep.timed()) return static_cast<double>(ep.clock().now()) / ep.vt_params()->cpu_hz;
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 int run(int argc, char** argv) {
@@ -91,7 +90,8 @@ int run(int argc, char** argv) {
                                        rank_at(x, y + 1, z), rank_at(x, y - 1, z),
                                        rank_at(x, y, z + 1), rank_at(x, y, z - 1)};
   Halo halo;
-  for (auto& b : halo.in) b.resize(o.bytes);
+  for (auto& b : halo.in)
+    b.resize(o.bytes);
   ml.register_handler(kHalo, &Halo::arrival, &halo);
   std::vector<std::byte> out(o.bytes, std::byte{0x5a});
   // The direction a message arrives from at its receiver: the opposite of the one it leaves by.
@@ -122,8 +122,7 @@ int run(int argc, char** argv) {
   const double seconds = now(session->runtime().endpoint()) - start;
   if (me == 0)
     std::printf("halo_exchange: %d iterations of 6 x %zu B on %s: %.3f us per iteration (%s)\n",
-                o.iterations, o.bytes, shape.to_string().c_str(),
-                seconds / o.iterations * 1e6,
+                o.iterations, o.bytes, shape.to_string().c_str(), seconds / o.iterations * 1e6,
                 session->runtime().endpoint().timed() ? "BG/L, virtual time" : "host");
   session->finalize();
   return 0;

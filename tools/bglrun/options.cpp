@@ -13,10 +13,11 @@ namespace {
 // Flags that take a value, as "--flag value" or "--flag=value".
 bool takes_value(std::string_view f) {
   for (std::string_view v :
-       {"-np",     "-n",         "--np",        "--shape",      "--mesh",
-        "--mode",  "--mapping",  "--mapfile",   "--timeout",    "--fifo-packets",
-        "--seed",  "--stats",    "--log-level", "--kill-grace", "--launcher",
-        "--hosts", "--hostfile", "--transport", "--vt-params",  "--vt-cpu-factor"})
+       {"-np",       "-n",         "--np",        "--shape",      "--mesh",
+        "--mode",    "--mapping",  "--mapfile",   "--timeout",    "--fifo-packets",
+        "--seed",    "--stats",    "--log-level", "--kill-grace", "--launcher",
+        "--hosts",   "--hostfile", "--transport", "--vt-params",  "--vt-cpu-factor",
+        "--vt-cores"})
     if (f == v) return true;
   return false;
 }
@@ -64,6 +65,8 @@ void apply(LauncherOptions& o, LauncherFlags& given, std::string_view flag,
     j.vt_params = std::string(value);
   } else if (flag == "--vt-cpu-factor") {
     j.vt_cpu_factor = pkt::parse_cpu_factor(value, flag);
+  } else if (flag == "--vt-cores") {
+    o.vt_cores = static_cast<int>(env::parse_int(value, flag, 0, 4096));
   } else if (flag == "--transport") {
     j.transport = value;
   }
@@ -101,6 +104,8 @@ Runs N tasks of `program` on an emulated Blue Gene/L partition.
                          (BGL_VT_PARAMS); --vt-params-list prints them all
   --vt-cpu-factor F      BG/L seconds per host CPU second spent in the program itself
                          (BGL_VT_CPU_FACTOR; default 0: communication only)
+  --vt-cores N           with virtual time, run the tasks on N cores (BGL_VT_CORES; default 1,
+                         which keeps predictions reproducible; 0: all the launcher may use)
   --vt-params-list       print the model's parameters with units and sources, run nothing
   --show-mapping         print the rank -> (x,y,z,t) table before starting
   --dry-run              validate, print the configuration, mapping and segment size, run nothing
@@ -177,6 +182,9 @@ LauncherOptions parse_command_line(int argc, char** argv) {
   o.timeout_seconds = seconds(given.timeout_seconds, "BGL_TIMEOUT", 0);
   o.kill_grace_seconds = seconds(given.kill_grace_seconds, "BGL_KILL_GRACE", 2);
   if (!o.stats_file) o.stats_file = env::get("BGL_STATS");
+  if (!o.vt_cores)
+    if (auto v = env::get("BGL_VT_CORES"))
+      o.vt_cores = static_cast<int>(env::parse_int(*v, "BGL_VT_CORES", 0, 4096));
   if (!o.job.ntasks) throw ConfigError("missing -np N (the number of tasks)");
   if (o.command.empty() && !o.dry_run) throw ConfigError("missing the program to run");
   return o;

@@ -18,6 +18,7 @@ struct LauncherOptions {
   bool cleanup = false;  // --cleanup: remove dead launchers' segments and exit
   bool show_mapping = false;
   bool vt_params_list = false;  // --vt-params-list: print the timing model's parameters
+  std::optional<int> vt_cores;  // --vt-cores: cores the tasks of a virtual-time job run on
   bool help = false;
   bool version = false;
   std::vector<std::string> command;  // program and its arguments
