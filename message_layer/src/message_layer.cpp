@@ -126,16 +126,34 @@ void MessageLayer::register_packet_handler(std::uint8_t dispatch, PacketHandler 
 pkt::Endpoint& MessageLayer::endpoint() {
   return engine_->endpoint();
 }
+namespace {
+// Time the program spends between calls is its own computation (virtual time's CPU factor).
+class InStack {
+ public:
+  explicit InStack(pkt::Endpoint& ep) : ep_(ep) { ep_.enter_stack(); }
+  InStack(const InStack&) = delete;
+  InStack& operator=(const InStack&) = delete;
+  ~InStack() { ep_.leave_stack(); }
+
+ private:
+  pkt::Endpoint& ep_;
+};
+}  // namespace
+
 void MessageLayer::post(SendMessage& m) {
+  const InStack in(engine_->endpoint());
   engine_->post(m);
 }
 void MessageLayer::accept(RecvHandle h, const RecvTarget& t) {
+  const InStack in(engine_->endpoint());
   engine_->accept(h, t);
 }
 bool MessageLayer::advance() {
+  const InStack in(engine_->endpoint());
   return engine_->advance();
 }
 void MessageLayer::wait() {
+  const InStack in(engine_->endpoint());
   engine_->wait();
 }
 bool MessageLayer::idle() const {

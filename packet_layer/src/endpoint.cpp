@@ -97,6 +97,7 @@ Endpoint::Endpoint(const Machine& machine, torus::Rank rank, int group, const Wa
     timing_ = virtual_time::TorusTiming(*params, machine.shape(), machine.calendars());
     line_arrivals_.resize(slot);
     vt_injection_depth_ = static_cast<std::uint32_t>(params->injection_fifo_packets);
+    meter_ = virtual_time::ComputeMeter(params->cpu_factor * params->cpu_hz / 1e9);
   }
 }
 

@@ -126,6 +126,16 @@ class Endpoint {
   virtual_time::Clock& clock() { return clock_; }
   const virtual_time::Clock& clock() const { return clock_; }
   const virtual_time::Params* vt_params() const { return machine_->vt_params(); }
+  // The layers above call these around every entry into the emulated stack: with a CPU factor,
+  // the host CPU time the program spent between them becomes computation on the clock.
+  void enter_stack() {
+    if (meter_.active()) [[unlikely]]
+      meter_.enter(clock_);
+  }
+  void leave_stack() {
+    if (meter_.active()) [[unlikely]]
+      meter_.leave();
+  }
   const torus::LinkCounters& link_counters() const {
     fold_deterministic_traffic();
     return links_;
@@ -242,6 +252,7 @@ class Endpoint {
   bool published_ = false;
   virtual_time::TorusTiming timing_;  // enabled only with virtual time on
   virtual_time::Clock clock_;
+  virtual_time::ComputeMeter meter_;      // active only with virtual time and a CPU factor
   const Packet* timed_packet_ = nullptr;  // the packet whose arrival the clock last took
   // Deposit-bit lines in injection FIFOs: each copy's arrival, per injection-FIFO slot (allocated
   // only with virtual time on).
