@@ -25,6 +25,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 const std::string kBglrun = BGLRUN_PATH;
 const std::string kSources = MPI_TEST_SOURCES;
@@ -272,6 +273,21 @@ TEST_F(Mpi, NonBlockingCallsReturnAtOnce) {
     EXPECT_EQ(r.exit_code, 0) << mode << "\n" << r.output;
     EXPECT_THAT(r.output, HasSubstr("polling: OK")) << mode << "\n" << r.output;
   }
+}
+
+// Virtual time: MPI_Wtime is the BG/L clock only when asked; a 1-byte round trip between torus
+// neighbours is then twice the predicted one-packet half round trip (3.36 us, Table 1: 3.35).
+TEST_F(Mpi, WtimeIsVirtualOnlyWhenAsked) {
+  const auto wtime = program("wtime");
+  const auto on = bglrun({"-np", "2", "--shape", "2x1x1", "--virtual-time", wtime});
+  EXPECT_EQ(on.exit_code, 0) << on.output;
+  EXPECT_THAT(on.output, HasSubstr("wtime: global=1 tick=1.429e-09")) << on.output;
+  EXPECT_THAT(on.output, HasSubstr("round_trip_us=6.7")) << on.output;
+  EXPECT_THAT(on.output, HasSubstr("predicted BG/L time")) << on.output;
+  const auto off = bglrun({"-np", "2", "--shape", "2x1x1", wtime});
+  EXPECT_EQ(off.exit_code, 0) << off.output;
+  EXPECT_THAT(off.output, HasSubstr("wtime: global=0")) << off.output;
+  EXPECT_THAT(off.output, Not(HasSubstr("predicted BG/L time"))) << off.output;
 }
 
 // Oversubscribed: waiting ranks spin briefly, yield, then sleep on their doorbell, so the CPU

@@ -109,7 +109,7 @@ std::string Statistics::to_json() const {
 }
 
 MessageLayer::MessageLayer(pkt::Endpoint& endpoint, Config config)
-    : engine_(std::make_unique<Engine>(endpoint, config)) {}
+    : engine_(std::make_unique<Engine>(endpoint, config)), metered_(endpoint.metered()) {}
 MessageLayer::~MessageLayer() = default;
 Rank MessageLayer::rank() const {
   return engine_->rank();
@@ -138,22 +138,33 @@ class InStack {
  private:
   pkt::Endpoint& ep_;
 };
+
+// The guard only when metering, out of line: the common calls stay plain jumps into the engine.
+template <class F>
+[[gnu::noinline]] auto metered(pkt::Endpoint& ep, F&& call) {
+  const InStack in(ep);
+  return call();
+}
 }  // namespace
 
 void MessageLayer::post(SendMessage& m) {
-  const InStack in(engine_->endpoint());
+  if (metered_) [[unlikely]]
+    return metered(engine_->endpoint(), [&] { engine_->post(m); });
   engine_->post(m);
 }
 void MessageLayer::accept(RecvHandle h, const RecvTarget& t) {
-  const InStack in(engine_->endpoint());
+  if (metered_) [[unlikely]]
+    return metered(engine_->endpoint(), [&] { engine_->accept(h, t); });
   engine_->accept(h, t);
 }
 bool MessageLayer::advance() {
-  const InStack in(engine_->endpoint());
+  if (metered_) [[unlikely]]
+    return metered(engine_->endpoint(), [&] { return engine_->advance(); });
   return engine_->advance();
 }
 void MessageLayer::wait() {
-  const InStack in(engine_->endpoint());
+  if (metered_) [[unlikely]]
+    return metered(engine_->endpoint(), [&] { engine_->wait(); });
   engine_->wait();
 }
 bool MessageLayer::idle() const {

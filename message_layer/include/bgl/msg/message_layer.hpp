@@ -96,6 +96,7 @@ class MessageLayer {
  private:
   class Engine;
   std::unique_ptr<Engine> engine_;
+  bool metered_ = false;  // virtual time with a CPU factor: calls measure the time between them
 };
 
 }  // namespace bgl::msg

@@ -128,6 +128,7 @@ class Endpoint {
   const virtual_time::Params* vt_params() const { return machine_->vt_params(); }
   // The layers above call these around every entry into the emulated stack: with a CPU factor,
   // the host CPU time the program spent between them becomes computation on the clock.
+  bool metered() const { return meter_.active(); }
   void enter_stack() {
     if (meter_.active()) [[unlikely]]
       meter_.enter(clock_);
