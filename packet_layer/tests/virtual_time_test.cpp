@@ -2,7 +2,6 @@
 // waits for it, links contend by their calendars, and nothing changes with virtual time off.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sys/mman.h>
 
 #include <array>
 #include <map>
@@ -12,6 +11,7 @@
 #include "bgl/pkt/endpoint.hpp"
 #include "bgl/pkt/machine.hpp"
 #include "bgl/torus/error.hpp"
+#include "shared_memory.hpp"
 
 namespace bgl::pkt {
 namespace {
@@ -20,22 +20,7 @@ using ::testing::HasSubstr;
 using virtual_time::Params;
 using virtual_time::Tick;
 
-class Mapping {  // a zero-filled MAP_SHARED anonymous mapping, as the launcher's segment
- public:
-  explicit Mapping(std::size_t bytes) : bytes_(bytes) {
-    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) throw std::runtime_error("mmap failed");
-    base_ = static_cast<std::byte*>(p);
-  }
-  Mapping(const Mapping&) = delete;
-  Mapping& operator=(const Mapping&) = delete;
-  ~Mapping() { ::munmap(base_, bytes_); }
-  std::span<std::byte> span() const { return {base_, bytes_}; }
-
- private:
-  std::size_t bytes_;
-  std::byte* base_;
-};
+using test::SharedMemory;
 
 JobOptions timed_options(int ntasks, const char* shape, const char* mode = "heater") {
   JobOptions o;
@@ -58,7 +43,7 @@ struct TimedJob {
     return *e;
   }
   JobConfig config;
-  Mapping memory;
+  SharedMemory memory;
   Machine machine;
   std::map<torus::Rank, std::unique_ptr<Endpoint>> endpoints;
 };
