@@ -45,14 +45,17 @@ TEST(LatencyHistogram, PercentilesWithinASixteenthOfTheTruth) {
 
 TEST(LatencyHistogram, MergeEqualsRecordingEverything) {
   LatencyHistogram a, b, all;
-  for (Tick v : {5u, 900u, 1300u}) a.record(v), all.record(v);
-  for (Tick v : {2u, 70000u}) b.record(v), all.record(v);
+  for (Tick v : {5u, 900u, 1300u})
+    a.record(v), all.record(v);
+  for (Tick v : {2u, 70000u})
+    b.record(v), all.record(v);
   a.merge(b);
   EXPECT_EQ(a.count(), all.count());
   EXPECT_EQ(a.sum(), all.sum());
   EXPECT_EQ(a.min(), 2u);
   EXPECT_EQ(a.max(), 70000u);
-  for (int i = 0; i < LatencyHistogram::kBuckets; ++i) EXPECT_EQ(a.bucket(i), all.bucket(i));
+  for (int i = 0; i < LatencyHistogram::kBuckets; ++i)
+    EXPECT_EQ(a.bucket(i), all.bucket(i));
   EXPECT_EQ(a.percentile(0.5), all.percentile(0.5));
 }
 

@@ -15,7 +15,7 @@ namespace bgl::virtual_time {
 class LatencyHistogram {
  public:
   static constexpr int kSubBits = 4;
-  static constexpr int kSubBuckets = 1 << kSubBits;  // per power of two
+  static constexpr int kSubBuckets = 1 << kSubBits;                   // per power of two
   static constexpr int kBuckets = (64 - kSubBits + 1) * kSubBuckets;  // up to 2^64 - 1
 
   // Bucket of a value: the first kSubBuckets hold themselves; above, the power of two and the
@@ -54,7 +54,8 @@ class LatencyHistogram {
     sum_ += sum;
   }
   void merge(const LatencyHistogram& other) {
-    for (int b = 0; b < kBuckets; ++b) add_bucket(b, other.bucket(b));
+    for (int b = 0; b < kBuckets; ++b)
+      add_bucket(b, other.bucket(b));
     if (other.count_ > 0) merge_extremes(other.min_, other.max_, other.sum_);
   }
 
@@ -63,7 +64,9 @@ class LatencyHistogram {
   Tick min() const { return count_ ? min_ : 0; }
   Tick max() const { return max_; }
   Tick sum() const { return sum_; }
-  double mean() const { return count_ ? static_cast<double>(sum_) / static_cast<double>(count_) : 0; }
+  double mean() const {
+    return count_ ? static_cast<double>(sum_) / static_cast<double>(count_) : 0;
+  }
   // The q-quantile (0 < q <= 1): the upper bound of the bucket that holds it, kept within the
   // recorded extremes.
   Tick percentile(double q) const;
