@@ -740,7 +740,8 @@ namespace {
 // A prefix of MPICH with the bgl device: bin/mpiexec runs and lib/libmpi.so loads libbglml.
 bool is_device_mpich(const std::string& prefix) {
   return access((prefix + "/bin/mpiexec").c_str(), X_OK) == 0 &&
-         !bgl_libmpi_of(prefix + "/lib/libmpi.so").empty();
+         capture({"/usr/bin/ldd", prefix + "/lib/libmpi.so"}).find("libbglml.so") !=
+             std::string::npos;
 }
 
 // The prefix bglrun itself is installed in (the parent of its bin/), or empty.
