@@ -32,7 +32,9 @@ endfunction()
 # bgl_install_tool(<target>...): a user tool, installed into bin/ with a man page (help2man, from
 # the tool's --help and --version) when help2man is there.
 find_program(BGL_HELP2MAN help2man)
-if(BGL_HELP2MAN)
+# Sanitized builds are not installed (and their tools' exit-time checks would not belong in a man
+# page build), so they leave the pages out.
+if(BGL_HELP2MAN AND NOT BGL_SANITIZE)
   option(BGL_MAN_PAGES "Generate and install man pages of the tools (needs help2man)" ON)
 else()
   option(BGL_MAN_PAGES "Generate and install man pages of the tools (needs help2man)" OFF)
