@@ -107,8 +107,10 @@ TEST(Launcher, MpichPrefixFlagAndVariableChooseTheMpiexec) {
     args.insert(args.end(), flag.begin(), flag.end());
     args.insert(args.end(), {"-np", "4", "--timeout", "60", kScenarios, "hang"});
     std::vector<std::string> env{"FAKE_MPIEXEC_VICTIM=2"};
-    env.push_back(flag.empty() ? "BGL_MPICH_PREFIX=" + prefix.string()
-                               : std::string("BGL_MPIEXEC=/nonexistent"));
+    if (flag.empty())
+      env.insert(env.end(), {"BGL_MPIEXEC=", "BGL_MPICH_PREFIX=" + prefix.string()});
+    else
+      env.insert(env.end(), {"BGL_MPIEXEC=/nonexistent", "BGL_MPICH_PREFIX="});
     const auto r = bglrun(args, 90, env);
     EXPECT_EQ(r.exit_code, 128 + SIGKILL) << r.output;
     EXPECT_THAT(r.output, HasSubstr("bglrun: rank 2 on node")) << r.output;
