@@ -16,8 +16,8 @@
 # (<prefix>/share/bglemu/examples, find_package) from copies, and runs them through the installed
 # bglrun on an emulated 2x2x2 torus: packets between every pair of tasks, messages of every
 # protocol around a ring (C++ and C, heater and virtual-node mode), the installed torus_demo and
-# the rebuilt one; every task checks the data it got. Also bglrun/bglmap --help and --version,
-# the man pages and pkg-config's view of the package.
+# the rebuilt one, halo_exchange and the installed coll_bench; every task checks the data it got.
+# Also bglrun/bglmap --help and --version, the man pages and pkg-config's view of the package.
 #
 # Needs cmake, ninja or make, a C and C++ compiler, pkg-config, util-linux's unshare (and for deb:
 # cpack, dpkg-deb, dpkg-shlibdeps). Each bglrun job has a timeout; ctest gives the whole a bound.
@@ -100,6 +100,12 @@ if [ "${1:-}" = "--inside" ]; then
     { echo "$out"; die "halo_exchange"; }
   grep -q "^halo_exchange: 5 iterations" <<< "$out" || { echo "$out"; die "halo_exchange output"; }
   say "halo_exchange (built from the installed examples) ran"
+  if [ -x "$prefix/libexec/bglemu/coll_bench" ]; then
+    out=$(bglrun --timeout 60 -np 8 --shape 2x2x2 "$prefix/libexec/bglemu/coll_bench" \
+      --ops allreduce --sizes 64 --rounds 1 2>&1) || { echo "$out"; die "coll_bench"; }
+    grep -q "^allreduce .* tree " <<< "$out" || { echo "$out"; die "coll_bench output"; }
+    say "coll_bench (installed) ran"
+  fi
   exit 0
 fi
 
