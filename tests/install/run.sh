@@ -125,7 +125,9 @@ done
 [ -n "$build" ] && [ -f "$build/CMakeCache.txt" ] || die "--build-dir: not a configured build directory"
 repo=$(cd "$(dirname "$(readlink -f "$0")")/../.." && pwd)
 scratch=$(mktemp -d /tmp/bglemu-install-test.XXXXXX)
-cleanup() { [ $keep -eq 1 ] && say "kept $scratch" || rm -rf "$scratch"; }
+cleanup() {
+  if [ $keep -eq 1 ]; then say "kept $scratch"; else rm -rf "$scratch"; fi
+}
 trap cleanup EXIT
 
 if [ "$mode" = prefix ]; then
