@@ -176,7 +176,7 @@ int launch(int argc, char** argv) {
     return 0;
   }
   if (o.version) {
-    std::puts("bglrun (bglemu) 0.1.0");
+    std::puts("bglrun (bglemu) " BGL_VERSION);
     return 0;
   }
   if (o.vt_params_list) {
@@ -228,7 +228,7 @@ int launch(int argc, char** argv) {
   // Before anything runs: an unwritable statistics path fails the job now, not after it ran.
   std::optional<run::StatsFile> stats;
   if (o.stats_file) stats.emplace(*o.stats_file);
-  const auto mpiexec = run::choose_mpiexec(o.launcher, o.command);
+  const auto mpiexec = run::choose_mpiexec(o.launcher, o.mpich_prefix, o.command);
   if (mpiexec && config.placement.host_count() > 1)
     throw ConfigError(
         "MPI programs cannot span several hosts yet (the MPICH device's job start "

@@ -13,7 +13,8 @@ struct LauncherOptions {
   double kill_grace_seconds = 2;  // between SIGTERM and SIGKILL when stopping a job
   std::optional<std::string> stats_file;
   std::optional<std::string> log_level;
-  std::optional<std::string> launcher;  // --launcher auto|mpiexec|direct (mpiexec_launch.hpp)
+  std::optional<std::string> launcher;      // --launcher auto|mpiexec|direct (mpiexec_launch.hpp)
+  std::optional<std::string> mpich_prefix;  // --mpich-prefix: the MPICH whose mpiexec to use
   bool dry_run = false;
   bool cleanup = false;  // --cleanup: remove dead launchers' segments and exit
   bool show_mapping = false;
