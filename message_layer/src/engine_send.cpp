@@ -225,19 +225,28 @@ bool MessageLayer::Engine::send_some() {
 }
 
 // Rendezvous data of acknowledged messages, oldest first, within what is left of the budget.
+// Rendezvous data of all acknowledged messages, a burst of each in turn: messages to different
+// destinations leave over their links at the same time instead of one after the other.
 bool MessageLayer::Engine::send_rzv_some(int budget) {
   bool progress = false;
-  while (rzv_head_ && budget > 0) {
-    SendMessage& m = *rzv_head_;
-    const std::uint32_t before = m.state.packets;
-    const Step step = send_rzv_data(m);
-    budget -= static_cast<int>(m.state.packets - before);
-    progress |= m.state.packets != before;
-    if (step != Step::finished) break;
-    rzv_head_ = m.state.next;
-    if (!rzv_head_) rzv_tail_ = nullptr;
-    m.state.next = nullptr;
-    finish_send(m);
+  SendMessage* prev = nullptr;
+  SendMessage* m = rzv_head_;
+  while (m && budget > 0) {
+    const std::uint32_t before = m->state.packets;
+    const Step step = send_rzv_data(*m);
+    budget -= static_cast<int>(m->state.packets - before);
+    progress |= m->state.packets != before;
+    if (step == Step::blocked) break;
+    SendMessage* next = m->state.next;
+    if (step == Step::finished) {
+      (prev ? prev->state.next : rzv_head_) = next;
+      if (rzv_tail_ == m) rzv_tail_ = prev;
+      m->state.next = nullptr;
+      finish_send(*m);
+    } else {
+      prev = m;
+    }
+    m = next;
   }
   return progress;
 }
