@@ -516,18 +516,10 @@ PacketHeader::Problem Endpoint::check(const PacketHeader& h) const {
 void Endpoint::reject(int index, PacketHeader::Problem problem) {
   const FifoRef f{static_cast<std::uint8_t>(index)};
   ++counters_.malformed;
-  if (const auto v = reject_log_.note(); v.in_full) {
+  reject_log_.report(rank_, "", counters_.malformed, [&] {
     spdlog::error("rank {}: discarding malformed packet from reception FIFO {}: {} [{}]", rank_,
                   index, to_string(problem), current(f)->header.describe());
-    if (reject_log_.seen() == log::RateLimit::kInFull)
-      spdlog::error(
-          "rank {}: further malformed packets are only counted (a line at most once a "
-          "second)",
-          rank_);
-  } else if (v.summarize) {
-    spdlog::error("rank {}: discarded {} more malformed packets ({} in all)", rank_, v.summarize,
-                  counters_.malformed);
-  }
+  });
   pop(f);
 }
 
