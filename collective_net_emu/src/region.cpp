@@ -1,5 +1,6 @@
 #include "bgl/collnet/region.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 
@@ -16,6 +17,7 @@ using namespace layout;
 // Where everything goes, computed identically by region_bytes and format.
 struct Plan {
   RegionHeader header{};
+  std::vector<pkt::NodeSlot> slot;  // node -> its NodeEntry (only nodes with tasks have one)
   std::vector<NodeEntry> entries;
   std::vector<std::uint32_t> host_tasks;
   std::string description;
@@ -24,6 +26,7 @@ struct Plan {
 
  private:
   void fill_entries(const pkt::JobConfig& config, const Tree& tree);
+  NodeEntry& entry(torus::NodeId n) { return entries[slot[n]]; }
 };
 
 Plan::Plan(const pkt::JobConfig& config, const Options& options) {
@@ -39,7 +42,7 @@ Plan::Plan(const pkt::JobConfig& config, const Options& options) {
   h.magic = kMagic;
   h.version = kVersion;
   h.ntasks = static_cast<std::uint32_t>(config.ntasks());
-  h.node_slots = static_cast<std::uint32_t>(config.shape.node_count());
+  slot = pkt::Machine::node_slots(config);
   h.tree_nodes = static_cast<std::uint32_t>(tree.nodes().size());
   h.ring = options.ring_for(config.ntasks());
   h.inbox = options.inbox_packets;
@@ -56,7 +59,8 @@ Plan::Plan(const pkt::JobConfig& config, const Options& options) {
     h.task_hosts += n > 0 ? 1 : 0;
   std::strncpy(h.tree_spec, options.tree.to_string().c_str(), sizeof h.tree_spec - 1);
   fill_entries(config, tree);
-  h.root_rank = static_cast<std::uint32_t>(entries[tree.root()].local_rank[0]);
+  h.node_slots = static_cast<std::uint32_t>(entries.size());
+  h.root_rank = static_cast<std::uint32_t>(entry(tree.root()).local_rank[0]);
 
   h.nodes_offset = align_up(sizeof(RegionHeader), 64);
   h.wires_offset = align_up(h.nodes_offset + entries.size() * sizeof(NodeEntry), 64);
@@ -64,7 +68,7 @@ Plan::Plan(const pkt::JobConfig& config, const Options& options) {
   h.down_stride = align_up(align_up(sizeof(DownControl), 64) + h.ring * sizeof(DownSlot), 4096);
   std::uint64_t ring_offset = 0;
   for (const torus::NodeId n : tree.nodes()) {
-    NodeEntry& e = entries[n];
+    NodeEntry& e = entry(n);
     e.slot_stride = static_cast<std::uint32_t>(up_slot_bytes(e.inputs));
     e.ring_offset = ring_offset;
     ring_offset += std::uint64_t{h.ring} * e.slot_stride;
@@ -88,7 +92,9 @@ Plan::Plan(const pkt::JobConfig& config, const Options& options) {
 }
 
 void Plan::fill_entries(const pkt::JobConfig& config, const Tree& tree) {
-  entries.assign(static_cast<std::size_t>(config.shape.node_count()), NodeEntry{});
+  const auto occupied = static_cast<std::size_t>(std::count_if(
+      slot.begin(), slot.end(), [](pkt::NodeSlot s) { return s != pkt::kNoNodeSlot; }));
+  entries.assign(occupied, NodeEntry{});
   for (auto& e : entries) {
     e.parent = -1;
     e.depth = -1;
@@ -99,7 +105,7 @@ void Plan::fill_entries(const pkt::JobConfig& config, const Tree& tree) {
   }
   const auto& mapping = config.mapping;
   for (const torus::NodeId n : tree.nodes()) {
-    NodeEntry& e = entries[n];
+    NodeEntry& e = entry(n);
     for (int t = 0; t < mapping.tasks_per_node(); ++t)
       if (const auto r = mapping.rank_at(n, t))
         e.local_rank[e.locals++] = static_cast<std::int32_t>(*r);
@@ -111,9 +117,9 @@ void Plan::fill_entries(const pkt::JobConfig& config, const Tree& tree) {
     e.depth = tree.depth(n);
   }
   for (const torus::NodeId n : tree.nodes()) {
-    const NodeEntry& e = entries[n];
+    const NodeEntry& e = entry(n);
     for (int k = 0; k < e.children; ++k) {
-      NodeEntry& c = entries[static_cast<std::size_t>(e.child[k])];
+      NodeEntry& c = entry(static_cast<torus::NodeId>(e.child[k]));
       c.parent = static_cast<std::int32_t>(n);
       c.position = static_cast<std::uint8_t>(e.locals + k);
     }
@@ -216,7 +222,7 @@ std::span<std::byte> attach_region(const pkt::Machine& machine) {
     throw ConfigError("the job's collective network region is not formatted (collnet::format)");
   if (h->total_bytes > region.size() ||
       h->ntasks != static_cast<std::uint32_t>(machine.config().ntasks()) ||
-      h->node_slots != static_cast<std::uint32_t>(machine.shape().node_count()) ||
+      h->node_slots != static_cast<std::uint32_t>(machine.occupied_nodes().size()) ||
       h->hosts != static_cast<std::uint32_t>(machine.placement().host_count()))
     throw ConfigError("the job's collective network region does not match the job");
   if (h->hosts > 1 && (machine.placement().transport != pkt::Transport::ofi ||

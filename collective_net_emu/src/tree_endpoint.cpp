@@ -37,16 +37,17 @@ TreeEndpoint::TreeEndpoint(const pkt::Machine& machine, torus::Rank rank,
   const auto* nodes = at<const NodeEntry>(region_, header_->nodes_offset);
   // Where this task's contributions land: its node, or the parent when the node has no other input.
   auto node = machine.mapping().location(rank).node;
-  const NodeEntry* e = &nodes[node];
+  // Only nodes with tasks have entries (every tree node hosts tasks), found by their node slot.
+  const NodeEntry* e = &nodes[machine.node_slot(node)];
   int position = e->local_rank[0] == static_cast<std::int32_t>(rank) ? 0 : 1;
   while (e->inputs == 1 && e->parent >= 0) {
     position = e->position;
     node = static_cast<torus::NodeId>(e->parent);
-    e = &nodes[node];
+    e = &nodes[machine.node_slot(node)];
   }
   entry_position_ = static_cast<std::uint8_t>(position);
   direct_ = e->inputs == 1;
-  for (; !direct_; e = &nodes[e->parent]) {
+  for (; !direct_; e = &nodes[machine.node_slot(static_cast<torus::NodeId>(e->parent))]) {
     chain_.push_back({e->ring_offset, e->slot_stride, e->inputs, e->position});
     if (e->parent < 0) break;
   }

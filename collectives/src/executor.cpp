@@ -149,13 +149,10 @@ void Engine::line_packet(void* self, const pkt::PacketHeader& h,
 
 void Engine::malformed(const pkt::PacketHeader& h, const std::string& why) {
   ++malformed_packets_;
-  std::uint64_t suppressed = 0;
-  if (!malformed_log_.allow(suppressed)) return;
-  spdlog::error(
-      "rank {}: collectives: discarding a packet from rank {}: {}{}", layer_.rank(),
-      h.source_rank(), why,
-      suppressed ? " (and " + std::to_string(suppressed) + " earlier discarded packets not logged)"
-                 : std::string());
+  malformed_log_.report(layer_.rank(), ": collectives", malformed_packets_, [&] {
+    spdlog::error("rank {}: collectives: discarding a packet from rank {}: {}", layer_.rank(),
+                  h.source_rank(), why);
+  });
 }
 
 void Engine::set_progress(ProgressRound round, void* context, ProgressRound meanwhile) {

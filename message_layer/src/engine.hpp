@@ -9,7 +9,6 @@
 #include <optional>
 #include <vector>
 
-#include "bgl/msg/log_limit.hpp"
 #include "bgl/msg/message_layer.hpp"
 #include "bgl/rate_limit.hpp"
 #include "slot_table.hpp"
@@ -272,10 +271,10 @@ class MessageLayer::Engine {
   // The largest adaptive-eager message a source may send (and so keep early data of).
   std::uint64_t staging_limit_ = 0;
   std::uint64_t malformed_packets_ = 0;
-  LogLimit malformed_log_;
+  log::RateLimit malformed_log_;
   // The coprocessor's own (it runs on another thread): counted here, added up by statistics().
   std::atomic<std::uint64_t> co_malformed_{0};
-  LogLimit co_malformed_log_;
+  log::RateLimit co_malformed_log_;
   void co_malformed(const pkt::PacketHeader& h, const char* why);
   mutable Statistics stats_;  // statistics() brings the malformed-packet count up to date
 };

@@ -26,14 +26,11 @@ const Statistics& MessageLayer::Engine::statistics() const {
 
 // malformed() for the coprocessor's thread: its own count and log limit.
 void MessageLayer::Engine::co_malformed(const pkt::PacketHeader& h, const char* why) {
-  co_malformed_.fetch_add(1, std::memory_order_relaxed);
-  std::uint64_t suppressed = 0;
-  if (!co_malformed_log_.allow(suppressed)) return;
-  spdlog::error(
-      "rank {} (coprocessor): discarding packet from rank {}: {} [{}]{}", rank(), h.source_rank(),
-      why, h.describe(),
-      suppressed ? " (and " + std::to_string(suppressed) + " earlier discarded packets not logged)"
-                 : std::string());
+  const std::uint64_t count = co_malformed_.fetch_add(1, std::memory_order_relaxed) + 1;
+  co_malformed_log_.report(rank(), " (coprocessor)", count, [&] {
+    spdlog::error("rank {} (coprocessor): discarding packet from rank {}: {} [{}]", rank(),
+                  h.source_rank(), why, h.describe());
+  });
 }
 
 void MessageLayer::Engine::start_coprocessor() {

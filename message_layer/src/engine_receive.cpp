@@ -762,13 +762,10 @@ void MessageLayer::Engine::malformed(const pkt::PacketHeader& h, const char* why
 // Logged at a limited rate (a faulty or hostile peer can send millions), always counted.
 void MessageLayer::Engine::malformed(Rank source, const char* why, const pkt::PacketHeader* h) {
   ++malformed_packets_;
-  std::uint64_t suppressed = 0;
-  if (!malformed_log_.allow(suppressed)) return;
-  spdlog::error(
-      "rank {}: discarding packet from rank {}: {}{}{}", rank(), source, why,
-      h ? " [" + h->describe() + "]" : std::string(),
-      suppressed ? " (and " + std::to_string(suppressed) + " earlier discarded packets not logged)"
-                 : std::string());
+  malformed_log_.report(rank(), "", malformed_packets_, [&] {
+    spdlog::error("rank {}: discarding packet from rank {}: {}{}", rank(), source, why,
+                  h ? " [" + h->describe() + "]" : std::string());
+  });
 }
 
 bool MessageLayer::Engine::advance() {

@@ -4,7 +4,9 @@
 // crash, must keep its memory bounded (early adaptive-eager data, the pool, its RSS), must answer
 // in bounded time, and the real messages must arrive intact. Also the targeted cases: a huge offset
 // in an early adaptive-eager packet, a rendezvous fin before its ack, a token returned early.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,7 +15,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -272,6 +276,38 @@ TEST(MlFuzz, EarlyAdaptiveEagerPacketWithAHugeOffsetCostsNoMemory) {
   const Statistics& s = job.ml(1).statistics();
   EXPECT_EQ(s.malformed_packets, 8u) << "beyond the largest adaptive-eager message";
   EXPECT_EQ(s.early_adaptive_bytes_max, 0u);
+  EXPECT_EQ(in.arrived(), 0u);
+}
+
+// A flood of malformed packets: the first ten are logged in full, then a notice that the rest are
+// only counted, then a count at most once a second (the limiter the packet layer uses too), so
+// the log does not grow with the number of bad packets. All are counted.
+TEST(MlFuzz, AFloodOfMalformedPacketsIsLoggedAsACount) {
+  std::ostringstream out;
+  const auto previous = spdlog::default_logger();
+  const auto level = spdlog::get_level();
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>(
+      "capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(out)));
+  spdlog::set_level(spdlog::level::err);
+  InProcessJob job({.ntasks = 3, .shape = "3x1x1"}, Config{}, std::vector<Rank>{0, 1});
+  Inbox in(job.ml(1), 1, [](Inbox&, Delivery& d) { return Inbox::into(d, d.bytes, 0); });
+  Forger forge(job, 2, 1);
+  const std::vector<std::byte> data(240, std::byte{0x5a});
+  constexpr std::uint32_t kPackets = 2000;
+  for (std::uint32_t k = 0; k < kPackets; ++k)
+    forge.send(wire::kAeData, wire::kParityBit - 65536 * (k + 1), data, pkt::Routing::adaptive);
+  // The forger has no layer to move its last packets on: its endpoint does.
+  const bool sent = job.run_until([&] { return job.ep(2).advance(); });
+  job.settle();
+  spdlog::set_default_logger(previous);
+  spdlog::set_level(level);
+  ASSERT_TRUE(sent);
+  EXPECT_EQ(job.ml(1).statistics().malformed_packets, kPackets);
+  const std::string log = out.str();
+  const auto lines = std::count(log.begin(), log.end(), '\n');
+  EXPECT_GE(lines, 11) << log;
+  EXPECT_LE(lines, 13) << log;  // ten in full, the notice, a count if a second went by
+  EXPECT_THAT(log, ::testing::HasSubstr("further malformed packets are only counted"));
   EXPECT_EQ(in.arrived(), 0u);
 }
 

@@ -64,16 +64,20 @@ Endpoint::Endpoint(const Machine& machine, torus::Rank rank, int group, const Wa
   for (torus::NodeId n = 0; n < peers_.size(); ++n) {
     const auto c = shape.coord(n);
     const auto last = torus::deterministic_route(shape, node_, n).last();
+    const NodeSlot slot = machine.node_slot(n);
     peers_[n] = Peer{{static_cast<std::uint8_t>(c.x), static_cast<std::uint8_t>(c.y),
                       static_cast<std::uint8_t>(c.z)},
                      static_cast<std::uint8_t>(last ? torus::index_of(*last) : kLocalFifo),
                      // With BGL_TRANSPORT=ofi on one host every other node goes through the agent
                      // (a loopback test of the libfabric path); the node itself never does.
-                     ofi && n != node_ && (!placement.local(n) || placement.host_count() == 1)};
-    if (!peers_[n].remote)
+                     ofi && n != node_ && (!placement.local(n) || placement.host_count() == 1),
+                     static_cast<std::uint8_t>(slot == kNoNodeSlot ? 0 : kFifoGroups),
+                     slot};
+    if (!peers_[n].remote && slot != kNoNodeSlot)
       for (int g = 0; g < kFifoGroups; ++g)
         peers_[n].lanes[static_cast<std::size_t>(g)] = {
-            machine.fifo(n, g, peers_[n].deterministic_fifo), &machine.doorbell(n, g)};
+            machine.fifo_in_slot(slot, g, peers_[n].deterministic_fifo),
+            &machine.doorbell_in_slot(slot, g)};
   }
   const std::array<std::uint8_t, 4> here{
       static_cast<std::uint8_t>(me_.x), static_cast<std::uint8_t>(me_.y),
@@ -94,7 +98,8 @@ Endpoint::Endpoint(const Machine& machine, torus::Rank rank, int group, const Wa
       pending.slot = slot++;
   }
   if (const auto* params = machine.vt_params()) {
-    timing_ = virtual_time::TorusTiming(*params, machine.shape(), machine.calendars());
+    timing_ = virtual_time::TorusTiming(*params, machine.shape(), machine.calendars(),
+                                        machine.link_index());
     line_arrivals_.resize(slot);
     vt_injection_depth_ = static_cast<std::uint32_t>(params->injection_fifo_packets);
     meter_ = virtual_time::ComputeMeter(params->cpu_factor * params->cpu_hz / 1e9);
@@ -189,6 +194,11 @@ void Endpoint::check_spec(const PacketSpec& spec, std::size_t payload) const {
   if (spec.dest.node >= static_cast<torus::NodeId>(shape.node_count()) ||
       spec.dest.group >= kFifoGroups)
     throw std::invalid_argument("packet destination outside the partition");
+  // A deposit-bit line may end at a node without tasks (its copies reach only nodes with tasks).
+  if (!spec.deposit_line && peers_[spec.dest.node].groups == 0)
+    throw std::invalid_argument("packet destination node " +
+                                torus::to_string(shape.coord(spec.dest.node)) +
+                                " hosts no task of the job");
   if (spec.deposit_line) {
     if (spec.routing != Routing::deterministic)
       throw std::invalid_argument("deposit-bit packets must be deterministically routed");
@@ -276,7 +286,7 @@ InjectStatus Endpoint::inject(int fifo, const PacketSpec& spec, std::span<const 
   if (fifo < 0 || fifo >= kInjectionFifos) throw std::invalid_argument("no such injection FIFO");
   const std::size_t bytes = payload.size() + more.size();
   if (bytes > kMaxPayloadBytes || spec.dest.node >= peers_.size() ||
-      spec.dest.group >= kFifoGroups || spec.deposit_line) [[unlikely]]
+      spec.dest.group >= peers_[spec.dest.node].groups || spec.deposit_line) [[unlikely]]
     check_spec(spec, bytes);  // throws for a bad request; checks a deposit line
   InjectionFifo& q = injection_[static_cast<std::size_t>(fifo)];
   if (q.count == q.ring.size()) [[unlikely]] {
@@ -366,21 +376,21 @@ bool Endpoint::push(torus::NodeId node, std::uint8_t group, std::uint8_t index,
       std::memcpy(v.packet.payload.data() + payload.size(), more.data(), more.size());
     v.stamp = stamp;
     virtual_out_->push(v);
-    machine_->doorbell(node, group).ring();
+    peers_[node].lanes[group].bell->ring();
     return true;
   }
   const Target to{node, group, index};
   Peer& peer = peers_[node];
   if (peer.remote) [[unlikely]]
     return ofi_->try_deliver(to, h, payload, more);
-  if (timed()) return shm_.try_deliver_at(to, stamp, h, payload, more);
+  if (timed()) return shm_.try_deliver_at(peer.slot, to, stamp, h, payload, more);
   if (index == peer.deterministic_fifo) {
     Lane& lane = peer.lanes[group];
     if (!lane.fifo.try_push(h, payload, more)) return false;
     lane.bell->ring();
     return true;
   }
-  return shm_.try_deliver(to, h, payload, more);
+  return shm_.try_deliver(peer.slot, to, h, payload, more);
 }
 
 bool Endpoint::deliver(Pending& p) {
@@ -405,15 +415,17 @@ bool Endpoint::deliver_line(Pending& p) {
   for (int i = 0; i <= p.delivered; ++i)
     at = *shape.neighbour(at, dir);
   for (;;) {
+    // A node without tasks has no FIFOs: the copy for it reaches nobody.
+    const bool hosted = peers_[at].groups != 0;
     const virtual_time::Stamp stamp{timed() ? line_arrivals_[p.slot][p.delivered] : 0,
                                     p.stamp.origin};
-    if (!push(at, h.dest_group, p.fifo_index, h, payload, {}, stamp)) {
+    if (hosted && !push(at, h.dest_group, p.fifo_index, h, payload, {}, stamp)) {
       ++counters_.delivery_stalls;
       return false;
     }
     ++p.delivered;
     if (at == dest) break;
-    ++counters_.deposit_copies;
+    if (hosted) ++counters_.deposit_copies;
     at = *shape.neighbour(at, dir);
   }
   return true;
@@ -508,18 +520,10 @@ PacketHeader::Problem Endpoint::check(const PacketHeader& h) const {
 void Endpoint::reject(int index, PacketHeader::Problem problem) {
   const FifoRef f{static_cast<std::uint8_t>(index)};
   ++counters_.malformed;
-  if (const auto v = reject_log_.note(); v.in_full) {
+  reject_log_.report(rank_, "", counters_.malformed, [&] {
     spdlog::error("rank {}: discarding malformed packet from reception FIFO {}: {} [{}]", rank_,
                   index, to_string(problem), current(f)->header.describe());
-    if (reject_log_.seen() == log::RateLimit::kInFull)
-      spdlog::error(
-          "rank {}: further malformed packets are only counted (a line at most once a "
-          "second)",
-          rank_);
-  } else if (v.summarize) {
-    spdlog::error("rank {}: discarded {} more malformed packets ({} in all)", rank_, v.summarize,
-                  counters_.malformed);
-  }
+  });
   pop(f);
 }
 
@@ -577,11 +581,17 @@ void Endpoint::publish_statistics() {
   slot.published.store(1, std::memory_order_release);
   fold_deterministic_traffic();
   const auto shared = machine_->links();
+  const auto index = machine_->link_index();
   const auto mine = links_.raw();
   for (std::size_t i = 0; i < mine.size(); ++i) {
     if (mine[i].packets == 0) continue;
-    shared[i].packets.fetch_add(mine[i].packets, std::memory_order_relaxed);
-    shared[i].bytes.fetch_add(mine[i].bytes, std::memory_order_relaxed);
+    if (index[i] == kNoLink) [[unlikely]] {  // cannot happen: every route has its links' totals
+      spdlog::error("rank {}: {} packets crossed link {} of the torus, which has no totals", rank_,
+                    mine[i].packets, i);
+      continue;
+    }
+    shared[index[i]].packets.fetch_add(mine[i].packets, std::memory_order_relaxed);
+    shared[index[i]].bytes.fetch_add(mine[i].bytes, std::memory_order_relaxed);
   }
 }
 

@@ -9,13 +9,14 @@
 #include <stdexcept>
 #include <string>
 
+#include "bgl/torus/distance.hpp"
 #include "bgl/torus/error.hpp"
 
 namespace bgl::pkt {
 namespace {
 
 constexpr std::uint64_t kMagic = 0x3130554d454c4742ULL;  // "BGLEMU01"
-constexpr std::uint32_t kVersion = 5;
+constexpr std::uint32_t kVersion = 6;
 
 constexpr std::size_t align_up(std::size_t n, std::size_t a) {
   return (n + a - 1) / a * a;
@@ -59,6 +60,7 @@ struct SegmentHeader {
   RegionEntry regions[kMaxRegions];
   // Placement: hosts, this host, transport, node -> host table (uint16 per node).
   std::uint32_t hosts, this_host, transport, local_tasks;
+  std::uint32_t occupied_nodes, unused;  // nodes that host tasks: the FIFO storage's node slots
   std::uint64_t node_host_offset, outbound_offset, stores_offset;
   std::uint64_t job_id;
   std::uint64_t vt_offset;  // 0: virtual time off
@@ -88,6 +90,77 @@ std::vector<ControlPart> description_parts(std::span<const std::byte> segment,
       {"host placement table", segment.subspan(h.node_host_offset, sizeof(std::uint16_t) * nodes)}};
 }
 
+// Which nodes have FIFO storage: those that host tasks, numbered in node-id order.
+struct NodeSlots {
+  std::vector<NodeSlot> of_node;
+  std::vector<torus::NodeId> nodes;
+
+  explicit NodeSlots(const JobConfig& c)
+      : of_node(static_cast<std::size_t>(c.shape.node_count()), kNoNodeSlot) {
+    for (const auto& loc : c.mapping.locations())
+      of_node[loc.node] = 0;
+    for (torus::NodeId n = 0; n < of_node.size(); ++n)
+      if (of_node[n] != kNoNodeSlot) {
+        of_node[n] = static_cast<NodeSlot>(nodes.size());
+        nodes.push_back(n);
+      }
+  }
+};
+
+// Which directed links packets can cross, so need totals and a virtual-time calendar. Every route
+// runs between two nodes with tasks, minimal in every dimension (deterministic and adaptive routing
+// alike), or is a deposit-bit line from a node with tasks along one dimension (any length): so a
+// link along dimension d is crossed only at nodes whose other two coordinates each lie on a
+// minimal arc between two task coordinates of that dimension. All other links get none.
+struct LinkPlan {
+  std::vector<std::uint32_t> of_link;  // filled only when asked for
+  std::size_t count = 0;
+
+  LinkPlan(const JobConfig& c, bool table) {
+    const auto& shape = c.shape;
+    std::array<std::vector<bool>, 3> task_at, on_arc;
+    for (int d = 0; d < 3; ++d) {
+      const auto k = static_cast<std::size_t>(shape.extent(static_cast<torus::Dim>(d)));
+      task_at[d].assign(k, false);
+      on_arc[d].assign(k, false);
+    }
+    for (const auto& loc : c.mapping.locations()) {
+      const auto at = shape.coord(loc.node);
+      for (int d = 0; d < 3; ++d)
+        task_at[d][static_cast<std::size_t>(at[static_cast<torus::Dim>(d)])] = true;
+    }
+    for (int d = 0; d < 3; ++d) {
+      const auto dim = static_cast<torus::Dim>(d);
+      const int k = shape.extent(dim);
+      for (int from = 0; from < k; ++from) {
+        if (!task_at[d][static_cast<std::size_t>(from)]) continue;
+        for (int to = 0; to < k; ++to) {
+          if (!task_at[d][static_cast<std::size_t>(to)]) continue;
+          const auto o = torus::offset(shape, dim, from, to);
+          for (int i = 0, x = from; i <= o.hops; ++i, x = ((x + o.sign) % k + k) % k)
+            on_arc[d][static_cast<std::size_t>(x)] = true;
+        }
+      }
+    }
+    const auto links = static_cast<std::size_t>(shape.node_count()) * torus::kDirections;
+    if (table) of_link.assign(links, kNoLink);
+    for (torus::NodeId n = 0; n < static_cast<torus::NodeId>(shape.node_count()); ++n) {
+      const auto at = shape.coord(n);
+      std::array<bool, 3> on{};
+      for (int d = 0; d < 3; ++d)
+        on[d] = on_arc[d][static_cast<std::size_t>(at[static_cast<torus::Dim>(d)])];
+      for (int dir = 0; dir < torus::kDirections; ++dir) {
+        const int d = dir / 2;  // directions come in +/- pairs per dimension
+        if (!on[(d + 1) % 3] || !on[(d + 2) % 3]) continue;
+        if (table)
+          of_link[static_cast<std::size_t>(n) * torus::kDirections + dir] =
+              static_cast<std::uint32_t>(count);
+        ++count;
+      }
+    }
+  }
+};
+
 }  // namespace
 
 struct Machine::Layout {
@@ -95,22 +168,24 @@ struct Machine::Layout {
       stores, vt, calendars, total;
   std::vector<std::size_t> regions;
 
-  explicit Layout(const JobConfig& c) {
+  explicit Layout(const JobConfig& c)
+      : Layout(c, NodeSlots(c).nodes.size(), LinkPlan(c, false).count) {}
+
+  // Per-node storage exists for the `occupied` nodes only, per-link storage (totals, virtual-time
+  // calendars) for the `crossable` links; every node of the shape has only its host in the
+  // placement table.
+  Layout(const JobConfig& c, std::size_t occupied, std::size_t crossable) {
     mapping = align_up(sizeof(SegmentHeader), 4096);
     node_hosts = mapping + sizeof(MappingEntry) * static_cast<std::size_t>(c.ntasks());
     nodes = align_up(
         node_hosts + sizeof(std::uint16_t) * static_cast<std::size_t>(c.shape.node_count()), 4096);
     fifo = align_up(ReceptionFifo::region_bytes(c.fifo_packets), 4096);
     group = align_up(sizeof(Doorbell), 4096) + kReceptionFifos * fifo;
-    links = nodes + static_cast<std::size_t>(c.shape.node_count()) * kFifoGroups * group;
-    tasks = align_up(links + sizeof(LinkTotals) * static_cast<std::size_t>(c.shape.node_count()) *
-                                 torus::kDirections,
-                     64);
+    links = nodes + occupied * kFifoGroups * group;
+    tasks = align_up(links + sizeof(LinkTotals) * crossable, 64);
     virtual_fifos = align_up(tasks + sizeof(TaskSlot) * static_cast<std::size_t>(c.ntasks()), 4096);
     const std::size_t virtual_bytes =
-        c.mode == NodeMode::virtual_node
-            ? static_cast<std::size_t>(c.shape.node_count()) * 2 * sizeof(VirtualFifo)
-            : 0;
+        c.mode == NodeMode::virtual_node ? occupied * 2 * sizeof(VirtualFifo) : 0;
     outbound = align_up(virtual_fifos + virtual_bytes, 4096);
     const std::size_t outbound_bytes =
         c.placement.transport == Transport::ofi
@@ -123,10 +198,7 @@ struct Machine::Layout {
     vt = align_up(stores + store_bytes, 4096);
     calendars = align_up(vt + sizeof(VirtualTimeBlock), 64);
     total = c.virtual_time
-                ? align_up(calendars + sizeof(virtual_time::LinkCalendar) *
-                                           static_cast<std::size_t>(c.shape.node_count()) *
-                                           torus::kDirections,
-                           4096)
+                ? align_up(calendars + sizeof(virtual_time::LinkCalendar) * crossable, 4096)
                 : vt;
     if (c.regions.size() > kMaxRegions) throw ConfigError("too many segment regions");
     for (const auto& r : c.regions) {
@@ -138,6 +210,10 @@ struct Machine::Layout {
   }
 };
 
+std::vector<NodeSlot> Machine::node_slots(const JobConfig& config) {
+  return NodeSlots(config).of_node;
+}
+
 std::size_t Machine::segment_bytes(const JobConfig& config) {
   return Layout(config).total;
 }
@@ -145,12 +221,13 @@ std::size_t Machine::segment_bytes(const JobConfig& config) {
 std::vector<Segment::Extent> Machine::used_extents(const JobConfig& config) {
   JobConfig c = config;
   if (c.placement.node_host.empty()) c.placement = Placement::single(c.shape);
-  const Layout l(c);
+  const NodeSlots slots(c);
+  const Layout l(c, slots.nodes.size(), LinkPlan(c, false).count);
   std::vector<Segment::Extent> out{{0, l.nodes}};
   const std::size_t node_bytes = kFifoGroups * l.group;
-  for (torus::NodeId n = 0; n < static_cast<torus::NodeId>(c.shape.node_count()); ++n) {
-    if (!c.placement.local(n)) continue;
-    const std::size_t at = l.nodes + n * node_bytes;
+  for (std::size_t slot = 0; slot < slots.nodes.size(); ++slot) {
+    if (!c.placement.local(slots.nodes[slot])) continue;
+    const std::size_t at = l.nodes + slot * node_bytes;
     if (out.back().offset + out.back().bytes == at)
       out.back().bytes += node_bytes;
     else
@@ -166,7 +243,13 @@ std::vector<Segment::Extent> Machine::used_extents(const JobConfig& config) {
 Machine::Machine(std::span<std::byte> segment, JobConfig config)
     : segment_(segment), config_(std::move(config)) {
   if (config_.placement.node_host.empty()) config_.placement = Placement::single(config_.shape);
-  const Layout l(config_);
+  NodeSlots slots(config_);
+  node_slots_ = std::move(slots.of_node);
+  occupied_ = std::move(slots.nodes);
+  LinkPlan plan(config_, true);
+  link_index_ = std::move(plan.of_link);
+  link_count_ = plan.count;
+  const Layout l(config_, occupied_.size(), link_count_);
   outbound_offset_ = l.outbound;
   stores_offset_ = l.stores;
   nodes_offset_ = l.nodes;
@@ -228,10 +311,11 @@ Machine Machine::format(std::span<std::byte> segment, const JobConfig& config) {
     table[r] = MappingEntry{loc.node, static_cast<std::uint32_t>(loc.t)};
   }
   Machine m(segment, c);
-  for (torus::NodeId n = 0; n < static_cast<torus::NodeId>(c.shape.node_count()); ++n) {
-    if (!c.placement.local(n)) continue;  // another host's segment holds its FIFOs
+  h->occupied_nodes = static_cast<std::uint32_t>(m.occupied_.size());
+  for (NodeSlot slot = 0; slot < m.occupied_.size(); ++slot) {
+    if (!c.placement.local(m.occupied_[slot])) continue;  // another host's segment holds its FIFOs
     for (int g = 0; g < kFifoGroups; ++g) {
-      std::byte* region = m.group_region(n, g);
+      std::byte* region = m.group_region(slot, g);
       new (region) Doorbell{};
       for (int i = 0; i < kReceptionFifos; ++i)
         ReceptionFifo::format(region + align_up(sizeof(Doorbell), 4096) + i * l.fifo,
@@ -246,7 +330,7 @@ Machine Machine::format(std::span<std::byte> segment, const JobConfig& config) {
     new (&m.task(static_cast<torus::Rank>(r))) TaskSlot{};
   if (c.mode == NodeMode::virtual_node) {
     auto* rings = reinterpret_cast<VirtualFifo*>(segment.data() + l.virtual_fifos);
-    for (int i = 0; i < 2 * c.shape.node_count(); ++i)
+    for (std::size_t i = 0; i < 2 * m.occupied_.size(); ++i)
       new (&rings[i]) VirtualFifo();
   }
   if (c.placement.transport == Transport::ofi) {
@@ -338,6 +422,10 @@ Machine Machine::attach(std::span<std::byte> segment) {
     c.vt_params_source = std::string(block->source, strnlen(block->source, sizeof block->source));
   }
   Machine m(segment, std::move(c));
+  if (h->occupied_nodes != m.occupied_.size())
+    throw ConfigError("shared-memory segment's count of nodes with tasks (" +
+                      std::to_string(h->occupied_nodes) + ") does not match its mapping (" +
+                      std::to_string(m.occupied_.size()) + ")");
   if (m.tasks_offset_ != h->tasks_offset || Layout(m.config_).total != h->total_bytes)
     throw ConfigError("shared-memory segment layout does not match its job description");
   return m;
@@ -356,20 +444,36 @@ std::optional<std::string> Machine::check_description() const {
   return std::nullopt;
 }
 
-std::byte* Machine::group_region(torus::NodeId node, int group) const {
+std::byte* Machine::group_region(NodeSlot slot, int group) const {
   return segment_.data() + nodes_offset_ +
-         (static_cast<std::size_t>(node) * kFifoGroups + static_cast<std::size_t>(group)) *
+         (static_cast<std::size_t>(slot) * kFifoGroups + static_cast<std::size_t>(group)) *
              group_stride_;
 }
 
-ReceptionFifo Machine::fifo(torus::NodeId node, int group, int index) const {
-  return ReceptionFifo(group_region(node, group) + align_up(sizeof(Doorbell), 4096) +
+NodeSlot Machine::checked_slot(torus::NodeId node) const {
+  const NodeSlot slot = node_slot(node);
+  if (slot == kNoNodeSlot)
+    throw std::invalid_argument("node " + std::to_string(node) +
+                                " hosts no task, so it has no reception FIFOs");
+  return slot;
+}
+
+ReceptionFifo Machine::fifo_in_slot(NodeSlot slot, int group, int index) const {
+  return ReceptionFifo(group_region(slot, group) + align_up(sizeof(Doorbell), 4096) +
                            static_cast<std::size_t>(index) * fifo_stride_,
                        config_.fifo_packets);
 }
 
+Doorbell& Machine::doorbell_in_slot(NodeSlot slot, int group) const {
+  return *std::launder(reinterpret_cast<Doorbell*>(group_region(slot, group)));
+}
+
+ReceptionFifo Machine::fifo(torus::NodeId node, int group, int index) const {
+  return fifo_in_slot(checked_slot(node), group, index);
+}
+
 Doorbell& Machine::doorbell(torus::NodeId node, int group) const {
-  return *std::launder(reinterpret_cast<Doorbell*>(group_region(node, group)));
+  return doorbell_in_slot(checked_slot(node), group);
 }
 
 int Machine::local_tasks() const {
@@ -424,7 +528,7 @@ JobBarrier& Machine::barrier() const {
 
 std::span<LinkTotals> Machine::links() const {
   return {std::launder(reinterpret_cast<LinkTotals*>(segment_.data() + links_offset_)),
-          static_cast<std::size_t>(config_.shape.node_count()) * torus::kDirections};
+          link_count_};
 }
 
 std::span<std::byte> Machine::region(std::string_view name) const {
@@ -460,14 +564,14 @@ std::span<std::byte> Machine::region(int index) const {
 
 VirtualFifo& Machine::virtual_fifo(torus::NodeId node, int from) const {
   auto* rings = std::launder(reinterpret_cast<VirtualFifo*>(segment_.data() + virtual_offset_));
-  return rings[static_cast<std::size_t>(node) * 2 + static_cast<std::size_t>(from)];
+  return rings[static_cast<std::size_t>(checked_slot(node)) * 2 + static_cast<std::size_t>(from)];
 }
 
 std::span<virtual_time::LinkCalendar> Machine::calendars() const {
   if (vt_offset_ == 0) return {};
   const std::size_t first = align_up(vt_offset_ + sizeof(VirtualTimeBlock), 64);
   return {std::launder(reinterpret_cast<virtual_time::LinkCalendar*>(segment_.data() + first)),
-          static_cast<std::size_t>(config_.shape.node_count()) * torus::kDirections};
+          link_count_};
 }
 
 TaskSlot& Machine::task(torus::Rank rank) const {

@@ -47,16 +47,17 @@ std::optional<std::string> SegmentMonitor::check() {
 
 std::optional<std::string> SegmentMonitor::check_fifos(std::size_t budget) {
   const auto& shape = machine_.shape();
-  const std::size_t fifos =
-      static_cast<std::size_t>(shape.node_count()) * kFifoGroups * kReceptionFifos;
+  const auto nodes = machine_.occupied_nodes();
+  const std::size_t fifos = nodes.size() * kFifoGroups * kReceptionFifos;
   const std::size_t per_fifo = machine_.config().fifo_packets;
   const std::size_t rounds = std::max<std::size_t>(1, std::min(fifos, budget / per_fifo));
   for (std::size_t k = 0; k < rounds; ++k, next_fifo_ = (next_fifo_ + 1) % fifos) {
-    const auto node = static_cast<torus::NodeId>(next_fifo_ / (kFifoGroups * kReceptionFifos));
+    const auto slot = static_cast<NodeSlot>(next_fifo_ / (kFifoGroups * kReceptionFifos));
     const int group = static_cast<int>(next_fifo_ / kReceptionFifos % kFifoGroups);
     const int index = static_cast<int>(next_fifo_ % kReceptionFifos);
+    const torus::NodeId node = nodes[slot];
     if (!machine_.placement().local(node)) continue;  // another host's segment has it
-    if (const char* why = machine_.fifo(node, group, index).check_consistency())
+    if (const char* why = machine_.fifo_in_slot(slot, group, index).check_consistency())
       return "reception FIFO " + fifo_name(index) + " of node " +
              torus::to_string(shape.coord(node)) + " group " + std::to_string(group) + " (" + why +
              ")";

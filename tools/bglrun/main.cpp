@@ -73,8 +73,8 @@ void print_mapping(const pkt::JobConfig& c) {
   }
 }
 
-// The segment is sized by the shape (every node's FIFOs), not by the task count; this host's part
-// is allocated when the job starts.
+// The segment holds FIFOs for the nodes that host tasks only (docs/CONFIGURATION.md has the
+// formula); this host's part is allocated when the job starts.
 void print_segment_size(std::size_t bytes) {
   std::printf("# shared-memory segment: %zu MiB in /dev/shm (%zu MiB free)\n",
               (bytes + (1u << 20) - 1) >> 20, pkt::Segment::free_bytes() >> 20);

@@ -126,15 +126,18 @@ json virtual_time_json(const pkt::Machine& m, const json& tasks) {
   const auto predicted = predict(m);
   json links = json::array();
   const auto calendars = m.calendars();
+  const auto index = m.link_index();  // links no packet can cross have no calendar
   const auto& shape = m.shape();
-  for (std::size_t i = 0; i < calendars.size(); ++i) {
-    if (calendars[i].packets() == 0) continue;
-    const double busy = static_cast<double>(calendars[i].busy());
+  for (std::size_t i = 0; i < index.size(); ++i) {
+    if (index[i] == pkt::kNoLink) continue;
+    const auto& calendar = calendars[index[i]];
+    if (calendar.packets() == 0) continue;
+    const double busy = static_cast<double>(calendar.busy());
     links.push_back(
         {{"node", coord(shape.coord(static_cast<torus::NodeId>(i / torus::kDirections)))},
          {"dir", torus::to_string(static_cast<torus::Direction>(i % torus::kDirections))},
-         {"packets", calendars[i].packets()},
-         {"busy_cycles", calendars[i].busy()},
+         {"packets", calendar.packets()},
+         {"busy_cycles", calendar.busy()},
          {"utilisation", predicted.cycles ? busy / static_cast<double>(predicted.cycles) : 0.0}});
   }
   return {{"parameters_source", m.config().vt_params_source},
@@ -177,16 +180,17 @@ std::string statistics_json(const pkt::Machine& m) {
   }
   json links = json::array();
   const auto totals = m.links();
-  for (std::size_t i = 0; i < totals.size(); ++i) {
-    if (totals[i].packets.load() == 0) continue;
+  const auto index = m.link_index();
+  for (std::size_t i = 0; i < index.size(); ++i) {
+    if (index[i] == pkt::kNoLink || totals[index[i]].packets.load() == 0) continue;
     links.push_back(
         {{"node", coord(shape.coord(static_cast<torus::NodeId>(i / torus::kDirections)))},
          {"dir", torus::to_string(static_cast<torus::Direction>(i % torus::kDirections))},
-         {"packets", totals[i].packets.load()},
-         {"bytes", totals[i].bytes.load()}});
+         {"packets", totals[index[i]].packets.load()},
+         {"bytes", totals[index[i]].bytes.load()}});
   }
   json fifos = json::array();
-  for (torus::NodeId n = 0; n < static_cast<torus::NodeId>(shape.node_count()); ++n) {
+  for (const torus::NodeId n : m.occupied_nodes()) {  // nodes without tasks have no FIFOs
     for (int g = 0; g < pkt::kFifoGroups; ++g) {
       for (int f = 0; f < pkt::kReceptionFifos; ++f) {
         const auto& ctl = m.fifo(n, g, f).control();
@@ -251,9 +255,12 @@ std::string statistics_summary(const pkt::Machine& m) {
     stalls += c.delivery_stalls;
   }
   const auto links = m.links();
-  for (std::size_t i = 0; i < links.size(); ++i) {
-    traversals += links[i].packets.load();
-    if (links[i].bytes.load() > busiest) busiest = links[i].bytes.load(), busiest_index = i;
+  const auto index = m.link_index();
+  for (std::size_t i = 0; i < index.size(); ++i) {
+    if (index[i] == pkt::kNoLink) continue;
+    const auto& link = links[index[i]];
+    traversals += link.packets.load();
+    if (link.bytes.load() > busiest) busiest = link.bytes.load(), busiest_index = i;
   }
   std::string s = std::to_string(injected) + " packets injected, " + std::to_string(received) +
                   " received, " + std::to_string(traversals) + " link traversals, " +

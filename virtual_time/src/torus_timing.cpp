@@ -1,16 +1,32 @@
 #include "bgl/virtual_time/torus_timing.hpp"
 
 #include <cassert>
+#include <stdexcept>
+#include <string>
 
 namespace bgl::virtual_time {
 
 TorusTiming::TorusTiming(const Params& params, const torus::Shape& shape,
-                         std::span<LinkCalendar> calendars)
+                         std::span<LinkCalendar> calendars,
+                         std::span<const std::uint32_t> calendar_of)
     : params_(&params),
       shape_(&shape),
       calendars_(calendars),
+      calendar_of_(calendar_of),
       hop_(Params::ticks(params.hop_cycles)) {
-  assert(calendars.size() == static_cast<std::size_t>(shape.node_count()) * torus::kDirections);
+  assert((calendar_of.empty() ? calendars.size() : calendar_of.size()) ==
+         static_cast<std::size_t>(shape.node_count()) * torus::kDirections);
+}
+
+LinkCalendar& TorusTiming::calendar(torus::Link l) const {
+  const auto i = static_cast<std::size_t>(l.node) * torus::kDirections + torus::index_of(l.dir);
+  if (calendar_of_.empty()) return calendars_[i];
+  const std::uint32_t c = calendar_of_[i];
+  if (c == kNoCalendar) [[unlikely]]
+    throw std::logic_error("virtual time: no calendar for the link from node " +
+                           std::to_string(l.node) + " towards " +
+                           std::string(torus::to_string(l.dir)));
+  return calendars_[c];
 }
 
 // Cut-through: the head enters link i at s_i and reaches the next router hop_ later, where it may
@@ -23,8 +39,7 @@ TorusTiming::Transit TorusTiming::transit(const torus::Route& route, Tick t0,
   Tick head = t0;
   Tick left = 0;
   route.for_each_link(*shape_, [&](torus::Link l) {
-    const auto i = static_cast<std::size_t>(l.node) * torus::kDirections + torus::index_of(l.dir);
-    const Tick start = calendars_[i].reserve(head, wire);
+    const Tick start = calendar(l).reserve(head, wire);
     if (left == 0) left = start + wire;
     head = start + hop_;
   });
@@ -38,8 +53,7 @@ Tick TorusTiming::transit_line(const torus::Route& route, Tick t0, std::uint32_t
   Tick left = t0;
   std::size_t k = 0;
   route.for_each_link(*shape_, [&](torus::Link l) {
-    const auto i = static_cast<std::size_t>(l.node) * torus::kDirections + torus::index_of(l.dir);
-    const Tick start = calendars_[i].reserve(head, wire);
+    const Tick start = calendar(l).reserve(head, wire);
     if (k == 0) left = start + wire;
     head = start + hop_;
     if (k < arrivals.size()) arrivals[k++] = head + wire;

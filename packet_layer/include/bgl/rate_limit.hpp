@@ -1,7 +1,11 @@
 #pragma once
-// Rate-limited logging of errors that a peer can cause at will.
+// Rate-limited logging of errors that a peer can cause at will: the one limiter of every layer
+// (packet layer, message layer and its coprocessor, collectives).
+#include <spdlog/spdlog.h>
+
 #include <chrono>
 #include <cstdint>
+#include <string_view>
 #include <utility>
 
 namespace bgl::log {
@@ -31,6 +35,25 @@ class RateLimit {
     last_line_ = now;
     return {false, std::exchange(unreported_, 0)};
   }
+  // note() and the log lines for a malformed packet: `in_full()` logs this one when it is among
+  // the first, then a notice that the rest are only counted, then at most one line a period with
+  // the count left out since. `who` and `rank` start those lines ("rank 3 (coprocessor): ...");
+  // `total` is the caller's count of them all. Formats nothing for a packet it leaves out.
+  template <class LogInFull>
+  void report(std::uint64_t rank, std::string_view who, std::uint64_t total, LogInFull&& in_full) {
+    const Verdict v = note();
+    if (v.in_full) {
+      in_full();
+      if (seen_ == kInFull)
+        spdlog::error(
+            "rank {}{}: further malformed packets are only counted (a line at most once a second)",
+            rank, who);
+    } else if (v.summarize) {
+      spdlog::error("rank {}{}: discarded {} more malformed packets ({} in all)", rank, who,
+                    v.summarize, total);
+    }
+  }
+
   std::uint64_t seen() const { return seen_; }
   std::uint64_t unreported() const { return unreported_; }
 

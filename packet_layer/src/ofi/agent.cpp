@@ -559,6 +559,8 @@ struct OfiAgent::Impl {
     if (!placement.local(rec.node))
       return "target node " + std::to_string(rec.node) + " lives on host " +
              std::to_string(placement.node_host[rec.node]) + ", not here";
+    if (machine.node_slot(rec.node) == kNoNodeSlot)
+      return "target node " + std::to_string(rec.node) + " hosts no task";
     if (rec.group >= kFifoGroups) return "FIFO group " + std::to_string(rec.group);
     if (rec.fifo >= kReceptionFifos) return "reception FIFO " + std::to_string(rec.fifo);
     if (rec.bytes != kHeaderBytes + h.payload_bytes)

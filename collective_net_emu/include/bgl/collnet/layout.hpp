@@ -4,7 +4,7 @@
 // process can map the segment at its own address.
 //
 //   RegionHeader
-//   NodeEntry[nodes of the shape]       the tree: parent, input positions, ring offsets
+//   NodeEntry[nodes with tasks]         the tree: parent, input positions, ring offsets (by slot)
 //   WireState[kWireChannels]            global-interrupt wires (channel 0: the barrier)
 //   per combining class:
 //     DownControl + DownSlot[ring]      results and broadcasts, read by every task
@@ -38,7 +38,7 @@
 namespace bgl::collnet::layout {
 
 inline constexpr std::uint64_t kMagic = 0x54454e4c4c4f43ULL;  // "COLLNET"
-inline constexpr std::uint32_t kVersion = 2;
+inline constexpr std::uint32_t kVersion = 3;
 inline constexpr int kCombineClasses = 2;
 inline constexpr int kWireChannels = 4;
 inline constexpr int kMaxLocal = 2;
@@ -50,7 +50,7 @@ struct RegionHeader {
   std::uint64_t magic;
   std::uint32_t version;
   std::uint32_t ntasks;
-  std::uint32_t node_slots;  // nodes of the shape (NodeEntry count)
+  std::uint32_t node_slots;  // nodes with tasks (NodeEntry count, indexed by pkt::NodeSlot)
   std::uint32_t tree_nodes;
   std::uint32_t ring;
   std::uint32_t inbox;

@@ -23,8 +23,8 @@
 
 #include "bgl/coll/params.hpp"
 #include "bgl/coll/schedule.hpp"
-#include "bgl/msg/log_limit.hpp"
 #include "bgl/msg/message_layer.hpp"
+#include "bgl/rate_limit.hpp"
 
 namespace bgl::collnet {
 class CollectiveNetwork;
@@ -109,7 +109,7 @@ class Engine {
   void* progress_context_ = nullptr;
   std::unordered_map<Key, Slot, KeyHash> slots_;
   std::uint64_t malformed_packets_ = 0;
-  msg::LogLimit malformed_log_;
+  log::RateLimit malformed_log_;
   void malformed(const pkt::PacketHeader& h, const std::string& why);
 };
 

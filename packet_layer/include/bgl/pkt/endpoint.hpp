@@ -177,7 +177,11 @@ class Endpoint {
     std::array<std::uint8_t, 3> coord;
     std::uint8_t deterministic_fifo;
     bool remote;  // reached through the libfabric backend (another host, or BGL_TRANSPORT=ofi)
-    std::array<Lane, kFifoGroups> lanes{};  // shared-memory peers only
+    // FIFO groups a packet may name: kFifoGroups, or 0 for a node that hosts no task (and so has
+    // no FIFOs), which makes the range check of the group refuse packets for it at no extra cost.
+    std::uint8_t groups;
+    NodeSlot slot;                          // where its FIFOs are (kNoNodeSlot: none)
+    std::array<Lane, kFifoGroups> lanes{};  // shared-memory peers that host tasks only
   };
   // Deterministic routes are fixed, so their link traffic is counted per destination and spread
   // over the route's links only when somebody looks (exact, and off the hot path).

@@ -1,7 +1,10 @@
 #pragma once
 // The emulated partition as laid out in the job's segment: the job description, the rank mapping,
-// per node two FIFO groups of reception FIFOs with a doorbell each, per-link and per-task
-// statistics. The creator formats it; every task maps it and takes a view.
+// per node that hosts tasks two FIFO groups of reception FIFOs with a doorbell each, per-link and
+// per-task statistics. The creator formats it; every task maps it and takes a view.
+//
+// Only nodes that host tasks have FIFOs: a node's storage is found through its node slot (its
+// index among the occupied nodes, in node-id order), which callers on a hot path resolve once.
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -77,6 +80,12 @@ struct LinkTotals {
   std::atomic<std::uint64_t> bytes{0};
 };
 
+// The index of a node's FIFO storage among the nodes that host tasks.
+using NodeSlot = std::uint32_t;
+inline constexpr NodeSlot kNoNodeSlot = ~NodeSlot{0};
+// In Machine::link_index(): a link that no packet can cross.
+inline constexpr std::uint32_t kNoLink = virtual_time::kNoCalendar;
+
 class Machine {
  public:
   static std::size_t segment_bytes(const JobConfig& config);
@@ -99,8 +108,21 @@ class Machine {
   int local_tasks() const;
   std::uint64_t job_id() const { return config_.job_id; }
 
+  // A node that hosts no task has no FIFOs: asking for them throws std::invalid_argument.
   ReceptionFifo fifo(torus::NodeId node, int group, int index) const;
   Doorbell& doorbell(torus::NodeId node, int group) const;
+  // The node's slot, or kNoNodeSlot when it hosts no task (or lies outside the partition).
+  NodeSlot node_slot(torus::NodeId node) const {
+    return node < node_slots_.size() ? node_slots_[node] : kNoNodeSlot;
+  }
+  // The node -> slot table of a job (what node_slot() answers), for storage laid out the same way
+  // elsewhere (the collective network's region).
+  static std::vector<NodeSlot> node_slots(const JobConfig& config);
+  // The nodes that host tasks, in slot order.
+  std::span<const torus::NodeId> occupied_nodes() const { return occupied_; }
+  // fifo() and doorbell() of a slot already resolved (no table look-up).
+  ReceptionFifo fifo_in_slot(NodeSlot slot, int group, int index) const;
+  Doorbell& doorbell_in_slot(NodeSlot slot, int group) const;
   JobBarrier& barrier() const;
   // Who takes part in barrier(): the local tasks, plus the libfabric agent when the job spans
   // hosts (it completes a barrier generation only when every host's tasks have arrived).
@@ -119,9 +141,14 @@ class Machine {
   // Same, but waits (spin, yield, sleep on the ring's doorbell) while the ring is full.
   void remote_store(torus::Rank from, const StoreRequest& r, std::span<const std::byte> bytes,
                     const WaitPolicy& policy) const;
-  std::span<LinkTotals> links() const;  // node * 6 + direction
+  // The directed links that packets can cross (routes run between nodes with tasks), each with
+  // its totals and, with virtual time, its calendar; link_index() maps every directed link
+  // (node * 6 + direction) to its index in links() and calendars(), or to kNoLink.
+  std::span<LinkTotals> links() const;
+  std::span<const std::uint32_t> link_index() const { return link_index_; }
   TaskSlot& task(torus::Rank rank) const;
-  // Virtual-node mode: the ring from FIFO group `from` of `node` to the node's other group.
+  // Virtual-node mode: the ring from FIFO group `from` of `node` (which hosts tasks) to the node's
+  // other group.
   VirtualFifo& virtual_fifo(torus::NodeId node, int from) const;
   // A region requested in JobConfig::regions (64-byte aligned); empty span when there is none.
   std::span<std::byte> region(std::string_view name) const;
@@ -129,8 +156,8 @@ class Machine {
   int region_index(std::string_view name) const;
   int region_count() const;
   std::span<std::byte> region(int index) const;  // empty span for an index outside the table
-  // Virtual time: the job's model parameters (nullptr when virtual time is off) and the directed
-  // links' calendars (node * 6 + direction; empty when off).
+  // Virtual time: the job's model parameters (nullptr when virtual time is off) and the links'
+  // calendars (indexed like links(); empty when off).
   const virtual_time::Params* vt_params() const {
     return config_.virtual_time ? &*config_.virtual_time : nullptr;
   }
@@ -144,10 +171,15 @@ class Machine {
  private:
   struct Layout;
   Machine(std::span<std::byte> segment, JobConfig config);
-  std::byte* group_region(torus::NodeId node, int group) const;
+  std::byte* group_region(NodeSlot slot, int group) const;
+  NodeSlot checked_slot(torus::NodeId node) const;
 
   std::span<std::byte> segment_;
   JobConfig config_;
+  std::vector<NodeSlot> node_slots_;       // node -> slot (kNoNodeSlot: no task there)
+  std::vector<torus::NodeId> occupied_;    // slot -> node
+  std::vector<std::uint32_t> link_index_;  // directed link -> links() index (kNoLink: none)
+  std::size_t link_count_ = 0;
   std::size_t nodes_offset_ = 0, group_stride_ = 0, fifo_stride_ = 0;
   std::size_t links_offset_ = 0, tasks_offset_ = 0, virtual_offset_ = 0, outbound_offset_ = 0;
   std::size_t stores_offset_ = 0, vt_offset_ = 0;

@@ -16,6 +16,9 @@
 
 namespace bgl::virtual_time {
 
+// In a link -> calendar table: a link that no packet can cross (it has no calendar).
+inline constexpr std::uint32_t kNoCalendar = ~std::uint32_t{0};
+
 struct Window {
   Tick start = 0;
   Tick end = 0;  // exclusive

@@ -15,9 +15,11 @@ namespace bgl::virtual_time {
 class TorusTiming {
  public:
   TorusTiming() = default;
-  // `calendars` has one entry per directed link, indexed node * 6 + direction; `params` and
-  // `shape` must outlive this object.
-  TorusTiming(const Params& params, const torus::Shape& shape, std::span<LinkCalendar> calendars);
+  // `calendars` has one entry per directed link, indexed node * 6 + direction; or, when
+  // `calendar_of` is given (one entry per directed link), only the links that packets can cross,
+  // calendar_of[node * 6 + direction] being a link's. All must outlive this object.
+  TorusTiming(const Params& params, const torus::Shape& shape, std::span<LinkCalendar> calendars,
+              std::span<const std::uint32_t> calendar_of = {});
 
   bool enabled() const { return params_ != nullptr; }
   const Params& params() const { return *params_; }
@@ -39,7 +41,10 @@ class TorusTiming {
  private:
   const Params* params_ = nullptr;
   const torus::Shape* shape_ = nullptr;
+  LinkCalendar& calendar(torus::Link l) const;
+
   std::span<LinkCalendar> calendars_;
+  std::span<const std::uint32_t> calendar_of_;
   Tick hop_ = 0;
 };
 
