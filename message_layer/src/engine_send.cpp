@@ -142,7 +142,8 @@ void MessageLayer::Engine::post(SendMessage& m) {
   s.data_group = 0;
   s.protocol = p;
   s.header_bytes = static_cast<std::uint8_t>(m.header.size());
-  s.vt_posted = vt_ ? ep_.clock().now() : 0;
+  if (vt_) [[unlikely]]
+    s.vt_posted = ep_.clock().now();  // read only with virtual time on
   DestState& d = dests_[m.dest];
   s.seq = d.next_seq++;
   // Fast path: a one-packet message to a destination with nothing queued goes out at once (the
