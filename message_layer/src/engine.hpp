@@ -147,7 +147,7 @@ class MessageLayer::Engine {
     std::uint64_t vt_posted = 0;
     std::uint64_t vt_done = 0;
   };
-  void co_charge(CoReceive& d, std::size_t bytes, bool last);
+  void co_charge(CoReceive& d, bool last);
   struct SourceState {
     std::uint32_t eager = kNone;     // eager message in progress (ordered stream)
     std::uint32_t adaptive = kNone;  // adaptive-eager message in progress

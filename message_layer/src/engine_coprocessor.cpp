@@ -55,13 +55,12 @@ bool MessageLayer::Engine::coprocessor_eligible(const RecvState& r) const {
 }
 
 // The coprocessor's own clock: it starts a receive no earlier than it was handed over, and charges
-// each data packet's handling and copy as the main task would.
-void MessageLayer::Engine::co_charge(CoReceive& d, std::size_t bytes, bool last) {
-  using P = virtual_time::Params;
+// each data packet's handling as the main task would (reading the packet, which its endpoint
+// charges, puts the data in place: there is no further copy).
+void MessageLayer::Engine::co_charge(CoReceive& d, bool last) {
   auto& clock = co_endpoint_->clock();
   clock.arrive(d.vt_posted);
-  clock.charge(P::ticks(vt_->rzv_data_cycles) +
-               P::ticks(static_cast<double>(bytes) / vt_->copy_bytes_per_cycle));
+  clock.charge(virtual_time::Params::ticks(vt_->rzv_data_cycles));
   if (last) d.vt_done = clock.now();
 }
 
@@ -93,7 +92,7 @@ bool MessageLayer::Engine::coprocessor_receive() {
         co_packets_.fetch_add(1, std::memory_order_relaxed);
         const bool last = before + data.size() == bytes;
         if (vt_) [[unlikely]]
-          co_charge(*d, data.size(), last);
+          co_charge(*d, last);
         // Retired before completion is published: a stray packet naming this receive later
         // (duplicate, forged) finds no descriptor instead of a buffer the task has reused.
         if (last) d->id.store(kNone, std::memory_order_relaxed);
