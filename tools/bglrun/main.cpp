@@ -29,6 +29,7 @@
 #include "mpiexec_launch.hpp"
 #include "options.hpp"
 #include "pmi_client.hpp"
+#include "run_report.hpp"
 #include "stats_report.hpp"
 #include "watchdog.hpp"
 
@@ -226,8 +227,9 @@ int launch(int argc, char** argv) {
   if (!executable(o.command.front()))
     throw ConfigError("program '" + printable(o.command.front()) + "' not found or not executable");
   // Before anything runs: an unwritable statistics path fails the job now, not after it ran.
-  std::optional<run::StatsFile> stats;
+  std::optional<run::StatsFile> stats, report;
   if (o.stats_file) stats.emplace(*o.stats_file);
+  if (o.report_file) report.emplace(*o.report_file, "the report");
   const auto mpiexec = run::choose_mpiexec(o.launcher, o.command);
   if (mpiexec && config.placement.host_count() > 1)
     throw ConfigError(
@@ -313,11 +315,14 @@ int launch(int argc, char** argv) {
   }
 
   spdlog::info("{}", run::statistics_summary(machine));
-  if (machine.vt_params()) {
-    const std::chrono::duration<double> host = std::chrono::steady_clock::now() - started;
+  const std::chrono::duration<double> host = std::chrono::steady_clock::now() - started;
+  if (machine.vt_params())
     std::fputs(run::virtual_time_summary(machine, host.count()).c_str(), stderr);
+  if (stats || report) {
+    const auto text = run::statistics_json(machine, host.count());
+    if (stats && !stats->commit(text) && status == 0) status = 1;
+    if (!run::finish_report(text, report ? &*report : nullptr) && status == 0) status = 1;
   }
-  if (stats && !stats->commit(run::statistics_json(machine)) && status == 0) status = 1;
   return status;
 }
 
