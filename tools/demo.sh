@@ -1,18 +1,16 @@
-#!/ usr / bin / env bash
-#Sets up, builds and runs the main job : an MPI program(compiled with the mpicc of MPICH with
-#bglemu's device) on an emulated 2x2x2 torus in virtual-node mode, 16 tasks placed by a mapping
-#file; then, as a second part, the packet - level torus demo on the same partition.
+#!/usr/bin/env bash
+# Sets up, builds and runs the main job: an MPI program (compiled with the mpicc of MPICH with
+# bglemu's device) on an emulated 2x2x2 torus in virtual-node mode, 16 tasks placed by a mapping
+# file; then, as a second part, the packet-level torus demo on the same partition.
 #
-#tools / demo.sh[--no - mpi]
+#   tools/demo.sh [--no-mpi]
 #
-#The first run builds MPICH with the device(tools / build_mpich.sh \
-                                            : about 20 minutes on an idle 2 - core machine,
-#cached in ~ /.cache / bglemu afterwards).--no - mpi runs only the packet - level part.
+# The first run builds MPICH with the device (tools/build_mpich.sh: about 20 minutes on an idle 2-core machine,
+# cached in ~/.cache/bglemu afterwards). --no-mpi runs only the packet-level part.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mpi=1
-for arg in "$@";
-do
+for arg in "$@"; do
   case "$arg" in
     --no-mpi) mpi=0 ;;
     *) echo "usage: tools/demo.sh [--no-mpi]" >&2; exit 2 ;;
@@ -31,14 +29,18 @@ if [ $mpi -eq 1 ]; then
     --stats build/demo-mpi-stats.json --report build/demo-mpi-report.html --timeout 120 \
     build/examples/hello
   echo "statistics of the MPI job (per task, per link, per FIFO): build/demo-mpi-stats.json"
-  echo "the MPI job's report (torus, links, protocols, tasks): open $PWD/build/demo-mpi-report.html in a browser"
   echo
 fi
 echo "== part 2: packets on the emulated torus"
 build/bin/bglrun -np 8 --shape 2x2x2 --mapfile examples/map-2x2x2.txt --stats build/demo-stats.json \
   --report build/demo-report.html --log-level info build/bin/torus_demo
 echo "statistics (per task, per link, per FIFO): build/demo-stats.json"
-echo "report: open $PWD/build/demo-report.html in a browser"
+echo
 if [ $mpi -eq 1 ]; then
-  echo "the main job's report: open $PWD/build/demo-mpi-report.html in a browser"
+  echo "== the main job's report (torus, links, protocols, tasks): open this file in a browser:"
+  echo "   $PWD/build/demo-mpi-report.html"
+  echo "   (the packet-level part's: $PWD/build/demo-report.html)"
+else
+  echo "== the report (torus, links, tasks): open this file in a browser:"
+  echo "   $PWD/build/demo-report.html"
 fi
