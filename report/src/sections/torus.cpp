@@ -157,7 +157,7 @@ bool render(const Context& c, std::string& out) {
       out += "<rect class=\"node task\" x=\"" + fixed(p.x - h + part * static_cast<double>(t), 1) +
              "\" y=\"" + fixed(p.y - h, 1) + "\" width=\"" + fixed(part, 1) + "\" height=\"" +
              fixed(l.node, 1) + "\"/>";
-    if (l.cell >= 40)
+    if (part >= 14)
       for (std::size_t t = 0; t < ranks.size(); ++t)
         out += "<text class=\"rank\" x=\"" +
                fixed(p.x - h + part * (static_cast<double>(t) + 0.5), 1) + "\" y=\"" +
