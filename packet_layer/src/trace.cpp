@@ -207,8 +207,11 @@ bool Trace::write() const {
       "# bglemu trace: rank %u events %zu dropped %llu unmatched %llu foreign %llu\n",
       static_cast<unsigned>(rank_), events_.size(), static_cast<unsigned long long>(dropped_),
       static_cast<unsigned long long>(unmatched), static_cast<unsigned long long>(foreign_));
+  // Written under a temporary name and renamed when complete: a task that dies while writing
+  // leaves no half file for bglrun to merge.
   const std::string path = dir_ + "/task." + std::to_string(rank_) + ".trace";
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  const std::string temp = path + ".part";
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return false;
   bool ok = true;
   for (const std::string_view part : {std::string_view(header), std::string_view(body)}) {
@@ -221,7 +224,10 @@ bool Trace::write() const {
         done += static_cast<std::size_t>(n);
     }
   }
-  return ::close(fd) == 0 && ok;
+  ok = ::close(fd) == 0 && ok;
+  if (ok) ok = ::rename(temp.c_str(), path.c_str()) == 0;
+  if (!ok) ::unlink(temp.c_str());
+  return ok;
 }
 
 }  // namespace bgl::pkt

@@ -241,6 +241,15 @@ TEST(Report, ThousandTwentyFourTasksStayCompactAndQuick) {
   EXPECT_LT(page.size(), 4u << 20) << page.size();
 }
 
+TEST(Report, HugePartitionsAreListedNotDrawn) {
+  auto stats = synthetic_stats({});
+  stats["job"]["shape"] = "64x64x64";
+  const auto page = html(stats);
+  EXPECT_THAT(page, HasSubstr("262,144 nodes, too many to draw"));
+  EXPECT_EQ(count(page, "<line x1="), 0u);
+  EXPECT_LT(page.size(), 200u << 10);
+}
+
 TEST(Summary, AlignedColumns) {
   const auto text = terminal_summary(synthetic_stats({}), 3);
   EXPECT_THAT(text, HasSubstr("run: 2x2x2 heater, 8 tasks; host time 1.500 s; predicted BG/L "

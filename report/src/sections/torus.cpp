@@ -81,8 +81,17 @@ std::string ranks_text(const std::vector<int>& ranks) {
   return s.empty() ? "no task" : (ranks.size() == 1 ? "rank " : "ranks ") + s;
 }
 
+// Beyond this many nodes the drawing would be tens of megabytes and no longer readable.
+constexpr int kMaxDrawnNodes = 4096;
+
 bool render(const Context& c, std::string& out) {
   const auto& g = c.geometry;
+  if (g.nodes() > kMaxDrawnNodes) {
+    out += "<p>The partition has " + grouped(static_cast<std::uint64_t>(g.nodes())) +
+           " nodes, too many to draw readably (at most " + grouped(kMaxDrawnNodes) +
+           "); the busiest links are listed below.</p>\n";
+    return true;
+  }
   const auto l = layout(g);
   const int rows = (g.extent[2] + l.per_row - 1) / l.per_row;
   const double width = l.per_row * l.plane_w, height = rows * l.plane_h;
