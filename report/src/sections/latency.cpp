@@ -11,7 +11,6 @@ std::string ns(double v) {
 
 std::string histogram(std::size_t index, const View& buckets) {
   std::vector<Bar> bars;
-  double previous = 0;
   std::uint64_t total = 0;
   for (const auto& b : buckets.elements())
     total += b["count"].count();
@@ -19,11 +18,10 @@ std::string histogram(std::size_t index, const View& buckets) {
     const double upper = b["upper_ns"].number();
     const auto n = b["count"].count();
     bars.push_back(
-        {ns(previous) + " to " + ns(upper), static_cast<double>(n),
+        {"up to " + ns(upper), static_cast<double>(n),
          grouped(n) +
              (total ? " (" + percent(static_cast<double>(n) / static_cast<double>(total)) + ")"
                     : std::string())});
-    previous = upper;
   }
   return bar_chart("latency-histogram-" + std::to_string(index), bars);
 }
@@ -35,7 +33,8 @@ bool render(const Context& c, std::string& out) {
   const auto list = protocols->elements();
   if (list.empty()) return false;
   out +=
-      "<p>Latency: from the send call to the receiver's completion, in predicted BG/L time.</p>\n";
+      "<p>End-to-end message latency per protocol in predicted BG/L time, as the virtual-time "
+      "model measured it (docs/VIRTUAL_TIME.md); histogram buckets by their upper bound.</p>\n";
   {
     Table table(out, {"protocol", "messages", "bytes", "min", "mean", "p50", "p90", "p99", "max"});
     for (const auto& p : list) {
