@@ -286,6 +286,22 @@ TEST(Precedence, FlagsWinOverVariablesInAJob) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
+// A named MPICH prefix without an mpiexec is a configuration error naming the flag or variable.
+TEST(Precedence, MpichPrefixWithoutMpiexecIsNamed) {
+  auto r = bglrun({"-np", "1", "--launcher", "mpiexec", "--mpich-prefix", "/nonexistent", "true"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("--mpich-prefix='/nonexistent' has no executable bin/mpiexec"));
+  r = bglrun({"-np", "1", "--launcher", "mpiexec", "true"}, 20,
+             {"BGL_MPICH_PREFIX=/nonexistent", "BGL_MPIEXEC="});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("BGL_MPICH_PREFIX='/nonexistent' has no executable bin/mpiexec"));
+  // Nothing named and no MPICH beside bglrun or in the cache: the error says how to name one.
+  r = bglrun({"-np", "1", "--launcher", "mpiexec", "true"}, 20,
+             {"BGL_CACHE_DIR=/nonexistent", "BGL_MPICH_PREFIX=", "BGL_MPIEXEC="});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("use --mpich-prefix or set BGL_MPICH_PREFIX or BGL_MPIEXEC"));
+}
+
 TEST(Precedence, SeedFlagAndVariableAcceptTheSameRange) {
   const std::string max = "9223372036854775807";
   auto r = bglrun({"-np", "1", "--seed", max, "--dry-run"});

@@ -93,6 +93,31 @@ TEST(Launcher, MpiexecPathNamesTheRankThatDiedFirstNotTheCleanupsVictims) {
   }
 }
 
+// The mpiexec of an MPICH prefix named by --mpich-prefix or BGL_MPICH_PREFIX (an installed bglrun
+// with the device's MPICH elsewhere): the flag wins over BGL_MPIEXEC, the variable is used when no
+// flag is given. The stand-in mpiexec kills rank 2, so its message proves it was the one started.
+TEST(Launcher, MpichPrefixFlagAndVariableChooseTheMpiexec) {
+  const auto prefix = std::filesystem::path(temp_path("mpich-prefix"));
+  std::filesystem::remove_all(prefix);
+  std::filesystem::create_directories(prefix / "bin");
+  std::filesystem::create_symlink(FAKE_MPIEXEC_PATH, prefix / "bin" / "mpiexec");
+  const std::vector<std::vector<std::string>> cases = {{"--mpich-prefix", prefix.string()}, {}};
+  for (const auto& flag : cases) {
+    std::vector<std::string> args{"--launcher", "mpiexec"};
+    args.insert(args.end(), flag.begin(), flag.end());
+    args.insert(args.end(), {"-np", "4", "--timeout", "60", kScenarios, "hang"});
+    std::vector<std::string> env{"FAKE_MPIEXEC_VICTIM=2"};
+    if (flag.empty())
+      env.insert(env.end(), {"BGL_MPIEXEC=", "BGL_MPICH_PREFIX=" + prefix.string()});
+    else
+      env.insert(env.end(), {"BGL_MPIEXEC=/nonexistent", "BGL_MPICH_PREFIX="});
+    const auto r = bglrun(args, 90, env);
+    EXPECT_EQ(r.exit_code, 128 + SIGKILL) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("bglrun: rank 2 on node")) << r.output;
+  }
+  std::filesystem::remove_all(prefix);
+}
+
 TEST(Launcher, InterruptStopsEveryTaskAndRemovesTheSegment) {
   const std::string log = temp_path("sigint.log");
   const int launcher =

@@ -21,6 +21,27 @@ constexpr const char* kUsage =
     "usage: bglmap -np N [--shape XxYxZ] [--mesh DIMS] [--mode heater|coprocessor|vn]\n"
     "              [--mapping ORDER | --mapfile FILE] [--check]\n";
 
+constexpr const char* kHelp = R"(
+Writes, checks and rates rank mappings of an emulated Blue Gene/L partition. Without --check it
+prints the mapping as a mapping file (one "x y z t" line per rank) on standard output; always it
+reports the mean and largest torus distance between ranks r and r+1.
+
+  -np N, -n N            number of tasks (required)
+  --shape XxYxZ          partition shape, each 1..64 (BGL_SHAPE; default: the most cubic shape
+                         that holds N tasks)
+  --mesh DIMS            dimensions without wrap-around links, e.g. z or xyz (BGL_MESH)
+  --mode MODE            heater | coprocessor | vn (BGL_MODE; default heater)
+  --mapping ORDER        rank order, fastest-varying first, e.g. XYZT, TXYZ, ZYXT (BGL_MAPPING;
+                         default XYZT)
+  --mapfile FILE         mapping file to read, one "x y z [t]" line per rank (BGL_MAPFILE)
+  --check                validate the mapping and print only the report (on standard output)
+  -h, --help             this text
+  --version              print the version
+
+Exit status: 0 when the mapping is valid, 2 for a bad option, variable or mapping file (the error
+names it, and the file's line). Flags win over their BGL_* variables (docs/CONFIGURATION.md).
+)";
+
 int run(int argc, char** argv) {
   pkt::JobOptions o;
   bool check = false;
@@ -45,7 +66,9 @@ int run(int argc, char** argv) {
     else if (a == "--check")
       check = true;
     else if (a == "-h" || a == "--help")
-      return std::fputs(kUsage, stdout), 0;
+      return std::fputs(kUsage, stdout), std::fputs(kHelp, stdout), 0;
+    else if (a == "--version")
+      return std::puts("bglmap (bglemu) " BGL_VERSION), 0;
     else
       throw ConfigError("unknown option '" + printable(a) + "'\n" + kUsage);
   }

@@ -13,6 +13,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: bglreport STATS.json -o REPORT.html [--summary]\n"
+    "       bglreport --help | --version\n"
     "\n"
     "Writes the run report of a bglrun statistics file (bglrun --stats) as one HTML page that\n"
     "opens offline in any browser. --summary also prints the terminal summary (top links,\n"
@@ -25,6 +26,10 @@ int run(int argc, char** argv) {
     const std::string_view a = argv[i];
     if (a == "-h" || a == "--help") {
       std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (a == "--version") {
+      std::puts("bglreport (bglemu) " BGL_VERSION);
       return 0;
     }
     if (a == "-o" || a == "--output") {

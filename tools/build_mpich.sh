@@ -7,6 +7,12 @@
 #     --bglml-include DIR   directory with bgl/msg/bgl_msg.h, bgl_nm_idle.h or bgl_coll_hooks.h
 #                           (repeatable)
 #     --jobs N              make -jN (default: nproc)
+#     --prefix DIR          install MPICH into DIR instead of the cache (DIR/bin/mpicc, mpif90,
+#                           mpiexec; libbglml.so into DIR/lib). DIR is part of the cache key, so
+#                           each prefix has its own build directory in the cache. Made for the
+#                           prefix bglemu is installed into (cmake --install build --prefix DIR):
+#                           then --bglml and --bglml-include default to DIR's libbglml.so and
+#                           headers, and DIR/bin/mpicc and DIR/bin/bglrun are a matched pair.
 #     --print-prefix        print the install prefix for the current configuration and exit
 #     --force               reconfigure and rebuild from scratch
 #     -h, --help
@@ -26,6 +32,9 @@
 #   4. configures --with-device=ch4:bgl --with-ch4-shmmods=none (all traffic, on-node too, goes
 #      through the emulated machine), builds (make) and installs;
 #   5. copies libbglml.so and its headers into the prefix (libmpi.so finds it by rpath).
+# The Fortran wrappers (mpif77, mpif90, mpifort) pass -fallow-argument-mismatch and
+# -fallow-invalid-boz to gfortran, as Debian's mpif90.mpich does: programs such as the NAS
+# Parallel Benchmarks (randi8.f's BOZ constants) rely on them with gfortran 10 and later.
 # The build directory is keyed by a hash of the configuration (the recipe version below, the
 # configure options, the MPICH source version, the netmod's Makefile.mk and subconfigure.m4); a
 # change of the netmod's .c/.h files or of libbglml's headers only re-copies them and runs make
@@ -34,6 +43,8 @@
 # what includes them: for CH4's headers, most of MPICH). Bump `recipe` when a change of the steps below must rebuild.
 set -euo pipefail
 recipe=2
+# What the Fortran wrappers pass to gfortran (and what MPICH's Fortran bindings compile with).
+fortran_flags="-fallow-argument-mismatch -fallow-invalid-boz"
 
 # The whole script is one function, read completely before it runs: editing this file while a
 # build runs (they take minutes) cannot derail it.
@@ -53,11 +64,14 @@ includes=()
 jobs=$(nproc)
 print_prefix=0
 force=0
+install_prefix=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --bglml) bglml=$2; shift 2 ;;
     --bglml-include) includes+=("$2"); shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
+    --prefix) install_prefix=$2; shift 2 ;;
+    --prefix=*) install_prefix=${1#--prefix=}; shift ;;
     --print-prefix) print_prefix=1; shift ;;
     --force) force=1; shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "$script" | sed -e 's/^# \{0,1\}//' -e '/^set -euo/d'; exit 0 ;;
@@ -90,6 +104,13 @@ configure_options=(
   --without-java
   --no-recursion
 )
+if [ -n "$install_prefix" ]; then
+  case "$install_prefix" in
+    /*) ;;
+    *) install_prefix=$(pwd)/$install_prefix ;;
+  esac
+  install_prefix=$(realpath -m "$install_prefix")
+fi
 # shellcheck disable=SC2206
 [ -n "$extra" ] && configure_options+=($extra)
 
@@ -98,6 +119,9 @@ configure_options=(
 config_hash=$( {
   echo "recipe $recipe"
   printf '%s\n' "$mpich_version" "${configure_options[@]}"
+  echo "fortran flags $fortran_flags"
+  # Only with --prefix, so that the default's key (and cache directory) depend on nothing else.
+  [ -z "$install_prefix" ] || echo "prefix $install_prefix"
   cat "$netmod_src/Makefile.mk" "$netmod_src/subconfigure.m4"
 } | sha256sum | cut -c1-16)
 # ... the patches of MPICH's own sources (a change means restore, re-apply and make) ...
@@ -116,7 +140,7 @@ source_hash=$( {
 } | sha256sum | cut -c1-16)
 
 dir=$cache/mpich-$mpich_version-$config_hash
-prefix=$dir/prefix
+prefix=${install_prefix:-$dir/prefix}
 if [ $print_prefix -eq 1 ]; then
   echo "$prefix"
   exit 0
@@ -134,6 +158,11 @@ say "MPICH $mpich_version with the bgl netmod; configuration $config_hash, sourc
 say "cache $dir"
 
 # --- libbglml ------------------------------------------------------------------------------
+if [ -z "$bglml" ] && [ -n "$install_prefix" ] && [ -f "$install_prefix/lib/libbglml.so" ]; then
+  say "using the installed libbglml.so and headers of $install_prefix"
+  bglml=$install_prefix/lib/libbglml.so
+  [ ${#includes[@]} -gt 0 ] || includes=("$install_prefix/include")
+fi
 if [ -z "$bglml" ]; then
   bdir=$repo/build
   if [ ! -f "$bdir/build.ninja" ]; then
@@ -147,17 +176,27 @@ fi
 [ -f "$bglml" ] || die "libbglml.so not found at $bglml"
 [ ${#includes[@]} -gt 0 ] || includes=("$repo/message_layer/include" "$repo/adi3_device/bglml")
 
+copy_header() {  # file dir: copies file into dir unless it is missing or already there
+  [ -f "$1" ] || return 0
+  [ "$(readlink -f "$1")" = "$(readlink -f "$2/$(basename "$1")" 2>/dev/null)" ] || cp -f "$1" "$2"
+}
 install_bglml() {
   mkdir -p "$prefix/lib" "$prefix/include/bgl/msg"
   # libbglml.so.1 (the soname) is the file, libbglml.so the link for -lbglml.
-  rm -f "$prefix/lib/libbglml.so" "$prefix/lib/libbglml.so.1"
-  cp -f "$(readlink -f "$bglml")" "$prefix/lib/libbglml.so.1"
+  local real
+  real=$(readlink -f "$bglml")
+  # With --prefix and bglemu installed there, the library may already be the one in the prefix.
+  if [ "$real" != "$(readlink -f "$prefix/lib/libbglml.so.1" 2>/dev/null)" ]; then
+    cp -f "$real" "$prefix/lib/.libbglml.so.1.new"
+    mv -f "$prefix/lib/.libbglml.so.1.new" "$prefix/lib/libbglml.so.1"
+  fi
+  rm -f "$prefix/lib/libbglml.so"
   ln -s libbglml.so.1 "$prefix/lib/libbglml.so"
   local d
   for d in "${includes[@]}"; do
-    [ -f "$d/bgl/msg/bgl_msg.h" ] && cp -f "$d/bgl/msg/bgl_msg.h" "$prefix/include/bgl/msg/"
-    [ -f "$d/bgl_nm_idle.h" ] && cp -f "$d/bgl_nm_idle.h" "$prefix/include/"
-    [ -f "$d/bgl_coll_hooks.h" ] && cp -f "$d/bgl_coll_hooks.h" "$prefix/include/"
+    copy_header "$d/bgl/msg/bgl_msg.h" "$prefix/include/bgl/msg/"
+    copy_header "$d/bgl_nm_idle.h" "$prefix/include/"
+    copy_header "$d/bgl_coll_hooks.h" "$prefix/include/"
   done
   [ -f "$prefix/include/bgl/msg/bgl_msg.h" ] && [ -f "$prefix/include/bgl_nm_idle.h" ] &&
     [ -f "$prefix/include/bgl_coll_hooks.h" ] ||
@@ -257,7 +296,7 @@ if [ $force -eq 1 ] || [ "$(cat "$dir/.configured" 2>/dev/null)" != "$config_has
   t=$(date +%s); tc=$(cpu_seconds)
   (cd "$build" && "$src/configure" --prefix="$prefix" --with-bgl="$prefix" "${configure_options[@]}" \
       CC=gcc CXX=g++ FC=gfortran F77=gfortran \
-      FFLAGS=-fallow-argument-mismatch FCFLAGS=-fallow-argument-mismatch) > "$logs/configure.log" 2>&1 ||
+      FFLAGS="$fortran_flags" FCFLAGS="$fortran_flags") > "$logs/configure.log" 2>&1 ||
     { tail -40 "$logs/configure.log" >&2; die "configure failed (log: $logs/configure.log)"; }
   timed "done" "$t" "$tc"
   echo "$config_hash" > "$dir/.configured"
@@ -301,7 +340,7 @@ fi
 timed "done" "$t" "$tc"
 install_bglml
 echo "$source_hash" > "$dir/.installed"
-ln -sfn "$dir" "$cache/mpich-current"
+[ -n "$install_prefix" ] || ln -sfn "$dir" "$cache/mpich-current"
 timed "installed $prefix" "$start" 0
 say "  mpicc:   $prefix/bin/mpicc"
 say "  mpif90:  $prefix/bin/mpif90"

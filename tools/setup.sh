@@ -12,6 +12,7 @@ packages=(
   gnuplot-nox  # bench/coll_plot.sh
   chromium libpng-dev  # the run report's browser test (tests/report_browser_test.cpp)
   clang-format
+  help2man  # the tools' man pages (built with them, installed by cmake --install)
   # MPICH with the bgl device (tools/build_mpich.sh; it also adds a deb-src entry for the source)
   dpkg-dev autoconf automake libtool m4 perl make gfortran python3 libhwloc-dev
   # Debian's stock MPICH: the reference of tools/mpi_compare.sh and tools/mpich_testsuite.sh

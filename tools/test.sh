@@ -12,10 +12,11 @@
 # --no-mpi  skip them
 #
 # The full run fits CI's 90 minutes on a fresh 2-core machine because
-#  - every test runs once: the release build runs the MPI tests and the `heavy` ones (1 GiB
+#  - every test runs once: the release build runs the MPI tests, the `heavy` ones (1 GiB
 #    messages, a million packets, 512 tasks: scale runs whose smaller versions run under the
-#    sanitizers), the ASan build every other test, and the TSan build the threaded unit tests
-#    again; the sanitizer builds are compiled with -O1;
+#    sanitizers) and the `install` ones (tests/install/run.sh: about 2 minutes), the ASan build
+#    every other test, and the TSan build the threaded unit tests again; the sanitizer builds are
+#    compiled with -O1;
 #  - the long single-threaded steps overlap with compiling: MPICH's build (configure is one
 #    process) runs in the background while the sanitizer builds compile, and the test suite's
 #    configure runs beside the ASan tests. Timing-sensitive runs (the MPI tests, MPICH's test
@@ -105,7 +106,7 @@ if [ $mpi -eq 1 ]; then
   timeout 1800 "${mpich_suite[@]}"
 fi
 if [ $quick -eq 0 ]; then
-  run_suite build -L heavy
+  run_suite build -L 'heavy|install'
   TSAN_OPTIONS=halt_on_error=1 run_suite build-tsan -L unit -LE heavy
 fi
 stamp "all test suites passed"

@@ -83,8 +83,9 @@ class Mpi : public ::testing::Test {
   std::string program(const std::string& name) {
     const std::string out = kBinDir + "/" + name;
     std::string log;
-    const bool fortran = name == "ftest";
+    const bool fortran = name == "ftest" || name == "boz";
     const std::string src = name == "hello" ? kExamples + "/hello.c"
+                            : name == "boz" ? kSources + "/boz.f"
                             : fortran       ? kSources + "/ftest.f90"
                                             : kSources + "/" + name + ".c";
     std::vector<std::string> sources{src};
@@ -256,6 +257,52 @@ TEST_F(Mpi, FortranVirtualNode4) {
       {"-np", "4", "--shape", "2x1x1", "--mode", "vn", "--timeout", "120", program("ftest")});
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("ftest: OK"));
+}
+
+// The Fortran wrappers pass -fallow-invalid-boz like Debian's mpif90.mpich: NPB's randi8.f-style
+// BOZ constants compile (they did not), and the program runs.
+TEST_F(Mpi, FortranBozConstantsCompileLikeWithDebiansWrapper) {
+  const auto r = bglrun({"-np", "4", "--timeout", "120", program("boz")});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("boz: OK"));
+}
+
+// A program that does not load libmpi itself (a script around it) with --launcher mpiexec: the
+// mpiexec comes from bglrun's own prefix (an installed bglrun beside the device's MPICH), else
+// from the cache's mpich-current.
+TEST_F(Mpi, MpiexecFromBglrunsOwnPrefixElseTheCache) {
+  const auto hello = program("hello");
+  const fs::path dir = fs::path(kBinDir) / "lookup";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "installed" / "bin");
+  for (const auto& e : fs::directory_iterator(prefix() + "/bin"))
+    if (e.path().filename() != "bglrun")  // bglemu may be installed in the prefix too
+      fs::create_symlink(e.path(), dir / "installed" / "bin" / e.path().filename());
+  fs::create_symlink(prefix() + "/lib", dir / "installed" / "lib");
+  fs::copy_file(kBglrun, dir / "installed" / "bin" / "bglrun");
+  fs::create_directories(dir / "cache" / "mpich-current");
+  fs::create_symlink(prefix(), dir / "cache" / "mpich-current" / "prefix");
+  const std::string script = (dir / "hello.sh").string();
+  std::ofstream(script) << "#!/bin/sh\nexec " << hello << "\n";
+  fs::permissions(script, fs::perms::owner_all);
+  const auto run = [&](const std::string& bglrun, const std::string& cache) {
+    return run_process(
+        {"env", "-u", "BGL_MPICH_PREFIX", "-u", "BGL_MPIEXEC", "BGL_CACHE_DIR=" + cache, bglrun,
+         "-np", "4", "--launcher", "mpiexec", "--log-level", "info", "--timeout", "120", script},
+        240);
+  };
+  auto r = run((dir / "installed" / "bin" / "bglrun").string(), "/nonexistent");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("started " + (dir / "installed" / "bin" / "mpiexec").string()));
+  EXPECT_THAT(r.output, HasSubstr("hello from rank 3 of 4"));
+  r = run(kBglrun, (dir / "cache").string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("started " + (dir / "cache").string()));
+  EXPECT_THAT(r.output, HasSubstr("hello from rank 3 of 4"));
+  r = run(kBglrun, "/nonexistent");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("use --mpich-prefix or set BGL_MPICH_PREFIX"));
+  fs::remove_all(dir);
 }
 
 // A million MPI_Test calls (and other non-blocking polls) on a receive that cannot complete yet

@@ -97,6 +97,14 @@ class MessageLayer::Engine {
       ep_.clock().charge(virtual_time::Params::ticks(vt_->*c));
   }
   void charge_copy(std::uint64_t bytes);
+  // A message's end-to-end latency, from its sender's post() to now, in its protocol's histogram.
+  void record_latency(Protocol p, std::uint64_t origin) {
+    if (vt_) [[unlikely]] {
+      const std::uint64_t now = ep_.clock().now();
+      stats_.latency[static_cast<std::size_t>(p)].record(now > origin ? now - origin : 0);
+    }
+  }
+  std::uint64_t vt_origin_ = 0;  // the stamp's origin of the packet being handled
 
   // --- control packets (acks, fins, tokens): injected at once or queued, never lost ---
   struct Control {
@@ -125,6 +133,7 @@ class MessageLayer::Engine {
     bool pool_wait = false;
     bool data_complete = false;
     bool on_coprocessor = false;
+    std::uint64_t vt_origin = 0;  // virtual time: the sender's clock when it posted the message
   };
   // Scratchpad descriptor of a rendezvous receive done by the coprocessor: the main task fills it
   // and publishes `id`; the coprocessor writes the data and counts `received`.
@@ -133,7 +142,13 @@ class MessageLayer::Engine {
     std::byte* buffer = nullptr;
     std::uint64_t bytes = 0;
     std::atomic<std::uint64_t> received{0};
+    // Virtual time: the main task's clock when it handed the receive over (the coprocessor cannot
+    // start earlier), and the coprocessor's clock when the last byte was in (published with
+    // `received`; the main task cannot see completion earlier).
+    std::uint64_t vt_posted = 0;
+    std::uint64_t vt_done = 0;
   };
+  void co_charge(CoReceive& d, std::size_t bytes, bool last);
   struct SourceState {
     std::uint32_t eager = kNone;     // eager message in progress (ordered stream)
     std::uint32_t adaptive = kNone;  // adaptive-eager message in progress
@@ -141,6 +156,7 @@ class MessageLayer::Engine {
     std::uint16_t expected_seq = 0;  // number of the next message to match
     // An adaptive-eager first packet that overtook earlier (ordered) messages waits here.
     std::optional<pkt::Packet> held;
+    std::uint64_t held_vt_origin = 0;
     // The stall queue (indices into hold_, oldest first): a first packet that lacked a receive
     // entry or pool space, and every packet of this source that must follow it. Taking them out of
     // the reception FIFO keeps the FIFO flowing for everybody else (backpressure stays per source).
@@ -160,6 +176,7 @@ class MessageLayer::Engine {
   struct HeldPacket {
     pkt::Packet packet;
     std::uint32_t next = kNone;
+    std::uint64_t vt_origin = 0;
   };
 
   bool receive_some(bool arrived_only = false);

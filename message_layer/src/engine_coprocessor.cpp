@@ -57,6 +57,17 @@ bool MessageLayer::Engine::coprocessor_eligible(const RecvState& r) const {
          reinterpret_cast<std::uintptr_t>(r.target.buffer.data()) % kCoherenceLine == 0;
 }
 
+// The coprocessor's own clock: it starts a receive no earlier than it was handed over, and charges
+// each data packet's handling and copy as the main task would.
+void MessageLayer::Engine::co_charge(CoReceive& d, std::size_t bytes, bool last) {
+  using P = virtual_time::Params;
+  auto& clock = co_endpoint_->clock();
+  clock.arrive(d.vt_posted);
+  clock.charge(P::ticks(vt_->rzv_data_cycles) +
+               P::ticks(static_cast<double>(bytes) / vt_->copy_bytes_per_cycle));
+  if (last) d.vt_done = clock.now();
+}
+
 bool MessageLayer::Engine::coprocessor_receive() {
   bool worked = false;
   for (int budget = kBudget; budget > 0; --budget) {
@@ -84,6 +95,8 @@ bool MessageLayer::Engine::coprocessor_receive() {
         std::memcpy(d->buffer + offset, data.data(), data.size());
         co_packets_.fetch_add(1, std::memory_order_relaxed);
         const bool last = before + data.size() == bytes;
+        if (vt_) [[unlikely]]
+          co_charge(*d, data.size(), last);
         // Retired before completion is published: a stray packet naming this receive later
         // (duplicate, forged) finds no descriptor instead of a buffer the task has reused.
         if (last) d->id.store(kNone, std::memory_order_relaxed);
@@ -120,6 +133,8 @@ bool MessageLayer::Engine::coprocessor_complete() {
     co_active_[i] = co_active_.back();
     co_active_.pop_back();
     stats_.coprocessor_packets = co_packets_.load(std::memory_order_relaxed);
+    if (vt_) [[unlikely]]
+      ep_.clock().arrive(d.vt_done);
     RecvState& r = *recvs_.find(id);
     r.received = r.bytes;
     complete(id, r);

@@ -52,6 +52,7 @@ bool MessageLayer::Engine::release_held() {
     SourceState& src = sources_[source];
     const pkt::Packet& p = *src.held;
     const std::span<const std::byte> payload(p.payload.data(), p.header.payload_bytes);
+    vt_origin_ = src.held_vt_origin;
     const auto first = wire::load<wire::First>(payload);
     Taken t = Taken::blocked;
     if (first.seq == src.expected_seq) {
@@ -78,6 +79,7 @@ bool MessageLayer::Engine::release_stalled() {
     SourceState& src = sources_[stalled_[i]];
     while (src.stall_head != kNone) {
       const pkt::Packet& p = hold_[src.stall_head].packet;
+      vt_origin_ = hold_[src.stall_head].vt_origin;
       const Taken t = src.resume != kNone
                           ? resume(src, p)
                           : dispatch(p.header, {p.payload.data(), p.header.payload_bytes}, true);
@@ -109,6 +111,8 @@ bool MessageLayer::Engine::receive_some(bool arrived_only) {
     const pkt::Packet& p = *packet;
     const pkt::PacketHeader& h = p.header;
     const std::span<const std::byte> payload(p.payload.data(), h.payload_bytes);
+    if (vt_) [[unlikely]]
+      vt_origin_ = ep_.stamp_of(f, p).origin;
     const Taken t = h.dispatch == wire::kOnePacket ? take_one_packet(h, payload) : take(h, payload);
     if (t == Taken::blocked) {
       // No room to hold it: leave the packet where it is (backpressure towards its sender) until
@@ -182,6 +186,7 @@ MessageLayer::Engine::Taken MessageLayer::Engine::take_one_packet(
   if (target.kind == RecvTarget::Kind::later) {
     r = RecvState{};
     r.protocol = Protocol::one_packet;
+    r.vt_origin = vt_origin_;
     r.source = source;
     r.bytes = bytes;
     r.sender_slot = h.word;
@@ -201,6 +206,7 @@ MessageLayer::Engine::Taken MessageLayer::Engine::take_one_packet(
   }
   ++stats.messages_received;
   stats.bytes_received += bytes;
+  record_latency(Protocol::one_packet, vt_origin_);
   recvs_.release(id);
   blocked_fifos_ = 0;  // a receive slot is free again
   ++delivered_;
@@ -243,6 +249,7 @@ bool MessageLayer::Engine::hold_packet(Rank source, const pkt::PacketHeader& h,
   std::memcpy(&e.packet.header, &h, sizeof h);
   std::memcpy(e.packet.payload.data(), payload.data(), payload.size());
   e.next = kNone;
+  e.vt_origin = vt_origin_;
   SourceState& src = sources_[source];
   if (src.stall_tail == kNone) {
     src.stall_head = i;
@@ -352,6 +359,7 @@ MessageLayer::Engine::Taken MessageLayer::Engine::on_first(const pkt::PacketHead
     src.held.emplace();
     std::memcpy(&src.held->header, &h, sizeof h);
     std::memcpy(src.held->payload.data(), payload.data(), payload.size());
+    src.held_vt_origin = vt_origin_;
     held_sources_.push_back(source);
     return Taken::consumed;
   }
@@ -384,6 +392,7 @@ MessageLayer::Engine::Taken MessageLayer::Engine::match(const pkt::PacketHeader&
   r.source = source;
   r.bytes = bytes;
   r.sender_slot = h.word;
+  r.vt_origin = vt_origin_;
   const auto chunk = payload.subspan(wire::kFirstBytes + first.header_bytes);
   if (protocol == Protocol::virtual_node) r.vn = wire::load<wire::VnSource>(chunk);
   const auto [handler, context] = handlers_[first.handler];
@@ -652,6 +661,8 @@ void MessageLayer::Engine::begin_rendezvous_data(RecvState& r, std::uint32_t id)
     d.buffer = r.target.buffer.data();
     d.bytes = r.bytes;
     d.received.store(0, std::memory_order_relaxed);
+    charge(&virtual_time::Params::coprocessor_unit_cycles);  // posting the work unit
+    d.vt_posted = vt_ ? ep_.clock().now() : 0;
     d.id.store(id, std::memory_order_release);  // published before the ack can bring data
     r.on_coprocessor = true;
     co_active_.push_back(id);
@@ -701,6 +712,7 @@ void MessageLayer::Engine::complete(std::uint32_t id, RecvState& r) {
   auto& c = stats_.protocol[static_cast<std::size_t>(r.protocol)];
   ++c.messages_received;
   c.bytes_received += r.bytes;
+  record_latency(r.protocol, r.vt_origin);
   if (!r.unexpected) finish_receive(id, r);
 }
 

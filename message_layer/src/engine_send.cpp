@@ -152,6 +152,7 @@ void MessageLayer::Engine::post(SendMessage& m) {
   if (trace_) [[unlikely]]
     trace_send(m, true);
   s.header_bytes = static_cast<std::uint8_t>(m.header.size());
+  s.vt_posted = vt_ ? ep_.clock().now() : 0;
   DestState& d = dests_[m.dest];
   s.seq = d.next_seq++;
   // Fast path: a one-packet message to a destination with nothing queued goes out at once (the
@@ -301,7 +302,8 @@ bool MessageLayer::Engine::inject_one_packet(SendMessage& m, const DestState& d,
                                              scratch, gather_from(m.data.iov, 0, {scratch, bytes})};
   const pkt::PacketSpec spec{.dest = d.where,
                              .dispatch = wire::kOnePacket,
-                             .vt_cycles = cost(&virtual_time::Params::one_packet_send_cycles)};
+                             .vt_cycles = cost(&virtual_time::Params::one_packet_send_cycles),
+                             .vt_origin = m.state.vt_posted};
   if (ep_.inject(ordered_fifo(m.dest), spec, {prefix, sizeof f + m.header.size()}, data) ==
       pkt::InjectStatus::full)
     return false;
@@ -316,7 +318,8 @@ MessageLayer::Engine::Step MessageLayer::Engine::send_one_packet(SendMessage& m)
   const auto data = data_view(m, 0, m.data.size(), scratch);
   const pkt::PacketSpec spec{.dest = ep_.destination_of(m.dest),
                              .dispatch = wire::kOnePacket,
-                             .vt_cycles = cost(&virtual_time::Params::one_packet_send_cycles)};
+                             .vt_cycles = cost(&virtual_time::Params::one_packet_send_cycles),
+                             .vt_origin = m.state.vt_posted};
   if (ep_.inject(ordered_fifo(m.dest), spec, head, data) == pkt::InjectStatus::full)
     return Step::blocked;
   ++m.state.packets;
@@ -330,7 +333,8 @@ MessageLayer::Engine::Step MessageLayer::Engine::send_eager(SendMessage& m, Dest
   const std::size_t bytes = m.data.size();
   const int fifo = adaptive ? kDataFifo : ordered_fifo(m.dest);
   pkt::PacketSpec spec{.dest = ep_.destination_of(m.dest),
-                       .routing = adaptive ? pkt::Routing::adaptive : pkt::Routing::deterministic};
+                       .routing = adaptive ? pkt::Routing::adaptive : pkt::Routing::deterministic,
+                       .vt_origin = s.vt_posted};
   if (adaptive && s.packets == 0) s.phase = d.parity;  // this message's parity bit
   const std::uint32_t parity = adaptive && s.phase ? wire::kParityBit : 0;
   std::byte prefix[pkt::kMaxPayloadBytes], scratch[pkt::kMaxPayloadBytes];
@@ -372,7 +376,8 @@ MessageLayer::Engine::Step MessageLayer::Engine::send_scout(SendMessage& m, bool
       .dispatch = virtual_node ? wire::kVnRts : wire::kScout,
       .word = s.local_id,
       .vt_cycles = cost(virtual_node ? &virtual_time::Params::vn_send_cycles
-                                     : &virtual_time::Params::rzv_send_cycles)};
+                                     : &virtual_time::Params::rzv_send_cycles),
+      .vt_origin = s.vt_posted};
   // Only the virtual-node request says where the data are (the pid is cached: getpid() is a
   // syscall, and a rendezvous used to pay it on every scout).
   if (virtual_node && !vn_reader_allowed_) allow_sibling_reads(m.dest);
@@ -400,7 +405,8 @@ MessageLayer::Engine::Step MessageLayer::Engine::send_rzv_data(SendMessage& m) {
                        .dispatch = wire::kRzvData,
                        .word = s.remote_id,
                        .routing = pkt::Routing::adaptive,
-                       .vt_cycles = cost(&virtual_time::Params::rzv_data_cycles)};
+                       .vt_cycles = cost(&virtual_time::Params::rzv_data_cycles),
+                       .vt_origin = s.vt_posted};
   spec.dest.group = s.data_group;
   std::byte scratch[pkt::kMaxPayloadBytes];
   for (int i = 0; i < 16 && s.offset < bytes; ++i) {

@@ -84,28 +84,40 @@ std::string Statistics::to_json() const {
         {"packets_received", c.packets_received},
         {"bytes_received", c.bytes_received}};
   }
-  return nlohmann::json{{"protocols", p},
-                        {"control_packets_sent", control_packets_sent},
-                        {"unexpected_messages", unexpected_messages},
-                        {"unexpected_depth", unexpected_depth},
-                        {"unexpected_depth_max", unexpected_depth_max},
-                        {"pool_bytes_limit", pool_bytes_limit},
-                        {"pool_bytes_in_use", pool_bytes_in_use},
-                        {"pool_bytes_max", pool_bytes_max},
-                        {"pool_waits", pool_waits},
-                        {"table_waits", table_waits},
-                        {"held_packets", held_packets},
-                        {"held_packets_max", held_packets_max},
-                        {"hold_full_waits", hold_full_waits},
-                        {"early_adaptive_packets", early_adaptive_packets},
-                        {"early_adaptive_bytes", early_adaptive_bytes},
-                        {"early_adaptive_bytes_max", early_adaptive_bytes_max},
-                        {"malformed_packets", malformed_packets},
-                        {"token_waits", token_waits},
-                        {"coprocessor_messages", coprocessor_messages},
-                        {"coprocessor_packets", coprocessor_packets},
-                        {"coherence_operations", coherence_operations}}
-      .dump();
+  nlohmann::json out{{"protocols", p},
+                     {"control_packets_sent", control_packets_sent},
+                     {"unexpected_messages", unexpected_messages},
+                     {"unexpected_depth", unexpected_depth},
+                     {"unexpected_depth_max", unexpected_depth_max},
+                     {"pool_bytes_limit", pool_bytes_limit},
+                     {"pool_bytes_in_use", pool_bytes_in_use},
+                     {"pool_bytes_max", pool_bytes_max},
+                     {"pool_waits", pool_waits},
+                     {"table_waits", table_waits},
+                     {"held_packets", held_packets},
+                     {"held_packets_max", held_packets_max},
+                     {"hold_full_waits", hold_full_waits},
+                     {"early_adaptive_packets", early_adaptive_packets},
+                     {"early_adaptive_bytes", early_adaptive_bytes},
+                     {"early_adaptive_bytes_max", early_adaptive_bytes_max},
+                     {"malformed_packets", malformed_packets},
+                     {"token_waits", token_waits},
+                     {"coprocessor_messages", coprocessor_messages},
+                     {"coprocessor_packets", coprocessor_packets},
+                     {"coherence_operations", coherence_operations}};
+  // Virtual time: each protocol's latency histogram, its non-empty buckets as [index, count].
+  nlohmann::json latencies = nlohmann::json::object();
+  for (int i = 0; i < kProtocols; ++i) {
+    const auto& h = latency[static_cast<std::size_t>(i)];
+    if (h.count() == 0) continue;
+    nlohmann::json buckets = nlohmann::json::array();
+    for (int b = 0; b < virtual_time::LatencyHistogram::kBuckets; ++b)
+      if (h.bucket(b) != 0) buckets.push_back({b, h.bucket(b)});
+    latencies[std::string(msg::to_string(static_cast<Protocol>(i)))] = {
+        {"min", h.min()}, {"max", h.max()}, {"sum", h.sum()}, {"buckets", std::move(buckets)}};
+  }
+  if (!latencies.empty()) out["latency_cycles"] = std::move(latencies);
+  return out.dump();
 }
 
 MessageLayer::MessageLayer(pkt::Endpoint& endpoint, Config config)

@@ -135,16 +135,16 @@ void Endpoint::time_line(const torus::Route& route, std::uint32_t packet_bytes,
                            std::span(line_scratch_).first(static_cast<std::size_t>(route.hops()))));
 }
 
-std::uint64_t Endpoint::arrival_of(FifoRef f, const Packet& p) const {
-  return f.index == kVirtualFifo ? reinterpret_cast<const VirtualPacket&>(p).arrival
-                                 : ReceptionFifo::arrival_of(p);
+virtual_time::Stamp Endpoint::stamp_of(FifoRef f, const Packet& p) const {
+  return f.index == kVirtualFifo ? reinterpret_cast<const VirtualPacket&>(p).stamp
+                                 : ReceptionFifo::stamp_of(p);
 }
 
 // Waits for the packet's arrival and reads it, once per packet however often next() shows it.
 void Endpoint::take_time(FifoRef f, const Packet& p) {
   if (&p == timed_packet_) return;
   timed_packet_ = &p;
-  clock_.arrive(arrival_of(f, p));
+  clock_.arrive(stamp_of(f, p).arrival);
   clock_.charge(virtual_time::Params::ticks(timing_.params().packet_read_cycles));
 }
 
@@ -159,13 +159,13 @@ const Packet* Endpoint::next_in_virtual_order(FifoRef& f, std::uint32_t skip, bo
       const FifoRef at{static_cast<std::uint8_t>(i)};
       const Packet* p = current(at);
       if (!p || (skip >> i & 1u)) continue;
-      const std::uint64_t arrival = arrival_of(at, *p);
+      const std::uint64_t arrival = stamp_of(at, *p).arrival;
       if (!best || arrival < best_arrival) best = p, best_arrival = arrival, f = at;
     }
     if (virtual_in_ && !(skip >> kVirtualFifo & 1u)) {
       const FifoRef at{kVirtualFifo};
-      if (const Packet* p = current(at); p && (!best || arrival_of(at, *p) < best_arrival))
-        best = p, best_arrival = arrival_of(at, *p), f = at;
+      if (const Packet* p = current(at); p && (!best || stamp_of(at, *p).arrival < best_arrival))
+        best = p, best_arrival = stamp_of(at, *p).arrival, f = at;
     }
     if (!best || (arrived_only && best_arrival > clock_.now())) return nullptr;
     if (plainly_mine(best->header) || check(best->header) == PacketHeader::Problem::none) {
@@ -303,10 +303,12 @@ InjectStatus Endpoint::inject(int fifo, const PacketSpec& spec, std::span<const 
     build_header(spec, bytes, h);
   }
   std::uint8_t index;
-  std::uint64_t arrival = 0;  // virtual time only
+  virtual_time::Stamp stamp;  // virtual time only
   if (!plain || timed()) [[unlikely]] {
     injecting_ = fifo;
-    index = route_and_account(spec, h.chunks, arrival);
+    index = route_and_account(spec, h.chunks, stamp.arrival);
+    if (timed())
+      stamp.origin = spec.vt_origin == kOriginAtDeparture ? clock_.now() : spec.vt_origin;
   } else if (virtual_out_ && spec.dest.node == node_ && spec.dest.group != group_) {
     ++counters_.virtual_packets;  // the node's other task: through the scratchpad, no link
     index = kVirtualFifo;
@@ -325,17 +327,18 @@ InjectStatus Endpoint::inject(int fifo, const PacketSpec& spec, std::span<const 
         lane.bell->ring();
         return InjectStatus::ok;
       }
-    } else if (push(spec.dest.node, spec.dest.group, index, h, payload, more, arrival)) {
+    } else if (push(spec.dest.node, spec.dest.group, index, h, payload, more, stamp)) {
       return InjectStatus::ok;
     }
   }
-  enqueue(fifo, h, payload, more, index, arrival);
+  enqueue(fifo, h, payload, more, index, stamp);
   drain(fifo);
   return InjectStatus::ok;
 }
 
 void Endpoint::enqueue(int fifo, const PacketHeader& h, std::span<const std::byte> payload,
-                       std::span<const std::byte> more, std::uint8_t index, std::uint64_t arrival) {
+                       std::span<const std::byte> more, std::uint8_t index,
+                       virtual_time::Stamp stamp) {
   InjectionFifo& q = injection_[static_cast<std::size_t>(fifo)];
   Pending& p = q.ring[(q.head + q.count) % q.ring.size()];
   p.packet.header = h;
@@ -344,7 +347,7 @@ void Endpoint::enqueue(int fifo, const PacketHeader& h, std::span<const std::byt
     std::memcpy(p.packet.payload.data() + payload.size(), more.data(), more.size());
   p.fifo_index = index;
   p.delivered = 0;
-  p.arrival = arrival;
+  p.stamp = stamp;
   if (timed() && h.deposit()) line_arrivals_[p.slot] = line_scratch_;
   ++q.count;
   ++pending_packets_;
@@ -353,7 +356,7 @@ void Endpoint::enqueue(int fifo, const PacketHeader& h, std::span<const std::byt
 
 bool Endpoint::push(torus::NodeId node, std::uint8_t group, std::uint8_t index,
                     const PacketHeader& h, std::span<const std::byte> payload,
-                    std::span<const std::byte> more, std::uint64_t arrival) {
+                    std::span<const std::byte> more, virtual_time::Stamp stamp) {
   if (index == kVirtualFifo) {
     if (virtual_out_->write_available() == 0) return false;
     VirtualPacket v;
@@ -361,7 +364,7 @@ bool Endpoint::push(torus::NodeId node, std::uint8_t group, std::uint8_t index,
     if (!payload.empty()) std::memcpy(v.packet.payload.data(), payload.data(), payload.size());
     if (!more.empty())
       std::memcpy(v.packet.payload.data() + payload.size(), more.data(), more.size());
-    v.arrival = arrival;
+    v.stamp = stamp;
     virtual_out_->push(v);
     machine_->doorbell(node, group).ring();
     return true;
@@ -370,7 +373,7 @@ bool Endpoint::push(torus::NodeId node, std::uint8_t group, std::uint8_t index,
   Peer& peer = peers_[node];
   if (peer.remote) [[unlikely]]
     return ofi_->try_deliver(to, h, payload, more);
-  if (timed()) return shm_.try_deliver_at(to, arrival, h, payload, more);
+  if (timed()) return shm_.try_deliver_at(to, stamp, h, payload, more);
   if (index == peer.deterministic_fifo) {
     Lane& lane = peer.lanes[group];
     if (!lane.fifo.try_push(h, payload, more)) return false;
@@ -385,7 +388,7 @@ bool Endpoint::deliver(Pending& p) {
   if (h.deposit()) return deliver_line(p);
   const auto node = machine_->shape().node_id(h.destination());
   if (!push(node, h.dest_group, p.fifo_index, h, {p.packet.payload.data(), h.payload_bytes}, {},
-            p.arrival)) {
+            p.stamp)) {
     ++counters_.delivery_stalls;
     return false;
   }
@@ -402,8 +405,9 @@ bool Endpoint::deliver_line(Pending& p) {
   for (int i = 0; i <= p.delivered; ++i)
     at = *shape.neighbour(at, dir);
   for (;;) {
-    const std::uint64_t arrival = timed() ? line_arrivals_[p.slot][p.delivered] : 0;
-    if (!push(at, h.dest_group, p.fifo_index, h, payload, {}, arrival)) {
+    const virtual_time::Stamp stamp{timed() ? line_arrivals_[p.slot][p.delivered] : 0,
+                                    p.stamp.origin};
+    if (!push(at, h.dest_group, p.fifo_index, h, payload, {}, stamp)) {
       ++counters_.delivery_stalls;
       return false;
     }

@@ -178,7 +178,7 @@ int launch(int argc, char** argv) {
     return 0;
   }
   if (o.version) {
-    std::puts("bglrun (bglemu) 0.1.0");
+    std::puts("bglrun (bglemu) " BGL_VERSION);
     return 0;
   }
   if (o.vt_params_list) {
@@ -243,7 +243,7 @@ int launch(int argc, char** argv) {
     trace.emplace(*o.trace_file, clock, o.trace_events.value_or(run::TraceFile::kDefaultEvents),
                   config.ntasks());
   }
-  const auto mpiexec = run::choose_mpiexec(o.launcher, o.command);
+  const auto mpiexec = run::choose_mpiexec(o.launcher, o.mpich_prefix, o.command);
   if (mpiexec && config.placement.host_count() > 1)
     throw ConfigError(
         "MPI programs cannot span several hosts yet (the MPICH device's job start "

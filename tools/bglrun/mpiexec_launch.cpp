@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string_view>
@@ -27,6 +28,7 @@
 #include "bgl/env.hpp"
 #include "bgl/log.hpp"
 #include "bgl/torus/error.hpp"
+#include "bgl/torus/user_text.hpp"
 #include "supervise_util.hpp"
 
 namespace bgl::run {
@@ -725,12 +727,43 @@ const char* mpiexec_usage() {
   return R"(
 MPI programs (MPICH built with the bgl device, tools/build_mpich.sh) start through Hydra's mpiexec:
   --launcher L           auto | mpiexec | direct (BGL_LAUNCHER; default auto: mpiexec when the
-                         program loads a libmpi that loads libbglml). mpiexec is BGL_MPIEXEC or the
-                         one in that MPICH prefix; ranks take their rank from PMI.
+                         program loads a libmpi that loads libbglml); ranks take their rank from PMI
+  --mpich-prefix DIR     the MPICH whose DIR/bin/mpiexec starts the ranks (BGL_MPICH_PREFIX;
+                         BGL_MPIEXEC names the program itself). Default: the prefix of the libmpi
+                         the program loads, else bglrun's own prefix, else the cache's
+                         (BGL_CACHE_DIR, default ~/.cache/bglemu: mpich-current/prefix)
 )";
 }
 
+namespace {
+
+// A prefix of MPICH with the bgl device: bin/mpiexec runs and lib/libmpi.so loads libbglml.
+bool is_device_mpich(const std::string& prefix) {
+  return access((prefix + "/bin/mpiexec").c_str(), X_OK) == 0 &&
+         capture({"/usr/bin/ldd", prefix + "/lib/libmpi.so"}).find("libbglml.so") !=
+             std::string::npos;
+}
+
+// The prefix bglrun itself is installed in (the parent of its bin/), or empty.
+std::string own_prefix() {
+  std::error_code error;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (error) return {};
+  return self.parent_path().parent_path().string();
+}
+
+// An explicitly named MPICH prefix (flag or variable) must hold an mpiexec.
+std::string mpiexec_in(const std::string& prefix, const std::string& source) {
+  const std::string mpiexec = prefix + "/bin/mpiexec";
+  if (access(mpiexec.c_str(), X_OK) != 0)
+    throw ConfigError(source + "='" + printable(prefix) + "' has no executable bin/mpiexec");
+  return mpiexec;
+}
+
+}  // namespace
+
 std::optional<std::string> choose_mpiexec(const std::optional<std::string>& choice,
+                                          const std::optional<std::string>& mpich_prefix,
                                           const std::vector<std::string>& command) {
   std::string how = choice.value_or(env::get("BGL_LAUNCHER").value_or("auto"));
   if (how != "auto" && how != "mpiexec" && how != "direct")
@@ -739,18 +772,34 @@ std::optional<std::string> choose_mpiexec(const std::optional<std::string>& choi
   const std::string program = find_in_path(command.front());
   const std::string libmpi = bgl_libmpi_of(program);
   if (how == "auto" && libmpi.empty()) return std::nullopt;
+  // The lookup order of docs/CONFIGURATION.md ("Installing bglemu"): what the user named first,
+  // then the MPICH the program was linked with, then the one installed beside bglrun, then the
+  // one tools/build_mpich.sh built last in its cache.
+  if (mpich_prefix) return mpiexec_in(*mpich_prefix, "--mpich-prefix");
   if (auto m = env::get("BGL_MPIEXEC")) {
     if (access(m->c_str(), X_OK) != 0)
       throw ConfigError("BGL_MPIEXEC='" + *m + "' is not executable");
     return *m;
   }
+  if (auto p = env::get("BGL_MPICH_PREFIX")) return mpiexec_in(*p, "BGL_MPICH_PREFIX");
   if (!libmpi.empty()) {
     const std::string lib_dir = libmpi.substr(0, libmpi.rfind('/'));
     const std::string mpiexec = lib_dir + "/../bin/mpiexec";
     if (access(mpiexec.c_str(), X_OK) == 0) return mpiexec;
   }
-  throw ConfigError("cannot find the mpiexec for '" + command.front() +
-                    "' (it does not load MPICH with the bgl device); set BGL_MPIEXEC");
+  if (const std::string own = own_prefix(); !own.empty() && is_device_mpich(own))
+    return own + "/bin/mpiexec";
+  std::string cache;
+  if (auto c = env::get("BGL_CACHE_DIR"))
+    cache = *c;
+  else if (const char* home = std::getenv("HOME"))
+    cache = std::string(home) + "/.cache/bglemu";
+  if (!cache.empty() && is_device_mpich(cache + "/mpich-current/prefix"))
+    return cache + "/mpich-current/prefix/bin/mpiexec";
+  throw ConfigError("cannot find the mpiexec of MPICH with the bgl device for '" +
+                    printable(command.front()) +
+                    "' (not beside the libmpi it loads, bglrun or in the cache); use "
+                    "--mpich-prefix or set BGL_MPICH_PREFIX or BGL_MPIEXEC");
 }
 
 int run_with_mpiexec(const pkt::Machine& machine, const pkt::Segment& segment,

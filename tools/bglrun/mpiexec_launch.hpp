@@ -24,10 +24,12 @@ const char* mpiexec_usage();
 
 // Decides how to start `command`: `choice` is --launcher's value or BGL_LAUNCHER (direct, mpiexec
 // or auto; default auto). auto uses mpiexec when the program is dynamically linked with a libmpi
-// that links libbglml (the bgl device). Returns the mpiexec to use (BGL_MPIEXEC, else the one in
-// the bin/ next to that libmpi's lib/), or nothing for a direct launch. Throws ConfigError when
-// mpiexec was asked for but cannot be found.
+// that links libbglml (the bgl device). Returns the mpiexec to use, or nothing for a direct
+// launch: `mpich_prefix` (--mpich-prefix), BGL_MPIEXEC, BGL_MPICH_PREFIX, the prefix of that
+// libmpi, bglrun's own prefix, the cache's latest build, in this order. Throws ConfigError when
+// mpiexec was asked for but cannot be found, or a named prefix has none.
 std::optional<std::string> choose_mpiexec(const std::optional<std::string>& choice,
+                                          const std::optional<std::string>& mpich_prefix,
                                           const std::vector<std::string>& command);
 
 // Runs the job through mpiexec; returns bglrun's exit status like JobRunner::run(): 0, the

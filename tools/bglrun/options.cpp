@@ -19,7 +19,7 @@ bool takes_value(std::string_view f) {
         "--hosts",    "--hostfile", "--transport", "--vt-params",  "--vt-cpu-factor",
         "--vt-cores", "--report",   "--trace",     "--trace-time", "--trace-events"})
     if (f == v) return true;
-  return false;
+  return f == "--mpich-prefix";
 }
 
 // Launcher settings as the flags gave them; unset ones take their variable, then the default.
@@ -65,6 +65,8 @@ void apply(LauncherOptions& o, LauncherFlags& given, std::string_view flag,
     o.log_level = value;
   } else if (flag == "--launcher") {
     o.launcher = value;
+  } else if (flag == "--mpich-prefix") {
+    o.mpich_prefix = value;
   } else if (flag == "--hosts") {
     j.hosts = static_cast<int>(env::parse_int(value, flag, 1, pkt::Placement::kMaxHosts));
   } else if (flag == "--hostfile") {

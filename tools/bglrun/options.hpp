@@ -18,7 +18,8 @@ struct LauncherOptions {
   std::optional<std::string> trace_time;      // --trace-time host|virtual
   std::optional<std::uint64_t> trace_events;  // --trace-events: the cap for the whole job
   std::optional<std::string> log_level;
-  std::optional<std::string> launcher;  // --launcher auto|mpiexec|direct (mpiexec_launch.hpp)
+  std::optional<std::string> launcher;      // --launcher auto|mpiexec|direct (mpiexec_launch.hpp)
+  std::optional<std::string> mpich_prefix;  // --mpich-prefix: the MPICH whose mpiexec to use
   bool dry_run = false;
   bool cleanup = false;  // --cleanup: remove dead launchers' segments and exit
   bool show_mapping = false;

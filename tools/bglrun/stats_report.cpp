@@ -9,10 +9,12 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <system_error>
 
 #include "bgl/torus/error.hpp"
 #include "bgl/torus/user_text.hpp"
+#include "bgl/virtual_time/latency_histogram.hpp"
 
 namespace bgl::run {
 namespace {
@@ -59,7 +61,67 @@ json clock(const pkt::TaskCounters& c, const virtual_time::Params& p) {
           {"computing_cycles", c.vt_computing}};
 }
 
-json virtual_time_json(const pkt::Machine& m) {
+// One protocol's end-to-end latencies over all tasks, read back from the tasks' message-layer
+// reports ("latency_cycles": min, max, sum and the non-empty buckets as [index, count]).
+struct ProtocolLatency {
+  virtual_time::LatencyHistogram histogram;
+  std::uint64_t bytes = 0;
+};
+
+void merge_latencies(const json& report, std::map<std::string, ProtocolLatency>& into) {
+  const auto it = report.find("latency_cycles");
+  if (it == report.end() || !it->is_object()) return;
+  for (const auto& [protocol, h] : it->items()) {
+    if (!h.is_object() || !h.contains("buckets") || !h["buckets"].is_array()) continue;
+    auto& out = into[protocol];
+    for (const auto& b : h["buckets"]) {
+      if (!b.is_array() || b.size() != 2 || !b[0].is_number_unsigned() ||
+          !b[1].is_number_unsigned() ||
+          b[0].get<std::uint64_t>() >= virtual_time::LatencyHistogram::kBuckets)
+        continue;
+      out.histogram.add_bucket(b[0].get<int>(), b[1].get<std::uint64_t>());
+    }
+    out.histogram.merge_extremes(h.value("min", std::uint64_t{0}), h.value("max", std::uint64_t{0}),
+                                 h.value("sum", std::uint64_t{0}));
+    const auto counters = report.find("protocols");
+    if (counters != report.end() && counters->contains(protocol))
+      out.bytes += (*counters)[protocol].value("bytes_received", std::uint64_t{0});
+  }
+}
+
+// Per protocol: messages received, their bytes, and the latency distribution in nanoseconds.
+json protocol_latencies(const json& tasks, const virtual_time::Params& params) {
+  std::map<std::string, ProtocolLatency> merged;
+  for (const auto& t : tasks)
+    if (t.contains("message_layer")) merge_latencies(t["message_layer"], merged);
+  const auto ns = [&](double cycles) { return cycles / params.cpu_hz * 1e9; };
+  json out = json::array();
+  for (const auto& [protocol, p] : merged) {
+    const auto& h = p.histogram;
+    if (h.count() == 0) continue;
+    json buckets = json::array();
+    for (int b = 0; b < virtual_time::LatencyHistogram::kBuckets; ++b)
+      if (h.bucket(b) != 0)
+        buckets.push_back(
+            {{"upper_ns", ns(static_cast<double>(
+                              std::min(virtual_time::LatencyHistogram::upper_bound(b), h.max())))},
+             {"count", h.bucket(b)}});
+    out.push_back({{"protocol", protocol},
+                   {"messages", h.count()},
+                   {"bytes", p.bytes},
+                   {"latency_ns",
+                    {{"min", ns(static_cast<double>(h.min()))},
+                     {"mean", ns(h.mean())},
+                     {"p50", ns(static_cast<double>(h.percentile(0.5)))},
+                     {"p90", ns(static_cast<double>(h.percentile(0.9)))},
+                     {"p99", ns(static_cast<double>(h.percentile(0.99)))},
+                     {"max", ns(static_cast<double>(h.max()))}}},
+                   {"histogram", std::move(buckets)}});
+  }
+  return out;
+}
+
+json virtual_time_json(const pkt::Machine& m, const json& tasks) {
   const auto& params = *m.vt_params();
   const auto predicted = predict(m);
   json links = json::array();
@@ -80,7 +142,8 @@ json virtual_time_json(const pkt::Machine& m) {
           {"predicted_cycles", predicted.cycles},
           {"predicted_seconds", params.seconds(predicted.cycles)},
           {"slowest_rank", predicted.rank},
-          {"links", std::move(links)}};
+          {"links", std::move(links)},
+          {"protocols", protocol_latencies(tasks, params)}};
 }
 
 std::string_view fifo_name(int f) {
@@ -142,7 +205,7 @@ std::string statistics_json(const pkt::Machine& m, double host_seconds) {
       {"mapping", c.mapping_source}, {"fifo_packets", c.fifo_packets}, {"seed", c.seed},
       {"host_seconds", host_seconds}};
   json all{{"job", job}, {"tasks", tasks}, {"links", links}, {"fifos", fifos}};
-  if (m.vt_params()) all["virtual_time"] = virtual_time_json(m);
+  if (m.vt_params()) all["virtual_time"] = virtual_time_json(m, all["tasks"]);
   return all.dump(1) + "\n";
 }
 

@@ -52,6 +52,7 @@ struct SendMessage {
     std::uint8_t phase = 0;
     std::uint8_t header_bytes = 0;
     std::uint8_t data_group = 0;  // rendezvous: the receiver's FIFO group for the data
+    std::uint64_t vt_posted = 0;  // virtual time: the sender's clock at post()
     std::byte header_copy[kMaxUserHeader];
   } state;
 };

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "bgl/msg/protocol.hpp"
+#include "bgl/virtual_time/latency_histogram.hpp"
 
 namespace bgl::msg {
 
@@ -38,6 +39,9 @@ struct Statistics {
   std::uint64_t coprocessor_messages = 0;  // rendezvous data received by the coprocessor
   std::uint64_t coprocessor_packets = 0;
   std::uint64_t coherence_operations = 0;  // software-coherence steps after coprocessor receives
+  // Virtual time only: per protocol, each received message's latency from its sender's post() to
+  // its data being complete here, in cycles.
+  std::array<virtual_time::LatencyHistogram, kProtocols> latency{};
 
   std::string to_json() const;
 };

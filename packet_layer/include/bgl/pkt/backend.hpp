@@ -42,10 +42,10 @@ class ShmBackend final : public Backend {
     return true;
   }
   Transport transport() const override { return Transport::shm; }
-  // try_deliver() of a packet that arrives at `arrival` in virtual time.
-  bool try_deliver_at(Target to, std::uint64_t arrival, const PacketHeader& h,
+  // try_deliver() of a packet with its virtual-time stamp.
+  bool try_deliver_at(Target to, virtual_time::Stamp stamp, const PacketHeader& h,
                       std::span<const std::byte> payload, std::span<const std::byte> more) {
-    if (!machine_->fifo(to.node, to.group, to.fifo).try_push_at(arrival, h, payload, more))
+    if (!machine_->fifo(to.node, to.group, to.fifo).try_push_at(stamp, h, payload, more))
       return false;
     machine_->doorbell(to.node, to.group).ring();
     return true;

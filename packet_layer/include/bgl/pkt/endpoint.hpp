@@ -33,6 +33,8 @@ struct Destination {
   std::uint8_t group = 0;  // FIFO group at the destination node (the task slot t in VN mode)
 };
 
+inline constexpr std::uint64_t kOriginAtDeparture = ~std::uint64_t{0};
+
 struct PacketSpec {
   Destination dest;
   std::uint8_t dispatch = 0;  // software: packet type / handler id
@@ -45,6 +47,9 @@ struct PacketSpec {
   // Virtual time: cycles of software that precede this packet's departure (the protocol's work to
   // produce it), charged to the clock when the packet is accepted, not when inject() says "full".
   std::uint32_t vt_cycles = 0;
+  // Virtual time: when the message this packet belongs to was started on the sender's clock (the
+  // receiver's end-to-end latencies count from it); by default the packet's own departure.
+  std::uint64_t vt_origin = kOriginAtDeparture;
 };
 
 enum class InjectStatus : std::uint8_t { ok, full };
@@ -81,6 +86,9 @@ class Endpoint {
     return next_in_host_order(f, skip);
   }
   const PacketHeader& peek(FifoRef f) const { return current(f)->header; }
+  // Virtual time: the stamp of the packet next() returned for `f` (its arrival, and when its
+  // message was started on the sender's clock).
+  virtual_time::Stamp stamp_of(FifoRef f, const Packet& p) const;
   // The whole packet in its FIFO slot (header and payload; valid until receive() or discard()).
   const Packet& packet(FifoRef f) const { return *current(f); }
   std::span<const std::byte> payload(FifoRef f) const {
@@ -151,10 +159,10 @@ class Endpoint {
  private:
   struct Pending {
     Packet packet;
-    std::uint8_t fifo_index;  // reception FIFO (final-hop direction, local or high priority)
-    std::uint16_t delivered;  // deposit-bit line: copies already delivered
-    std::uint64_t arrival;    // virtual time: when it arrives (a line: line_arrivals_[slot])
-    std::uint32_t slot;       // its index among all injection-FIFO slots
+    std::uint8_t fifo_index;    // reception FIFO (final-hop direction, local or high priority)
+    std::uint16_t delivered;    // deposit-bit line: copies already delivered
+    virtual_time::Stamp stamp;  // virtual time (a line's arrivals: line_arrivals_[slot])
+    std::uint32_t slot;         // its index among all injection-FIFO slots
   };
   struct InjectionFifo {
     std::vector<Pending> ring;
@@ -206,7 +214,7 @@ class Endpoint {
   // Copies into the network: a torus reception FIFO, or the node's virtual FIFO.
   bool push(torus::NodeId node, std::uint8_t group, std::uint8_t index, const PacketHeader& h,
             std::span<const std::byte> payload, std::span<const std::byte> more,
-            std::uint64_t arrival);
+            virtual_time::Stamp stamp);
   void build_header(const PacketSpec& spec, std::size_t payload, PacketHeader& h) const;
   std::uint8_t route_and_account(const PacketSpec& spec, std::uint8_t chunks,
                                  std::uint64_t& arrival);
@@ -218,14 +226,13 @@ class Endpoint {
   void time_line(const torus::Route& route, std::uint32_t packet_bytes,
                  std::uint32_t software_cycles);
   void take_time(FifoRef f, const Packet& p);
-  std::uint64_t arrival_of(FifoRef f, const Packet& p) const;
   const Packet* next_in_host_order(FifoRef& f, std::uint32_t skip);
   const Packet* next_in_virtual_order(FifoRef& f, std::uint32_t skip, bool arrived_only);
   bool deliver(Pending& p);
   void drain(int fifo);
   bool deliver_line(Pending& p);
   void enqueue(int fifo, const PacketHeader& h, std::span<const std::byte> payload,
-               std::span<const std::byte> more, std::uint8_t index, std::uint64_t arrival);
+               std::span<const std::byte> more, std::uint8_t index, virtual_time::Stamp stamp);
   bool reception_ready() const;
   void check_spec(const PacketSpec& spec, std::size_t payload) const;
 

@@ -62,7 +62,7 @@ struct alignas(64) TaskSlot {
   // A few bytes each task publishes for the others during start-up (bootstrap allgather).
   std::array<std::byte, kExchangeBytes> exchange{};
   // Statistics of the layers above, as a JSON object text (NUL-terminated), written at the end.
-  std::array<char, 2048> report{};
+  std::array<char, 4096> report{};
 };
 
 // A named part of the segment that nobody writes after start-up (the job description, the

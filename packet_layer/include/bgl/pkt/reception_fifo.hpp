@@ -21,6 +21,7 @@
 #include <span>
 
 #include "bgl/pkt/header.hpp"
+#include "bgl/virtual_time/clock.hpp"
 
 namespace bgl::pkt {
 
@@ -33,12 +34,12 @@ struct FifoControl {
 };
 
 // One slot: its sequence number, then the packet, in the same cache line. With virtual time on,
-// the packet's arrival time on the emulated machine follows it (written and read only then, so
-// that without virtual time no further cache line is touched).
+// the packet's stamp (arrival and message origin on the emulated machine) follows it (written and
+// read only then, so that without virtual time no further cache line is touched).
 struct alignas(64) FifoSlot {
   std::atomic<std::uint64_t> seq;
   Packet packet;
-  std::uint64_t arrival;
+  virtual_time::Stamp stamp;
 };
 
 class ReceptionFifo {
@@ -60,24 +61,24 @@ class ReceptionFifo {
   // when the FIFO is full. Inline (like pop()): it is most of the cost of sending a packet.
   bool try_push(const PacketHeader& header, std::span<const std::byte> payload,
                 std::span<const std::byte> more = {}) {
-    return push<false>(header, payload, more, 0);
+    return push<false>(header, payload, more, {});
   }
-  // try_push() of a packet that arrives at `arrival` in virtual time.
-  bool try_push_at(std::uint64_t arrival, const PacketHeader& header,
+  // try_push() of a packet with its virtual-time stamp.
+  bool try_push_at(virtual_time::Stamp stamp, const PacketHeader& header,
                    std::span<const std::byte> payload, std::span<const std::byte> more = {}) {
-    return push<true>(header, payload, more, arrival);
+    return push<true>(header, payload, more, stamp);
   }
-  // The virtual arrival time of a packet front() returned (with virtual time on).
-  static std::uint64_t arrival_of(const Packet& p) {
+  // The virtual-time stamp of a packet front() returned (with virtual time on).
+  static virtual_time::Stamp stamp_of(const Packet& p) {
     return reinterpret_cast<const FifoSlot*>(reinterpret_cast<const std::byte*>(&p) -
                                              offsetof(FifoSlot, packet))
-        ->arrival;
+        ->stamp;
   }
 
  private:
   template <bool kTimed>
   bool push(const PacketHeader& header, std::span<const std::byte> payload,
-            std::span<const std::byte> more, std::uint64_t arrival) {
+            std::span<const std::byte> more, virtual_time::Stamp stamp) {
     std::uint64_t pos = control_->tail.load(std::memory_order_relaxed);
     FifoSlot* cell;
     for (;;) {
@@ -96,7 +97,7 @@ class ReceptionFifo {
     std::memcpy(&slot.header, &header, sizeof header);
     if (!payload.empty()) std::memcpy(slot.payload.data(), payload.data(), payload.size());
     if (!more.empty()) std::memcpy(slot.payload.data() + payload.size(), more.data(), more.size());
-    if constexpr (kTimed) cell->arrival = arrival;
+    if constexpr (kTimed) cell->stamp = stamp;
     cell->seq.store(pos + 1, std::memory_order_release);
     return true;
   }

@@ -7,15 +7,16 @@
 #include <boost/lockfree/spsc_queue.hpp>
 
 #include "bgl/pkt/header.hpp"
+#include "bgl/virtual_time/clock.hpp"
 
 namespace bgl::pkt {
 
 inline constexpr std::size_t kVirtualFifoPackets = 128;
 
-// A packet with its arrival time on the emulated machine (set only with virtual time on).
+// A packet with its virtual-time stamp (set only with virtual time on).
 struct VirtualPacket {
   Packet packet;
-  std::uint64_t arrival = 0;
+  virtual_time::Stamp stamp;
 };
 
 using VirtualFifo =

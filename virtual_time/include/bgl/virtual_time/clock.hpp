@@ -8,6 +8,13 @@ namespace bgl::virtual_time {
 
 using Tick = std::uint64_t;  // BG/L processor cycles
 
+// What travels with a packet: when it arrives, and when the message it belongs to was started
+// (the sender's clock then), from which the receiver measures the message's end-to-end latency.
+struct Stamp {
+  Tick arrival = 0;
+  Tick origin = 0;
+};
+
 class Clock {
  public:
   Tick now() const { return now_; }
