@@ -26,11 +26,21 @@ if [ $mpi -eq 1 ]; then
   "$P/bin/mpicc" -O2 -o build/examples/hello examples/mpi/hello.c
   echo "\$ bglrun -np 16 --shape 2x2x2 --mode vn --mapfile examples/mpi/map-2x2x2-vn.txt build/examples/hello"
   build/bin/bglrun -np 16 --shape 2x2x2 --mode vn --mapfile examples/mpi/map-2x2x2-vn.txt \
-    --stats build/demo-mpi-stats.json --timeout 120 build/examples/hello
+    --stats build/demo-mpi-stats.json --report build/demo-mpi-report.html --timeout 120 \
+    build/examples/hello
   echo "statistics of the MPI job (per task, per link, per FIFO): build/demo-mpi-stats.json"
   echo
 fi
 echo "== part 2: packets on the emulated torus"
 build/bin/bglrun -np 8 --shape 2x2x2 --mapfile examples/map-2x2x2.txt --stats build/demo-stats.json \
-  --log-level info build/bin/torus_demo
+  --report build/demo-report.html --log-level info build/bin/torus_demo
 echo "statistics (per task, per link, per FIFO): build/demo-stats.json"
+echo
+if [ $mpi -eq 1 ]; then
+  echo "== the main job's report (torus, links, protocols, tasks): open this file in a browser:"
+  echo "   $PWD/build/demo-mpi-report.html"
+  echo "   (the packet-level part's: $PWD/build/demo-report.html)"
+else
+  echo "== the report (torus, links, tasks): open this file in a browser:"
+  echo "   $PWD/build/demo-report.html"
+fi

@@ -10,6 +10,7 @@ packages=(
   libfabric-dev libfabric-bin
   mpich iproute2 jq
   gnuplot-nox  # bench/coll_plot.sh
+  chromium libpng-dev  # the run report's browser test (tests/report_browser_test.cpp)
   clang-format
   help2man  # the tools' man pages (built with them, installed by cmake --install)
   # MPICH with the bgl device (tools/build_mpich.sh; it also adds a deb-src entry for the source)

@@ -338,7 +338,10 @@ class Run {
         // the injection FIFOs. A peer still in an earlier collective needs them to get here:
         // hand everything to the network first rather than on the next wake-up.
         c_.engine().flush();
+        const std::uint64_t start = trace() ? trace()->now() : 0;
         hardware(id);
+        if (trace()) [[unlikely]]
+          trace_local(id, start);
         complete(id);
         finish_completed();
         continue;
@@ -480,6 +483,8 @@ class Run {
       for (StepId id : now) {
         ++done_;
         const StepKind k = prog_.step(id).kind;
+        if (networked(k) && trace()) [[unlikely]]
+          trace_step(id, false);
         if (k == StepKind::send || k == StepKind::recv || k == StepKind::line_send) --active_;
         for (StepId d : dependents_[id])
           if (--pending_[d] == 0) ready_.push_back(d);
@@ -487,8 +492,37 @@ class Run {
     }
   }
 
+  // bglrun --trace: steps that wait for the network are spans from start to completion (they
+  // overlap, so they are matched by an id: this run's sequence number and the step's); local
+  // and collective-network steps are spans of the task's own timeline.
+  pkt::Trace* trace() { return c_.engine().layer().endpoint().trace(); }
+  std::uint64_t trace_id(StepId id) const {
+    return std::uint64_t{context_} << 48 ^ std::uint64_t{seq_} << 24 ^ id;
+  }
+  [[gnu::cold, gnu::noinline]] void trace_step(StepId id, bool begin) {
+    const Step& s = prog_.step(id);
+    pkt::Trace& t = *trace();
+    const auto name = t.intern(to_string(s.kind));
+    if (!begin) return t.end(pkt::TraceCategory::step, name, trace_id(id));
+    const auto peer = s.kind == StepKind::line_send || s.peer < 0
+                          ? std::int64_t{-1}
+                          : static_cast<std::int64_t>(world(s.peer));
+    t.begin(pkt::TraceCategory::step, name, trace_id(id),
+            {peer, s.kind == StepKind::recv ? s.dst.bytes : s.src.bytes});
+  }
+  [[gnu::cold, gnu::noinline]] void trace_local(StepId id, std::uint64_t start) {
+    const Step& s = prog_.step(id);
+    trace()->span(pkt::TraceCategory::step, trace()->intern(to_string(s.kind)), start,
+                  {-1, s.src.bytes});
+  }
+  static bool networked(StepKind k) {
+    return k == StepKind::send || k == StepKind::recv || k == StepKind::line_send;
+  }
+
   void start(StepId id) {
     const Step& s = prog_.step(id);
+    if (networked(s.kind) && trace()) [[unlikely]]
+      trace_step(id, true);
     switch (s.kind) {
       case StepKind::send:
         ++active_;
@@ -519,10 +553,14 @@ class Run {
         complete(id);
         break;
       }
-      case StepKind::reduce:
+      case StepKind::reduce: {
+        const std::uint64_t begun = trace() ? trace()->now() : 0;
         apply_reduce(x_.dtype, x_.reduce_op, region(s.dst), cregion(s.src));
+        if (trace()) [[unlikely]]
+          trace_local(id, begun);
         complete(id);
         break;
+      }
       default:
         deferred_.push_back(id);  // hardware steps run when nothing else is in flight
         break;
@@ -637,7 +675,13 @@ void Communicator::run(const Program& program, const Params& params, Buffers buf
   Run run(*this, program, params, buffers,
           std::span(scratch_).first(static_cast<std::size_t>(program.scratch_bytes)), context_,
           seq_++);
+  pkt::Trace* trace = engine_.layer().endpoint().trace();
+  const std::uint64_t start = trace ? trace->now() : 0;
   run.go();
+  // bglrun --trace: the whole run as one span around its steps.
+  if (trace) [[unlikely]]
+    trace->span(pkt::TraceCategory::collective, trace->intern(to_string(params.op)), start,
+                {-1, params.bytes()});
 }
 
 }  // namespace bgl::coll

@@ -105,7 +105,15 @@ bool Library::run(const Group& group, Params x, Buffers b) {
   if (!s.algorithm) return false;
   spdlog::trace("collectives: {} {} B on communicator {}: {} ({})", to_string(x.op), x.bytes(),
                 group.id, s.algorithm->name, s.reason);
+  pkt::Trace* trace = engine_.layer().endpoint().trace();
+  const std::uint64_t start = trace ? trace->now() : 0;
   m.comm.run(m.program(*s.algorithm, x), x, b);
+  // bglrun --trace: the call as one span named by the collective and the algorithm chosen, with
+  // the selection rule that chose it (around the executor's span of the run).
+  if (trace) [[unlikely]]
+    trace->span(pkt::TraceCategory::collective,
+                trace->intern(std::string(to_string(x.op)) + ": " + std::string(s.algorithm->name)),
+                start, {-1, x.bytes(), trace->intern(s.reason)});
   return true;
 }
 

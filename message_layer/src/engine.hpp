@@ -224,8 +224,18 @@ class MessageLayer::Engine {
   bool coprocessor_complete();  // main task: coprocessor receives that are done
   void release_pool(RecvState& r);
 
+  // bglrun --trace: a message's send is a span from post() to done(), its receive an instant at
+  // completion. Out of line: with tracing off the hot paths only test trace_.
+  [[gnu::cold, gnu::noinline]] void trace_send(const SendMessage& m, bool begin);
+  [[gnu::cold, gnu::noinline]] void trace_receive(Rank source, std::uint64_t bytes, Protocol p);
+
   pkt::Endpoint& ep_;
   const virtual_time::Params* vt_;  // nullptr: virtual time off
+  pkt::Trace* trace_;               // nullptr: tracing off
+  struct TraceNames {
+    pkt::Trace::Name send = 0, recv = 0;
+    std::array<pkt::Trace::Name, kProtocols> protocol{};
+  } trace_names_;
   Config config_;
   int size_;
   std::optional<Rank> sibling_;     // virtual-node mode: the other task of this node

@@ -210,6 +210,8 @@ MessageLayer::Engine::Taken MessageLayer::Engine::take_one_packet(
   recvs_.release(id);
   blocked_fifos_ = 0;  // a receive slot is free again
   ++delivered_;
+  if (trace_) [[unlikely]]
+    trace_receive(source, bytes, Protocol::one_packet);
   if (target.done) target.done(target.context, id, std::min(bytes, capacity));
   return Taken::consumed;
 }
@@ -720,6 +722,8 @@ void MessageLayer::Engine::finish_receive(std::uint32_t id, RecvState& r) {
   const std::uint64_t capacity =
       target.kind == RecvTarget::Kind::iov ? iov_bytes(target.iov) : target.buffer.size();
   const std::uint64_t delivered = std::min(r.bytes, capacity);
+  if (trace_) [[unlikely]]
+    trace_receive(r.source, r.bytes, r.protocol);
   recvs_.release(id);
   blocked_fifos_ = 0;  // a receive slot is free again
   ++delivered_;

@@ -27,6 +27,7 @@ std::size_t one_packet_capacity(std::size_t header_bytes) {
 MessageLayer::Engine::Engine(pkt::Endpoint& endpoint, Config config)
     : ep_(endpoint),
       vt_(endpoint.vt_params()),
+      trace_(endpoint.trace()),
       config_(config),
       size_(endpoint.machine().mapping().size()),
       handlers_(kMaxHandlers, {nullptr, nullptr}),
@@ -46,6 +47,13 @@ MessageLayer::Engine::Engine(pkt::Endpoint& endpoint, Config config)
   held_sources_.reserve(static_cast<std::size_t>(size_));
   vn_copy_refused_ = !config.vn_direct_copy;
   pid_ = getpid();
+  if (trace_) {
+    trace_names_.send = trace_->intern("send");
+    trace_names_.recv = trace_->intern("receive");
+    for (int p = 0; p < kProtocols; ++p)
+      trace_names_.protocol[static_cast<std::size_t>(p)] =
+          trace_->intern(to_string(static_cast<Protocol>(p)));
+  }
   const auto& machine = endpoint.machine();
   if (machine.config().mode == pkt::NodeMode::coprocessor) start_coprocessor();
   if (machine.config().mode == pkt::NodeMode::virtual_node) {
@@ -141,6 +149,8 @@ void MessageLayer::Engine::post(SendMessage& m) {
   s.phase = 0;
   s.data_group = 0;
   s.protocol = p;
+  if (trace_) [[unlikely]]
+    trace_send(m, true);
   s.header_bytes = static_cast<std::uint8_t>(m.header.size());
   if (vt_) [[unlikely]]
     s.vt_posted = ep_.clock().now();  // read only with virtual time on
@@ -428,7 +438,23 @@ void MessageLayer::Engine::finish_send(SendMessage& m) {
   ++c.messages_sent;
   c.packets_sent += m.state.packets;
   c.bytes_sent += m.data.size();
+  if (trace_) [[unlikely]]
+    trace_send(m, false);
   if (m.done) m.done(m);
+}
+
+void MessageLayer::Engine::trace_send(const SendMessage& m, bool begin) {
+  const auto id = reinterpret_cast<std::uintptr_t>(&m);
+  if (!begin) return trace_->end(pkt::TraceCategory::message, trace_names_.send, id);
+  trace_->begin(pkt::TraceCategory::message, trace_names_.send, id,
+                {static_cast<std::int64_t>(m.dest), m.data.size(),
+                 trace_names_.protocol[static_cast<std::size_t>(m.state.protocol)]});
+}
+
+void MessageLayer::Engine::trace_receive(Rank source, std::uint64_t bytes, Protocol p) {
+  trace_->instant(pkt::TraceCategory::message, trace_names_.recv,
+                  {static_cast<std::int64_t>(source), bytes,
+                   trace_names_.protocol[static_cast<std::size_t>(p)]});
 }
 
 void MessageLayer::Engine::on_ack(Rank source, std::span<const std::byte> payload) {

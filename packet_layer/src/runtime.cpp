@@ -1,6 +1,8 @@
 #include "bgl/pkt/runtime.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <stdexcept>
 
 #include "bgl/env.hpp"
@@ -41,11 +43,16 @@ Runtime Runtime::from_environment(std::optional<torus::Rank> host_rank) {
   rt.policy_ = std::make_unique<WaitPolicy>(WaitPolicy::for_job(size));
   const int group = rt.machine_->mapping().location(rt.rank_).t;
   rt.endpoint_ = std::make_unique<Endpoint>(*rt.machine_, rt.rank_, group, *rt.policy_);
+  const auto* params = rt.machine_->vt_params();
+  rt.trace_ = Trace::from_environment(rt.rank_, rt.endpoint_->clock(), params ? params->cpu_hz : 0);
+  rt.endpoint_->set_trace(rt.trace_.get());
   return rt;
 }
 
 Runtime::~Runtime() {
   if (endpoint_) endpoint_->publish_statistics();
+  if (trace_ && !trace_->write())
+    spdlog::warn("rank {}: cannot write the trace's events: {}", rank_, std::strerror(errno));
 }
 
 void Runtime::allgather(std::span<const std::byte> mine, std::span<std::byte> all) {

@@ -57,9 +57,10 @@ if [ "${1:-}" = "--inside" ]; then
   [ "$(command -v bglrun)" = "$prefix/bin/bglrun" ] || die "bglrun is not the installed one"
   bglrun --version | grep -q "^bglrun (bglemu) " || die "bglrun --version"
   bglmap --version | grep -q "^bglmap (bglemu) " || die "bglmap --version"
+  bglreport --version | grep -q "^bglreport (bglemu) " || die "bglreport --version"
   bglrun --help | grep -q -- "--mpich-prefix" || die "bglrun --help lacks --mpich-prefix"
   bglmap --help | grep -q -- "--check" || die "bglmap --help"
-  for tool in bglrun bglmap; do
+  for tool in bglrun bglmap bglreport; do
     page=$(ls "$prefix"/share/man/man1/$tool.1* 2> /dev/null | head -1)
     [ -n "$page" ] || die "no man page for $tool"
     zcat -f "$page" | grep -q '^\.TH' || die "$page is not a man page"

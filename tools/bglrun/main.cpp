@@ -29,7 +29,9 @@
 #include "mpiexec_launch.hpp"
 #include "options.hpp"
 #include "pmi_client.hpp"
+#include "run_report.hpp"
 #include "stats_report.hpp"
+#include "trace_file.hpp"
 #include "watchdog.hpp"
 
 namespace {
@@ -226,8 +228,21 @@ int launch(int argc, char** argv) {
   if (!executable(o.command.front()))
     throw ConfigError("program '" + printable(o.command.front()) + "' not found or not executable");
   // Before anything runs: an unwritable statistics path fails the job now, not after it ran.
-  std::optional<run::StatsFile> stats;
+  std::optional<run::StatsFile> stats, report;
   if (o.stats_file) stats.emplace(*o.stats_file);
+  if (o.report_file) report.emplace(*o.report_file, "the report");
+  std::optional<run::TraceFile> trace;
+  if (o.trace_file) {
+    auto clock =
+        config.virtual_time ? run::TraceFile::Clock::virtual_time : run::TraceFile::Clock::host;
+    if (o.trace_time) {
+      clock = run::parse_trace_clock(*o.trace_time, "--trace-time (BGL_TRACE_TIME)");
+      if (clock == run::TraceFile::Clock::virtual_time && !config.virtual_time)
+        throw ConfigError("--trace-time virtual needs virtual time (--virtual-time)");
+    }
+    trace.emplace(*o.trace_file, clock, o.trace_events.value_or(run::TraceFile::kDefaultEvents),
+                  config.ntasks());
+  }
   const auto mpiexec = run::choose_mpiexec(o.launcher, o.mpich_prefix, o.command);
   if (mpiexec && config.placement.host_count() > 1)
     throw ConfigError(
@@ -280,6 +295,9 @@ int launch(int argc, char** argv) {
   }
 
   if (config.virtual_time) confine_tasks(o.vt_cores.value_or(1));
+  // The host timeline's zero, moved to the job's start; not once the libfabric agent's thread
+  // runs (setenv is not safe beside threads), when the zero stays where the trace was set up.
+  if (trace && !agent) trace->mark_start();
   const auto started = std::chrono::steady_clock::now();
   run::RunSettings settings{o.command, o.timeout_seconds, o.kill_grace_seconds, {}};
   settings.on_process_group = [&watchdog](pid_t group) { watchdog.watch_group(group); };
@@ -313,11 +331,15 @@ int launch(int argc, char** argv) {
   }
 
   spdlog::info("{}", run::statistics_summary(machine));
-  if (machine.vt_params()) {
-    const std::chrono::duration<double> host = std::chrono::steady_clock::now() - started;
+  const std::chrono::duration<double> host = std::chrono::steady_clock::now() - started;
+  if (machine.vt_params())
     std::fputs(run::virtual_time_summary(machine, host.count()).c_str(), stderr);
+  if (stats || report) {
+    const auto text = run::statistics_json(machine, host.count());
+    if (stats && !stats->commit(text) && status == 0) status = 1;
+    if (!run::finish_report(text, report ? &*report : nullptr) && status == 0) status = 1;
   }
-  if (stats && !stats->commit(run::statistics_json(machine)) && status == 0) status = 1;
+  if (trace && !trace->commit(machine) && status == 0) status = 1;
   return status;
 }
 

@@ -13,11 +13,11 @@ namespace {
 // Flags that take a value, as "--flag value" or "--flag=value".
 bool takes_value(std::string_view f) {
   for (std::string_view v :
-       {"-np",       "-n",         "--np",        "--shape",      "--mesh",
-        "--mode",    "--mapping",  "--mapfile",   "--timeout",    "--fifo-packets",
-        "--seed",    "--stats",    "--log-level", "--kill-grace", "--launcher",
-        "--hosts",   "--hostfile", "--transport", "--vt-params",  "--vt-cpu-factor",
-        "--vt-cores"})
+       {"-np",        "-n",         "--np",        "--shape",      "--mesh",
+        "--mode",     "--mapping",  "--mapfile",   "--timeout",    "--fifo-packets",
+        "--seed",     "--stats",    "--log-level", "--kill-grace", "--launcher",
+        "--hosts",    "--hostfile", "--transport", "--vt-params",  "--vt-cpu-factor",
+        "--vt-cores", "--report",   "--trace",     "--trace-time", "--trace-events"})
     if (f == v) return true;
   return f == "--mpich-prefix";
 }
@@ -53,6 +53,14 @@ void apply(LauncherOptions& o, LauncherFlags& given, std::string_view flag,
     j.seed = pkt::parse_seed(value, flag);
   } else if (flag == "--stats") {
     o.stats_file = value;
+  } else if (flag == "--report") {
+    o.report_file = value;
+  } else if (flag == "--trace") {
+    o.trace_file = value;
+  } else if (flag == "--trace-time") {
+    o.trace_time = value;
+  } else if (flag == "--trace-events") {
+    o.trace_events = static_cast<std::uint64_t>(env::parse_int(value, flag, 1, 1LL << 32));
   } else if (flag == "--log-level") {
     o.log_level = value;
   } else if (flag == "--launcher") {
@@ -100,6 +108,14 @@ Runs N tasks of `program` on an emulated Blue Gene/L partition.
                          ofi on one host sends every packet between nodes through libfabric
                          (provider FI_PROVIDER, default tcp;ofi_rxm)
   --stats FILE           write per-task, per-link and per-FIFO statistics as JSON (BGL_STATS)
+  --report FILE          write the run report, one HTML page to open in a browser (BGL_REPORT);
+                         with --stats or --report a summary table ends the run
+  --trace FILE           write every task's timeline (messages, collectives and their steps) as
+                         Chrome trace-event JSON for Perfetto UI (BGL_TRACE)
+  --trace-time T         host | virtual: the trace's timeline (BGL_TRACE_TIME; default virtual
+                         with --virtual-time, else host)
+  --trace-events N       at most N events in the trace, N / tasks per task (BGL_TRACE_EVENTS;
+                         default 1000000)
   --virtual-time         give every task a Blue Gene/L clock and predict the job's time on BG/L
                          (BGL_VIRTUAL_TIME=1); MPI_Wtime returns it; docs/VIRTUAL_TIME.md
   --vt-params FILE       the timing model's parameters, "name = value" lines over the defaults
@@ -184,6 +200,13 @@ LauncherOptions parse_command_line(int argc, char** argv) {
   o.timeout_seconds = seconds(given.timeout_seconds, "BGL_TIMEOUT", 0);
   o.kill_grace_seconds = seconds(given.kill_grace_seconds, "BGL_KILL_GRACE", 2);
   if (!o.stats_file) o.stats_file = env::get("BGL_STATS");
+  if (!o.report_file) o.report_file = env::get("BGL_REPORT");
+  if (!o.trace_file) o.trace_file = env::get("BGL_TRACE");
+  if (!o.trace_time) o.trace_time = env::get("BGL_TRACE_TIME");
+  if (!o.trace_events)
+    if (auto v = env::get("BGL_TRACE_EVENTS"))
+      o.trace_events =
+          static_cast<std::uint64_t>(env::parse_int(*v, "BGL_TRACE_EVENTS", 1, 1LL << 32));
   if (!o.vt_cores)
     if (auto v = env::get("BGL_VT_CORES"))
       o.vt_cores = static_cast<int>(env::parse_int(*v, "BGL_VT_CORES", 0, 4096));

@@ -1,4 +1,5 @@
 #pragma once
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,6 +13,10 @@ struct LauncherOptions {
   double timeout_seconds = 0;     // 0: none (a flag or variable may say 0 too)
   double kill_grace_seconds = 2;  // between SIGTERM and SIGKILL when stopping a job
   std::optional<std::string> stats_file;
+  std::optional<std::string> report_file;     // --report: the HTML run report
+  std::optional<std::string> trace_file;      // --trace: Chrome trace-event JSON
+  std::optional<std::string> trace_time;      // --trace-time host|virtual
+  std::optional<std::uint64_t> trace_events;  // --trace-events: the cap for the whole job
   std::optional<std::string> log_level;
   std::optional<std::string> launcher;      // --launcher auto|mpiexec|direct (mpiexec_launch.hpp)
   std::optional<std::string> mpich_prefix;  // --mpich-prefix: the MPICH whose mpiexec to use

@@ -156,7 +156,7 @@ std::string_view fifo_name(int f) {
 
 }  // namespace
 
-std::string statistics_json(const pkt::Machine& m) {
+std::string statistics_json(const pkt::Machine& m, double host_seconds) {
   const auto& c = m.config();
   const auto& shape = m.shape();
   json tasks = json::array();
@@ -206,7 +206,8 @@ std::string statistics_json(const pkt::Machine& m) {
   }
   const json job = {
       {"shape", shape.to_string()},  {"mode", pkt::to_string(c.mode)}, {"tasks", c.ntasks()},
-      {"mapping", c.mapping_source}, {"fifo_packets", c.fifo_packets}, {"seed", c.seed}};
+      {"mapping", c.mapping_source}, {"fifo_packets", c.fifo_packets}, {"seed", c.seed},
+      {"host_seconds", host_seconds}};
   json all{{"job", job}, {"tasks", tasks}, {"links", links}, {"fifos", fifos}};
   if (m.vt_params()) all["virtual_time"] = virtual_time_json(m, all["tasks"]);
   return all.dump(1) + "\n";
@@ -274,9 +275,10 @@ std::string statistics_summary(const pkt::Machine& m) {
   return s;
 }
 
-StatsFile::StatsFile(std::filesystem::path path) : path_(std::move(path)) {
+StatsFile::StatsFile(std::filesystem::path path, std::string what)
+    : path_(std::move(path)), what_(std::move(what)) {
   const auto fail = [&](const std::string& problem) {
-    return ConfigError("cannot write statistics to " + printable(path_.string(), 256) + ": " +
+    return ConfigError("cannot write " + what_ + " to " + printable(path_.string(), 256) + ": " +
                        problem);
   };
   if (path_.empty()) throw fail("empty path");
@@ -300,9 +302,13 @@ StatsFile::~StatsFile() {
   if (!temp_.empty()) ::unlink(temp_.c_str());
 }
 
+std::string StatsFile::display_path() const {
+  return printable(path_.string(), 256);
+}
+
 bool StatsFile::commit(std::string_view text) {
   const auto failed = [&](int err) {
-    std::fprintf(stderr, "bglrun: cannot write statistics to %s: %s\n",
+    std::fprintf(stderr, "bglrun: cannot write %s to %s: %s\n", what_.c_str(),
                  printable(path_.string(), 256).c_str(), std::strerror(err));
     return false;
   };

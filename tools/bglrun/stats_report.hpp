@@ -9,7 +9,8 @@ namespace bgl::run {
 
 // The job's statistics as JSON: configuration, per-task packet counters, per-link traffic and
 // per-FIFO depth (high-water mark, full events). Read after all tasks have ended.
-std::string statistics_json(const pkt::Machine& machine);
+// `host_seconds`: the job's wall-clock time on the host, from start to the last task's end.
+std::string statistics_json(const pkt::Machine& machine, double host_seconds);
 
 // Virtual time: the predicted BG/L time (the slowest task's clock) next to the host time, and
 // the parameter set that produced it, as one line for the terminal.
@@ -28,17 +29,20 @@ std::string statistics_summary(const pkt::Machine& machine);
 class StatsFile {
  public:
   // Throws ConfigError naming the path and the problem (no such directory, permission denied, the
-  // path is a directory).
-  explicit StatsFile(std::filesystem::path path);
+  // path is a directory). `what` names the content in messages ("statistics", "the report").
+  explicit StatsFile(std::filesystem::path path, std::string what = "statistics");
   StatsFile(const StatsFile&) = delete;
   StatsFile& operator=(const StatsFile&) = delete;
   ~StatsFile();
 
   // Writes `text` and renames the file into place; false (with a message on stderr) on failure.
   bool commit(std::string_view text);
+  // The path, printable, for messages.
+  std::string display_path() const;
 
  private:
   std::filesystem::path path_;
+  std::string what_;
   std::filesystem::path temp_;
   int fd_ = -1;
 };

@@ -19,6 +19,7 @@
 #include "bgl/pkt/backoff.hpp"
 #include "bgl/pkt/header.hpp"
 #include "bgl/pkt/machine.hpp"
+#include "bgl/pkt/trace.hpp"
 #include "bgl/rate_limit.hpp"
 #include "bgl/torus/link_counters.hpp"
 #include "bgl/torus/rng.hpp"
@@ -137,6 +138,9 @@ class Endpoint {
   // The layers above call these around every entry into the emulated stack: with a CPU factor,
   // the host CPU time the program spent between them becomes computation on the clock.
   bool metered() const { return meter_.active(); }
+  // bglrun --trace: this task's timeline, null when tracing is off (pkt/trace.hpp).
+  Trace* trace() const { return trace_; }
+  void set_trace(Trace* trace) { trace_ = trace; }
   void enter_stack() {
     if (meter_.active()) [[unlikely]]
       meter_.enter(clock_);
@@ -279,6 +283,7 @@ class Endpoint {
   std::array<VirtualInjection, kInjectionFifos> vt_injection_{};
   std::uint32_t vt_injection_depth_ = 0;
   int injecting_ = 0;  // the injection FIFO of the packet being injected
+  Trace* trace_ = nullptr;
 };
 
 }  // namespace bgl::pkt

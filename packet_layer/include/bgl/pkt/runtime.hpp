@@ -38,6 +38,7 @@ class Runtime {
   std::unique_ptr<Machine> machine_;
   std::unique_ptr<WaitPolicy> policy_;
   std::unique_ptr<Endpoint> endpoint_;
+  std::unique_ptr<Trace> trace_;  // bglrun --trace
   torus::Rank rank_ = 0;
 };
 
