@@ -1,6 +1,10 @@
-// The terminal summary: the predicted time, the busiest links and the protocol mix, in aligned
+// The terminal summary: the predicted time, the busiest links and the protocol mix (with virtual
+// time, each protocol's median and 99th-percentile latency), in aligned
 // columns like the tables of OSU's and IMB's benchmarks.
 #include <algorithm>
+#include <array>
+#include <utility>
+#include <vector>
 
 #include "bgl/report/report.hpp"
 #include "html.hpp"
@@ -53,9 +57,22 @@ std::string link_lines(const Context& c, std::size_t top) {
   return columns(rows, "  ");
 }
 
+// With virtual time, each protocol's median and 99th-percentile message latency.
+std::vector<std::pair<std::string, std::array<double, 2>>> latencies(const Context& c) {
+  std::vector<std::pair<std::string, std::array<double, 2>>> out;
+  if (!c.virtual_time) return out;
+  if (const auto protocols = c.virtual_time->find("protocols"))
+    for (const auto& p : protocols->elements())
+      out.push_back({p["protocol"].text(),
+                     {p["latency_ns"]["p50"].number(), p["latency_ns"]["p99"].number()}});
+  return out;
+}
+
 std::string protocol_lines(const Context& c) {
+  const auto timed = latencies(c);
   std::vector<std::vector<std::string>> rows{
       {"protocol mix", "messages", "packets", "bytes", "share"}};
+  if (!timed.empty()) rows[0].insert(rows[0].end(), {"p50 latency", "p99 latency"});
   std::vector<std::pair<std::string, std::array<std::uint64_t, 3>>> totals;
   std::uint64_t all = 0;
   for (const auto& t : c.root["tasks"].elements()) {
@@ -71,10 +88,20 @@ std::string protocol_lines(const Context& c) {
       all += p["bytes_sent"].count();
     }
   }
-  for (const auto& [name, t] : totals)
-    if (t[0] > 0)
-      rows.push_back({printable_text(name), grouped(t[0]), grouped(t[1]), grouped(t[2]),
-                      percent(all ? static_cast<double>(t[2]) / static_cast<double>(all) : 0)});
+  for (const auto& [name, t] : totals) {
+    if (t[0] == 0) continue;
+    rows.push_back({printable_text(name), grouped(t[0]), grouped(t[1]), grouped(t[2]),
+                    percent(all ? static_cast<double>(t[2]) / static_cast<double>(all) : 0)});
+    if (timed.empty()) continue;
+    const auto it =
+        std::find_if(timed.begin(), timed.end(), [&](const auto& e) { return e.first == name; });
+    if (it == timed.end()) {
+      rows.back().insert(rows.back().end(), {"-", "-"});
+    } else {
+      rows.back().push_back(duration(it->second[0] * 1e-9));
+      rows.back().push_back(duration(it->second[1] * 1e-9));
+    }
+  }
   return rows.size() > 1 ? columns(rows, "  ") : std::string();
 }
 

@@ -267,6 +267,9 @@ TEST(Summary, AlignedColumns) {
     EXPECT_EQ(lines[i].size(), lines[1].size()) << text;
   for (std::size_t i = 6; i <= 7; ++i)
     EXPECT_EQ(lines[i].size(), lines[5].size()) << text;
+  // With latencies: each protocol's median and 99th percentile.
+  EXPECT_THAT(lines[5], HasSubstr("p50 latency  p99 latency"));
+  EXPECT_THAT(text, HasSubstr("11.00 us"));  // the rendezvous median
 }
 
 }  // namespace
