@@ -7,6 +7,7 @@
 #include "bgl/log.hpp"
 #include "bgl/pkt/job_barrier.hpp"
 #include "bgl/torus/error.hpp"
+#include "bgl/virtual_time/collective_timing.hpp"
 
 namespace bgl::msg {
 
@@ -72,17 +73,24 @@ void Session::barrier() {
   }
   const pkt::Machine& machine = runtime_.machine();
   pkt::JobBarrier& job = machine.barrier();
+  pkt::Endpoint& ep = runtime_.endpoint();
   bool last = false;
-  const std::uint32_t generation = job.arrive(static_cast<std::uint32_t>(size()), last);
+  const std::uint32_t generation =
+      job.arrive(static_cast<std::uint32_t>(size()), last, ep.timed() ? ep.clock().now() : 0);
+  // With virtual time, a global-interrupt barrier on the clocks too.
+  const auto leave = [&] {
+    if (ep.timed())
+      ep.clock().arrive(
+          virtual_time::barrier_release(*ep.vt_params(), job.latest_clock_of(generation)));
+  };
   if (last) {
     // The others sleep on their own doorbells (where packets wake them): ring each of them.
     for (int r = 0; r < size(); ++r) {
       const auto where = mapping().location(static_cast<Rank>(r));
       machine.doorbell(where.node, where.t).ring();
     }
-    return;
+    return leave();
   }
-  pkt::Endpoint& ep = runtime_.endpoint();
   pkt::Doorbell& bell = machine.doorbell(ep.node(), ep.group());
   pkt::Backoff backoff(runtime_.wait_policy());
   const auto ready = [&] { return job.passed(generation) || ep.poll_ready(); };
@@ -96,6 +104,7 @@ void Session::barrier() {
     }
     backoff.idle(bell, ready, ep.injection_idle() ? std::chrono::microseconds::max() : kPendingCap);
   }
+  leave();
 }
 
 void Session::finalize(std::chrono::milliseconds patience) {

@@ -27,8 +27,13 @@ WaitPolicy WaitPolicy::for_job(int tasks) {
   return p;
 }
 
-std::uint32_t JobBarrier::arrive(std::uint32_t participants, bool& last) {
+std::uint32_t JobBarrier::arrive(std::uint32_t participants, bool& last, std::uint64_t clock) {
   const std::uint32_t generation = bell.rings.load(std::memory_order_acquire);
+  // Before arriving: the release that follows the last arrival publishes every clock.
+  auto& latest = latest_clock[generation & 1];
+  for (std::uint64_t seen = latest.load(std::memory_order_relaxed);
+       seen < clock && !latest.compare_exchange_weak(seen, clock, std::memory_order_relaxed);) {
+  }
   last = arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == participants;
   if (last) {
     arrived.store(0, std::memory_order_relaxed);
@@ -38,14 +43,16 @@ std::uint32_t JobBarrier::arrive(std::uint32_t participants, bool& last) {
   return generation;
 }
 
-void JobBarrier::arrive_and_wait(std::uint32_t participants, const WaitPolicy& policy) {
+std::uint32_t JobBarrier::arrive_and_wait(std::uint32_t participants, const WaitPolicy& policy,
+                                          std::uint64_t clock) {
   bool last = false;
-  const std::uint32_t generation = arrive(participants, last);
-  if (last) return;
+  const std::uint32_t generation = arrive(participants, last, clock);
+  if (last) return generation;
   Backoff backoff(policy);
   const auto open = [&] { return passed(generation); };
   while (!open())
     backoff.idle(bell, open);
+  return generation;
 }
 
 }  // namespace bgl::pkt

@@ -8,6 +8,7 @@
 #include "bgl/env.hpp"
 #include "bgl/log.hpp"
 #include "bgl/torus/error.hpp"
+#include "bgl/virtual_time/collective_timing.hpp"
 
 namespace bgl::pkt {
 
@@ -60,17 +61,29 @@ void Runtime::allgather(std::span<const std::byte> mine, std::span<std::byte> al
     throw std::invalid_argument(
         "allgather: at most 256 bytes each, and size() times that in total");
   std::copy(mine.begin(), mine.end(), machine_->task(rank_).exchange.begin());
-  barrier();
+  exchange_barrier();
   for (int r = 0; r < size(); ++r) {
     const auto& slot = machine_->task(static_cast<torus::Rank>(r)).exchange;
     std::copy_n(slot.begin(), mine.size(),
                 all.begin() + static_cast<std::ptrdiff_t>(r * mine.size()));
   }
-  barrier();  // nobody overwrites its slot before everybody has read it
+  exchange_barrier();  // nobody overwrites its slot before everybody has read it
+}
+
+void Runtime::exchange_barrier() {
+  machine_->barrier().arrive_and_wait(machine_->barrier_participants(), *policy_);
 }
 
 void Runtime::barrier() {
-  machine_->barrier().arrive_and_wait(machine_->barrier_participants(), *policy_);
+  if (!endpoint_ || !endpoint_->timed()) return exchange_barrier();
+  // A global-interrupt barrier in virtual time: everybody leaves when the last has arrived, plus
+  // the interrupt network's latency.
+  auto& clock = endpoint_->clock();
+  auto& job = machine_->barrier();
+  const auto generation =
+      job.arrive_and_wait(machine_->barrier_participants(), *policy_, clock.now());
+  clock.arrive(
+      virtual_time::barrier_release(*endpoint_->vt_params(), job.latest_clock_of(generation)));
 }
 
 }  // namespace bgl::pkt

@@ -26,7 +26,8 @@ class Runtime {
   const Machine& machine() const { return *machine_; }
   const WaitPolicy& wait_policy() const { return *policy_; }
   Endpoint& endpoint() { return *endpoint_; }
-  // All tasks of the job.
+  // All tasks of the job. With virtual time, a global-interrupt barrier on the clocks too:
+  // everybody leaves at the last arrival plus the interrupt network's latency.
   void barrier();
   // Every task contributes `mine` (at most kExchangeBytes); `all` receives size() * mine.size()
   // bytes in rank order. Collective: every task must call it with the same size.
@@ -34,6 +35,7 @@ class Runtime {
 
  private:
   Runtime() = default;
+  void exchange_barrier();  // start-up: no virtual time
   Segment segment_;
   std::unique_ptr<Machine> machine_;
   std::unique_ptr<WaitPolicy> policy_;
