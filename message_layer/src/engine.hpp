@@ -55,6 +55,7 @@ class MessageLayer::Engine {
     bool active = false;  // listed in active_
     std::uint16_t next_seq = 0;
     pkt::Destination where;  // the destination's node and FIFO group, looked up once
+    std::uint8_t fifo = 0;   // its injection FIFO (ordered_fifo)
   };
   struct RzvSend {
     SendMessage* message = nullptr;
@@ -82,7 +83,10 @@ class MessageLayer::Engine {
   std::span<const std::byte> data_view(const SendMessage& m, std::size_t offset, std::size_t n,
                                        std::byte* scratch) const;
   void finish_send(SendMessage& m);
-  int ordered_fifo(Rank dest) const { return static_cast<int>(dest % 6); }
+  // The injection FIFO of a destination's ordered stream (and its rendezvous data): the direction
+  // of the first hop towards it, so that streams to different neighbours never queue behind each
+  // other in one FIFO while their links are free.
+  int ordered_fifo(Rank dest) const { return dests_[dest].fifo; }
 
   // --- virtual time: each protocol action's cost (docs/VIRTUAL_TIME.md) ---
   using Cost = double virtual_time::Params::*;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "bgl/log.hpp"
+#include "bgl/torus/route.hpp"
 #include "engine.hpp"
 #include "placement.hpp"
 
@@ -72,8 +73,13 @@ MessageLayer::Engine::Engine(pkt::Endpoint& endpoint, Config config)
                                                  std::max<std::uint64_t>(config_.limits.eager_limit,
                                                                          config_.pool_bytes));
   visiting_.reserve(static_cast<std::size_t>(size_));
-  for (Rank r = 0; r < static_cast<Rank>(size_); ++r)
-    dests_[r].where = endpoint.destination_of(r);
+  const auto& shape = endpoint.machine().shape();
+  for (Rank r = 0; r < static_cast<Rank>(size_); ++r) {
+    DestState& d = dests_[r];
+    d.where = endpoint.destination_of(r);
+    const auto route = torus::deterministic_route(shape, endpoint.node(), d.where.node);
+    d.fifo = static_cast<std::uint8_t>(route.hops() ? torus::index_of(route.steps()[0]) : r % 6);
+  }
 }
 
 // The receiver of a virtual-node message reads this task's memory. Where Yama restricts ptrace to
@@ -424,7 +430,7 @@ MessageLayer::Engine::Step MessageLayer::Engine::send_rzv_data(SendMessage& m) {
     const std::size_t n = std::min(wire::kRzvChunk, bytes - s.offset);
     const std::span<const std::byte> prefix(reinterpret_cast<const std::byte*>(&index),
                                             sizeof index);
-    if (ep_.inject(kDataFifo, spec, prefix, data_view(m, s.offset, n, scratch)) ==
+    if (ep_.inject(ordered_fifo(m.dest), spec, prefix, data_view(m, s.offset, n, scratch)) ==
         pkt::InjectStatus::full)
       return Step::blocked;
     ++s.packets;
