@@ -39,8 +39,7 @@ struct JobSize {
   std::string tasks;
   std::string shape;
   // How far predictions may differ between runs: tasks on one core still take packets in host
-  // order now and then (docs/VIRTUAL_TIME.md, "Why one core by default"); with 64 tasks started
-  // at the same virtual instant the measured spread is about 2 %.
+  // order now and then (docs/VIRTUAL_TIME.md, "Why one core by default").
   double tolerance = 0.01;
 };
 const JobSize kMedium{"32", "4x4x2"};
@@ -72,7 +71,8 @@ Prediction predict(std::vector<std::string> extra, std::vector<std::string> pref
   return {j["virtual_time"]["predicted_cycles"].get<double>(), r.output};
 }
 
-// bglrun confines a virtual-time job to one core, so these are 8, 32 and 64 tasks on a core.
+// bglrun confines a virtual-time job to one core, so these are 8 and 32 tasks on a core (64 are
+// not yet reproducible within 1 %: docs/VIRTUAL_TIME.md).
 class VirtualTimeDeterminism : public ::testing::TestWithParam<JobSize> {};
 
 TEST_P(VirtualTimeDeterminism, PredictionIgnoresHostLoadAndCore) {
@@ -96,8 +96,7 @@ TEST_P(VirtualTimeDeterminism, PredictionIgnoresHostLoadAndCore) {
 }
 
 INSTANTIATE_TEST_SUITE_P(TasksPerCore, VirtualTimeDeterminism,
-                         ::testing::Values(JobSize{"8", "2x2x2"}, kMedium,
-                                           JobSize{"64", "4x4x4", 0.025}),
+                         ::testing::Values(JobSize{"8", "2x2x2"}, kMedium),
                          [](const auto& info) { return "tasks" + info.param.tasks; });
 
 #ifdef ML_PINGPONG_PATH
