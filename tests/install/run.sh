@@ -55,20 +55,23 @@ if [ "${1:-}" = "--inside" ]; then
   }
 
   [ "$(command -v bglrun)" = "$prefix/bin/bglrun" ] || die "bglrun is not the installed one"
-  bglrun --version | grep -q "^bglrun (bglemu) " || die "bglrun --version"
-  bglmap --version | grep -q "^bglmap (bglemu) " || die "bglmap --version"
-  bglreport --version | grep -q "^bglreport (bglemu) " || die "bglreport --version"
-  bglrun --help | grep -q -- "--mpich-prefix" || die "bglrun --help lacks --mpich-prefix"
-  bglmap --help | grep -q -- "--check" || die "bglmap --help"
+  # Outputs are captured before grep -q reads them: with pipefail, a writer that grep -q leaves
+  # early dies of SIGPIPE and fails the pipe.
+  grep -q "^bglrun (bglemu) " <<< "$(bglrun --version)" || die "bglrun --version"
+  grep -q "^bglmap (bglemu) " <<< "$(bglmap --version)" || die "bglmap --version"
+  grep -q "^bglreport (bglemu) " <<< "$(bglreport --version)" || die "bglreport --version"
+  grep -q -- "--mpich-prefix" <<< "$(bglrun --help)" || die "bglrun --help lacks --mpich-prefix"
+  grep -q -- "--check" <<< "$(bglmap --help)" || die "bglmap --help"
   for tool in bglrun bglmap bglreport; do
     page=$(ls "$prefix"/share/man/man1/$tool.1* 2> /dev/null | head -1)
     [ -n "$page" ] || die "no man page for $tool"
-    zcat -f "$page" | grep -q '^\.TH' || die "$page is not a man page"
+    grep -q '^\.TH' <<< "$(zcat -f "$page")" || die "$page is not a man page"
   done
   version=$(pkg-config --modversion bglemu) || die "pkg-config does not find bglemu"
   say "pkg-config bglemu $version: $(pkg-config --cflags --libs bglemu)"
-  bglmap -np 8 --shape 2x2x2 --mapfile "$prefix/share/bglemu/examples/map-2x2x2.txt" --check |
-    grep -q ": ok;" || die "bglmap --check of the installed example mapping"
+  grep -q ": ok;" <<< "$(bglmap -np 8 --shape 2x2x2 \
+    --mapfile "$prefix/share/bglemu/examples/map-2x2x2.txt" --check)" ||
+    die "bglmap --check of the installed example mapping"
 
   say "building the C++ project (find_package(bglemu))"
   cmake -S src/cxx -B build-cxx "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
