@@ -13,13 +13,6 @@
 namespace bgl::pkt {
 namespace {
 
-std::uint64_t monotonic_ns() {
-  timespec t{};
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return static_cast<std::uint64_t>(t.tv_sec) * 1'000'000'000u +
-         static_cast<std::uint64_t>(t.tv_nsec);
-}
-
 void json_string(std::string& out, std::string_view s) {
   out += '"';
   for (const char c : s) {
@@ -47,6 +40,13 @@ void micros(std::string& out, std::uint64_t ns) {
 }
 
 }  // namespace
+
+std::uint64_t Trace::monotonic_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<std::uint64_t>(t.tv_sec) * 1'000'000'000u +
+         static_cast<std::uint64_t>(t.tv_nsec);
+}
 
 std::string_view to_string(TraceCategory c) {
   switch (c) {

@@ -1,7 +1,6 @@
 #include "trace_file.hpp"
 
 #include <stdlib.h>
-#include <time.h>
 
 #include <cerrno>
 #include <cinttypes>
@@ -11,18 +10,12 @@
 #include <sstream>
 
 #include "bgl/log.hpp"
+#include "bgl/pkt/trace.hpp"
 #include "bgl/torus/error.hpp"
 #include "bgl/torus/user_text.hpp"
 
 namespace bgl::run {
 namespace {
-
-std::uint64_t monotonic_ns() {
-  timespec t{};
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return static_cast<std::uint64_t>(t.tv_sec) * 1'000'000'000u +
-         static_cast<std::uint64_t>(t.tv_nsec);
-}
 
 // A task's file: "# bglemu trace: rank R events N dropped D unmatched U foreign F", then one event
 // per line.
@@ -82,7 +75,7 @@ TraceFile::TraceFile(std::filesystem::path path, Clock clock, std::uint64_t max_
 }
 
 void TraceFile::mark_start() {
-  ::setenv("BGL_TRACE_EPOCH_NS", std::to_string(monotonic_ns()).c_str(), 1);
+  ::setenv("BGL_TRACE_EPOCH_NS", std::to_string(pkt::Trace::monotonic_ns()).c_str(), 1);
 }
 
 TraceFile::~TraceFile() {

@@ -42,6 +42,9 @@ class Trace {
   // BGL_TRACE_EPOCH_NS (the job's start on CLOCK_MONOTONIC, the host timeline's zero).
   static std::unique_ptr<Trace> from_environment(torus::Rank rank, const virtual_time::Clock& clock,
                                                  double cpu_hz);
+  // The host timeline's clock (CLOCK_MONOTONIC, in ns): one clock for every process of the job,
+  // so bglrun's epoch and the tasks' events line up.
+  static std::uint64_t monotonic_ns();
   Trace(torus::Rank rank, std::string dir, std::size_t capacity, bool virtual_clock,
         std::uint64_t epoch_ns, const virtual_time::Clock& clock, double cpu_hz);
 
