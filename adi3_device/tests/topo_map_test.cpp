@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <numeric>
 #include <random>
 #include <set>
@@ -135,6 +137,24 @@ TEST(CartMap, GreedyImprovesAScatteredMappingOfAPartialGrid) {
   std::iota(id.begin(), id.end(), 0);
   const auto g = cartesian_graph(dims, periods);
   EXPECT_LT(total_hops(s, g, places, a), total_hops(s, g, places, id) / 2);
+}
+
+TEST(CartMap, GreedyAt1024RanksIsBoundedAndHelps) {
+  // The largest communicator the greedy embedding runs for: every rank computes it once.
+  const auto s = torus::Shape::parse("8x8x16");
+  const std::vector<int> dims{31, 33}, periods{0, 0};
+  const auto m = scattered(s, 1, 19);
+  const auto places = places_of(m);
+  const auto start = std::chrono::steady_clock::now();
+  const auto a = cart_map(s, places, dims, periods);
+  const auto ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start);
+  std::printf("cart_map 31x33 on 1024 scattered ranks: %.1f ms\n", ms.count());
+  EXPECT_LT(ms.count(), 2000.0);
+  std::vector<int> id(a.size());
+  std::iota(id.begin(), id.end(), 0);
+  const auto g = cartesian_graph(dims, periods);
+  EXPECT_LT(total_hops(s, g, places, a), total_hops(s, g, places, id) / 3);
 }
 
 TEST(GraphMap, RingOnAScatteredTorusBecomesNearestNeighbour) {
