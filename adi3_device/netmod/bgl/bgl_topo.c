@@ -105,6 +105,107 @@ static int graph_map(const MPIR_Comm * comm, int nnodes, const int indx[], const
     goto fn_exit;
 }
 
+/* MPI_Dist_graph_create(_adjacent) with reorder (mpich_patches/0004): every rank's edges
+ * (sources[i] -> its degrees[i] destinations) are gathered, the whole graph placed like an
+ * MPI_Graph_create graph, and *newcomm is comm split by the new ranks; new_of_old[r] is old
+ * rank r's new rank. *newcomm stays NULL (MPICH's placement) when the device's topologies are
+ * off or the gathered edges name a rank outside comm: a decision every rank takes alike. */
+int MPIDI_BGL_dist_graph_reorder(MPIR_Comm * comm, int n, const int sources[],
+                                 const int degrees[], const int destinations[],
+                                 MPIR_Comm ** newcomm, int **new_of_old);
+int MPIDI_BGL_dist_graph_reorder(MPIR_Comm * comm, int n, const int sources[],
+                                 const int degrees[], const int destinations[],
+                                 MPIR_Comm ** newcomm, int **new_of_old)
+{
+    int mpi_errno = MPI_SUCCESS;
+    MPIR_Errflag_t errflag = MPIR_ERR_NONE;
+    const int size = comm->local_size;
+    int nedges = 0, *pairs = NULL, *all = NULL, *index = NULL, *edges = NULL, *fill = NULL;
+    int *rank_of_pos = NULL, *perm = NULL;
+    MPI_Aint *counts = NULL, *displs = NULL, mine;
+    uint32_t *tasks = NULL;
+
+    *newcomm = NULL;
+    *new_of_old = NULL;
+    if (!topo_enabled || comm->comm_kind != MPIR_COMM_KIND__INTRACOMM ||
+        MPIDI_BGL_global.idle == NULL)
+        return MPI_SUCCESS;
+
+    for (int i = 0; i < n; i++)
+        nedges += degrees[i];
+    pairs = MPL_malloc(sizeof(int) * (size_t) (2 * nedges + 1), MPL_MEM_COMM);
+    counts = MPL_malloc(sizeof(MPI_Aint) * (size_t) size, MPL_MEM_COMM);
+    displs = MPL_malloc(sizeof(MPI_Aint) * (size_t) size, MPL_MEM_COMM);
+    MPIR_ERR_CHKANDJUMP(!pairs || !counts || !displs, mpi_errno, MPI_ERR_OTHER, "**nomem");
+    for (int i = 0, e = 0; i < n; i++)
+        for (int j = 0; j < degrees[i]; j++, e++) {
+            pairs[2 * e] = sources[i];
+            pairs[2 * e + 1] = destinations[e];
+        }
+    mine = 2 * nedges;
+    mpi_errno = MPIR_Allgather_impl(&mine, 1, MPI_AINT, counts, 1, MPI_AINT, comm, &errflag);
+    MPIR_ERR_CHECK(mpi_errno);
+    MPI_Aint total = 0;
+    for (int r = 0; r < size; r++) {
+        displs[r] = total;
+        total += counts[r];
+    }
+    all = MPL_malloc(sizeof(int) * (size_t) (total + 1), MPL_MEM_COMM);
+    MPIR_ERR_CHKANDJUMP(!all, mpi_errno, MPI_ERR_OTHER, "**nomem");
+    mpi_errno = MPIR_Allgatherv_impl(pairs, mine, MPI_INT, all, counts, displs, MPI_INT, comm,
+                                     &errflag);
+    MPIR_ERR_CHECK(mpi_errno);
+    MPIR_ERR_CHKANDJUMP(errflag, mpi_errno, MPI_ERR_OTHER, "**coll_fail");
+    for (MPI_Aint k = 0; k < total; k++)
+        if (all[k] < 0 || all[k] >= size)
+            goto fn_exit;       /* MPICH's own routine reports it */
+
+    /* The gathered edges as a graph: source -> destinations, CSR. */
+    const int m = (int) (total / 2);
+    index = MPL_calloc((size_t) size, sizeof(int), MPL_MEM_COMM);
+    fill = MPL_calloc((size_t) size + 1, sizeof(int), MPL_MEM_COMM);
+    edges = MPL_malloc(sizeof(int) * (size_t) (m + 1), MPL_MEM_COMM);
+    rank_of_pos = MPL_malloc(sizeof(int) * (size_t) size, MPL_MEM_COMM);
+    perm = MPL_malloc(sizeof(int) * (size_t) size, MPL_MEM_COMM);
+    MPIR_ERR_CHKANDJUMP(!index || !fill || !edges || !rank_of_pos || !perm, mpi_errno,
+                        MPI_ERR_OTHER, "**nomem");
+    for (int e = 0; e < m; e++)
+        fill[all[2 * e] + 1]++;
+    for (int r = 0; r < size; r++) {
+        fill[r + 1] += fill[r];
+        index[r] = fill[r + 1];
+    }
+    for (int e = 0; e < m; e++)
+        edges[fill[all[2 * e]]++] = all[2 * e + 1];
+
+    mpi_errno = comm_tasks(comm, &tasks);
+    MPIR_ERR_CHECK(mpi_errno);
+    MPIR_ERR_CHKANDJUMP1(bgl_nm_topo_graph_map(MPIDI_BGL_global.idle, size, tasks, size, index,
+                                               edges, rank_of_pos) != 0,
+                         mpi_errno, MPI_ERR_OTHER, "**fail", "**fail %s", bgl_nm_idle_error());
+    for (int p = 0; p < size; p++)
+        perm[rank_of_pos[p]] = p;
+    mpi_errno = MPIR_Comm_split_impl(comm, 0, perm[comm->rank], newcomm);
+    MPIR_ERR_CHECK(mpi_errno);
+    *new_of_old = perm;
+    perm = NULL;
+
+  fn_exit:
+    MPL_free(pairs);
+    MPL_free(counts);
+    MPL_free(displs);
+    MPL_free(all);
+    MPL_free(index);
+    MPL_free(fill);
+    MPL_free(edges);
+    MPL_free(rank_of_pos);
+    MPL_free(perm);
+    MPL_free(tasks);
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
 static MPII_Topo_ops topo_ops = {
     .cartCreate = NULL,
     .cartMap = cart_map,

@@ -128,6 +128,41 @@ static void graph_ring(void) {
   free(edges);
 }
 
+/* The same ring as a distributed graph, both ways of declaring it. */
+static void dist_graph_ring(void) {
+  const int next = (mt_rank + 1) % mt_size, prev = (mt_rank + mt_size - 1) % mt_size;
+  for (int adjacent = 0; adjacent <= 1; adjacent++)
+    for (int reorder = 0; reorder <= 1; reorder++) {
+      MPI_Comm g;
+      if (adjacent) {
+        MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 1, &prev, MPI_UNWEIGHTED, 1, &next,
+                                       MPI_UNWEIGHTED, MPI_INFO_NULL, reorder, &g);
+      } else {
+        const int one = 1;
+        MPI_Dist_graph_create(MPI_COMM_WORLD, 1, &mt_rank, &one, &next, MPI_UNWEIGHTED,
+                              MPI_INFO_NULL, reorder, &g);
+      }
+      int me, indeg, outdeg, weighted, in = -1, out = -1, got = -1;
+      MPI_Comm_rank(g, &me);
+      MPI_Dist_graph_neighbors_count(g, &indeg, &outdeg, &weighted);
+      MT_CHECK(indeg == 1 && outdeg == 1, "dist graph degrees %d %d", indeg, outdeg);
+      MPI_Dist_graph_neighbors(g, 1, &in, MPI_UNWEIGHTED, 1, &out, MPI_UNWEIGHTED);
+      /* The ring's order survives reordering: my out-neighbour is the world rank after mine. */
+      MT_CHECK(world_of(g, out) == next && world_of(g, in) == prev,
+               "dist graph neighbours %d %d are world %d %d", in, out, world_of(g, in),
+               world_of(g, out));
+      MPI_Sendrecv(&me, 1, MPI_INT, out, 0, &got, 1, MPI_INT, in, 0, g, MPI_STATUS_IGNORE);
+      MT_CHECK(got == in, "dist graph: got %d from %d", got, in);
+      int h = hops(g, me, out), max = 0, sum = 0;
+      MPI_Allreduce(&h, &max, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+      MPI_Allreduce(&h, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+      if (mt_rank == 0)
+        printf("%s ring reorder=%d: max hops %d, total hops %d\n",
+               adjacent ? "dist graph adjacent" : "dist graph", reorder, max, sum);
+      MPI_Comm_free(&g);
+    }
+}
+
 int main(int argc, char** argv) {
   mt_init(&argc, &argv);
   MPIX_Hardware(&hw);
@@ -144,5 +179,6 @@ int main(int argc, char** argv) {
     cart(1, line, 0, "line");
   }
   graph_ring();
+  dist_graph_ring();
   return mt_finish("topo");
 }
