@@ -105,63 +105,52 @@ static int graph_map(const MPIR_Comm * comm, int nnodes, const int indx[], const
     goto fn_exit;
 }
 
-/* MPI_Dist_graph_create(_adjacent) with reorder (mpich_patches/0004): every rank's edges
- * (sources[i] -> its degrees[i] destinations) are gathered, the whole graph placed like an
- * MPI_Graph_create graph, and *newcomm is comm split by the new ranks; new_of_old[r] is old
- * rank r's new rank. *newcomm stays NULL (MPICH's placement) when the device's topologies are
- * off or the gathered edges name a rank outside comm: a decision every rank takes alike. */
-int MPIDI_BGL_dist_graph_reorder(MPIR_Comm * comm, int n, const int sources[],
-                                 const int degrees[], const int destinations[],
-                                 MPIR_Comm ** newcomm, int **new_of_old);
-int MPIDI_BGL_dist_graph_reorder(MPIR_Comm * comm, int n, const int sources[],
-                                 const int degrees[], const int destinations[],
-                                 MPIR_Comm ** newcomm, int **new_of_old)
+/* Gathers every rank's `count` ints (`mine`) into *all (*total ints, rank order), *starts[r]
+ * being where rank r's begin. */
+static int allgather_ints(MPIR_Comm * comm, const int *mine, int count, int **all,
+                          MPI_Aint ** starts, MPI_Aint * total)
 {
     int mpi_errno = MPI_SUCCESS;
     MPIR_Errflag_t errflag = MPIR_ERR_NONE;
     const int size = comm->local_size;
-    int nedges = 0, *pairs = NULL, *all = NULL, *index = NULL, *edges = NULL, *fill = NULL;
-    int *rank_of_pos = NULL, *perm = NULL;
-    MPI_Aint *counts = NULL, *displs = NULL, mine;
-    uint32_t *tasks = NULL;
-
-    *newcomm = NULL;
-    *new_of_old = NULL;
-    if (!topo_enabled || comm->comm_kind != MPIR_COMM_KIND__INTRACOMM ||
-        MPIDI_BGL_global.idle == NULL)
-        return MPI_SUCCESS;
-
-    for (int i = 0; i < n; i++)
-        nedges += degrees[i];
-    pairs = MPL_malloc(sizeof(int) * (size_t) (2 * nedges + 1), MPL_MEM_COMM);
-    counts = MPL_malloc(sizeof(MPI_Aint) * (size_t) size, MPL_MEM_COMM);
-    displs = MPL_malloc(sizeof(MPI_Aint) * (size_t) size, MPL_MEM_COMM);
-    MPIR_ERR_CHKANDJUMP(!pairs || !counts || !displs, mpi_errno, MPI_ERR_OTHER, "**nomem");
-    for (int i = 0, e = 0; i < n; i++)
-        for (int j = 0; j < degrees[i]; j++, e++) {
-            pairs[2 * e] = sources[i];
-            pairs[2 * e + 1] = destinations[e];
-        }
-    mine = 2 * nedges;
-    mpi_errno = MPIR_Allgather_impl(&mine, 1, MPI_AINT, counts, 1, MPI_AINT, comm, &errflag);
+    MPI_Aint n = count, *counts = MPL_malloc(sizeof(MPI_Aint) * (size_t) size, MPL_MEM_COMM);
+    *starts = MPL_malloc(sizeof(MPI_Aint) * (size_t) (size + 1), MPL_MEM_COMM);
+    *all = NULL;
+    MPIR_ERR_CHKANDJUMP(!counts || !*starts, mpi_errno, MPI_ERR_OTHER, "**nomem");
+    mpi_errno = MPIR_Allgather_impl(&n, 1, MPI_AINT, counts, 1, MPI_AINT, comm, &errflag);
     MPIR_ERR_CHECK(mpi_errno);
-    MPI_Aint total = 0;
-    for (int r = 0; r < size; r++) {
-        displs[r] = total;
-        total += counts[r];
-    }
-    all = MPL_malloc(sizeof(int) * (size_t) (total + 1), MPL_MEM_COMM);
-    MPIR_ERR_CHKANDJUMP(!all, mpi_errno, MPI_ERR_OTHER, "**nomem");
-    mpi_errno = MPIR_Allgatherv_impl(pairs, mine, MPI_INT, all, counts, displs, MPI_INT, comm,
+    (*starts)[0] = 0;
+    for (int r = 0; r < size; r++)
+        (*starts)[r + 1] = (*starts)[r] + counts[r];
+    *total = (*starts)[size];
+    *all = MPL_malloc(sizeof(int) * (size_t) (*total + 1), MPL_MEM_COMM);
+    MPIR_ERR_CHKANDJUMP(!*all, mpi_errno, MPI_ERR_OTHER, "**nomem");
+    mpi_errno = MPIR_Allgatherv_impl(mine, n, MPI_INT, *all, counts, *starts, MPI_INT, comm,
                                      &errflag);
     MPIR_ERR_CHECK(mpi_errno);
     MPIR_ERR_CHKANDJUMP(errflag, mpi_errno, MPI_ERR_OTHER, "**coll_fail");
-    for (MPI_Aint k = 0; k < total; k++)
-        if (all[k] < 0 || all[k] >= size)
-            goto fn_exit;       /* MPICH's own routine reports it */
+  fn_exit:
+    MPL_free(counts);
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
 
-    /* The gathered edges as a graph: source -> destinations, CSR. */
-    const int m = (int) (total / 2);
+/* Places the graph of m edges (pairs[2e] -> pairs[2e + 1], ranks of comm) like an
+ * MPI_Graph_create graph and splits comm so that the rank placed at graph node j gets rank j.
+ * *newcomm stays NULL when an edge names a rank outside comm (MPICH then reports it): every
+ * rank sees the same edges, so all decide alike. perm_out (optional): new rank of every old. */
+static int place_edges(MPIR_Comm * comm, const int *pairs, int m, MPIR_Comm ** newcomm,
+                       int **perm_out)
+{
+    int mpi_errno = MPI_SUCCESS;
+    const int size = comm->local_size;
+    int *index = NULL, *edges = NULL, *fill = NULL, *rank_of_pos = NULL, *perm = NULL;
+    uint32_t *tasks = NULL;
+
+    for (int k = 0; k < 2 * m; k++)
+        if (pairs[k] < 0 || pairs[k] >= size)
+            goto fn_exit;
     index = MPL_calloc((size_t) size, sizeof(int), MPL_MEM_COMM);
     fill = MPL_calloc((size_t) size + 1, sizeof(int), MPL_MEM_COMM);
     edges = MPL_malloc(sizeof(int) * (size_t) (m + 1), MPL_MEM_COMM);
@@ -170,13 +159,13 @@ int MPIDI_BGL_dist_graph_reorder(MPIR_Comm * comm, int n, const int sources[],
     MPIR_ERR_CHKANDJUMP(!index || !fill || !edges || !rank_of_pos || !perm, mpi_errno,
                         MPI_ERR_OTHER, "**nomem");
     for (int e = 0; e < m; e++)
-        fill[all[2 * e] + 1]++;
+        fill[pairs[2 * e] + 1]++;
     for (int r = 0; r < size; r++) {
         fill[r + 1] += fill[r];
         index[r] = fill[r + 1];
     }
     for (int e = 0; e < m; e++)
-        edges[fill[all[2 * e]]++] = all[2 * e + 1];
+        edges[fill[pairs[2 * e]]++] = pairs[2 * e + 1];
 
     mpi_errno = comm_tasks(comm, &tasks);
     MPIR_ERR_CHECK(mpi_errno);
@@ -187,20 +176,135 @@ int MPIDI_BGL_dist_graph_reorder(MPIR_Comm * comm, int n, const int sources[],
         perm[rank_of_pos[p]] = p;
     mpi_errno = MPIR_Comm_split_impl(comm, 0, perm[comm->rank], newcomm);
     MPIR_ERR_CHECK(mpi_errno);
-    *new_of_old = perm;
-    perm = NULL;
+    if (perm_out) {
+        *perm_out = perm;
+        perm = NULL;
+    }
 
   fn_exit:
-    MPL_free(pairs);
-    MPL_free(counts);
-    MPL_free(displs);
-    MPL_free(all);
     MPL_free(index);
     MPL_free(fill);
     MPL_free(edges);
     MPL_free(rank_of_pos);
     MPL_free(perm);
     MPL_free(tasks);
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+static int dist_graph_enabled(const MPIR_Comm * comm)
+{
+    return topo_enabled && comm->comm_kind == MPIR_COMM_KIND__INTRACOMM &&
+        MPIDI_BGL_global.idle != NULL;
+}
+
+/* MPI_Dist_graph_create with reorder (mpich_patches/0004): the graph's nodes are ranks, so the
+ * gathered edges are placed and MPICH's edge exchange then runs on the new communicator, which
+ * hands every edge to the processes now holding its end ranks. *newcomm stays NULL (MPICH's
+ * placement) when the device's topologies are off or an edge names a rank outside comm. */
+int MPIDI_BGL_dist_graph_reorder(MPIR_Comm * comm, int n, const int sources[],
+                                 const int degrees[], const int destinations[],
+                                 MPIR_Comm ** newcomm);
+int MPIDI_BGL_dist_graph_reorder(MPIR_Comm * comm, int n, const int sources[],
+                                 const int degrees[], const int destinations[],
+                                 MPIR_Comm ** newcomm)
+{
+    int mpi_errno = MPI_SUCCESS, nedges = 0, *pairs = NULL, *all = NULL;
+    MPI_Aint *starts = NULL, total = 0;
+
+    *newcomm = NULL;
+    if (!dist_graph_enabled(comm))
+        return MPI_SUCCESS;
+    for (int i = 0; i < n; i++)
+        nedges += degrees[i];
+    pairs = MPL_malloc(sizeof(int) * (size_t) (2 * nedges + 1), MPL_MEM_COMM);
+    MPIR_ERR_CHKANDJUMP(!pairs, mpi_errno, MPI_ERR_OTHER, "**nomem");
+    for (int i = 0, e = 0; i < n; i++)
+        for (int j = 0; j < degrees[i]; j++, e++) {
+            pairs[2 * e] = sources[i];
+            pairs[2 * e + 1] = destinations[e];
+        }
+    mpi_errno = allgather_ints(comm, pairs, 2 * nedges, &all, &starts, &total);
+    MPIR_ERR_CHECK(mpi_errno);
+    mpi_errno = place_edges(comm, all, (int) (total / 2), newcomm, NULL);
+    MPIR_ERR_CHECK(mpi_errno);
+
+  fn_exit:
+    MPL_free(pairs);
+    MPL_free(all);
+    MPL_free(starts);
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* MPI_Dist_graph_create_adjacent with reorder: rank r declared node r's neighbours, so every
+ * rank's lists are gathered (indegree, outdegree, sources, destinations and, when weighted, the
+ * weights), the out-edges placed, and *lists is a copy of the record of the node this rank now
+ * holds (its new rank), laid out the same way. *newcomm stays NULL as above. */
+int MPIDI_BGL_dist_graph_adjacent_reorder(MPIR_Comm * comm, int indegree, const int sources[],
+                                          const int sourceweights[], int outdegree,
+                                          const int destinations[], const int destweights[],
+                                          MPIR_Comm ** newcomm, int **lists);
+int MPIDI_BGL_dist_graph_adjacent_reorder(MPIR_Comm * comm, int indegree, const int sources[],
+                                          const int sourceweights[], int outdegree,
+                                          const int destinations[], const int destweights[],
+                                          MPIR_Comm ** newcomm, int **lists)
+{
+    int mpi_errno = MPI_SUCCESS, *mine = NULL, *all = NULL, *pairs = NULL, *perm = NULL;
+    MPI_Aint *starts = NULL, total = 0;
+    const int size = comm->local_size;
+    const int weighted = sourceweights != MPI_UNWEIGHTED;       /* as MPICH decides it */
+    const int count = 2 + (indegree + outdegree) * (weighted ? 2 : 1);
+
+    *newcomm = NULL;
+    *lists = NULL;
+    if (!dist_graph_enabled(comm))
+        return MPI_SUCCESS;
+    mine = MPL_malloc(sizeof(int) * (size_t) count, MPL_MEM_COMM);
+    MPIR_ERR_CHKANDJUMP(!mine, mpi_errno, MPI_ERR_OTHER, "**nomem");
+    mine[0] = indegree;
+    mine[1] = outdegree;
+    memcpy(mine + 2, sources, sizeof(int) * (size_t) indegree);
+    memcpy(mine + 2 + indegree, destinations, sizeof(int) * (size_t) outdegree);
+    if (weighted) {
+        memcpy(mine + 2 + indegree + outdegree, sourceweights, sizeof(int) * (size_t) indegree);
+        memcpy(mine + 2 + 2 * indegree + outdegree, destweights,
+               sizeof(int) * (size_t) outdegree);
+    }
+    mpi_errno = allgather_ints(comm, mine, count, &all, &starts, &total);
+    MPIR_ERR_CHECK(mpi_errno);
+
+    /* every node's out-edges */
+    int m = 0;
+    for (int r = 0; r < size; r++)
+        m += all[starts[r] + 1];
+    pairs = MPL_malloc(sizeof(int) * (size_t) (2 * m + 1), MPL_MEM_COMM);
+    MPIR_ERR_CHKANDJUMP(!pairs, mpi_errno, MPI_ERR_OTHER, "**nomem");
+    for (int r = 0, e = 0; r < size; r++) {
+        const int *rec = all + starts[r];
+        for (int j = 0; j < rec[1]; j++, e++) {
+            pairs[2 * e] = r;
+            pairs[2 * e + 1] = rec[2 + rec[0] + j];
+        }
+    }
+    mpi_errno = place_edges(comm, pairs, m, newcomm, &perm);
+    MPIR_ERR_CHECK(mpi_errno);
+    if (*newcomm) {
+        const MPI_Aint node = perm[comm->rank];
+        const MPI_Aint bytes = sizeof(int) * (starts[node + 1] - starts[node]);
+        *lists = MPL_malloc((size_t) bytes, MPL_MEM_COMM);
+        MPIR_ERR_CHKANDJUMP(!*lists, mpi_errno, MPI_ERR_OTHER, "**nomem");
+        memcpy(*lists, all + starts[node], (size_t) bytes);
+    }
+
+  fn_exit:
+    MPL_free(mine);
+    MPL_free(all);
+    MPL_free(starts);
+    MPL_free(pairs);
+    MPL_free(perm);
     return mpi_errno;
   fn_fail:
     goto fn_exit;

@@ -128,29 +128,33 @@ static void graph_ring(void) {
   free(edges);
 }
 
-/* The same ring as a distributed graph, both ways of declaring it. */
+/* The same ring as a distributed graph, both ways of declaring it: node i -> i + 1. The nodes
+ * are ranks, so after reorder the process with rank j holds node j: its neighbours are j - 1
+ * and j + 1 whichever process it is. */
 static void dist_graph_ring(void) {
   const int next = (mt_rank + 1) % mt_size, prev = (mt_rank + mt_size - 1) % mt_size;
   for (int adjacent = 0; adjacent <= 1; adjacent++)
     for (int reorder = 0; reorder <= 1; reorder++) {
       MPI_Comm g;
+      /* weights: the node's own number on its out-edge, checked below */
+      const int wout = 1000 + mt_rank, win = 1000 + prev;
       if (adjacent) {
-        MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 1, &prev, MPI_UNWEIGHTED, 1, &next,
-                                       MPI_UNWEIGHTED, MPI_INFO_NULL, reorder, &g);
+        MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 1, &prev, &win, 1, &next, &wout,
+                                       MPI_INFO_NULL, reorder, &g);
       } else {
         const int one = 1;
-        MPI_Dist_graph_create(MPI_COMM_WORLD, 1, &mt_rank, &one, &next, MPI_UNWEIGHTED,
-                              MPI_INFO_NULL, reorder, &g);
+        MPI_Dist_graph_create(MPI_COMM_WORLD, 1, &mt_rank, &one, &next, &wout, MPI_INFO_NULL,
+                              reorder, &g);
       }
-      int me, indeg, outdeg, weighted, in = -1, out = -1, got = -1;
+      int me, indeg, outdeg, weighted, in = -1, out = -1, iw = -1, ow = -1, got = -1;
       MPI_Comm_rank(g, &me);
       MPI_Dist_graph_neighbors_count(g, &indeg, &outdeg, &weighted);
-      MT_CHECK(indeg == 1 && outdeg == 1, "dist graph degrees %d %d", indeg, outdeg);
-      MPI_Dist_graph_neighbors(g, 1, &in, MPI_UNWEIGHTED, 1, &out, MPI_UNWEIGHTED);
-      /* The ring's order survives reordering: my out-neighbour is the world rank after mine. */
-      MT_CHECK(world_of(g, out) == next && world_of(g, in) == prev,
-               "dist graph neighbours %d %d are world %d %d", in, out, world_of(g, in),
-               world_of(g, out));
+      MT_CHECK(indeg == 1 && outdeg == 1 && weighted, "dist graph degrees %d %d weighted %d", indeg,
+               outdeg, weighted);
+      MPI_Dist_graph_neighbors(g, 1, &in, &iw, 1, &out, &ow);
+      const int want_in = (me + mt_size - 1) % mt_size, want_out = (me + 1) % mt_size;
+      MT_CHECK(in == want_in && out == want_out && iw == 1000 + want_in && ow == 1000 + me,
+               "dist graph node %d: neighbours %d %d weights %d %d", me, in, out, iw, ow);
       MPI_Sendrecv(&me, 1, MPI_INT, out, 0, &got, 1, MPI_INT, in, 0, g, MPI_STATUS_IGNORE);
       MT_CHECK(got == in, "dist graph: got %d from %d", got, in);
       int h = hops(g, me, out), max = 0, sum = 0;
