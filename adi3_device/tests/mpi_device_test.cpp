@@ -578,6 +578,23 @@ TEST_F(Mpi, CartReorderIsNearestNeighbourOn8x8x4) {
   }
 }
 
+TEST_F(Mpi, CartReorderIsNearestNeighbourOn8x8x8) {
+  // The case: 512 tasks on 8x8x8 with a scattered mapping file (about 110 s on the
+  // loaded 2-core machine).
+  const auto map = scattered_mapfile("topo-8x8x8.map", 8, 8, 8, 1, 41);
+  const auto r = bglrun(
+      {"-np", "512", "--shape", "8x8x8", "--mapfile", map, "--timeout", "280", program("topo")},
+      290);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("topo: OK (512 ranks, 0 errors)"));
+  EXPECT_THAT(r.output, HasSubstr("dims 8 8 8"));
+  const auto re = topo_line(r.output, "cart3d reorder=1");
+  EXPECT_EQ(re.members, 512);
+  EXPECT_EQ(re.max_hops, 1) << r.output;
+  EXPECT_EQ(re.total_hops, 3 * 512);
+  expect_nonmatching_shapes_correct(r.output);
+}
+
 TEST_F(Mpi, CartReorderVirtualNodeFoldsTheNodesTasks) {
   // 4x4x2 in VN mode: 64 tasks, MPI_Dims_create 4x4x4 (x and t fold into one dimension); every
   // Cartesian neighbour on the same node or one hop away.
