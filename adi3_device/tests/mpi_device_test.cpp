@@ -616,6 +616,32 @@ TEST_F(Mpi, CartReorderVirtualNodeFoldsTheNodesTasks) {
   }
 }
 
+TEST_F(Mpi, DistGraphReorderOnRequest) {
+  // Distributed graphs are placed only with BGL_NM_TOPO_DIST_GRAPH=1; without it reorder keeps
+  // every rank (MPICH's behaviour, which MPICH's own topo tests expect). topo.c checks that node
+  // j's neighbours and weights are the declared ones either way.
+  const auto map = scattered_mapfile("topo-dist.map", 4, 4, 2, 2, 43);
+  const std::vector<std::string> args{kBglrun, "-np",       "64",  "--shape",
+                                      "4x4x2", "--mode",    "vn",  "--mapfile",
+                                      map,     "--timeout", "200", program("topo")};
+  const auto on = run_process(args, 240, {"BGL_NM_TOPO_DIST_GRAPH=1"});
+  ASSERT_EQ(on.exit_code, 0) << on.output;
+  EXPECT_THAT(on.output, HasSubstr("topo: OK (64 ranks, 0 errors)"));
+  const auto off = run_process(args, 240);
+  ASSERT_EQ(off.exit_code, 0) << off.output;
+  EXPECT_THAT(off.output, HasSubstr("topo: OK (64 ranks, 0 errors)"));
+  for (const std::string ring : {"dist graph ring", "dist graph adjacent ring"}) {
+    const auto id = topo_line(on.output, ring + " reorder=0");
+    EXPECT_LT(topo_line(on.output, ring + " reorder=1").total_hops, id.total_hops / 2)
+        << ring << "\n"
+        << on.output;
+    EXPECT_EQ(topo_line(off.output, ring + " reorder=1").total_hops,
+              topo_line(off.output, ring + " reorder=0").total_hops)
+        << ring << "\n"
+        << off.output;
+  }
+}
+
 TEST_F(Mpi, CartReorderOffWithBglNmTopo0) {
   // BGL_NM_TOPO=0 leaves MPICH's placement (the identity): a scattered mapping stays scattered.
   const auto map = scattered_mapfile("topo-off.map", 4, 2, 2, 1, 37);

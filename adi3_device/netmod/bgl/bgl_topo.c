@@ -11,6 +11,10 @@
 #include <bgl_nm_topo.h>
 
 static int topo_enabled = 1;
+/* Distributed graphs are placed only on request (BGL_NM_TOPO_DIST_GRAPH=1): their nodes are
+ * ranks, so placing them moves every node's lists to another process, which MPICH's own tests
+ * (topo/distgraph1, dgraph_unwgt) and codes written for MPICH's no-op reorder do not expect. */
+static int dist_graph_enabled_by_user = 0;
 
 /* Task (world rank) of every rank of comm. */
 static int comm_tasks(const MPIR_Comm * comm, uint32_t ** tasks_out)
@@ -195,8 +199,8 @@ static int place_edges(MPIR_Comm * comm, const int *pairs, int m, MPIR_Comm ** n
 
 static int dist_graph_enabled(const MPIR_Comm * comm)
 {
-    return topo_enabled && comm->comm_kind == MPIR_COMM_KIND__INTRACOMM &&
-        MPIDI_BGL_global.idle != NULL;
+    return topo_enabled && dist_graph_enabled_by_user &&
+        comm->comm_kind == MPIR_COMM_KIND__INTRACOMM && MPIDI_BGL_global.idle != NULL;
 }
 
 /* MPI_Dist_graph_create with reorder (mpich_patches/0004): the graph's nodes are ranks, so the
@@ -361,6 +365,8 @@ int MPIDI_BGL_topo_init(void)
 {
     const char *v = getenv("BGL_NM_TOPO");
     topo_enabled = !(v && strcmp(v, "0") == 0);
+    v = getenv("BGL_NM_TOPO_DIST_GRAPH");
+    dist_graph_enabled_by_user = v && strcmp(v, "1") == 0;
     if (topo_enabled)
         MPIR_Process.dimsCreate = dims_create;
     return MPI_SUCCESS;
