@@ -4,7 +4,8 @@
 #
 #   tools/build_mpich.sh [options]
 #     --bglml PATH          libbglml.so to use (default: build it with CMake in build/)
-#     --bglml-include DIR   directory with bgl/msg/bgl_msg.h, bgl_nm_idle.h or bgl_coll_hooks.h
+#     --bglml-include DIR   directory with bgl/msg/bgl_msg.h, bgl_nm_idle.h, bgl_coll_hooks.h or
+#                           bgl_nm_topo.h
 #                           (repeatable)
 #     --jobs N              make -jN (default: nproc)
 #     --prefix DIR          install MPICH into DIR instead of the cache (DIR/bin/mpicc, mpif90,
@@ -31,7 +32,8 @@
 #      in src/mpid/ch4/netmod/Makefile.mk, then maint/gen_subcfg_m4 and autoreconf --no-recursive;
 #   4. configures --with-device=ch4:bgl --with-ch4-shmmods=none (all traffic, on-node too, goes
 #      through the emulated machine), builds (make) and installs;
-#   5. copies libbglml.so and its headers into the prefix (libmpi.so finds it by rpath).
+#   5. copies libbglml.so and its headers into the prefix (libmpi.so finds it by rpath), and
+#      adi3_device/mpix/mpix.h and mpixf.h (the Blue Gene MPIX_* calls the netmod implements).
 # The Fortran wrappers (mpif77, mpif90, mpifort) pass -fallow-argument-mismatch and
 # -fallow-invalid-boz to gfortran, as Debian's mpif90.mpich does: programs such as the NAS
 # Parallel Benchmarks (randi8.f's BOZ constants) rely on them with gfortran 10 and later.

@@ -484,23 +484,25 @@ TopoLine topo_line(const std::string& output, const std::string& label) {
 
 TEST_F(Mpi, MpixMatchesEveryOrderHeater) {
   const auto mpix = program("mpix");
-  for (const std::string order : {"XYZ", "ZYX", "YZX", "XZY"}) {
+  std::string order = "XYZ";  // every order: the 6 permutations
+  do {
     const auto r = bglrun({"-np", "16", "--shape", "4x2x2", "--mapping", order, "--timeout", "120",
                            mpix, "4x2x2", "1", "-", "order:" + order});
     EXPECT_EQ(r.exit_code, 0) << order << "\n" << r.output;
     EXPECT_THAT(r.output, HasSubstr("mpix: OK (16 ranks, 0 errors)")) << order;
-  }
+  } while (std::next_permutation(order.begin(), order.end()));
 }
 
 TEST_F(Mpi, MpixMatchesEveryOrderVirtualNodeAndMesh) {
   const auto mpix = program("mpix");
-  for (const std::string order : {"XYZT", "TXYZ", "ZTYX", "YXTZ"}) {
+  std::string order = "TXYZ";  // every order: the 24 permutations
+  do {
     const auto r =
         bglrun({"-np", "16", "--shape", "2x2x2", "--mode", "vn", "--mesh", "z", "--mapping", order,
                 "--timeout", "120", mpix, "2x2x2", "2", "z", "order:" + order});
     EXPECT_EQ(r.exit_code, 0) << order << "\n" << r.output;
     EXPECT_THAT(r.output, HasSubstr("mpix: OK (16 ranks, 0 errors)")) << order;
-  }
+  } while (std::next_permutation(order.begin(), order.end()));
 }
 
 TEST_F(Mpi, MpixMatchesScatteredMapfiles) {
