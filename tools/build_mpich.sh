@@ -4,7 +4,8 @@
 #
 #   tools/build_mpich.sh [options]
 #     --bglml PATH          libbglml.so to use (default: build it with CMake in build/)
-#     --bglml-include DIR   directory with bgl/msg/bgl_msg.h, bgl_nm_idle.h or bgl_coll_hooks.h
+#     --bglml-include DIR   directory with bgl/msg/bgl_msg.h, bgl_nm_idle.h, bgl_coll_hooks.h or
+#                           bgl_nm_topo.h
 #                           (repeatable)
 #     --jobs N              make -jN (default: nproc)
 #     --prefix DIR          install MPICH into DIR instead of the cache (DIR/bin/mpicc, mpif90,
@@ -31,7 +32,8 @@
 #      in src/mpid/ch4/netmod/Makefile.mk, then maint/gen_subcfg_m4 and autoreconf --no-recursive;
 #   4. configures --with-device=ch4:bgl --with-ch4-shmmods=none (all traffic, on-node too, goes
 #      through the emulated machine), builds (make) and installs;
-#   5. copies libbglml.so and its headers into the prefix (libmpi.so finds it by rpath).
+#   5. copies libbglml.so and its headers into the prefix (libmpi.so finds it by rpath), and
+#      adi3_device/mpix/mpix.h and mpixf.h (the Blue Gene MPIX_* calls the netmod implements).
 # The Fortran wrappers (mpif77, mpif90, mpifort) pass -fallow-argument-mismatch and
 # -fallow-invalid-boz to gfortran, as Debian's mpif90.mpich does: programs such as the NAS
 # Parallel Benchmarks (randi8.f's BOZ constants) rely on them with gfortran 10 and later.
@@ -53,6 +55,7 @@ script=$(readlink -f "${BASH_SOURCE[0]}")
 repo=$(cd "$(dirname "$script")/.." && pwd)
 netmod_src=$repo/adi3_device/netmod/bgl
 patch_dir=$repo/adi3_device/mpich_patches
+mpix_dir=$repo/adi3_device/mpix
 mpich_version=4.0.2
 cache=${BGL_CACHE_DIR:-$HOME/.cache/bglemu}
 engine=${BGL_MPICH_DATATYPE_ENGINE:-dataloop}
@@ -136,7 +139,8 @@ source_hash=$( {
   echo "$config_hash $patches_hash"
   for f in $(source_files); do echo "$f"; cat "$netmod_src/$f"; done
   cat "$repo/message_layer/include/bgl/msg/bgl_msg.h" "$repo/adi3_device/bglml/bgl_nm_idle.h" \
-    "$repo/adi3_device/bglml/bgl_coll_hooks.h"
+    "$repo/adi3_device/bglml/bgl_coll_hooks.h" "$repo/adi3_device/bglml/bgl_nm_topo.h" \
+    "$mpix_dir/mpix.h" "$mpix_dir/mpixf.h"
 } | sha256sum | cut -c1-16)
 
 dir=$cache/mpich-$mpich_version-$config_hash
@@ -197,10 +201,14 @@ install_bglml() {
     copy_header "$d/bgl/msg/bgl_msg.h" "$prefix/include/bgl/msg/"
     copy_header "$d/bgl_nm_idle.h" "$prefix/include/"
     copy_header "$d/bgl_coll_hooks.h" "$prefix/include/"
+    copy_header "$d/bgl_nm_topo.h" "$prefix/include/"
   done
   [ -f "$prefix/include/bgl/msg/bgl_msg.h" ] && [ -f "$prefix/include/bgl_nm_idle.h" ] &&
-    [ -f "$prefix/include/bgl_coll_hooks.h" ] ||
-    die "bgl_msg.h / bgl_nm_idle.h / bgl_coll_hooks.h not found in ${includes[*]}"
+    [ -f "$prefix/include/bgl_coll_hooks.h" ] && [ -f "$prefix/include/bgl_nm_topo.h" ] ||
+    die "bgl_msg.h / bgl_nm_idle.h / bgl_coll_hooks.h / bgl_nm_topo.h not found in ${includes[*]}"
+  # The Blue Gene extensions (MPIX_*, implemented in the netmod's bgl_mpix.c) for C and Fortran.
+  copy_header "$mpix_dir/mpix.h" "$prefix/include/"
+  copy_header "$mpix_dir/mpixf.h" "$prefix/include/"
 }
 
 if [ $force -eq 0 ] && [ -x "$prefix/bin/mpicc" ] && [ "$(cat "$dir/.installed" 2>/dev/null)" = "$source_hash" ]; then

@@ -19,6 +19,7 @@
 #include "bgl/pkt/segment.hpp"
 #include "bgl/torus/error.hpp"
 #include "idle_cap.hpp"
+#include "idle_machine.hpp"
 
 struct bgl_nm_idle {
   bgl::pkt::Segment segment;
@@ -49,6 +50,10 @@ bool packet_waiting(const bgl_nm_idle& idle) {
 }
 
 }  // namespace
+
+const bgl::pkt::Machine& bgl::nm::machine_of(const bgl_nm_idle_t& idle) {
+  return *idle.machine;
+}
 
 void bgl::nm::set_pending_probe(PendingProbe probe, void* context) {
   g_pending_probe = probe;

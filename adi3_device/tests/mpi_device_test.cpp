@@ -11,10 +11,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <thread>
 
@@ -83,11 +87,12 @@ class Mpi : public ::testing::Test {
   std::string program(const std::string& name) {
     const std::string out = kBinDir + "/" + name;
     std::string log;
-    const bool fortran = name == "ftest" || name == "boz";
-    const std::string src = name == "hello" ? kExamples + "/hello.c"
-                            : name == "boz" ? kSources + "/boz.f"
-                            : fortran       ? kSources + "/ftest.f90"
-                                            : kSources + "/" + name + ".c";
+    const bool fortran = name == "ftest" || name == "boz" || name == "fmpix";
+    const std::string src = name == "hello"   ? kExamples + "/hello.c"
+                            : name == "boz"   ? kSources + "/boz.f"
+                            : name == "fmpix" ? kSources + "/fmpix.f90"
+                            : fortran         ? kSources + "/ftest.f90"
+                                              : kSources + "/" + name + ".c";
     std::vector<std::string> sources{src};
     if (!fortran && name != "hello") sources.push_back(kSources + "/mpitest.h");
     std::vector<std::string> compile{src};
@@ -433,6 +438,223 @@ TEST_F(Mpi, TimeoutAndInterruptLeaveNothing) {
   EXPECT_TRUE(left.empty()) << left.size() << " processes left behind";
   for (int p : left)
     kill(p, SIGKILL);
+}
+
+// ---- Topology: the Blue Gene extensions (mpix.h) and torus-aware Cartesian/graph placement ----
+
+// A mapping file with every slot of the shape in a fixed pseudo-random order (t column when two
+// tasks share a node), written into the test binaries' directory.
+std::string scattered_mapfile(const std::string& name, int x, int y, int z, int tpn,
+                              unsigned seed) {
+  std::vector<std::array<int, 4>> slots;
+  for (int t = 0; t < tpn; ++t)
+    for (int k = 0; k < z; ++k)
+      for (int j = 0; j < y; ++j)
+        for (int i = 0; i < x; ++i)
+          slots.push_back({i, j, k, t});
+  std::mt19937 rng(seed);
+  std::shuffle(slots.begin(), slots.end(), rng);
+  fs::create_directories(kBinDir);
+  const std::string path = kBinDir + "/" + name;
+  std::ofstream out(path);
+  out << "# scattered mapping, seed " << seed << "\n";
+  for (const auto& s : slots) {
+    out << s[0] << ' ' << s[1] << ' ' << s[2];
+    if (tpn > 1) out << ' ' << s[3];
+    out << '\n';
+  }
+  return path;
+}
+
+struct TopoLine {
+  int members = -1, max_hops = -1, total_hops = -1;
+};
+
+// "<label>: N members, max hops M, total hops H" (cart) or "<label>: max hops M, total hops H".
+TopoLine topo_line(const std::string& output, const std::string& label) {
+  TopoLine t;
+  const auto at = output.find(label + ": ");
+  if (at == std::string::npos) return t;
+  const auto line = output.substr(at + label.size() + 2, output.find('\n', at) - at);
+  if (std::sscanf(line.c_str(), "%d members, max hops %d, total hops %d", &t.members, &t.max_hops,
+                  &t.total_hops) != 3)
+    std::sscanf(line.c_str(), "max hops %d, total hops %d", &t.max_hops, &t.total_hops);
+  return t;
+}
+
+TEST_F(Mpi, MpixMatchesEveryOrderHeater) {
+  const auto mpix = program("mpix");
+  std::string order = "XYZ";  // every order: the 6 permutations
+  do {
+    const auto r = bglrun({"-np", "16", "--shape", "4x2x2", "--mapping", order, "--timeout", "120",
+                           mpix, "4x2x2", "1", "-", "order:" + order});
+    EXPECT_EQ(r.exit_code, 0) << order << "\n" << r.output;
+    EXPECT_THAT(r.output, HasSubstr("mpix: OK (16 ranks, 0 errors)")) << order;
+  } while (std::next_permutation(order.begin(), order.end()));
+}
+
+TEST_F(Mpi, MpixMatchesEveryOrderVirtualNodeAndMesh) {
+  const auto mpix = program("mpix");
+  std::string order = "TXYZ";  // every order: the 24 permutations
+  do {
+    const auto r =
+        bglrun({"-np", "16", "--shape", "2x2x2", "--mode", "vn", "--mesh", "z", "--mapping", order,
+                "--timeout", "120", mpix, "2x2x2", "2", "z", "order:" + order});
+    EXPECT_EQ(r.exit_code, 0) << order << "\n" << r.output;
+    EXPECT_THAT(r.output, HasSubstr("mpix: OK (16 ranks, 0 errors)")) << order;
+  } while (std::next_permutation(order.begin(), order.end()));
+}
+
+TEST_F(Mpi, MpixMatchesScatteredMapfiles) {
+  const auto mpix = program("mpix");
+  const auto vn = scattered_mapfile("mpix-vn.map", 2, 2, 2, 2, 17);
+  auto r = bglrun({"-np", "16", "--shape", "2x2x2", "--mode", "vn", "--mapfile", vn, "--timeout",
+                   "120", mpix, "2x2x2", "2", "-", "file:" + vn});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("mpix: OK (16 ranks, 0 errors)"));
+  const auto heater = scattered_mapfile("mpix-heater.map", 4, 2, 2, 1, 23);
+  r = bglrun({"-np", "16", "--shape", "4x2x2", "--mode", "coprocessor", "--mesh", "x", "--mapfile",
+              heater, "--timeout", "120", mpix, "4x2x2", "1", "x", "file:" + heater});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("mpix: OK (16 ranks, 0 errors)"));
+}
+
+TEST_F(Mpi, MpixPartialPartition) {
+  // 12 tasks on a 16-slot partition: 4 places without a task, no MPIX_Cart_comm_create.
+  const auto r = bglrun({"-np", "12", "--shape", "2x2x2", "--mode", "vn", "--mapping", "TXYZ",
+                         "--timeout", "120", program("mpix"), "2x2x2", "2", "-", "order:TXYZ"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("mpix: OK (12 ranks, 0 errors)"));
+}
+
+TEST_F(Mpi, MpixFortran) {
+  const auto f = program("fmpix");
+  auto r =
+      bglrun({"-np", "8", "--shape", "2x2x2", "--mapping", "ZYX", "--timeout", "120", f, "ZYX"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("fmpix: OK (8 ranks)"));
+  r = bglrun({"-np", "16", "--shape", "2x2x2", "--mode", "vn", "--mapping", "TXYZ", "--timeout",
+              "120", f, "TXYZ"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("fmpix: OK (16 ranks)"));
+}
+
+// The non-matching shapes of topo.c give correct communicators (topo.c checks them) and the
+// reordered ones never more hops than MPI's identity placement.
+void expect_nonmatching_shapes_correct(const std::string& output) {
+  for (const std::string name : {"cart3x", "line"}) {
+    const auto id = topo_line(output, name + " reorder=0");
+    const auto re = topo_line(output, name + " reorder=1");
+    EXPECT_GT(re.members, 0) << name << "\n" << output;
+    EXPECT_EQ(re.members, id.members) << name;
+    EXPECT_LE(re.total_hops, id.total_hops) << name;
+  }
+  for (const std::string ring : {"ring graph", "dist graph ring", "dist graph adjacent ring"}) {
+    const auto re = topo_line(output, ring + " reorder=1");
+    const auto id = topo_line(output, ring + " reorder=0");
+    EXPECT_GE(re.total_hops, 0) << ring << "\n" << output;
+    EXPECT_LE(re.total_hops, id.total_hops) << ring;
+  }
+}
+
+TEST_F(Mpi, CartReorderIsNearestNeighbourOn8x8x4) {
+  // A 3D periodic Cartesian communicator (MPI_Dims_create's 8x8x4) is all nearest-neighbour
+  // after reorder, from an order and from a scattered mapping file.
+  const auto topo = program("topo");
+  const auto map = scattered_mapfile("topo-8x8x4.map", 8, 8, 4, 1, 29);
+  for (const auto& mapping :
+       {std::vector<std::string>{"--mapping", "XZY"}, std::vector<std::string>{"--mapfile", map}}) {
+    std::vector<std::string> args{"-np", "256", "--shape", "8x8x4"};
+    args.insert(args.end(), mapping.begin(), mapping.end());
+    args.insert(args.end(), {"--timeout", "280", topo});
+    const auto r = bglrun(args, 290);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("topo: OK (256 ranks, 0 errors)"));
+    EXPECT_THAT(r.output, HasSubstr("dims 8 8 4"));
+    const auto re = topo_line(r.output, "cart3d reorder=1");
+    EXPECT_EQ(re.members, 256) << r.output;
+    EXPECT_EQ(re.max_hops, 1) << r.output;
+    EXPECT_EQ(re.total_hops, 3 * 256);
+    EXPECT_GT(topo_line(r.output, "cart3d reorder=0").max_hops, 1) << mapping[1];
+    expect_nonmatching_shapes_correct(r.output);
+  }
+}
+
+TEST_F(Mpi, CartReorderIsNearestNeighbourOn8x8x8) {
+  // The case: 512 tasks on 8x8x8 with a scattered mapping file (about 110 s on the
+  // loaded 2-core machine).
+  const auto map = scattered_mapfile("topo-8x8x8.map", 8, 8, 8, 1, 41);
+  const auto r = bglrun(
+      {"-np", "512", "--shape", "8x8x8", "--mapfile", map, "--timeout", "280", program("topo")},
+      290);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("topo: OK (512 ranks, 0 errors)"));
+  EXPECT_THAT(r.output, HasSubstr("dims 8 8 8"));
+  const auto re = topo_line(r.output, "cart3d reorder=1");
+  EXPECT_EQ(re.members, 512);
+  EXPECT_EQ(re.max_hops, 1) << r.output;
+  EXPECT_EQ(re.total_hops, 3 * 512);
+  expect_nonmatching_shapes_correct(r.output);
+}
+
+TEST_F(Mpi, CartReorderVirtualNodeFoldsTheNodesTasks) {
+  // 4x4x2 in VN mode: 64 tasks, MPI_Dims_create 4x4x4 (x and t fold into one dimension); every
+  // Cartesian neighbour on the same node or one hop away.
+  const auto topo = program("topo");
+  const auto map = scattered_mapfile("topo-vn.map", 4, 4, 2, 2, 31);
+  for (const auto& mapping : {std::vector<std::string>{"--mapping", "TXYZ"},
+                              std::vector<std::string>{"--mapfile", map}}) {
+    std::vector<std::string> args{"-np", "64", "--shape", "4x4x2", "--mode", "vn"};
+    args.insert(args.end(), mapping.begin(), mapping.end());
+    args.insert(args.end(), {"--timeout", "200", topo});
+    const auto r = bglrun(args);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("topo: OK (64 ranks, 0 errors)"));
+    EXPECT_THAT(r.output, HasSubstr("dims 4 4 4"));
+    const auto re = topo_line(r.output, "cart3d reorder=1");
+    EXPECT_EQ(re.members, 64);
+    EXPECT_LE(re.max_hops, 1) << r.output;
+    expect_nonmatching_shapes_correct(r.output);
+  }
+}
+
+TEST_F(Mpi, DistGraphReorderOnRequest) {
+  // Distributed graphs are placed only with BGL_NM_TOPO_DIST_GRAPH=1; without it reorder keeps
+  // every rank (MPICH's behaviour, which MPICH's own topo tests expect). topo.c checks that node
+  // j's neighbours and weights are the declared ones either way.
+  const auto map = scattered_mapfile("topo-dist.map", 4, 4, 2, 2, 43);
+  const std::vector<std::string> args{kBglrun, "-np",       "64",  "--shape",
+                                      "4x4x2", "--mode",    "vn",  "--mapfile",
+                                      map,     "--timeout", "200", program("topo")};
+  const auto on = run_process(args, 240, {"BGL_NM_TOPO_DIST_GRAPH=1"});
+  ASSERT_EQ(on.exit_code, 0) << on.output;
+  EXPECT_THAT(on.output, HasSubstr("topo: OK (64 ranks, 0 errors)"));
+  const auto off = run_process(args, 240);
+  ASSERT_EQ(off.exit_code, 0) << off.output;
+  EXPECT_THAT(off.output, HasSubstr("topo: OK (64 ranks, 0 errors)"));
+  for (const std::string ring : {"dist graph ring", "dist graph adjacent ring"}) {
+    const auto id = topo_line(on.output, ring + " reorder=0");
+    EXPECT_LT(topo_line(on.output, ring + " reorder=1").total_hops, id.total_hops / 2)
+        << ring << "\n"
+        << on.output;
+    EXPECT_EQ(topo_line(off.output, ring + " reorder=1").total_hops,
+              topo_line(off.output, ring + " reorder=0").total_hops)
+        << ring << "\n"
+        << off.output;
+  }
+}
+
+TEST_F(Mpi, CartReorderOffWithBglNmTopo0) {
+  // BGL_NM_TOPO=0 leaves MPICH's placement (the identity): a scattered mapping stays scattered.
+  const auto map = scattered_mapfile("topo-off.map", 4, 2, 2, 1, 37);
+  const auto r = run_process({kBglrun, "-np", "16", "--shape", "4x2x2", "--mapfile", map,
+                              "--timeout", "120", program("topo")},
+                             150, {"BGL_NM_TOPO=0"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("topo: OK"));
+  const auto re = topo_line(r.output, "cart3d reorder=1");
+  EXPECT_EQ(re.total_hops, topo_line(r.output, "cart3d reorder=0").total_hops) << r.output;
+  EXPECT_GT(re.max_hops, 1) << r.output;
 }
 
 }  // namespace

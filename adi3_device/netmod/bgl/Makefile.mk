@@ -11,7 +11,8 @@ noinst_HEADERS     += src/mpid/ch4/netmod/bgl/bgl_pre.h \
                       src/mpid/ch4/netmod/bgl/bgl_proc.h \
                       src/mpid/ch4/netmod/bgl/bgl_coll.h \
                       src/mpid/ch4/netmod/bgl/bgl_noinline.h \
-                      src/mpid/ch4/netmod/bgl/netmod_inline.h
+                      src/mpid/ch4/netmod/bgl/netmod_inline.h \
+                      src/mpid/ch4/netmod/bgl/bgl_topo.h
 
 mpi_core_sources   += src/mpid/ch4/netmod/bgl/func_table.c \
                       src/mpid/ch4/netmod/bgl/bgl_init.c \
@@ -19,6 +20,8 @@ mpi_core_sources   += src/mpid/ch4/netmod/bgl/func_table.c \
                       src/mpid/ch4/netmod/bgl/bgl_recv.c \
                       src/mpid/ch4/netmod/bgl/bgl_progress.c \
                       src/mpid/ch4/netmod/bgl/bgl_coll.c \
-                      src/mpid/ch4/netmod/bgl/bgl_noinline.c
+                      src/mpid/ch4/netmod/bgl/bgl_noinline.c \
+                      src/mpid/ch4/netmod/bgl/bgl_topo.c \
+                      src/mpid/ch4/netmod/bgl/bgl_mpix.c
 
 endif

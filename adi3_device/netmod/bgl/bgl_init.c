@@ -11,6 +11,7 @@
 #include "bgl_impl.h"
 #include "bgl_noinline.h"
 #include "bgl_coll.h"
+#include "bgl_topo.h"
 
 MPIDI_BGL_global_t MPIDI_BGL_global;
 
@@ -63,6 +64,9 @@ int MPIDI_BGL_init_local(int *tag_bits)
     MPIDI_BGL_progress_config();
 
     mpi_errno = MPIDI_BGL_coll_init();
+    MPIR_ERR_CHECK(mpi_errno);
+
+    mpi_errno = MPIDI_BGL_topo_init();
     MPIR_ERR_CHECK(mpi_errno);
 
     /* MPI_Get_processor_name: the task's place in the partition, as on BG/L. */

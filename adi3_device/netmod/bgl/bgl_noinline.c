@@ -7,6 +7,7 @@
 #include "bgl_impl.h"
 #include "bgl_noinline.h"
 #include "bgl_coll.h"
+#include "bgl_topo.h"
 
 int MPIDI_BGL_comm_set_hints(MPIR_Comm * comm_ptr, MPIR_Info * info)
 {
@@ -48,6 +49,7 @@ int MPIDI_BGL_mpi_comm_commit_pre_hook(MPIR_Comm * comm)
     comm->dev.ch4.netmod.bgl.coll_state = 0;
     comm->dev.ch4.netmod.bgl.world_ranks = NULL;
     comm->dev.ch4.netmod.bgl.whole_job = 0;
+    MPIDI_BGL_topo_comm_init(comm);
     return MPI_SUCCESS;
 }
 

@@ -1,0 +1,394 @@
+#include "topo_map.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <functional>
+#include <limits>
+#include <numeric>
+#include <queue>
+
+#include "bgl/torus/distance.hpp"
+
+namespace bgl::nm::topo {
+namespace {
+
+using torus::Dim;
+
+constexpr std::array<Dim, 3> kDims = {Dim::x, Dim::y, Dim::z};
+constexpr int kT = 3;  // index of the processor slot in a physical "dimension" list
+
+// Beyond this many ranks the greedy embedding is not tried: every rank computes it, in
+// O(ranks^2 * neighbours) (about 20 ms per rank at 1,024 ranks).
+constexpr std::size_t kGreedyLimit = 1024;
+
+// One dimension of the box a communicator's ranks fill: x, y, z or the processor slot t.
+struct PhysDim {
+  int which = 0;  // 0, 1, 2 for x, y, z; kT for t
+  int extent = 1;
+};
+
+// The box the ranks fill exactly (every node in [lo, lo + extent) with the same t values), and
+// the rank at each of its slots.
+struct Box {
+  std::array<int, 3> lo{};
+  std::array<int, 3> extent{};
+  std::vector<int> ts;            // the t values used, ascending
+  std::vector<PhysDim> dims;      // those of extent > 1
+  std::vector<int> rank_of_slot;  // (node * 2 + t) -> index into places, -1 if none
+};
+
+std::optional<Box> filled_box(const torus::Shape& shape, std::span<const Place> places) {
+  if (places.empty()) return std::nullopt;
+  Box box;
+  std::array<int, 3> hi{};
+  for (int d = 0; d < 3; ++d)
+    box.lo[d] = hi[d] = places[0].node[kDims[d]];
+  std::array<bool, 2> t_used{};
+  for (const auto& p : places) {
+    for (int d = 0; d < 3; ++d) {
+      box.lo[d] = std::min(box.lo[d], p.node[kDims[d]]);
+      hi[d] = std::max(hi[d], p.node[kDims[d]]);
+    }
+    if (p.t < 0 || p.t > 1) return std::nullopt;
+    t_used[static_cast<std::size_t>(p.t)] = true;
+  }
+  for (int t = 0; t < 2; ++t)
+    if (t_used[static_cast<std::size_t>(t)]) box.ts.push_back(t);
+  std::size_t volume = box.ts.size();
+  for (int d = 0; d < 3; ++d) {
+    box.extent[d] = hi[d] - box.lo[d] + 1;
+    volume *= static_cast<std::size_t>(box.extent[d]);
+  }
+  if (volume != places.size()) return std::nullopt;  // ranks are distinct: equal count = filled
+  box.rank_of_slot.assign(static_cast<std::size_t>(shape.node_count()) * 2, -1);
+  for (std::size_t i = 0; i < places.size(); ++i)
+    box.rank_of_slot[static_cast<std::size_t>(shape.node_id(places[i].node)) * 2 +
+                     static_cast<std::size_t>(places[i].t)] = static_cast<int>(i);
+  if (box.ts.size() > 1) box.dims.push_back({kT, static_cast<int>(box.ts.size())});
+  for (int d = 0; d < 3; ++d)
+    if (box.extent[d] > 1) box.dims.push_back({d, box.extent[d]});
+  return box;
+}
+
+// Digits (inner first) of c in the reflected mixed-radix order over `extents`: consecutive values
+// of c differ by one step in exactly one digit.
+void snake_digits(int c, std::span<const int> extents, std::span<int> digits) {
+  for (std::size_t j = extents.size(); j-- > 0;) {
+    int inner = 1;
+    for (std::size_t k = 0; k < j; ++k)
+      inner *= extents[k];
+    const int outer = c / inner;
+    digits[j] = outer;
+    c %= inner;
+    if (outer % 2 == 1) c = inner - 1 - c;
+  }
+}
+
+// A folding: for every Cartesian dimension the physical dimensions (inner first) it runs along.
+using Folding = std::vector<std::vector<PhysDim>>;
+
+std::vector<int> fold_assignment(const torus::Shape& shape, const Box& box,
+                                 std::span<const int> dims, const Folding& folding) {
+  const int ndims = static_cast<int>(dims.size());
+  const int m = std::accumulate(dims.begin(), dims.end(), 1, std::multiplies<>());
+  std::vector<int> assignment(static_cast<std::size_t>(m));
+  std::vector<int> cart(static_cast<std::size_t>(ndims));
+  std::vector<int> extents, digits;
+  for (int p = 0; p < m; ++p) {
+    int rest = p;
+    for (int i = ndims; i-- > 0;) {
+      cart[static_cast<std::size_t>(i)] = rest % dims[static_cast<std::size_t>(i)];
+      rest /= dims[static_cast<std::size_t>(i)];
+    }
+    std::array<int, 4> phys{};  // offsets in the box along x, y, z and the index into box.ts
+    for (int i = 0; i < ndims; ++i) {
+      const auto& group = folding[static_cast<std::size_t>(i)];
+      extents.clear();
+      for (const auto& g : group)
+        extents.push_back(g.extent);
+      digits.assign(group.size(), 0);
+      snake_digits(cart[static_cast<std::size_t>(i)], extents, digits);
+      for (std::size_t j = 0; j < group.size(); ++j)
+        phys[static_cast<std::size_t>(group[j].which)] = digits[j];
+    }
+    const torus::Coord node{box.lo[0] + phys[0], box.lo[1] + phys[1], box.lo[2] + phys[2]};
+    const int t = box.ts[static_cast<std::size_t>(phys[kT])];
+    assignment[static_cast<std::size_t>(p)] =
+        box.rank_of_slot[static_cast<std::size_t>(shape.node_id(node)) * 2 +
+                         static_cast<std::size_t>(t)];
+  }
+  return assignment;
+}
+
+// Calls visit(owner) for every way of giving each physical dimension a Cartesian dimension whose
+// extent is the product of the physical extents it gets (fixed[i] > 0), or any product (free,
+// fixed[i] == 0, only when free_ok).
+template <typename Visit>
+void for_each_grouping(const std::vector<PhysDim>& phys, std::span<const int> target, bool free_ok,
+                       Visit&& visit) {
+  const std::size_t k = target.size();
+  if (k == 0) return;
+  std::vector<std::size_t> owner(phys.size(), 0);
+  std::vector<long> product(k);
+  for (;;) {
+    std::fill(product.begin(), product.end(), 1L);
+    for (std::size_t j = 0; j < phys.size(); ++j)
+      product[owner[j]] *= phys[j].extent;
+    bool ok = true;
+    for (std::size_t i = 0; i < k && ok; ++i)
+      ok = target[i] > 0 ? product[i] == target[i] : free_ok;
+    if (ok) visit(owner, product);
+    std::size_t j = 0;  // next owner vector (odometer)
+    while (j < phys.size() && ++owner[j] == k)
+      owner[j++] = 0;
+    if (j == phys.size()) return;
+  }
+}
+
+// Every ordering of every group (the inner dimension of a snake matters at the wrap-around).
+void for_each_order(Folding& folding, std::size_t i, const std::function<void()>& visit) {
+  if (i == folding.size()) {
+    visit();
+    return;
+  }
+  auto& group = folding[i];
+  const auto less = [](const PhysDim& a, const PhysDim& b) { return a.which < b.which; };
+  std::sort(group.begin(), group.end(), less);
+  do {
+    for_each_order(folding, i + 1, visit);
+  } while (std::next_permutation(group.begin(), group.end(), less));
+}
+
+std::vector<std::vector<int>> foldings(const torus::Shape& shape, std::span<const Place> places,
+                                       std::span<const int> dims) {
+  std::vector<std::vector<int>> result;
+  const auto box = filled_box(shape, places);
+  if (!box) return result;
+  for_each_grouping(box->dims, dims, false, [&](const std::vector<std::size_t>& owner, auto&) {
+    Folding folding(dims.size());
+    for (std::size_t j = 0; j < owner.size(); ++j)
+      folding[owner[j]].push_back(box->dims[j]);
+    for_each_order(folding, 0,
+                   [&] { result.push_back(fold_assignment(shape, *box, dims, folding)); });
+  });
+  return result;
+}
+
+// Physical order of the places (z, y, x, t slowest to fastest): where a greedy component starts.
+std::vector<int> physical_order(const torus::Shape& shape, std::span<const Place> places) {
+  std::vector<int> order(places.size());
+  std::iota(order.begin(), order.end(), 0);
+  const auto key = [&](int i) {
+    const auto& p = places[static_cast<std::size_t>(i)];
+    return static_cast<long>(shape.node_id(p.node)) * 2 + p.t;
+  };
+  std::sort(order.begin(), order.end(), [&](int a, int b) { return key(a) < key(b); });
+  return order;
+}
+
+// Positions in breadth-first order over the graph, components one after another.
+std::vector<int> bfs_order(const Graph& g) {
+  const int m = g.size();
+  std::vector<int> order;
+  std::vector<char> seen(static_cast<std::size_t>(m), 0);
+  std::queue<int> q;
+  for (int s = 0; s < m; ++s) {
+    if (seen[static_cast<std::size_t>(s)]) continue;
+    seen[static_cast<std::size_t>(s)] = 1;
+    q.push(s);
+    while (!q.empty()) {
+      const int u = q.front();
+      q.pop();
+      order.push_back(u);
+      for (int e = g.index[static_cast<std::size_t>(u)];
+           e < g.index[static_cast<std::size_t>(u) + 1]; ++e) {
+        const int v = g.edges[static_cast<std::size_t>(e)];
+        if (!seen[static_cast<std::size_t>(v)]) {
+          seen[static_cast<std::size_t>(v)] = 1;
+          q.push(v);
+        }
+      }
+    }
+  }
+  return order;
+}
+
+// Undirected adjacency (an edge u-v listed at u is a neighbour of v too, for placing v).
+std::vector<std::vector<int>> undirected(const Graph& g) {
+  std::vector<std::vector<int>> adj(static_cast<std::size_t>(g.size()));
+  for (int u = 0; u < g.size(); ++u)
+    for (int e = g.index[static_cast<std::size_t>(u)]; e < g.index[static_cast<std::size_t>(u) + 1];
+         ++e) {
+      const int v = g.edges[static_cast<std::size_t>(e)];
+      adj[static_cast<std::size_t>(u)].push_back(v);
+      adj[static_cast<std::size_t>(v)].push_back(u);
+    }
+  return adj;
+}
+
+// Places positions in breadth-first order, each on the free rank with the fewest hops to its
+// neighbours placed so far (ties: the first in physical order); a new component starts at the
+// first free rank in physical order.
+std::vector<int> greedy(const torus::Shape& shape, const Graph& g, std::span<const Place> places) {
+  const auto order = physical_order(shape, places);
+  const auto adj = undirected(g);
+  std::vector<int> assignment(static_cast<std::size_t>(g.size()), -1);
+  std::vector<char> used(places.size(), 0);
+  for (const int u : bfs_order(g)) {
+    int best = -1;
+    long best_cost = std::numeric_limits<long>::max();
+    bool has_placed = false;
+    for (const int v : adj[static_cast<std::size_t>(u)])
+      has_placed |= assignment[static_cast<std::size_t>(v)] >= 0;
+    for (const int i : order) {
+      if (used[static_cast<std::size_t>(i)]) continue;
+      if (!has_placed) {
+        best = i;
+        break;
+      }
+      long cost = 0;
+      for (const int v : adj[static_cast<std::size_t>(u)]) {
+        const int r = assignment[static_cast<std::size_t>(v)];
+        if (r >= 0)
+          cost += torus::distance(shape, places[static_cast<std::size_t>(i)].node,
+                                  places[static_cast<std::size_t>(r)].node);
+      }
+      if (cost < best_cost) {
+        best_cost = cost;
+        best = i;
+        if (cost == 0) break;
+      }
+    }
+    assignment[static_cast<std::size_t>(u)] = best;
+    used[static_cast<std::size_t>(best)] = 1;
+  }
+  return assignment;
+}
+
+int max_hops(const torus::Shape& shape, const Graph& g, std::span<const Place> places,
+             std::span<const int> assignment) {
+  int worst = 0;
+  for (int u = 0; u < g.size(); ++u)
+    for (int e = g.index[static_cast<std::size_t>(u)]; e < g.index[static_cast<std::size_t>(u) + 1];
+         ++e)
+      worst = std::max(
+          worst,
+          torus::distance(
+              shape, places[static_cast<std::size_t>(assignment[static_cast<std::size_t>(u)])].node,
+              places[static_cast<std::size_t>(assignment[static_cast<std::size_t>(
+                         g.edges[static_cast<std::size_t>(e)])])]
+                  .node));
+  return worst;
+}
+
+std::vector<int> identity(int m) {
+  std::vector<int> a(static_cast<std::size_t>(m));
+  std::iota(a.begin(), a.end(), 0);
+  return a;
+}
+
+// The candidate with the fewest hops; the first one (the identity) on ties.
+std::vector<int> best_of(const torus::Shape& shape, const Graph& g, std::span<const Place> places,
+                         std::vector<std::vector<int>> candidates) {
+  std::size_t best = 0;
+  long best_cost = std::numeric_limits<long>::max();
+  for (std::size_t c = 0; c < candidates.size(); ++c) {
+    const long cost = total_hops(shape, g, places, candidates[c]);
+    if (cost < best_cost) {
+      best_cost = cost;
+      best = c;
+    }
+  }
+  return std::move(candidates[best]);
+}
+
+}  // namespace
+
+Graph cartesian_graph(std::span<const int> dims, std::span<const int> periods) {
+  const int ndims = static_cast<int>(dims.size());
+  const int m = std::accumulate(dims.begin(), dims.end(), 1, std::multiplies<>());
+  Graph g;
+  g.index.reserve(static_cast<std::size_t>(m) + 1);
+  g.index.push_back(0);
+  for (int p = 0; p < m; ++p) {
+    int stride = 1;
+    for (int i = ndims; i-- > 0;) {
+      const int d = dims[static_cast<std::size_t>(i)];
+      const int c = (p / stride) % d;
+      if (c + 1 < d)
+        g.edges.push_back(p + stride);
+      else if (periods[static_cast<std::size_t>(i)] && d > 2)
+        g.edges.push_back(p - c * stride);
+      stride *= d;
+    }
+    g.index.push_back(static_cast<int>(g.edges.size()));
+  }
+  return g;
+}
+
+long total_hops(const torus::Shape& shape, const Graph& graph, std::span<const Place> places,
+                std::span<const int> assignment) {
+  long hops = 0;
+  for (int u = 0; u < graph.size(); ++u)
+    for (int e = graph.index[static_cast<std::size_t>(u)];
+         e < graph.index[static_cast<std::size_t>(u) + 1]; ++e) {
+      const int v = graph.edges[static_cast<std::size_t>(e)];
+      hops += torus::distance(
+          shape, places[static_cast<std::size_t>(assignment[static_cast<std::size_t>(u)])].node,
+          places[static_cast<std::size_t>(assignment[static_cast<std::size_t>(v)])].node);
+    }
+  return hops;
+}
+
+std::vector<int> cart_map(const torus::Shape& shape, std::span<const Place> places,
+                          std::span<const int> dims, std::span<const int> periods) {
+  const auto g = cartesian_graph(dims, periods);
+  std::vector<std::vector<int>> candidates{identity(g.size())};
+  if (static_cast<std::size_t>(g.size()) == places.size())
+    for (auto& f : foldings(shape, places, dims))
+      candidates.push_back(std::move(f));
+  // A folding with every neighbour at most one hop away cannot be beaten by much: no greedy.
+  const bool perfect = std::any_of(candidates.begin(), candidates.end(), [&](const auto& c) {
+    return max_hops(shape, g, places, c) <= 1;
+  });
+  if (!perfect && places.size() <= kGreedyLimit) candidates.push_back(greedy(shape, g, places));
+  return best_of(shape, g, places, std::move(candidates));
+}
+
+std::vector<int> graph_map(const torus::Shape& shape, std::span<const Place> places,
+                           std::span<const int> index, std::span<const int> edges) {
+  Graph g;
+  g.index.push_back(0);
+  for (const int end : index)
+    g.index.push_back(end);
+  g.edges.assign(edges.begin(), edges.end());
+  std::vector<std::vector<int>> candidates{identity(g.size())};
+  if (places.size() <= kGreedyLimit) candidates.push_back(greedy(shape, g, places));
+  return best_of(shape, g, places, std::move(candidates));
+}
+
+std::optional<std::vector<int>> torus_dims(const torus::Shape& shape, std::span<const Place> places,
+                                           std::span<const int> dims) {
+  const auto box = filled_box(shape, places);
+  if (!box || dims.empty()) return std::nullopt;
+  std::optional<std::vector<int>> best;
+  std::vector<long> best_key;  // the filled values, largest first: smaller is more balanced
+  for_each_grouping(box->dims, dims, true,
+                    [&](const std::vector<std::size_t>&, const std::vector<long>& product) {
+                      std::vector<long> key;
+                      for (std::size_t i = 0; i < dims.size(); ++i)
+                        if (dims[i] == 0) key.push_back(product[i]);
+                      std::sort(key.rbegin(), key.rend());
+                      if (best && key >= best_key) return;
+                      best_key = key;
+                      std::vector<int> filled(dims.begin(), dims.end());
+                      std::size_t next = 0;
+                      for (auto& d : filled)
+                        if (d == 0) d = static_cast<int>(key[next++]);
+                      best = std::move(filled);
+                    });
+  return best;
+}
+
+}  // namespace bgl::nm::topo

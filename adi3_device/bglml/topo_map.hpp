@@ -1,0 +1,57 @@
+// Placing MPI process topologies onto the emulated torus: the mapping behind the device's
+// MPI_Cart_create/MPI_Cart_map (reorder), MPI_Graph_create/MPI_Graph_map and MPI_Dims_create.
+// Pure computation over the communicator's task locations; every rank computes the same answer.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "bgl/torus/mapping.hpp"
+#include "bgl/torus/shape.hpp"
+
+namespace bgl::nm::topo {
+
+// Where one rank of a communicator lives.
+struct Place {
+  torus::Coord node;
+  int t = 0;
+};
+
+// A graph over "positions" (Cartesian coordinates or graph nodes), in CSR form; an edge listed on
+// both of its ends counts twice, which weights it like the MPI graph that listed it twice.
+struct Graph {
+  std::vector<int> index;  // positions + 1 entries: neighbours of p are edges[index[p]..index[p+1])
+  std::vector<int> edges;
+  int size() const { return static_cast<int>(index.size()) - 1; }
+};
+
+// The Cartesian grid dims/periods as a graph: one edge per pair of neighbours (the +1 neighbour in
+// every dimension; the wrap-around one for periodic dimensions longer than 2).
+Graph cartesian_graph(std::span<const int> dims, std::span<const int> periods);
+
+// Sum of torus hops over the graph's edges when position p runs on places[assignment[p]].
+long total_hops(const torus::Shape& shape, const Graph& graph, std::span<const Place> places,
+                std::span<const int> assignment);
+
+// Which of `places` (a communicator's ranks, by rank) runs each Cartesian position (row-major, the
+// last dimension fastest, as MPI numbers them). Tries the identity (MPI's no-reorder answer), every
+// folding of the box the ranks fill onto the Cartesian dimensions (snake order, so neighbours stay
+// neighbours) and a greedy embedding, and returns the one with the fewest hops summed over all
+// pairs of Cartesian neighbours (the identity on ties). prod(dims) <= places.size().
+std::vector<int> cart_map(const torus::Shape& shape, std::span<const Place> places,
+                          std::span<const int> dims, std::span<const int> periods);
+
+// The same for an MPI graph (index/edges as MPI_Graph_create takes them) of nnodes <= places.size()
+// nodes: the identity or a greedy embedding, whichever has fewer hops over the graph's edges.
+std::vector<int> graph_map(const torus::Shape& shape, std::span<const Place> places,
+                           std::span<const int> index, std::span<const int> edges);
+
+// MPI_Dims_create for a communicator of exactly the places given: dims whose zero entries are
+// filled so that the grid can be folded onto the box the places fill (every Cartesian neighbour a
+// torus neighbour or on the same node after cart_map), the most balanced such choice, the filled
+// entries non-increasing; nullopt when no such choice exists (or the places fill no box).
+std::optional<std::vector<int>> torus_dims(const torus::Shape& shape, std::span<const Place> places,
+                                           std::span<const int> dims);
+
+}  // namespace bgl::nm::topo

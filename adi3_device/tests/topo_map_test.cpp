@@ -1,0 +1,203 @@
+// The torus-aware placement of MPI process topologies (adi3_device/bglml/topo_map.hpp), without
+// MPICH: every Cartesian neighbour a torus neighbour where the shapes allow, never more hops than
+// MPI's own (identity) placement, and MPI_Dims_create's torus-shaped choice.
+#include "topo_map.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <numeric>
+#include <random>
+#include <set>
+
+#include "bgl/torus/distance.hpp"
+
+namespace bgl::nm::topo {
+namespace {
+
+std::vector<Place> places_of(const torus::Mapping& m) {
+  std::vector<Place> p;
+  for (int r = 0; r < m.size(); ++r)
+    p.push_back({m.coord(static_cast<torus::Rank>(r)), m.location(static_cast<torus::Rank>(r)).t});
+  return p;
+}
+
+torus::Mapping scattered(const torus::Shape& s, int tpn, unsigned seed) {
+  std::vector<torus::TaskLocation> locs;
+  for (int n = 0; n < s.node_count(); ++n)
+    for (int t = 0; t < tpn; ++t)
+      locs.push_back({static_cast<torus::NodeId>(n), t});
+  std::mt19937 rng(seed);
+  std::shuffle(locs.begin(), locs.end(), rng);
+  return torus::Mapping::from_locations(s, tpn, std::move(locs));
+}
+
+// Every Cartesian neighbour pair at most max_hops apart; returns the largest distance seen.
+int max_neighbour_hops(const torus::Shape& s, const std::vector<Place>& places,
+                       const std::vector<int>& dims, const std::vector<int>& periods,
+                       const std::vector<int>& assignment) {
+  const auto g = cartesian_graph(dims, periods);
+  int worst = 0;
+  for (int u = 0; u < g.size(); ++u)
+    for (int e = g.index[static_cast<std::size_t>(u)]; e < g.index[static_cast<std::size_t>(u) + 1];
+         ++e) {
+      const int v = g.edges[static_cast<std::size_t>(e)];
+      worst = std::max(
+          worst,
+          torus::distance(
+              s, places[static_cast<std::size_t>(assignment[static_cast<std::size_t>(u)])].node,
+              places[static_cast<std::size_t>(assignment[static_cast<std::size_t>(v)])].node));
+    }
+  return worst;
+}
+
+void expect_permutation(const std::vector<int>& a, int n) {
+  std::set<int> seen(a.begin(), a.end());
+  EXPECT_EQ(seen.size(), a.size());
+  EXPECT_GE(*seen.begin(), 0);
+  EXPECT_LT(*seen.rbegin(), n);
+}
+
+TEST(CartesianGraph, EdgesOfAPeriodicGrid) {
+  const std::vector<int> dims{3, 2}, periods{1, 1};
+  const auto g = cartesian_graph(dims, periods);
+  EXPECT_EQ(g.size(), 6);
+  // dimension 0 (periodic, 3): 3 edges per column, 2 columns; dimension 1 (2): 1 edge per row.
+  EXPECT_EQ(g.edges.size(), 6u + 3u);
+}
+
+TEST(CartMap, EveryOrderAndScatteredMappingOn8x8x8IsAllNearestNeighbour) {
+  const auto s = torus::Shape::parse("8x8x8");
+  const std::vector<int> dims{8, 8, 8}, periods{1, 1, 1};
+  std::vector<torus::Mapping> mappings;
+  for (const char* order : {"XYZ", "ZYX", "YXZ", "ZXY"})
+    mappings.push_back(torus::Mapping::from_order(s, 1, order, 512));
+  mappings.push_back(scattered(s, 1, 7));
+  for (const auto& m : mappings) {
+    const auto places = places_of(m);
+    const auto a = cart_map(s, places, dims, periods);
+    ASSERT_EQ(a.size(), 512u);
+    expect_permutation(a, 512);
+    EXPECT_EQ(max_neighbour_hops(s, places, dims, periods, a), 1);
+  }
+}
+
+TEST(CartMap, VirtualNodeModeFoldsTIntoADimension) {
+  const auto s = torus::Shape::parse("4x4x4");
+  const std::vector<int> dims{8, 4, 4}, periods{1, 1, 1};
+  for (const char* order : {"XYZT", "TXYZ", "ZTYX"}) {
+    const auto m = torus::Mapping::from_order(s, 2, order, 128);
+    const auto places = places_of(m);
+    const auto a = cart_map(s, places, dims, periods);
+    expect_permutation(a, 128);
+    EXPECT_EQ(max_neighbour_hops(s, places, dims, periods, a), 1) << order;
+  }
+  const auto m = scattered(s, 2, 3);
+  const auto places = places_of(m);
+  const auto a = cart_map(s, places, dims, periods);
+  EXPECT_EQ(max_neighbour_hops(s, places, dims, periods, a), 1);
+}
+
+TEST(CartMap, FoldsTwoTorusDimensionsIntoOneRing) {
+  // 8x4x2: a 32 x 2 ring-of-rings: x (8) and y (4) snake into the 32-long ring.
+  const auto s = torus::Shape::parse("8x4x2");
+  const std::vector<int> dims{32, 2}, periods{1, 1};
+  const auto m = scattered(s, 1, 11);
+  const auto places = places_of(m);
+  const auto a = cart_map(s, places, dims, periods);
+  EXPECT_EQ(max_neighbour_hops(s, places, dims, periods, a), 1);
+}
+
+TEST(CartMap, NeverWorseThanTheIdentityForNonMatchingShapes) {
+  const auto s = torus::Shape::parse("4x4x2");
+  for (const auto& dims : std::vector<std::vector<int>>{{5, 6}, {3, 3, 3}, {31}, {7, 2, 2}}) {
+    const std::vector<int> periods(dims.size(), 1);
+    const auto m = scattered(s, 1, 5);
+    const auto places = places_of(m);
+    const auto a = cart_map(s, places, dims, periods);
+    const int size = std::accumulate(dims.begin(), dims.end(), 1, std::multiplies<>());
+    ASSERT_EQ(static_cast<int>(a.size()), size);
+    expect_permutation(a, 32);
+    std::vector<int> id(static_cast<std::size_t>(size));
+    std::iota(id.begin(), id.end(), 0);
+    const auto g = cartesian_graph(dims, periods);
+    EXPECT_LE(total_hops(s, g, places, a), total_hops(s, g, places, id));
+  }
+}
+
+TEST(CartMap, GreedyImprovesAScatteredMappingOfAPartialGrid) {
+  const auto s = torus::Shape::parse("4x4x4");
+  const std::vector<int> dims{6, 6}, periods{0, 0};
+  const auto m = scattered(s, 1, 9);
+  const auto places = places_of(m);
+  const auto a = cart_map(s, places, dims, periods);
+  std::vector<int> id(36);
+  std::iota(id.begin(), id.end(), 0);
+  const auto g = cartesian_graph(dims, periods);
+  EXPECT_LT(total_hops(s, g, places, a), total_hops(s, g, places, id) / 2);
+}
+
+TEST(CartMap, GreedyAt1024RanksIsBoundedAndHelps) {
+  // The largest communicator the greedy embedding runs for: every rank computes it once.
+  const auto s = torus::Shape::parse("8x8x16");
+  const std::vector<int> dims{31, 33}, periods{0, 0};
+  const auto m = scattered(s, 1, 19);
+  const auto places = places_of(m);
+  const auto start = std::chrono::steady_clock::now();
+  const auto a = cart_map(s, places, dims, periods);
+  const auto ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start);
+  std::printf("cart_map 31x33 on 1024 scattered ranks: %.1f ms\n", ms.count());
+  EXPECT_LT(ms.count(), 2000.0);
+  std::vector<int> id(a.size());
+  std::iota(id.begin(), id.end(), 0);
+  const auto g = cartesian_graph(dims, periods);
+  EXPECT_LT(total_hops(s, g, places, a), total_hops(s, g, places, id) / 3);
+}
+
+TEST(GraphMap, RingOnAScatteredTorusBecomesNearestNeighbour) {
+  const auto s = torus::Shape::parse("4x4x1");
+  const auto m = scattered(s, 1, 13);
+  const auto places = places_of(m);
+  // A 16-ring, each edge listed on both ends as MPI_Graph_create takes it.
+  std::vector<int> index, edges;
+  for (int i = 0; i < 16; ++i) {
+    edges.push_back((i + 15) % 16);
+    edges.push_back((i + 1) % 16);
+    index.push_back(static_cast<int>(edges.size()));
+  }
+  const auto a = graph_map(s, places, index, edges);
+  expect_permutation(a, 16);
+  Graph g;
+  g.index.push_back(0);
+  g.index.insert(g.index.end(), index.begin(), index.end());
+  g.edges = edges;
+  std::vector<int> id(16);
+  std::iota(id.begin(), id.end(), 0);
+  EXPECT_LT(total_hops(s, g, places, a), total_hops(s, g, places, id));
+  EXPECT_LE(total_hops(s, g, places, a), 2 * 16 + 8);  // a greedy ring: nearly all single hops
+}
+
+TEST(TorusDims, MatchesThePartition) {
+  const auto s = torus::Shape::parse("8x4x2");
+  const auto m = torus::Mapping::from_order(s, 1, "XYZ", 64);
+  const auto places = places_of(m);
+  EXPECT_EQ(torus_dims(s, places, std::vector<int>{0, 0, 0}), (std::vector<int>{8, 4, 2}));
+  EXPECT_EQ(torus_dims(s, places, std::vector<int>{0, 0}), (std::vector<int>{8, 8}));
+  EXPECT_EQ(torus_dims(s, places, std::vector<int>{0, 2, 0}), (std::vector<int>{8, 2, 4}));
+  EXPECT_EQ(torus_dims(s, places, std::vector<int>{3, 0}), std::nullopt);
+  const auto vn = torus::Mapping::from_order(torus::Shape::parse("4x4x4"), 2, "TXYZ", 128);
+  EXPECT_EQ(torus_dims(torus::Shape::parse("4x4x4"), places_of(vn), std::vector<int>{0, 0, 0, 0}),
+            (std::vector<int>{4, 4, 4, 2}));
+}
+
+TEST(TorusDims, NoneForTasksThatFillNoBox) {
+  const auto s = torus::Shape::parse("4x4x4");
+  const auto m = torus::Mapping::from_order(s, 1, "XYZ", 20);
+  EXPECT_EQ(torus_dims(s, places_of(m), std::vector<int>{0, 0}), std::nullopt);
+}
+
+}  // namespace
+}  // namespace bgl::nm::topo
