@@ -25,7 +25,9 @@ enum bgl_msg_protocol {
   BGL_MSG_ONE_PACKET = 0,
   BGL_MSG_EAGER = 1,
   BGL_MSG_RENDEZVOUS = 2,
-  BGL_MSG_ADAPTIVE_EAGER = 3
+  BGL_MSG_ADAPTIVE_EAGER = 3,
+  BGL_MSG_VIRTUAL_NODE = 4, /* to this node's other task in virtual-node mode */
+  BGL_MSG_PROTOCOLS = 5     /* how many there are */
 };
 enum bgl_msg_target_kind {
   BGL_MSG_TARGET_BUFFER = 0,

@@ -93,8 +93,10 @@ class MessageLayer {
   // Coprocessor mode: the node's second processor, for costart()/cojoin(); nullptr otherwise.
   Coprocessor* coprocessor();
 
- private:
+  // The implementation (src/engine.hpp), named here so the library's protocol files can use it.
   class Engine;
+
+ private:
   std::unique_ptr<Engine> engine_;
   bool metered_ = false;  // virtual time with a CPU factor: calls measure the time between them
 };
