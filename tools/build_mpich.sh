@@ -135,7 +135,8 @@ source_files() {
 source_hash=$( {
   echo "$config_hash $patches_hash"
   for f in $(source_files); do echo "$f"; cat "$netmod_src/$f"; done
-  cat "$repo/message_layer/include/bgl/msg/bgl_msg.h" "$repo/adi3_device/bglml/bgl_nm_idle.h" \
+  cat "$repo/message_layer/include/bgl/msg/bgl_msg.h" "$repo/message_layer/include/bgl/msg/bgl_ids.h" \
+    "$repo/adi3_device/bglml/bgl_nm_idle.h" \
     "$repo/adi3_device/bglml/bgl_coll_hooks.h"
 } | sha256sum | cut -c1-16)
 
@@ -195,10 +196,12 @@ install_bglml() {
   local d
   for d in "${includes[@]}"; do
     copy_header "$d/bgl/msg/bgl_msg.h" "$prefix/include/bgl/msg/"
+    copy_header "$d/bgl/msg/bgl_ids.h" "$prefix/include/bgl/msg/"
     copy_header "$d/bgl_nm_idle.h" "$prefix/include/"
     copy_header "$d/bgl_coll_hooks.h" "$prefix/include/"
   done
-  [ -f "$prefix/include/bgl/msg/bgl_msg.h" ] && [ -f "$prefix/include/bgl_nm_idle.h" ] &&
+  [ -f "$prefix/include/bgl/msg/bgl_msg.h" ] && [ -f "$prefix/include/bgl/msg/bgl_ids.h" ] &&
+    [ -f "$prefix/include/bgl_nm_idle.h" ] &&
     [ -f "$prefix/include/bgl_coll_hooks.h" ] ||
     die "bgl_msg.h / bgl_nm_idle.h / bgl_coll_hooks.h not found in ${includes[*]}"
 }

@@ -86,7 +86,9 @@ TEST(MlProtocolTable, EveryProtocolOnceAtItsIndexWithItsOwnPacketTypes) {
     EXPECT_EQ(to_string(ops.id), ops.name);
     EXPECT_EQ(parse_protocol(ops.name), ops.id);
     for (std::string_view alias : ops.aliases)
-      if (!alias.empty()) EXPECT_EQ(parse_protocol(alias), ops.id) << alias;
+      if (!alias.empty()) {
+        EXPECT_EQ(parse_protocol(alias), ops.id) << alias;
+      }
     EXPECT_TRUE(ops.check_post && ops.send && ops.check_first && ops.start && ops.accepted &&
                 ops.complete)
         << ops.name;

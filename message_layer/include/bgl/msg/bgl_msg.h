@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
+#include "bgl/msg/bgl_ids.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -36,7 +37,6 @@ enum bgl_msg_target_kind {
 };
 
 #define BGL_MSG_MAX_USER_HEADER 128
-#define BGL_MSG_MAX_HANDLERS 64
 #define BGL_MSG_SEND_OPAQUE_BYTES 384
 #ifdef __cplusplus
 #define BGL_MSG_ALIGN16 alignas(16)

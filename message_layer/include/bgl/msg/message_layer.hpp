@@ -55,8 +55,8 @@ class MessageLayer {
   // registered is malformed (logged, counted and discarded).
   using PacketHandler = void (*)(void* context, const pkt::PacketHeader& header,
                                  std::span<const std::byte> payload);
-  static constexpr std::uint8_t kForeignDispatchFirst = 16;
-  static constexpr std::uint8_t kForeignDispatchLast = 31;
+  static constexpr std::uint8_t kForeignDispatchFirst = BGL_DISPATCH_FOREIGN_FIRST;  // bgl_ids.h
+  static constexpr std::uint8_t kForeignDispatchLast = BGL_DISPATCH_FOREIGN_LAST;
   void register_packet_handler(std::uint8_t dispatch, PacketHandler handler, void* context);
   // The endpoint, for that component's injections. What it injects is moved on by advance() and
   // counts in flushed() and idle() like the layer's own packets.
