@@ -7,8 +7,8 @@
 #include <string>
 
 #include "bgl/log.hpp"
+#include "data_copy.hpp"
 #include "engine.hpp"
-#include "placement.hpp"
 #include "protocols/protocol_ops.hpp"
 
 namespace bgl::msg {

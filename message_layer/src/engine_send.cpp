@@ -8,8 +8,8 @@
 
 #include "bgl/log.hpp"
 #include "bgl/torus/route.hpp"
+#include "data_copy.hpp"
 #include "engine.hpp"
-#include "placement.hpp"
 #include "protocols/protocol_ops.hpp"
 
 namespace bgl::msg {

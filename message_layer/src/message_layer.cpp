@@ -4,8 +4,8 @@
 
 #include "bgl/env.hpp"
 #include "bgl/torus/error.hpp"
+#include "data_copy.hpp"
 #include "engine.hpp"
-#include "placement.hpp"
 
 namespace bgl::msg {
 

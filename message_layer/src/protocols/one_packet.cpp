@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "../placement.hpp"
+#include "../data_copy.hpp"
 #include "protocol_ops.hpp"
 
 namespace bgl::msg {

@@ -12,7 +12,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "../placement.hpp"
+#include "../data_copy.hpp"
 #include "bgl/log.hpp"
 #include "protocol_ops.hpp"
 
