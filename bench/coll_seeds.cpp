@@ -1,4 +1,4 @@
-// Seed-paper collectives (issue 7) against the alternatives, in one run: modelled on the torus
+// Seed-paper collectives against the alternatives, in one run: modelled on the torus
 // (link loads and hop-bytes from the schedules' routes, times from a timed replay with BG/L's
 // constants) and on the paper's grid (Min3's transfer model). Deterministic: no wall clock.
 //

@@ -1,4 +1,4 @@
-// Message-layer bandwidth (seed 004 Figure 4b-f analogues), side by side with the packet-layer
+// Message-layer bandwidth, side by side with the packet-layer
 // floor: raw streaming of full packets (240-byte payloads, pkt::Endpoint inject/poll, like
 // pl_stream) between the same tasks at the same time. Variants are interleaved round by round;
 // the best and the median round are reported.

@@ -1,4 +1,4 @@
-// Message-layer latency (seed 004 Table 1 and Figure 4a analogues), side by side with the
+// Message-layer latency, side by side with the
 // packet-layer floor: a raw ping-pong of one packet carrying one byte (pkt::Endpoint inject/poll,
 // like pl_pingpong) between the same two tasks. Variants are interleaved round by round so that
 // drift in core-to-core latency hits them alike. Each measurement is timed in batches of
@@ -50,7 +50,7 @@ struct Command {
 
 constexpr Protocol kProtocols[] = {Protocol::one_packet, Protocol::eager, Protocol::adaptive_eager,
                                    Protocol::rendezvous};
-// Seed 004 Table 1, message layer, cycles at 700 MHz.
+// BG/L's measured message-layer latencies (docs/PERFORMANCE.md), cycles at 700 MHz.
 constexpr int kPaperCycles[] = {1600, 2700, 3300, 12000};
 
 // Times batches of `batch` iterations after `warmup` untimed ones. On a shared, noisy machine a

@@ -1,5 +1,5 @@
 // Multi-link bandwidth in coprocessor mode, with and without the coprocessor receiving rendezvous
-// data (seed 004, coprocessor mode: with the coprocessor helping, a node keeps more than 3 links
+// data (BG/L's coprocessor mode: with the coprocessor helping, a node keeps more than 3 links
 // busy, without it about 2). The task at the centre of a 3x3x3 torus exchanges large rendezvous
 // messages with k = 1..6 of its neighbours at once (both directions); aggregate MB/s = bytes sent
 // plus received by the centre per second.

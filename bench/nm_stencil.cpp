@@ -1,4 +1,4 @@
-// A compute-plus-halo-exchange kernel in heater vs virtual-node mode (seed 004: virtual-node mode
+// A compute-plus-halo-exchange kernel in heater vs virtual-node mode (BG/L's virtual-node mode
 // doubles the tasks of a fixed problem to use the node's second processor): Jacobi iterations of a
 // 3D 7-point stencil on a fixed global grid, block-decomposed over the tasks, exchanging the six
 // faces with the message layer every iteration (non-periodic; the global x = 0 face is held at 1).

@@ -16,8 +16,9 @@
  * (spin, yield, doorbell sleep) when nothing happens. They must not call bgl_msg_advance()
  * themselves (MPICH's messages would be dispatched re-entrantly).
  *
- * Handlers BGL_COLL_FIRST_HANDLER .. BGL_MSG_MAX_HANDLERS-1 of the message layer belong to the
- * collectives library (register them in bgl_coll_init); the netmod uses those below it.
+ * Handlers BGL_HANDLER_COLL_FIRST .. BGL_MSG_MAX_HANDLERS-1 of the message layer belong to the
+ * collectives library (register them in bgl_coll_init); the netmod uses those below it
+ * (bgl/msg/bgl_ids.h).
  *
  * libbglml's default implementation (bgl_coll_none.cpp) handles nothing. */
 #ifndef BGL_COLL_HOOKS_H
@@ -35,7 +36,6 @@ extern "C" {
 #define BGL_COLL_HOOKS_VERSION 1
 #define BGL_COLL_DONE 0
 #define BGL_COLL_NOT_HANDLED 1
-#define BGL_COLL_FIRST_HANDLER 48
 
 /* Element types of reductions (MPI's predefined integer and floating types by size). */
 typedef enum bgl_coll_dtype {

@@ -3,7 +3,6 @@
 // MAP_SHARED mappings formatted as each host's bglrun does, with the collective network's region),
 // one libfabric agent per host on 127.0.0.1, and threads playing the tasks, each attached to its
 // own host's segment. What crosses hosts goes through the agents exactly as between processes.
-#include <sys/mman.h>
 
 #include <functional>
 #include <memory>
@@ -31,19 +30,14 @@ class InProcessHosts {
       o.shape = shape;
       o.hosts = hosts;
       o.host_index = h;
-      hosts_.push_back(Host{pkt::JobConfig::resolve(o)});
-      Host& host = hosts_.back();
-      host.config.regions.push_back({std::string(kRegionName), region_bytes(host.config, options)});
-      host.bytes = pkt::Machine::segment_bytes(host.config);
-      void* p =
-          ::mmap(nullptr, host.bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-      if (p == MAP_FAILED) throw std::runtime_error("mmap failed");
-      host.base = static_cast<std::byte*>(p);
-      host.machine = std::make_unique<pkt::Machine>(
-          pkt::Machine::format({host.base, host.bytes}, host.config));
-      format(*host.machine, options);
+      auto config = pkt::JobConfig::resolve(o);
+      config.regions.push_back({std::string(kRegionName), region_bytes(config, options)});
+      Host& host = hosts_.emplace_back();
+      host.job = std::make_unique<test_support::InProcessMachine>(std::move(config), policy_);
+      format(host.job->machine, options);
       ofi.timeout = std::chrono::milliseconds(60'000);
-      host.agent = std::make_unique<pkt::OfiAgent>(*host.machine, host.config.placement, ofi);
+      host.agent =
+          std::make_unique<pkt::OfiAgent>(host.job->machine, host.job->config.placement, ofi);
       addresses.push_back(host.agent->address());
     }
     for (auto& host : hosts_)
@@ -55,18 +49,17 @@ class InProcessHosts {
     finish();
     for (auto& host : hosts_) {
       host.agent.reset();
-      host.machine.reset();
-      ::munmap(host.base, host.bytes);
+      host.job.reset();
     }
   }
 
   // The machine (segment) of `rank`'s host.
   const pkt::Machine& machine(torus::Rank rank) const {
-    const auto& c = hosts_.front().config;
-    return *hosts_[c.placement.node_host[c.mapping.location(rank).node]].machine;
+    const auto& c = hosts_.front().job->config;
+    return hosts_[c.placement.node_host[c.mapping.location(rank).node]].job->machine;
   }
   const pkt::WaitPolicy& policy() const { return policy_; }
-  int ntasks() const { return hosts_.front().config.ntasks(); }
+  int ntasks() const { return hosts_.front().job->ntasks(); }
   pkt::OfiStats stats(int host) const {
     return hosts_[static_cast<std::size_t>(host)].agent->stats();
   }
@@ -89,11 +82,8 @@ class InProcessHosts {
 
  private:
   struct Host {
-    pkt::JobConfig config;
-    std::size_t bytes = 0;
-    std::byte* base = nullptr;
-    std::unique_ptr<pkt::Machine> machine;
-    std::unique_ptr<pkt::OfiAgent> agent;
+    std::unique_ptr<test_support::InProcessMachine> job;
+    std::unique_ptr<pkt::OfiAgent> agent;  // goes first
   };
   std::vector<Host> hosts_;
   pkt::WaitPolicy policy_;

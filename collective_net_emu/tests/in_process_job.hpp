@@ -2,8 +2,6 @@
 // An emulated job inside the test process: the segment is an anonymous MAP_SHARED mapping formatted
 // like bglrun does (packet layer, then the collective network's region), and threads play the
 // tasks.
-#include <sys/mman.h>
-
 #include <functional>
 #include <memory>
 #include <stdexcept>
@@ -13,6 +11,7 @@
 
 #include "bgl/collnet/region.hpp"
 #include "bgl/pkt/machine.hpp"
+#include "bgl/test_support/in_process_machine.hpp"
 
 namespace bgl::collnet::test {
 
@@ -29,25 +28,13 @@ class InProcessJob {
  public:
   InProcessJob(int ntasks, const std::string& shape, const std::string& mode = "heater",
                const Options& options = {})
-      : config_(make_config(ntasks, shape, mode, options)),
-        bytes_(pkt::Machine::segment_bytes(config_)),
-        policy_(pkt::WaitPolicy::for_job(ntasks)) {
-    void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) throw std::runtime_error("mmap failed");
-    base_ = static_cast<std::byte*>(p);
-    machine_ = std::make_unique<pkt::Machine>(pkt::Machine::format({base_, bytes_}, config_));
-    format(*machine_, options);
-  }
-  InProcessJob(const InProcessJob&) = delete;
-  InProcessJob& operator=(const InProcessJob&) = delete;
-  ~InProcessJob() {
-    machine_.reset();
-    ::munmap(base_, bytes_);
+      : job_(make_config(ntasks, shape, mode, options), pkt::WaitPolicy::for_job(ntasks)) {
+    format(job_.machine, options);
   }
 
-  const pkt::Machine& machine() const { return *machine_; }
-  const pkt::WaitPolicy& policy() const { return policy_; }
-  int ntasks() const { return config_.ntasks(); }
+  const pkt::Machine& machine() const { return job_.machine; }
+  const pkt::WaitPolicy& policy() const { return job_.policy; }
+  int ntasks() const { return job_.ntasks(); }
 
   // Runs task(rank) on one thread per task and joins them.
   void run(const std::function<void(torus::Rank)>& task) const { run_threads(ntasks(), task); }
@@ -64,11 +51,7 @@ class InProcessJob {
     return config;
   }
 
-  pkt::JobConfig config_;
-  std::size_t bytes_;
-  pkt::WaitPolicy policy_;
-  std::byte* base_ = nullptr;
-  std::unique_ptr<pkt::Machine> machine_;
+  test_support::InProcessMachine job_;
 };
 
 }  // namespace bgl::collnet::test

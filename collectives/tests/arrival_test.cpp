@@ -1,4 +1,4 @@
-// Seed 003 section 4.7 and issue 7's imbalance option: BGL_COLL_IMBALANCE delays and the
+// Arrival prediction and the imbalance option: BGL_COLL_IMBALANCE delays and the
 // background-thread arrival predictor.
 #include <sys/wait.h>
 #include <unistd.h>

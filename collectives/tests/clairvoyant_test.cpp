@@ -1,4 +1,4 @@
-// Seed 003: the Clairvoyant schedule (corrections and improvements of section 4.3-4.5).
+// the Clairvoyant schedule (corrections and improvements of section 4.3-4.5).
 #include <gtest/gtest.h>
 
 #include <map>

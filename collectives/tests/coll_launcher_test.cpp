@@ -30,7 +30,7 @@ TEST(CollWorld, EveryAlgorithmOn4x2x1) {
   EXPECT_THAT(r.output, HasSubstr("coll: world alltoall bruck ok"));
   EXPECT_THAT(r.output, HasSubstr("coll: world bcast scatter_rd_allgather ok"));
   EXPECT_THAT(r.output, HasSubstr("coll: world allreduce rabenseifner ok"));
-  // Seed 004's algorithms: collective network, global interrupt, deposit-bit routes, injection.
+  // BG/L's algorithms: collective network, global interrupt, deposit-bit routes, injection.
   EXPECT_THAT(r.output, HasSubstr("coll: world bcast tree ok"));
   EXPECT_THAT(r.output, HasSubstr("coll: world allreduce tree ok"));
   EXPECT_THAT(r.output, HasSubstr("coll: world reduce tree ok"));

@@ -94,7 +94,7 @@ TEST(CostModel, AlltoallBisectionBound) {
 namespace bgl::coll {
 namespace {
 
-// Seed 004's claim: the three edge-disjoint deposit-bit routes load the busiest link at most a
+// BG/L's claim: the three edge-disjoint deposit-bit routes load the busiest link at most a
 // third as much as a binomial tree (which sends the whole message over some links several times).
 TEST(CostModel, Torus3BroadcastVersusBinomial) {
   for (const char* shape : {"4x4x4", "4x4x2", "8x4x2"}) {

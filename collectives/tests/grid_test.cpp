@@ -1,4 +1,4 @@
-// Seed 000 (Min3 allgather for grids): input parsing, pool tree, transfer model, scheduler
+// Min3 allgather for grids: input parsing, pool tree, transfer model, scheduler
 // properties of section 1.8 and the paper's baselines.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -230,7 +230,7 @@ TEST(Min3, PaperGridIsCompleteWideAreaOptimalAndDeterministic) {
 }
 
 TEST(Min3, FourVersusTwoTimeUnits) {
-  // Seed 000 Figure 1: two blocks arrive from remote sites at two hosts of a 4-host cluster
+  // The Min3 paper's Figure 1: two blocks arrive from remote sites at two hosts of a 4-host cluster
   // (here hosts 2 and 3); unit transfers, single-port full duplex (a host starts a new send only
   // after its previous one finished). Spreading both along one broadcast tree (the chain
   // 2-3-0-1) takes 4 units; Min3 builds two different trees and takes 2. (The greedy is not

@@ -1,4 +1,4 @@
-// Seed 002: contention-free logical rings (DFS of a tree, snake on the torus) and the
+// contention-free logical rings (DFS of a tree, snake on the torus) and the
 // bandwidth-optimal ring allreduce.
 #include <gtest/gtest.h>
 
@@ -16,8 +16,8 @@ namespace bgl::coll {
 namespace {
 
 TEST(LogicalRing, DfsOfTheTwoSwitchTopologyIsContentionFree) {
-  // Seed 002 Figure 5: n0-n15 on switch S0, n16-n31 on S1, S0-S1 linked. Vertices: 0 = S0,
-  // 1 = S1, 2..33 = machines 0..31.
+  // Patarasuk and Yuan's Figure 5: n0-n15 on switch S0, n16-n31 on S1, S0-S1 linked. Vertices: 0 =
+  // S0, 1 = S1, 2..33 = machines 0..31.
   ring::TreeTopology t;
   t.vertices = 34;
   t.rank_of_vertex.assign(34, -1);

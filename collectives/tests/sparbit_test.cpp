@@ -1,4 +1,4 @@
-// Seed 001: Sparbit's step plan (digest section 2.3 table and closed forms) and its schedule.
+// Sparbit's step plan and its schedule.
 #include <gtest/gtest.h>
 
 #include <set>

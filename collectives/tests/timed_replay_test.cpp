@@ -1,5 +1,6 @@
-// The timed replay with arrival times, and seed 003's headline shape: under imbalanced arrivals
-// Clairvoyant's reduce finishes earlier (first arrival to last exit) than the binomial tree.
+// The timed replay with arrival times, and the Clairvoyant papers' headline shape: under imbalanced
+// arrivals Clairvoyant's reduce finishes earlier (first arrival to last exit) than the binomial
+// tree.
 #include <gtest/gtest.h>
 
 #include <algorithm>

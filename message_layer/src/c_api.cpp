@@ -24,6 +24,13 @@ using namespace bgl::msg;
 
 thread_local std::string g_last_error;
 
+// The C enum repeats the C++ one (a C header cannot include it): they must agree.
+static_assert(BGL_MSG_ONE_PACKET == static_cast<int>(Protocol::one_packet));
+static_assert(BGL_MSG_EAGER == static_cast<int>(Protocol::eager));
+static_assert(BGL_MSG_RENDEZVOUS == static_cast<int>(Protocol::rendezvous));
+static_assert(BGL_MSG_ADAPTIVE_EAGER == static_cast<int>(Protocol::adaptive_eager));
+static_assert(BGL_MSG_VIRTUAL_NODE == static_cast<int>(Protocol::virtual_node));
+static_assert(BGL_MSG_PROTOCOLS == kProtocols);
 static_assert(sizeof(SendMessage) <= BGL_MSG_SEND_OPAQUE_BYTES, "grow BGL_MSG_SEND_OPAQUE_BYTES");
 static_assert(alignof(SendMessage) <= 16);
 static_assert(sizeof(bgl_msg_recv_handle_t) == sizeof(RecvHandle));

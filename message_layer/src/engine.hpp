@@ -1,7 +1,10 @@
 #pragma once
-// The message layer's state machines: a send side (per-destination queues of caller-owned
-// messages, the rendezvous table, the rendezvous data list, control packets) and a receive side
-// (per-source ordered streams, the table of messages being received, the unexpected pool).
+// The message layer's engine: a send side (per-destination queues of caller-owned messages, the
+// rendezvous table, the list of messages whose data stream, control packets) and a receive side
+// (per-source message sequence numbers and stall queues, the table of messages being received, the
+// unexpected pool). What each protocol does lives in protocols/<name>.cpp behind the table of
+// protocols/protocol_ops.hpp; the engine is the protocols' only user, and they use the services
+// below (everything after the public interface is for them and the engine's own files).
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -15,6 +18,8 @@
 #include "wire.hpp"
 
 namespace bgl::msg {
+
+struct PacketOps;
 
 class MessageLayer::Engine {
  public:
@@ -38,13 +43,11 @@ class MessageLayer::Engine {
   Coprocessor* coprocessor() { return coprocessor_.get(); }
   ~Engine();
 
- private:
+  // --- for the protocols (protocols/*.cpp) and the engine's own files ---
   static constexpr std::uint32_t kNone = ~0u;
-  // Protocols whose sender keeps a rendezvous slot until the receiver's fin.
-  static bool slotted(Protocol p) {
-    return p == Protocol::rendezvous || p == Protocol::virtual_node;
-  }
-  static constexpr int kBudget = 64;  // packets per direction per advance() call
+  static constexpr int kBudget = 64;      // packets per direction per advance() call
+  static constexpr int kDataFifo = 6;     // adaptively routed data: order does not matter
+  static constexpr int kControlFifo = 7;  // acks, fins, tokens
 
   // --- send side ---
   struct DestState {
@@ -65,28 +68,19 @@ class MessageLayer::Engine {
   enum class Step : std::uint8_t { blocked, more, finished };
 
   void activate(Rank dest);
+  // An acknowledged message whose data go out now (ProtocolOps::send_data), after the others.
+  void queue_data(SendMessage& m);
   // The head message may (continue to) send: a new message needs the adaptive-eager token back,
   // so that it cannot overtake an adaptive-eager message the receiver has not matched yet.
   static bool may_start(const DestState& d) {
     return d.token || (d.head && d.head->state.packets > 0);
   }
   bool send_some();
-  bool send_rzv_some(int budget);
-  bool inject_one_packet(SendMessage& m, const DestState& d, std::size_t bytes);
-  Step send_step(SendMessage& m, DestState& d);
-  Step send_one_packet(SendMessage& m);
-  Step send_eager(SendMessage& m, DestState& d, bool adaptive);
-  Step send_scout(SendMessage& m, bool virtual_node);
-  void allow_sibling_reads(Rank sibling);
-  Step send_rzv_data(SendMessage& m);
+  bool send_data_some(int budget);
   std::span<const std::byte> first_prefix(const SendMessage& m, std::byte* buffer) const;
   std::span<const std::byte> data_view(const SendMessage& m, std::size_t offset, std::size_t n,
                                        std::byte* scratch) const;
   void finish_send(SendMessage& m);
-  // The injection FIFO of a destination's ordered stream (and its rendezvous data): the direction
-  // of the first hop towards it, so that streams to different neighbours never queue behind each
-  // other in one FIFO while their links are free.
-  int ordered_fifo(Rank dest) const { return dests_[dest].fifo; }
 
   // --- virtual time: each protocol action's cost (docs/VIRTUAL_TIME.md) ---
   using Cost = double virtual_time::Params::*;
@@ -99,7 +93,6 @@ class MessageLayer::Engine {
     if (vt_) [[unlikely]]
       ep_.clock().charge(virtual_time::Params::ticks(vt_->*c));
   }
-  void charge_copy(std::uint64_t bytes);
   // A message's end-to-end latency, from its sender's post() to now, in its protocol's histogram.
   void record_latency(Protocol p, std::uint64_t origin) {
     if (vt_) [[unlikely]] {
@@ -184,7 +177,6 @@ class MessageLayer::Engine {
 
   bool receive_some(bool arrived_only = false);
   Taken take(const pkt::PacketHeader& h, std::span<const std::byte> payload);
-  Taken take_one_packet(const pkt::PacketHeader& h, std::span<const std::byte> payload);
   Taken unexpected(std::uint32_t id, RecvState& r, SourceState& src,
                    std::span<const std::byte> chunk);
   bool joins_stall(const pkt::PacketHeader& h, std::span<const std::byte> payload,
@@ -196,20 +188,9 @@ class MessageLayer::Engine {
   Taken match(const pkt::PacketHeader& h, std::span<const std::byte> payload,
               const wire::First& first, bool from_queue);
   Taken resume(SourceState& src, const pkt::Packet& p);
-  void start(std::uint32_t id, RecvState& r, SourceState& src, std::span<const std::byte> chunk);
   bool charge_pool(RecvState& r);
   bool release_held();
   bool release_stalled();
-  void on_eager_data(const pkt::PacketHeader& h, std::span<const std::byte> payload);
-  void on_ack(Rank source, std::span<const std::byte> payload);
-  void on_rzv_data(const pkt::PacketHeader& h, std::span<const std::byte> payload);
-  void on_fin(const pkt::PacketHeader& h);
-  void on_ae_data(const pkt::PacketHeader& h, std::span<const std::byte> payload);
-  void on_token(Rank source);
-  void begin_rendezvous_data(RecvState& r, std::uint32_t id);
-  void begin_receive(RecvState& r, std::uint32_t id);
-  bool copy_from_sender(RecvState& r);
-  void unstage(SourceState& src, RecvState& r, std::size_t first_bytes);
   void place(RecvState& r, std::uint64_t offset, std::span<const std::byte> data);
   void data_arrived(std::uint32_t id, RecvState& r, std::uint64_t offset,
                     std::span<const std::byte> data);
@@ -221,9 +202,11 @@ class MessageLayer::Engine {
   static bool fits(const RecvState& r, std::uint64_t offset, std::size_t n) {
     return offset <= r.bytes && n <= r.bytes - offset && n <= r.bytes - r.received;
   }
-  void drop_staging(SourceState& src);
   void start_coprocessor();
   bool coprocessor_eligible(const RecvState& r) const;
+  // The FIFO group a rendezvous receive's data go to: this task's, or the coprocessor's (1) when it
+  // takes the receive (the hand-over happens here).
+  std::uint32_t data_group_for(RecvState& r, std::uint32_t id);
   bool coprocessor_receive();   // runs on the coprocessor
   bool coprocessor_complete();  // main task: coprocessor receives that are done
   void release_pool(RecvState& r);
@@ -247,6 +230,10 @@ class MessageLayer::Engine {
   bool vn_reader_allowed_ = false;  // allow_sibling_reads() done
   std::int32_t pid_ = 0;            // this task's pid, for virtual-node requests
   std::vector<std::pair<ArrivalHandler, void*>> handlers_;
+  // By wire type: the protocol whose first packet it is (kProtocols: none), or the handler of a
+  // protocol's later packet (and whether it travels in its source's ordered stream).
+  std::array<std::uint8_t, kForeignDispatchFirst> first_protocol_{};
+  std::array<const PacketOps*, kForeignDispatchFirst> packet_ops_{};
   // Indexed by dispatch id - kForeignDispatchFirst.
   std::array<std::pair<PacketHandler, void*>, kForeignDispatchLast - kForeignDispatchFirst + 1>
       packet_handlers_{};
@@ -259,8 +246,8 @@ class MessageLayer::Engine {
   SlotTable<RzvSend> rzv_sends_;
   SendMessage* sent_head_ = nullptr;  // sent by post() itself, done() not yet called
   SendMessage* sent_tail_ = nullptr;
-  SendMessage* rzv_head_ = nullptr;
-  SendMessage* rzv_tail_ = nullptr;
+  SendMessage* data_head_ = nullptr;  // acknowledged messages whose data stream
+  SendMessage* data_tail_ = nullptr;
   std::vector<Control> controls_;  // ring
   std::size_t control_head_ = 0, control_count_ = 0;
 

@@ -54,6 +54,21 @@ bool MessageLayer::Engine::coprocessor_eligible(const RecvState& r) const {
          reinterpret_cast<std::uintptr_t>(r.target.buffer.data()) % kCoherenceLine == 0;
 }
 
+std::uint32_t MessageLayer::Engine::data_group_for(RecvState& r, std::uint32_t id) {
+  if (!coprocessor_eligible(r)) return static_cast<std::uint32_t>(ep_.group());  // t in VN mode
+  CoReceive& d = co_table_[slot_index(id)];
+  d.buffer = r.target.buffer.data();
+  d.bytes = r.bytes;
+  d.received.store(0, std::memory_order_relaxed);
+  charge(&virtual_time::Params::coprocessor_unit_cycles);  // posting the work unit
+  d.vt_posted = vt_ ? ep_.clock().now() : 0;
+  d.id.store(id, std::memory_order_release);  // published before the ack can bring data
+  r.on_coprocessor = true;
+  co_active_.push_back(id);
+  ++stats_.coprocessor_messages;
+  return 1;
+}
+
 // The coprocessor's own clock: it starts a receive no earlier than it was handed over, and charges
 // each data packet's handling as the main task would (reading the packet, which its endpoint
 // charges, puts the data in place: there is no further copy).

@@ -4,38 +4,10 @@
 
 #include "bgl/env.hpp"
 #include "bgl/torus/error.hpp"
+#include "data_copy.hpp"
 #include "engine.hpp"
-#include "placement.hpp"
 
 namespace bgl::msg {
-
-std::string_view to_string(Protocol p) {
-  switch (p) {
-    case Protocol::one_packet:
-      return "one_packet";
-    case Protocol::eager:
-      return "eager";
-    case Protocol::rendezvous:
-      return "rendezvous";
-    case Protocol::adaptive_eager:
-      return "adaptive_eager";
-    case Protocol::virtual_node:
-      return "virtual_node";
-  }
-  return "?";
-}
-
-std::optional<Protocol> parse_protocol(std::string_view text) {
-  for (int i = 0; i < kProtocols; ++i) {
-    const auto p = static_cast<Protocol>(i);
-    if (text == to_string(p)) return p;
-  }
-  if (text == "one-packet" || text == "onepacket") return Protocol::one_packet;
-  if (text == "rzv" || text == "rendezvous") return Protocol::rendezvous;
-  if (text == "adaptive-eager" || text == "ae") return Protocol::adaptive_eager;
-  if (text == "vn" || text == "virtual-node") return Protocol::virtual_node;
-  return std::nullopt;
-}
 
 ProtocolLimits ProtocolLimits::from_environment() {
   ProtocolLimits l;
@@ -44,10 +16,7 @@ ProtocolLimits ProtocolLimits::from_environment() {
   if (auto v = env::get_int("BGL_ML_ADAPTIVE_EAGER", 0, 1)) l.adaptive_eager = *v != 0;
   if (auto v = env::get("BGL_ML_PROTOCOL")) {
     l.forced = parse_protocol(*v);
-    if (!l.forced)
-      throw ConfigError(
-          "BGL_ML_PROTOCOL='" + *v +
-          "': expected one_packet, eager, rendezvous, adaptive_eager or virtual_node");
+    if (!l.forced) throw ConfigError("BGL_ML_PROTOCOL='" + *v + "': expected " + protocol_names());
   }
   return l;
 }

@@ -5,11 +5,12 @@
 #include <cstring>
 #include <span>
 
+#include "bgl/msg/bgl_ids.h"
 #include "bgl/pkt/header.hpp"
 
 namespace bgl::msg::wire {
 
-// Packet-header dispatch ids owned by the message layer.
+// Packet-header dispatch ids owned by the message layer (its range: bgl/msg/bgl_ids.h).
 enum Type : std::uint8_t {
   kOnePacket = 1,   // [First][user header][data]                          ordered
   kEagerFirst = 2,  // [First][user header][data...]                       ordered, word = 0
@@ -27,6 +28,8 @@ enum Type : std::uint8_t {
   kVnRts = 11,  // [First][user header][VnSource]  (virtual FIFO)      word = sender slot
   kLastType = kVnRts,
 };
+static_assert(int{kLastType} <= int{BGL_DISPATCH_ML_LAST},
+              "the message layer's dispatch ids: bgl_ids.h");
 
 struct First {
   std::uint8_t handler;

@@ -3,8 +3,6 @@
 // mapping formatted like bglrun does, every task gets its packet-layer endpoint and (optionally) a
 // MessageLayer, and the test pumps the layers in turn. Deterministic and fast: no processes, no
 // scheduling, and a stall (nothing moves any more) is reported instead of hanging.
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -19,6 +17,8 @@
 #include "bgl/msg/message_layer.hpp"
 #include "bgl/pkt/endpoint.hpp"
 #include "bgl/pkt/machine.hpp"
+#include "bgl/test_support/environment.hpp"
+#include "bgl/test_support/in_process_machine.hpp"
 
 namespace bgl::msg::test {
 
@@ -48,38 +48,25 @@ class InProcessJob {
   // others keep a bare endpoint, e.g. to forge packets).
   explicit InProcessJob(const JobSpec& spec, const Config& config = Config{},
                         std::optional<std::vector<Rank>> layered = std::nullopt)
-      : config_(make_config(spec)), bytes_(pkt::Machine::segment_bytes(config_)) {
-    void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) throw std::runtime_error("mmap failed");
-    base_ = static_cast<std::byte*>(p);
-    machine_ = std::make_unique<pkt::Machine>(pkt::Machine::format({base_, bytes_}, config_));
-    for (int r = 0; r < size(); ++r) {
-      const auto rank = static_cast<Rank>(r);
-      endpoints_.push_back(std::make_unique<pkt::Endpoint>(
-          *machine_, rank, machine_->mapping().location(rank).t, policy_));
-    }
-    layers_.resize(endpoints_.size());
+      : job_(make_config(spec)) {
+    for (int r = 0; r < size(); ++r)
+      job_.ep(static_cast<Rank>(r));  // every task's endpoint, in rank order
+    layers_.resize(static_cast<std::size_t>(size()));
     for (int r = 0; r < size(); ++r) {
       const auto rank = static_cast<Rank>(r);
       const bool wanted =
           !layered || std::find(layered->begin(), layered->end(), rank) != layered->end();
-      if (wanted) layers_[rank] = std::make_unique<MessageLayer>(*endpoints_[rank], config);
+      if (wanted) layers_[rank] = std::make_unique<MessageLayer>(job_.ep(rank), config);
     }
   }
   InProcessJob(const InProcessJob&) = delete;
   InProcessJob& operator=(const InProcessJob&) = delete;
-  ~InProcessJob() {
-    layers_.clear();
-    endpoints_.clear();
-    machine_.reset();
-    ::munmap(base_, bytes_);
-  }
 
-  int size() const { return config_.ntasks(); }
-  const pkt::Machine& machine() const { return *machine_; }
+  int size() const { return job_.ntasks(); }
+  const pkt::Machine& machine() const { return job_.machine; }
   MessageLayer& ml(Rank r) { return *layers_.at(r); }
   bool has_layer(Rank r) const { return layers_.at(r) != nullptr; }
-  pkt::Endpoint& ep(Rank r) { return *endpoints_.at(r); }
+  pkt::Endpoint& ep(Rank r) { return job_.ep(r); }
 
   // One advance() of every layer; true if any of them did something.
   bool advance_all() {
@@ -146,57 +133,11 @@ class InProcessJob {
     return out;
   }
 
-  pkt::JobConfig config_;
-  std::size_t bytes_;
-  pkt::WaitPolicy policy_{};
-  std::byte* base_ = nullptr;
-  std::unique_ptr<pkt::Machine> machine_;
-  std::vector<std::unique_ptr<pkt::Endpoint>> endpoints_;
-  std::vector<std::unique_ptr<MessageLayer>> layers_;
+  test_support::InProcessMachine job_;
+  std::vector<std::unique_ptr<MessageLayer>> layers_;  // destroyed before the job's endpoints
 };
 
-// Saves, sets or clears environment variables and restores them when it goes.
-class ScopedEnv {
- public:
-  ScopedEnv() = default;
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-  ~ScopedEnv() {
-    for (const auto& [name, value] : saved_) {
-      if (value)
-        ::setenv(name.c_str(), value->c_str(), 1);
-      else
-        ::unsetenv(name.c_str());
-    }
-  }
-  void set(const char* name, const char* value) {
-    save(name);
-    ::setenv(name, value, 1);
-  }
-  void unset(const char* name) {
-    save(name);
-    ::unsetenv(name);
-  }
-
- private:
-  void save(const char* name) {
-    if (saved_.count(name)) return;
-    const char* v = std::getenv(name);
-    saved_[name] = v ? std::optional<std::string>(v) : std::nullopt;
-  }
-  std::map<std::string, std::optional<std::string>> saved_;
-};
-
-// Silences the library's logging (discarded packets are logged as errors) while alive.
-class QuietLog {
- public:
-  QuietLog() : level_(spdlog::get_level()) { spdlog::set_level(spdlog::level::off); }
-  QuietLog(const QuietLog&) = delete;
-  QuietLog& operator=(const QuietLog&) = delete;
-  ~QuietLog() { spdlog::set_level(level_); }
-
- private:
-  spdlog::level::level_enum level_;
-};
+using test_support::QuietLog;
+using test_support::ScopedEnv;
 
 }  // namespace bgl::msg::test

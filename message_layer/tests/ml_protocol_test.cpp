@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "bgl/msg/message_layer.hpp"
 #include "bgl/torus/error.hpp"
 #include "ml_in_process.hpp"
+#include "protocols/protocol_ops.hpp"
 
 namespace bgl::msg::test {
 namespace {
@@ -74,11 +76,39 @@ TEST(MlProtocolNames, RoundTripAndAliases) {
     EXPECT_EQ(parse_protocol(bad), std::nullopt) << "'" << bad << "'";
 }
 
+// The one list: every protocol once, at its enumerator's index, with its own first packet type
+// and no packet type claimed twice (the engine's dispatch tables are built from it).
+TEST(MlProtocolTable, EveryProtocolOnceAtItsIndexWithItsOwnPacketTypes) {
+  std::set<std::uint8_t> types;
+  for (int i = 0; i < kProtocols; ++i) {
+    const ProtocolOps& ops = *kProtocolTable[static_cast<std::size_t>(i)];
+    EXPECT_EQ(static_cast<int>(ops.id), i);
+    EXPECT_EQ(to_string(ops.id), ops.name);
+    EXPECT_EQ(parse_protocol(ops.name), ops.id);
+    for (std::string_view alias : ops.aliases)
+      if (!alias.empty()) {
+        EXPECT_EQ(parse_protocol(alias), ops.id) << alias;
+      }
+    EXPECT_TRUE(ops.check_post && ops.send && ops.check_first && ops.start && ops.accepted &&
+                ops.complete)
+        << ops.name;
+    EXPECT_EQ(ops.slotted, ops.send_data != nullptr) << ops.name;
+    EXPECT_TRUE(types.insert(ops.first_packet).second) << ops.name;
+    for (const PacketOps& p : ops.packets) {
+      EXPECT_TRUE(types.insert(p.type).second) << ops.name << " packet " << int{p.type};
+      EXPECT_LT(p.type, MessageLayer::kForeignDispatchFirst);
+    }
+  }
+  EXPECT_EQ(protocol_names(), "one_packet, eager, rendezvous, adaptive_eager or virtual_node");
+}
+
 TEST(MlProtocolNames, CEnumeratorsMatchTheCxxProtocols) {
   EXPECT_EQ(BGL_MSG_ONE_PACKET, static_cast<int>(Protocol::one_packet));
   EXPECT_EQ(BGL_MSG_EAGER, static_cast<int>(Protocol::eager));
   EXPECT_EQ(BGL_MSG_RENDEZVOUS, static_cast<int>(Protocol::rendezvous));
   EXPECT_EQ(BGL_MSG_ADAPTIVE_EAGER, static_cast<int>(Protocol::adaptive_eager));
+  EXPECT_EQ(BGL_MSG_VIRTUAL_NODE, static_cast<int>(Protocol::virtual_node));
+  EXPECT_EQ(BGL_MSG_PROTOCOLS, kProtocols);
   EXPECT_EQ(BGL_MSG_MAX_USER_HEADER, static_cast<int>(kMaxUserHeader));
   EXPECT_EQ(BGL_MSG_MAX_HANDLERS, kMaxHandlers);
   for (std::size_t h : {0u, 1u, 8u, 127u, 128u})

@@ -1,4 +1,4 @@
-// Coprocessor work units in one process (issue 5): costart/cojoin semantics, many units in flight,
+// Coprocessor work units in one process: costart/cojoin semantics, many units in flight,
 // the limit of kMaxTransient outstanding units, permanent units, failing units, wake-ups of a
 // sleeping coprocessor. Each test owns a Coprocessor on a local doorbell and wait policy. The
 // results and flags the units write are plain (non-atomic) variables on purpose: ThreadSanitizer
@@ -17,6 +17,7 @@
 
 #include "bgl/log.hpp"
 #include "bgl/msg/coprocessor.hpp"
+#include "bgl/test_support/environment.hpp"
 
 namespace bgl::msg {
 namespace {
@@ -29,17 +30,7 @@ double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-// Silences the library's logging (a failing unit is logged as an error) while alive.
-class QuietLog {
- public:
-  QuietLog() : level_(spdlog::get_level()) { spdlog::set_level(spdlog::level::off); }
-  QuietLog(const QuietLog&) = delete;
-  QuietLog& operator=(const QuietLog&) = delete;
-  ~QuietLog() { spdlog::set_level(level_); }
-
- private:
-  spdlog::level::level_enum level_;
-};
+using test_support::QuietLog;
 
 class CoprocessorTest : public ::testing::Test {
  protected:

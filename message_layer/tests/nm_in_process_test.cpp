@@ -1,4 +1,4 @@
-// Node modes inside one test process (issue 5): a whole emulated job in an anonymous shared
+// Node modes inside one test process: a whole emulated job in an anonymous shared
 // mapping, one MessageLayer per task, pumped by the test thread. In coprocessor mode every task's
 // coprocessor thread really runs (so ThreadSanitizer sees the communication unit writing into
 // receive buffers that the main thread then reads); in virtual-node mode the virtual-node protocol
@@ -7,7 +7,6 @@
 //   - intra-node virtual-node messages of many sizes and alignments, direct copy and streaming.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <sys/mman.h>
 
 #include <atomic>
 #include <chrono>
@@ -22,6 +21,7 @@
 #include "bgl/msg/message_layer.hpp"
 #include "bgl/pkt/endpoint.hpp"
 #include "bgl/pkt/machine.hpp"
+#include "ml_in_process.hpp"
 #include "nm_test_util.hpp"
 
 namespace bgl::msg {
@@ -29,89 +29,25 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Silences the library's logging while alive (a stalled transfer can log one error per packet).
-class QuietLog {
- public:
-  QuietLog() : level_(spdlog::get_level()) { spdlog::set_level(spdlog::level::off); }
-  QuietLog(const QuietLog&) = delete;
-  QuietLog& operator=(const QuietLog&) = delete;
-  ~QuietLog() { spdlog::set_level(level_); }
+using test::QuietLog;
 
- private:
-  spdlog::level::level_enum level_;
-};
-
-// ---------------------------------------------------------------------------------------------
-// An emulated job in this process.
-
-class Job {
+class Job : public test::InProcessJob {
  public:
   Job(int ntasks, const std::string& shape, const std::string& mode, const Config& config)
-      : config_(resolve(ntasks, shape, mode)), bytes_(pkt::Machine::segment_bytes(config_)) {
-    void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) throw std::runtime_error("mmap failed");
-    base_ = static_cast<std::byte*>(p);
-    machine_ = std::make_unique<pkt::Machine>(pkt::Machine::format({base_, bytes_}, config_));
-    for (int r = 0; r < ntasks; ++r) {
-      const auto rank = static_cast<Rank>(r);
-      endpoints_.push_back(std::make_unique<pkt::Endpoint>(
-          *machine_, rank, machine_->mapping().location(rank).t, policy_));
-    }
-    for (auto& ep : endpoints_)
-      layers_.push_back(std::make_unique<MessageLayer>(*ep, config));
-  }
-  Job(const Job&) = delete;
-  Job& operator=(const Job&) = delete;
-  ~Job() {
-    layers_.clear();
-    endpoints_.clear();
-    machine_.reset();
-    ::munmap(base_, bytes_);
-  }
+      : InProcessJob({.ntasks = ntasks, .shape = shape, .mode = mode}, config) {}
 
-  MessageLayer& ml(Rank r) { return *layers_.at(r); }
-  pkt::Endpoint& ep(Rank r) { return *endpoints_.at(r); }
-  const torus::Mapping& mapping() const { return machine_->mapping(); }
-
+  const torus::Mapping& mapping() const { return machine().mapping(); }
   // Advances every layer until pred() holds; false when nothing moved for `stall` seconds (the
   // coprocessor threads move data that advance() does not report, hence time, not rounds).
   template <class Pred>
   bool pump(Pred&& pred, double stall = 3.0) {
-    auto last = Clock::now();
-    for (unsigned rounds = 0; !pred(); ++rounds) {
-      bool any = false;
-      for (auto& l : layers_)
-        any |= l->advance();
-      if (any)
-        last = Clock::now();
-      else if ((rounds & 255) == 0 &&
-               std::chrono::duration<double>(Clock::now() - last).count() > stall)
-        return pred();
-    }
-    return true;
+    return run_until(pred, stall);
   }
   bool all_idle() {
-    for (auto& l : layers_)
-      if (!l->idle()) return false;
+    for (Rank r = 0; r < static_cast<Rank>(size()); ++r)
+      if (!ml(r).idle()) return false;
     return true;
   }
-
- private:
-  static pkt::JobConfig resolve(int ntasks, const std::string& shape, const std::string& mode) {
-    pkt::JobOptions o;
-    o.ntasks = ntasks;
-    o.shape = shape;
-    o.mode = mode;
-    return pkt::JobConfig::resolve(o);
-  }
-
-  pkt::JobConfig config_;
-  std::size_t bytes_ = 0;
-  std::byte* base_ = nullptr;
-  pkt::WaitPolicy policy_{};
-  std::unique_ptr<pkt::Machine> machine_;
-  std::vector<std::unique_ptr<pkt::Endpoint>> endpoints_;
-  std::vector<std::unique_ptr<MessageLayer>> layers_;
 };
 
 // One message: its send buffer, its destination and its completion.
@@ -553,7 +489,8 @@ TEST_P(IntraNode, ForcedVirtualNodeProtocolForTinyMessages) {
   }
 }
 
-// A 16 MiB message each way (the largest size of issue 5's list), misaligned on both sides.
+// A 16 MiB message each way (the largest size node modes are tested with), misaligned on both
+// sides.
 TEST_P(IntraNode, SixteenMebibytes) {
   QuietLog quiet;  // a stalled transfer would log every one of its data packets
   Config config;

@@ -1,4 +1,4 @@
-// Node modes end to end (issue 5): task programs (nm_scenarios, nm_c_coprocessor) run by bglrun in
+// Node modes end to end: task programs (nm_scenarios, nm_c_coprocessor) run by bglrun in
 // heater, coprocessor and virtual-node mode. Every bglrun has a --timeout; every test a ctest
 // TIMEOUT.
 #include <gmock/gmock.h>

@@ -1,5 +1,5 @@
 // Task program for the node-mode multi-process tests (driven by nm_launcher_test.cpp through
-// bglrun; issue 5). Every scenario runs in every node mode; what a mode changes is checked, not
+// bglrun). Every scenario runs in every node mode; what a mode changes is checked, not
 // assumed. A failed check prints the rank, file:line and what failed, and exits 1. A progress loop
 // that stops moving for NM_STALL_SECONDS (default 20) fails the same way instead of hanging.
 //

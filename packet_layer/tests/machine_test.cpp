@@ -25,9 +25,10 @@
 #include "bgl/pkt/endpoint.hpp"
 #include "bgl/pkt/virtual_fifo.hpp"
 #include "bgl/rate_limit.hpp"
+#include "bgl/test_support/environment.hpp"
+#include "bgl/test_support/in_process_machine.hpp"
 #include "bgl/torus/error.hpp"
 #include "bgl/torus/route.hpp"
-#include "shared_memory.hpp"
 
 namespace bgl::pkt {
 namespace {
@@ -53,86 +54,11 @@ constexpr bool kUnderAsan = true;
 constexpr bool kUnderAsan = false;
 #endif
 
-using test::SharedMemory;
-
-// Saves, sets or clears environment variables and restores them when it goes.
-class ScopedEnv {
- public:
-  ScopedEnv() = default;
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-  ~ScopedEnv() {
-    for (const auto& [name, value] : saved_) {
-      if (value) {
-        ::setenv(name.c_str(), value->c_str(), 1);
-      } else {
-        ::unsetenv(name.c_str());
-      }
-    }
-  }
-  void set(const char* name, const char* value) {
-    save(name);
-    ::setenv(name, value, 1);
-  }
-  void unset(const char* name) {
-    save(name);
-    ::unsetenv(name);
-  }
-
- private:
-  void save(const char* name) {
-    if (saved_.count(name)) return;
-    const char* v = std::getenv(name);
-    saved_[name] = v ? std::optional<std::string>(v) : std::nullopt;
-  }
-  std::map<std::string, std::optional<std::string>> saved_;
-};
-
-// Silences the library's logging (malformed packets are logged as errors) while alive.
-class QuietLog {
- public:
-  QuietLog() : level_(spdlog::get_level()) { spdlog::set_level(spdlog::level::off); }
-  ~QuietLog() { spdlog::set_level(level_); }
-
- private:
-  spdlog::level::level_enum level_;
-};
-
-JobOptions options(int ntasks, const char* shape, const char* mode = "heater", int fifo = 64) {
-  JobOptions o;
-  o.ntasks = ntasks;
-  o.shape = shape;
-  o.mode = mode;
-  o.fifo_packets = fifo;
-  return o;
-}
-
-// One emulated job in this process: config, segment, machine, and endpoints made on demand.
-class Job {
- public:
-  explicit Job(const JobOptions& o, WaitPolicy policy = WaitPolicy{})
-      : config(JobConfig::resolve(o)),
-        memory(Machine::segment_bytes(config)),
-        machine(Machine::format(memory.span(), config)),
-        policy(policy) {}
-
-  Endpoint& ep(torus::Rank rank) {
-    auto& slot = endpoints_[rank];
-    if (!slot) {
-      slot = std::make_unique<Endpoint>(machine, rank, machine.mapping().location(rank).t, policy);
-    }
-    return *slot;
-  }
-  torus::NodeId node(torus::Coord c) const { return machine.shape().node_id(c); }
-
-  JobConfig config;
-  SharedMemory memory;
-  Machine machine;
-  WaitPolicy policy;
-
- private:
-  std::map<torus::Rank, std::unique_ptr<Endpoint>> endpoints_;
-};
+using test_support::QuietLog;
+using test_support::ScopedEnv;
+using test_support::SharedMemory;
+using Job = test_support::InProcessMachine;
+using test_support::job_options;
 
 std::byte pattern(std::uint32_t seed, std::size_t i) {
   return static_cast<std::byte>((seed * 29u + i * 13u + 5u) & 0xffu);
@@ -179,9 +105,9 @@ std::string config_error(F&& f) {
 // Segment layout, format and attach
 
 TEST(Machine, SegmentSizeIsPageAlignedAndGrowsWithTheJob) {
-  const JobConfig small = JobConfig::resolve(options(8, "2x2x2", "heater", 4));
-  const JobConfig deep = JobConfig::resolve(options(8, "2x2x2", "heater", 64));
-  const JobConfig big = JobConfig::resolve(options(64, "4x4x4", "heater", 4));
+  const JobConfig small = JobConfig::resolve(job_options(8, "2x2x2", "heater", 4));
+  const JobConfig deep = JobConfig::resolve(job_options(8, "2x2x2", "heater", 64));
+  const JobConfig big = JobConfig::resolve(job_options(64, "4x4x4", "heater", 4));
   for (const auto* c : {&small, &deep, &big})
     EXPECT_EQ(Machine::segment_bytes(*c) % 4096, 0u);
   EXPECT_LT(Machine::segment_bytes(small), Machine::segment_bytes(deep));
@@ -193,7 +119,7 @@ TEST(Machine, SegmentSizeIsPageAlignedAndGrowsWithTheJob) {
 // What the launcher allocates up front: everything but other hosts' nodes' FIFOs, in order and
 // without overlap.
 TEST(Machine, UsedExtentsLeaveOutOtherHostsNodes) {
-  JobConfig one = JobConfig::resolve(options(8, "2x2x2", "heater", 64));
+  JobConfig one = JobConfig::resolve(job_options(8, "2x2x2", "heater", 64));
   const auto whole = Machine::used_extents(one);
   ASSERT_EQ(whole.size(), 1u);
   EXPECT_EQ(whole[0].offset, 0u);
@@ -218,7 +144,7 @@ TEST(Machine, UsedExtentsLeaveOutOtherHostsNodes) {
 }
 
 TEST(Machine, AttachReproducesTheFormattedJob) {
-  JobOptions o = options(8, "2x2x2", "heater", 16);
+  JobOptions o = job_options(8, "2x2x2", "heater", 16);
   o.mapping = "ZYXT";
   o.seed = 4242;
   Job job(o);
@@ -234,7 +160,7 @@ TEST(Machine, AttachReproducesTheFormattedJob) {
 }
 
 TEST(Machine, AttachReproducesAVirtualNodeJobOnAMesh) {
-  JobOptions o = options(15, "4x2x1", "vn", 8);
+  JobOptions o = job_options(15, "4x2x1", "vn", 8);
   o.mesh = "x";
   o.mapping = "TXYZ";
   Job job(o);
@@ -249,7 +175,7 @@ TEST(Machine, AttachReproducesAVirtualNodeJobOnAMesh) {
 }
 
 TEST(Machine, ViewsShareFifosBarrierLinksAndTaskSlots) {
-  Job job(options(8, "2x2x2", "heater", 4));
+  Job job(job_options(8, "2x2x2", "heater", 4));
   const Machine view = Machine::attach(job.memory.span());
   PacketHeader h;
   h.dest = {1, 0, 0};
@@ -275,7 +201,7 @@ TEST(Machine, ViewsShareFifosBarrierLinksAndTaskSlots) {
 }
 
 TEST(Machine, ReservesNamedRegionsForUpperLayers) {
-  JobConfig c = JobConfig::resolve(options(8, "2x2x2", "heater", 4));
+  JobConfig c = JobConfig::resolve(job_options(8, "2x2x2", "heater", 4));
   const std::size_t plain = Machine::segment_bytes(c);
   c.regions.push_back({"collective", 1000});
   c.regions.push_back({"x", 5000});
@@ -315,7 +241,7 @@ TEST(Machine, ReservesNamedRegionsForUpperLayers) {
 }
 
 TEST(Machine, RejectsBadRegionRequests) {
-  JobConfig c = JobConfig::resolve(options(8, "2x2x2", "heater", 4));
+  JobConfig c = JobConfig::resolve(job_options(8, "2x2x2", "heater", 4));
   JobConfig long_name = c;
   long_name.regions.push_back({"sixteen-chars-xx", 64});
   EXPECT_THAT(config_error([&] { Machine::segment_bytes(long_name); }), HasSubstr("1..15"));
@@ -329,7 +255,7 @@ TEST(Machine, RejectsBadRegionRequests) {
 }
 
 TEST(Machine, FormatRejectsASegmentTooSmallForTheJob) {
-  const JobConfig c = JobConfig::resolve(options(8, "2x2x2"));
+  const JobConfig c = JobConfig::resolve(job_options(8, "2x2x2"));
   SharedMemory memory(Machine::segment_bytes(c));
   EXPECT_THAT(config_error([&] { Machine::format(memory.span().first(4096), c); }),
               HasSubstr("too small"));
@@ -341,7 +267,7 @@ TEST(Machine, AttachRejectsAZeroedSegment) {
 }
 
 TEST(Machine, AttachRejectsTooSmallAndTruncatedSegments) {
-  Job job(options(8, "2x2x2"));
+  Job job(job_options(8, "2x2x2"));
   const auto whole = job.memory.span();
   EXPECT_THAT(config_error([&] { Machine::attach(whole.first(64)); }), HasSubstr("too small"));
   EXPECT_THAT(config_error([&] { Machine::attach(whole.first(0)); }), HasSubstr("too small"));
@@ -351,7 +277,7 @@ TEST(Machine, AttachRejectsTooSmallAndTruncatedSegments) {
 }
 
 TEST(Machine, AttachRejectsAnotherVersion) {
-  Job job(options(8, "2x2x2"));
+  Job job(job_options(8, "2x2x2"));
   std::uint32_t version = 0;
   std::memcpy(&version, job.memory.span().data() + 8, sizeof version);  // after the magic
   ASSERT_EQ(version, 7u);
@@ -368,7 +294,7 @@ TEST(Machine, AttachRejectsAnotherVersion) {
 TEST(Machine, AttachRejectsACorruptedJobDescription) {
   constexpr std::size_t kModeOffset = 39, kNtasksOffset = 40, kFifoOffset = 44;
   const auto corrupted = [](auto offset, auto expected, auto value) {
-    auto job = std::make_unique<Job>(options(8, "2x2x2", "heater", 4));
+    auto job = std::make_unique<Job>(job_options(8, "2x2x2", "heater", 4));
     std::byte* field = job->memory.span().data() + offset;
     decltype(expected) current{};
     std::memcpy(&current, field, sizeof current);
@@ -400,7 +326,7 @@ class EndpointTest : public ::testing::Test {
 };
 
 TEST_F(EndpointTest, InjectedPacketArrivesAtTheNeighbour) {
-  Job job(options(8, "2x2x2"));
+  Job job(job_options(8, "2x2x2"));
   Endpoint& src = job.ep(0);
   Endpoint& dst = job.ep(1);
   EXPECT_EQ(src.node(), 0u);
@@ -452,7 +378,7 @@ TEST_F(EndpointTest, InjectedPacketArrivesAtTheNeighbour) {
 }
 
 TEST_F(EndpointTest, HeaderOnlyPacketsCarryNoPayload) {
-  Job job(options(8, "2x2x2"));
+  Job job(job_options(8, "2x2x2"));
   ASSERT_EQ(job.ep(0).inject(0, to({1, 0}, 5), kNoPayload), InjectStatus::ok);
   const auto f = job.ep(1).poll();
   ASSERT_TRUE(f);
@@ -468,7 +394,7 @@ TEST_F(EndpointTest, HeaderOnlyPacketsCarryNoPayload) {
 // memcpy(dst, nullptr, 0) / memcpy(nullptr, src, 0), undefined behaviour that UBSan reports.
 // Header-only packets are legitimate (chunks_for(0) == 1), so {} must be accepted.
 TEST_F(EndpointTest, EmptyPayloadAndBufferSpansAreAccepted) {
-  Job job(options(8, "2x2x2", "heater", 2));
+  Job job(job_options(8, "2x2x2", "heater", 2));
   for (std::uint32_t i = 0; i < 3; ++i)  // the third waits in the injection FIFO (enqueue)
     ASSERT_EQ(job.ep(0).inject(0, to({1, 0}, i), {}), InjectStatus::ok);
   for (std::uint32_t i = 0; i < 3; ++i) {
@@ -482,7 +408,7 @@ TEST_F(EndpointTest, EmptyPayloadAndBufferSpansAreAccepted) {
 }
 
 TEST_F(EndpointTest, InjectSendsPayloadFollowedByMore) {
-  Job job(options(8, "2x2x2", "heater", 2));
+  Job job(job_options(8, "2x2x2", "heater", 2));
   const auto whole = bytes(11, 240);
   const std::span<const std::byte> all(whole);
   Endpoint& src = job.ep(0);
@@ -511,7 +437,7 @@ TEST_F(EndpointTest, InjectSendsPayloadFollowedByMore) {
 }
 
 TEST_F(EndpointTest, PollPassesOverSkippedFifos) {
-  Job job(options(8, "2x2x2"));
+  Job job(job_options(8, "2x2x2"));
   Endpoint& dst = job.ep(1);
   PacketSpec urgent = to({1, 0}, 1);
   urgent.high_priority = true;
@@ -542,7 +468,7 @@ TEST_F(EndpointTest, PollPassesOverSkippedFifos) {
 }
 
 TEST_F(EndpointTest, ReceptionFifoIsTheDirectionOfTheLastHop) {
-  Job job(options(64, "4x4x4", "heater", 4));
+  Job job(job_options(64, "4x4x4", "heater", 4));
   const torus::Shape& shape = job.machine.shape();
   std::map<int, int> fifos_seen;
   for (torus::Rank from : {0u, 21u, 63u}) {
@@ -568,7 +494,7 @@ TEST_F(EndpointTest, ReceptionFifoIsTheDirectionOfTheLastHop) {
 }
 
 TEST_F(EndpointTest, LastHopOfTheXYZRouteNamesTheFifo) {
-  Job job(options(8, "2x2x2"));
+  Job job(job_options(8, "2x2x2"));
   // (0,0,0) -> (1,1,0): +x then +y; the packet arrives on the y link.
   const auto dest = job.node({1, 1, 0});
   const auto route = torus::deterministic_route(job.machine.shape(), 0, dest);
@@ -580,7 +506,7 @@ TEST_F(EndpointTest, LastHopOfTheXYZRouteNamesTheFifo) {
 }
 
 TEST_F(EndpointTest, PacketToOwnNodeLandsInTheLocalFifo) {
-  Job job(options(8, "2x2x2"));
+  Job job(job_options(8, "2x2x2"));
   ASSERT_EQ(job.ep(3).inject(2, to(job.ep(3).destination_of(3), 9), bytes(3, 3)), InjectStatus::ok);
   const auto f = job.ep(3).poll();
   ASSERT_TRUE(f);
@@ -590,7 +516,7 @@ TEST_F(EndpointTest, PacketToOwnNodeLandsInTheLocalFifo) {
 }
 
 TEST_F(EndpointTest, VirtualNodeTasksOfOneNodeHaveSeparateFifoGroups) {
-  Job job(options(16, "2x2x2", "vn"));  // XYZT: ranks 0..7 are t = 0, ranks 8..15 t = 1
+  Job job(job_options(16, "2x2x2", "vn"));  // XYZT: ranks 0..7 are t = 0, ranks 8..15 t = 1
   EXPECT_EQ(job.ep(0).destination_of(8).node, 0u);
   EXPECT_EQ(job.ep(0).destination_of(8).group, 1);
   EXPECT_EQ(job.ep(8).group(), 1);
@@ -632,7 +558,7 @@ TEST_F(EndpointTest, VirtualNodeTasksOfOneNodeHaveSeparateFifoGroups) {
 }
 
 TEST_F(EndpointTest, VirtualFifoCarriesBothWaysInOrderUnderBackpressure) {
-  Job job(options(16, "2x2x2", "vn", 4));
+  Job job(job_options(16, "2x2x2", "vn", 4));
   Endpoint& a = job.ep(3);   // node 3, t = 0
   Endpoint& b = job.ep(11);  // node 3, t = 1
   // The virtual FIFO holds kVirtualFifoPackets, then the injection FIFO fills, then "full".
@@ -672,7 +598,7 @@ TEST_F(EndpointTest, VirtualFifoCarriesBothWaysInOrderUnderBackpressure) {
 // Regression: a high-priority packet for the node's other task in virtual-node mode once went
 // through the virtual FIFO, behind normal packets, although poll() promises high priority first.
 TEST_F(EndpointTest, HighPriorityToTheOtherVirtualNodeTaskIsPolledFirst) {
-  Job job(options(16, "2x2x2", "vn"));
+  Job job(job_options(16, "2x2x2", "vn"));
   Endpoint& a = job.ep(0);
   Endpoint& b = job.ep(8);  // same node, t = 1
   ASSERT_EQ(a.inject(0, to(a.destination_of(8), 1), kNoPayload), InjectStatus::ok);
@@ -686,7 +612,7 @@ TEST_F(EndpointTest, HighPriorityToTheOtherVirtualNodeTaskIsPolledFirst) {
 }
 
 TEST_F(EndpointTest, HighPriorityLandsInItsFifoAndPollReturnsItFirst) {
-  Job job(options(8, "2x2x2"));
+  Job job(job_options(8, "2x2x2"));
   Endpoint& src = job.ep(0);
   Endpoint& dst = job.ep(1);
   ASSERT_EQ(src.inject(0, to({1, 0}, 1), bytes(1, 10)), InjectStatus::ok);
@@ -712,7 +638,7 @@ TEST_F(EndpointTest, HighPriorityLandsInItsFifoAndPollReturnsItFirst) {
 }
 
 TEST_F(EndpointTest, HighPriorityOvertakesPacketsAlreadyWaiting) {
-  Job job(options(8, "2x2x2"));
+  Job job(job_options(8, "2x2x2"));
   Endpoint& dst = job.ep(0);
   for (torus::Rank r = 1; r < 8; ++r)
     ASSERT_EQ(job.ep(r).inject(0, to({0, 0}, r), kNoPayload), InjectStatus::ok);
@@ -728,7 +654,7 @@ TEST_F(EndpointTest, HighPriorityOvertakesPacketsAlreadyWaiting) {
 }
 
 TEST_F(EndpointTest, PollServesEveryFifoSoNoneStarves) {
-  Job job(options(8, "2x2x2"));
+  Job job(job_options(8, "2x2x2"));
   Endpoint& dst = job.ep(3);  // (1,1,0): rank 2 (0,1,0) arrives on +x, rank 1 (1,0,0) on +y
   constexpr std::uint32_t kEach = 40;
   for (std::uint32_t i = 0; i < kEach; ++i) {
@@ -762,7 +688,7 @@ TEST_F(EndpointTest, PollServesEveryFifoSoNoneStarves) {
 }
 
 TEST_F(EndpointTest, ReceiveCopiesExactlyThePayloadToAnyAlignment) {
-  Job job(options(8, "2x2x2"));
+  Job job(job_options(8, "2x2x2"));
   Endpoint& src = job.ep(0);
   Endpoint& dst = job.ep(1);
   constexpr std::byte kGuard{0xee};
@@ -789,7 +715,7 @@ TEST_F(EndpointTest, ReceiveCopiesExactlyThePayloadToAnyAlignment) {
 }
 
 TEST_F(EndpointTest, ReceiveIntoATooSmallBufferThrowsAndKeepsThePacket) {
-  Job job(options(8, "2x2x2"));
+  Job job(job_options(8, "2x2x2"));
   const auto payload = bytes(4, 50);
   ASSERT_EQ(job.ep(0).inject(0, to({1, 0}, 4), payload), InjectStatus::ok);
   Endpoint& dst = job.ep(1);
@@ -807,7 +733,7 @@ TEST_F(EndpointTest, ReceiveIntoATooSmallBufferThrowsAndKeepsThePacket) {
 }
 
 TEST_F(EndpointTest, DiscardUnloadsAndCountsThePacket) {
-  Job job(options(8, "2x2x2"));
+  Job job(job_options(8, "2x2x2"));
   ASSERT_EQ(job.ep(0).inject(0, to({1, 0}, 1), bytes(1, 33)), InjectStatus::ok);
   ASSERT_EQ(job.ep(0).inject(0, to({1, 0}, 2), bytes(2, 44)), InjectStatus::ok);
   Endpoint& dst = job.ep(1);
@@ -824,7 +750,7 @@ TEST_F(EndpointTest, DiscardUnloadsAndCountsThePacket) {
 }
 
 TEST_F(EndpointTest, InjectRejectsMalformedRequests) {
-  Job job(options(8, "2x2x2"));
+  Job job(job_options(8, "2x2x2"));
   Endpoint& src = job.ep(0);
   const auto big = bytes(0, 241);
   EXPECT_THROW(src.inject(0, to({1, 0}), big), std::invalid_argument);
@@ -864,13 +790,13 @@ TEST_F(EndpointTest, InjectRejectsMalformedRequests) {
 }
 
 TEST_F(EndpointTest, ConstructorRejectsAFifoGroupOtherThan0Or1) {
-  Job job(options(8, "2x2x2"));
+  Job job(job_options(8, "2x2x2"));
   EXPECT_THROW(Endpoint(job.machine, 0, 2, job.policy), std::invalid_argument);
   EXPECT_THROW(Endpoint(job.machine, 0, -1, job.policy), std::invalid_argument);
 }
 
 TEST_F(EndpointTest, AdaptivePacketsTakeMinimalRoutesAndArriveOnAMinimalDirection) {
-  Job job(options(64, "4x4x4", "heater", 64));
+  Job job(job_options(64, "4x4x4", "heater", 64));
   const auto dest = job.node({1, 1, 1});
   std::map<int, int> seen;
   for (std::uint32_t i = 0; i < 60; ++i) {
@@ -897,7 +823,7 @@ TEST_F(EndpointTest, AdaptivePacketsTakeMinimalRoutesAndArriveOnAMinimalDirectio
 // Backpressure
 
 TEST_F(EndpointTest, FullReceptionFifoBackpressuresIntoTheInjectionFifoWithoutLoss) {
-  Job job(options(8, "2x2x2", "heater", 4));
+  Job job(job_options(8, "2x2x2", "heater", 4));
   Endpoint& src = job.ep(0);
   Endpoint& dst = job.ep(1);
   std::uint32_t sent = 0;
@@ -954,7 +880,7 @@ TEST_F(EndpointTest, FullReceptionFifoBackpressuresIntoTheInjectionFifoWithoutLo
 
 TEST_F(EndpointTest, InjectionDepthComesFromTheEnvironment) {
   env_.set("BGL_INJ_FIFO_PACKETS", "2");
-  Job job(options(8, "2x2x2", "heater", 4));
+  Job job(job_options(8, "2x2x2", "heater", 4));
   std::uint32_t sent = 0;
   while (job.ep(0).inject(0, to({1, 0}, sent), kNoPayload) == InjectStatus::ok)
     ASSERT_LT(++sent, 100u);
@@ -964,7 +890,7 @@ TEST_F(EndpointTest, InjectionDepthComesFromTheEnvironment) {
 
 TEST_F(EndpointTest, MalformedInjectionDepthVariableIsAConfigError) {
   env_.set("BGL_INJ_FIFO_PACKETS", "0");
-  Job job(options(8, "2x2x2"));
+  Job job(job_options(8, "2x2x2"));
   EXPECT_THAT(config_error([&] { job.ep(0); }), HasSubstr("BGL_INJ_FIFO_PACKETS='0'"));
 }
 
@@ -987,7 +913,7 @@ std::vector<std::vector<std::uint32_t>> drain_all(Job& job, int ranks, int expec
 }
 
 TEST_F(EndpointTest, DepositLineDeliversOneCopyToEveryNodeUpToTheDestination) {
-  Job job(options(8, "8x1x1"));
+  Job job(job_options(8, "8x1x1"));
   PacketSpec spec = to({5, 0}, 1);
   spec.deposit_line = Direction::x_plus;
   ASSERT_EQ(job.ep(2).inject(0, spec, bytes(1, 20)), InjectStatus::ok);
@@ -1005,7 +931,7 @@ TEST_F(EndpointTest, DepositLineDeliversOneCopyToEveryNodeUpToTheDestination) {
 }
 
 TEST_F(EndpointTest, DepositLineMayGoTheLongWayRoundTheTorus) {
-  Job job(options(8, "8x1x1"));
+  Job job(job_options(8, "8x1x1"));
   PacketSpec spec = to({5, 0}, 2);
   spec.deposit_line = Direction::x_minus;
   ASSERT_EQ(job.ep(2).inject(0, spec, kNoPayload), InjectStatus::ok);
@@ -1018,7 +944,7 @@ TEST_F(EndpointTest, DepositLineMayGoTheLongWayRoundTheTorus) {
 }
 
 TEST_F(EndpointTest, DepositLineOnAMeshMustPointAtTheDestination) {
-  JobOptions o = options(8, "8x1x1");
+  JobOptions o = job_options(8, "8x1x1");
   o.mesh = "x";
   Job job(o);
   PacketSpec away = to({5, 0});
@@ -1030,7 +956,7 @@ TEST_F(EndpointTest, DepositLineOnAMeshMustPointAtTheDestination) {
 }
 
 TEST_F(EndpointTest, DepositLineBlockedHalfwayResumesWithoutDuplicates) {
-  Job job(options(8, "8x1x1", "heater", 2));
+  Job job(job_options(8, "8x1x1", "heater", 2));
   Endpoint& src = job.ep(0);
   // Two lines fill the 2-slot FIFOs of nodes 1..3; the third and fourth must wait.
   for (std::uint32_t i = 0; i < 4; ++i) {
@@ -1073,7 +999,7 @@ TEST_F(EndpointTest, DepositLineBlockedHalfwayResumesWithoutDuplicates) {
 // Regression: deposit-bit copies used to go to the line direction's normal FIFO even when the
 // packet was high priority, so poll() did not give them priority although the header said so.
 TEST_F(EndpointTest, HighPriorityDepositCopiesLandInTheHighPriorityFifo) {
-  Job job(options(8, "8x1x1"));
+  Job job(job_options(8, "8x1x1"));
   ASSERT_EQ(job.ep(0).inject(0, to({3, 0}, 1), kNoPayload),
             InjectStatus::ok);  // a normal packet first
   PacketSpec spec = to({3, 0}, 2);
@@ -1092,7 +1018,7 @@ TEST_F(EndpointTest, HighPriorityDepositCopiesLandInTheHighPriorityFifo) {
 // Counters and statistics
 
 TEST_F(EndpointTest, LinkCountersShowThePacketOnEveryHopOfItsRoute) {
-  Job job(options(64, "4x4x4", "heater", 4));
+  Job job(job_options(64, "4x4x4", "heater", 4));
   const torus::Shape& shape = job.machine.shape();
   const auto dest = job.node({3, 2, 1});
   Endpoint& src = job.ep(0);
@@ -1124,7 +1050,7 @@ TEST_F(EndpointTest, AFloodOfMalformedPacketsIsLoggedAsACount) {
   spdlog::set_default_logger(std::make_shared<spdlog::logger>(
       "capture", std::make_shared<spdlog::sinks::ostream_sink_st>(out)));
   spdlog::set_level(spdlog::level::err);
-  Job job(options(8, "2x2x2", "heater", 2048));
+  Job job(job_options(8, "2x2x2", "heater", 2048));
   Endpoint& dst = job.ep(1);
   const auto payload = bytes(5, 8);
   PacketHeader bad;
@@ -1169,7 +1095,7 @@ TEST(RateLimit, LogsTheFirstInFullThenACountAtMostOncePerPeriod) {
 
 TEST_F(EndpointTest, MalformedPacketsAreSkippedAndCounted) {
   QuietLog quiet;
-  Job job(options(8, "2x2x2"));
+  Job job(job_options(8, "2x2x2"));
   Endpoint& dst = job.ep(1);
   const auto payload = bytes(5, 8);
 
@@ -1216,7 +1142,7 @@ TEST_F(EndpointTest, MalformedPacketsAreSkippedAndCounted) {
 }
 
 TEST_F(EndpointTest, PublishStatisticsWritesCountersAndLinkTotalsOnce) {
-  Job job(options(8, "2x2x2"));
+  Job job(job_options(8, "2x2x2"));
   Endpoint& a = job.ep(0);
   Endpoint& b = job.ep(7);
   for (std::uint32_t i = 0; i < 3; ++i)
@@ -1264,7 +1190,7 @@ TEST_F(EndpointTest, PublishStatisticsWritesCountersAndLinkTotalsOnce) {
 // Threads: barrier and wait()
 
 TEST(JobBarrier, SynchronisesThreadsForManyGenerations) {
-  Job job(options(4, "2x2x1"));
+  Job job(job_options(4, "2x2x1"));
   constexpr int kThreads = 4;
   constexpr int kGenerations = kUnderTsan ? 200 : 1000;
   JobBarrier& barrier = job.machine.barrier();
@@ -1292,7 +1218,7 @@ TEST(JobBarrier, SynchronisesThreadsForManyGenerations) {
 }
 
 TEST(JobBarrier, SleepingWaitersAreWokenByTheLastArrival) {
-  Job job(options(2, "2x1x1"));
+  Job job(job_options(2, "2x1x1"));
   WaitPolicy sleepy;
   sleepy.spin_rounds = 0;
   sleepy.yield_rounds = 0;
@@ -1356,7 +1282,7 @@ class DelayedEvent {
 };
 
 TEST_F(EndpointTest, WaitReturnsWhenAPacketArrivesFromAnotherThread) {
-  Job job(options(8, "2x2x2"));
+  Job job(job_options(8, "2x2x2"));
   Endpoint& sender = job.ep(0);
   Endpoint& receiver = job.ep(1);
   Endpoint& rescuer = job.ep(2);
@@ -1384,7 +1310,7 @@ TEST_F(EndpointTest, WaitSleepingOnTheDoorbellIsWokenByInject) {
   sleepy.spin_rounds = 0;
   sleepy.yield_rounds = 0;
   sleepy.max_sleep = 20s;  // only the doorbell can end the sleep in time
-  Job job(options(8, "2x2x2"), sleepy);
+  Job job(job_options(8, "2x2x2"), sleepy);
   Endpoint& sender = job.ep(0);
   Endpoint& receiver = job.ep(1);
   Endpoint& rescuer = job.ep(2);
@@ -1425,7 +1351,7 @@ TEST(DoorbellTest, SleepOnEitherWakesForEachBell) {
 }
 
 TEST_F(EndpointTest, WaitReturnsWhenWaitingInjectedPacketsMoveOn) {
-  Job job(options(8, "2x2x2", "heater", 2));
+  Job job(job_options(8, "2x2x2", "heater", 2));
   Endpoint& sender = job.ep(0);
   Endpoint& receiver = job.ep(1);
   Endpoint& rescuer = job.ep(2);
@@ -1458,7 +1384,7 @@ TEST_F(EndpointTest, WaitReturnsWhenWaitingInjectedPacketsMoveOn) {
 }
 
 TEST_F(EndpointTest, ThreadsExchangingPacketsUnderBackpressureLoseNothing) {
-  Job job(options(8, "2x2x2", "heater", 4));
+  Job job(job_options(8, "2x2x2", "heater", 4));
   constexpr std::uint32_t kPackets = kUnderTsan ? 1'000 : kUnderAsan ? 5'000 : 20'000;
   Endpoint& sender = job.ep(0);
   Endpoint& receiver = job.ep(7);

@@ -15,8 +15,8 @@
 
 #include "bgl/pkt/endpoint.hpp"
 #include "bgl/pkt/machine.hpp"
+#include "bgl/test_support/shared_memory.hpp"
 #include "bgl/torus/route.hpp"
-#include "shared_memory.hpp"
 
 namespace bgl::pkt {
 namespace {
@@ -72,7 +72,7 @@ class Job {
   }
 
   JobConfig config;
-  test::SharedMemory memory;
+  test_support::SharedMemory memory;
   Machine machine;
 
  private:

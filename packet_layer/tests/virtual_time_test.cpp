@@ -10,8 +10,8 @@
 
 #include "bgl/pkt/endpoint.hpp"
 #include "bgl/pkt/machine.hpp"
+#include "bgl/test_support/in_process_machine.hpp"
 #include "bgl/torus/error.hpp"
-#include "shared_memory.hpp"
 
 namespace bgl::pkt {
 namespace {
@@ -20,33 +20,13 @@ using ::testing::HasSubstr;
 using virtual_time::Params;
 using virtual_time::Tick;
 
-using test::SharedMemory;
+using TimedJob = test_support::InProcessMachine;
 
 JobOptions timed_options(int ntasks, const char* shape, const char* mode = "heater") {
-  JobOptions o;
-  o.ntasks = ntasks;
-  o.shape = shape;
-  o.mode = mode;
+  JobOptions o = test_support::job_options(ntasks, shape, mode);
   o.virtual_time = true;
   return o;
 }
-
-struct TimedJob {
-  explicit TimedJob(const JobOptions& o)
-      : config(JobConfig::resolve(o)),
-        memory(Machine::segment_bytes(config)),
-        machine(Machine::format(memory.span(), config)) {}
-  Endpoint& ep(torus::Rank r) {
-    auto& e = endpoints[r];
-    if (!e)
-      e = std::make_unique<Endpoint>(machine, r, machine.mapping().location(r).t, WaitPolicy{});
-    return *e;
-  }
-  JobConfig config;
-  SharedMemory memory;
-  Machine machine;
-  std::map<torus::Rank, std::unique_ptr<Endpoint>> endpoints;
-};
 
 PacketSpec to(Destination d, Routing routing = Routing::deterministic) {
   PacketSpec s;

@@ -19,9 +19,6 @@
 
 #define MPIDI_BGL_MAX_AM_HDR   BGL_MSG_MAX_USER_HEADER
 #define MPIDI_BGL_ONE_PACKET   256      /* more than the largest one-packet payload */
-/* The layer's handlers below MPIDI_BGL_SEND_COMPACT are MPIDIG's, that one the netmod's compact
- * MPIDIG_SEND, the rest the collectives library's (bgl_coll_hooks.h). */
-#define MPIDI_BGL_SEND_COMPACT (BGL_COLL_FIRST_HANDLER - 1)
 #define MPIDI_BGL_AMREQ(req)   ((req)->dev.ch4.am.netmod_am.bgl)
 #define MPIDI_BGL_AV(av)       ((av)->netmod.bgl)
 
@@ -42,7 +39,7 @@ typedef struct MPIDI_BGL_send {
     bgl_msg_send_t msg;
     MPIR_Request *sreq;         /* NULL for header-only messages and injected sends that went out
                                  * at once; a plain request (not MPIDIG's) for the other injected
-                                 * sends (handler MPIDI_BGL_SEND_COMPACT) */
+                                 * sends (handler BGL_HANDLER_DEVICE_SEND) */
     int handler_id;
     void *buf;                  /* pack buffer or iovec array, freed when sent */
     struct MPIDI_BGL_send *next;        /* free list */

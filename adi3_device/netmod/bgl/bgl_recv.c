@@ -121,7 +121,7 @@ static bgl_msg_recv_target_t arrival(void *context, const bgl_msg_arrival_t * a)
     int mpi_errno;
 
     size_t hdr_bytes = a->header_bytes;
-    int compact = handler_id == MPIDI_BGL_SEND_COMPACT;
+    int compact = handler_id == BGL_HANDLER_DEVICE_SEND;
 
     if (unlikely(g->virtual_time))
         bgl_msg_vt_charge(g->session, BGL_MSG_VT_MPI_RECV);
@@ -244,16 +244,16 @@ int MPIDI_BGL_accept_deferred(void)
 }
 
 /* MPIDIG's static handlers must all be below the netmod's and the collectives library's. */
-_Static_assert(MPIDIG_HANDLER_STATIC_MAX <= MPIDI_BGL_SEND_COMPACT,
+_Static_assert(MPIDIG_HANDLER_STATIC_MAX <= BGL_HANDLER_DEVICE_SEND,
                "MPIDIG handler ids collide with the netmod's or the collectives library's");
-_Static_assert(MPIDI_BGL_SEND_COMPACT < MPIDI_AM_HANDLERS_MAX, "MPIDIG's callback tables");
+_Static_assert(BGL_HANDLER_DEVICE_SEND < MPIDI_AM_HANDLERS_MAX, "MPIDIG's callback tables");
 
 int MPIDI_BGL_register_handlers(void)
 {
     int mpi_errno = MPI_SUCCESS;
     /* All of MPIDIG's slots (static and dynamic ones; the handler looks the callback up when a
      * message arrives) and the compact MPIDIG_SEND. */
-    for (int id = 0; id <= MPIDI_BGL_SEND_COMPACT; id++) {
+    for (int id = 0; id <= BGL_HANDLER_DEVICE_SEND; id++) {
         if (bgl_msg_register(MPIDI_BGL_global.session, (uint8_t) id, arrival,
                              (void *) (intptr_t) id) != 0) {
             MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**fail", "**fail %s",

@@ -74,7 +74,7 @@ static void send_done(bgl_msg_send_t * msg)
 
     send_give_back(s);
     MPIDI_BGL_global.sends_in_flight--;
-    if (sreq && handler_id == MPIDI_BGL_SEND_COMPACT) {
+    if (sreq && handler_id == BGL_HANDLER_DEVICE_SEND) {
         /* an injected send that had to wait: its request is a plain one */
         MPID_Request_complete(sreq);
     } else if (sreq) {
@@ -239,7 +239,7 @@ static int inject_send(const void *data, MPI_Aint data_sz, int tag, MPIR_Comm * 
     am_hdr.context_id = comm->context_id + context_offset;
     am_hdr.error_bits = (uint8_t) errflag;
     am_hdr.reserved = 0;
-    mpi_errno = send_take(MPIDI_BGL_AV(addr).dest, MPIDI_BGL_SEND_COMPACT, &am_hdr,
+    mpi_errno = send_take(MPIDI_BGL_AV(addr).dest, BGL_HANDLER_DEVICE_SEND, &am_hdr,
                           sizeof(am_hdr), NULL, &s);
     MPIR_ERR_CHECK(mpi_errno);
     s->msg.data = data;

@@ -2,7 +2,7 @@
 
 namespace bgl::coll {
 
-// Seed 004's algorithms: collective network and global interrupt (whole partition), the torus
+// BG/L's algorithms: collective network and global interrupt (whole partition), the torus
 // deposit-bit broadcast over up to three edge-disjoint routes, and the alltoall with controlled
 // injection order.
 void register_bgl_algorithms(Registry& r) {

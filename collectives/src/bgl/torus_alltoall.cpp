@@ -1,8 +1,8 @@
-// Seed 004's optimized alltoall at message-layer level: everything posted at once, but the
+// BG/L's optimized alltoall at message-layer level: everything posted at once, but the
 // injection order is controlled: each block is cut into packet-sized segments and the segments are
 // posted round robin over the destinations in a per-sender rotated order (rank + k) mod p, so that
 // every sender spreads its traffic over all destinations (and so over the links) at any moment
-// and reads each send buffer sequentially (digest §5.11).
+// and reads each send buffer sequentially.
 #include "bgl/bgl_algorithms.hpp"
 #include "gen_util.hpp"
 

@@ -1,5 +1,5 @@
-// Seed 004's optimized torus broadcast: the message split in K parts, part k broadcast over route
-// k, the K routes edge-disjoint spanning routes made of deposit-bit lines (digest §5.11, routes A,
+// BG/L's optimized torus broadcast: the message split in K parts, part k broadcast over route
+// k, the K routes edge-disjoint spanning routes made of deposit-bit lines (routes A,
 // B, C), each part pipelined in segments: a node forwards segment q as soon as it has it.
 #include <array>
 #include <optional>

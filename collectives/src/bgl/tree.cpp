@@ -1,4 +1,4 @@
-// Collectives on the collective (tree) network and the global interrupt (seed 004): only for
+// Collectives on the collective (tree) network and the global interrupt: only for
 // communicators spanning the whole partition, since the network's route classes are partition wide.
 #include "bgl/bgl_algorithms.hpp"
 #include "gen_util.hpp"

@@ -312,7 +312,8 @@ HostNetwork HostNetwork::subset(const std::vector<int>& hosts) const {
 }
 
 std::string paper_grid_text(std::string_view sites) {
-  // Table 1 host counts and Table 2 (row = from) of seed 000; bandwidth Mbit/s, latency s.
+  // Table 1 host counts and Table 2 (row = from) of the Min3-Allgather paper; bandwidth Mbit/s,
+  // latency s.
   struct Site {
     const char* name;
     int count;

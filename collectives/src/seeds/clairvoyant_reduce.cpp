@@ -1,4 +1,4 @@
-// Seed 003: the Clairvoyant reduce as a schedule generator. Every rank computes the same
+// The Clairvoyant reduce as a schedule generator. Every rank computes the same
 // clv::schedule from Params::arrival (quantized to integer ticks), the root, the segment count
 // and the round length d = the modelled time of one segment transfer, then emits its own part:
 // per round at most one send and one receive, in lock step with its previous active round.

@@ -1,4 +1,4 @@
-// Seed 000: the grid (Min3) allgather as a schedule generator. The host network comes from the
+// The grid (Min3) allgather as a schedule generator. The host network comes from the
 // file named by BGL_COLL_GRID_NETWORK (docs/COLLECTIVES.md, "Grid allgather input"; one host per
 // rank) or, without it, from the torus: every pair gets the link bandwidth and a latency of the
 // per-message cost plus the hops between the ranks' nodes (then all pairs share one bandwidth, the
@@ -139,7 +139,7 @@ std::vector<grid::Transfer> min3_transfers(const Params& x) {
 }
 
 // Rank's part: receives posted at once; sends in modelled start order, each after the previous
-// send (single port) and after the receive that delivered its block (seed 000 section 1.5).
+// send (single port) and after the receive that delivered its block.
 Program grid_allgather(const Params& x, int rank) {
   Program prog(rank);
   auto block = [&](int b) { return recv_buf(x.displ(b), x.counts[static_cast<std::size_t>(b)]); };

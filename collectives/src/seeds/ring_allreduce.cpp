@@ -1,4 +1,4 @@
-// Seed 002 (Patarasuk & Yuan): the bandwidth-optimal allreduce, a reduce-scatter followed by an
+// Patarasuk and Yuan's bandwidth-optimal allreduce, a reduce-scatter followed by an
 // allgather, both along a contention-free logical ring (logical_ring.hpp). Each rank sends
 // 2(N-1) segments of ceil(X/N) elements: the lower bound when N divides X.
 #include "bgl/coll/registry.hpp"

@@ -3,8 +3,8 @@
 #include "bgl/coll/registry.hpp"
 
 namespace bgl::coll {
-void register_sparbit(Registry& r);         // seed 001
-void register_ring_allreduce(Registry& r);  // seed 002
-void register_clairvoyant(Registry& r);     // seed 003
-void register_grid_allgather(Registry& r);  // seed 000
+void register_sparbit(Registry& r);         // Sparbit allgather
+void register_ring_allreduce(Registry& r);  // contention-free ring allreduce
+void register_clairvoyant(Registry& r);     // arrival-aware (Clairvoyant) reduce
+void register_grid_allgather(Registry& r);  // Min3 grid allgather
 }  // namespace bgl::coll

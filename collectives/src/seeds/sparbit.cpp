@@ -1,4 +1,4 @@
-// Seed 001: Sparbit allgather (any p, uneven counts: each block travels as its own message).
+// Sparbit allgather (any p, uneven counts: each block travels as its own message).
 #include "bgl/coll/seeds/sparbit.hpp"
 
 #include <bit>

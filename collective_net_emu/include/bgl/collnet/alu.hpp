@@ -1,7 +1,7 @@
 #pragma once
 // The collective network's ALU: what a tree router does to the packets that meet at a node.
 //
-// BG/L's ALU has bitwise and integer operations only (seed 004): ADD (two's complement, carry
+// BG/L's ALU has bitwise and integer operations only: ADD (two's complement, carry
 // within a lane), MAX, MIN, AND, OR, XOR over the 256-byte packet read as an array of lanes. The
 // emulator offers 32- and 64-bit lanes (signed and unsigned, which matters for MAX/MIN) and wide
 // lanes of 128, 192 and 256 bits for ADD: the fixed-point mantissas of the two-phase

@@ -1,6 +1,6 @@
 #pragma once
 // Torus cost model (docs/COLLECTIVES.md, "Cost model"): replays the transfers of a verified
-// schedule on the partition's links and estimates its time from BG/L's constants (seed digest §7).
+// schedule on the partition's links and estimates its time from BG/L's constants.
 #include <cstdint>
 #include <string>
 
@@ -49,7 +49,7 @@ struct CostReport {
 CostReport estimate_cost(const Schedule& schedule, const Params& params, const VerifyResult& trace,
                          const CostConstants& constants = {});
 
-// The alltoall cross-section bound of seed 004 (digest §5.11): the time to move the data that
+// BG/L's alltoall cross-section bound: the time to move the data that
 // must cross the bisection of the partition's largest dimension, in microseconds, for P ranks
 // exchanging `block` bytes per pair at payload rate `eta * link rate`.
 double alltoall_bisection_bound_us(const torus::Shape& shape, int ranks, std::uint64_t block,

@@ -32,10 +32,10 @@ class CollectiveNetwork;
 
 namespace bgl::coll {
 
-inline constexpr msg::HandlerId kHandler = 62;
+inline constexpr msg::HandlerId kHandler = BGL_HANDLER_COLL_EXECUTOR;  // bgl/msg/bgl_ids.h
 // Packet-header dispatch id of the deposit-bit line packets (one of the message layer's foreign
 // ids).
-inline constexpr std::uint8_t kLineDispatch = msg::MessageLayer::kForeignDispatchFirst;
+inline constexpr std::uint8_t kLineDispatch = BGL_DISPATCH_COLL_LINE;
 
 class Engine {
  public:

@@ -50,7 +50,7 @@ struct Params {
   // Segment size for pipelined algorithms (bytes; 0 = the algorithm's default).
   std::uint64_t segment = 0;
   // Predicted process arrival times in seconds (any origin), one per rank, for arrival-aware
-  // algorithms (seed 003, Clairvoyant); empty = everyone arrives together. Every rank must pass
+  // algorithms; empty = everyone arrives together. Every rank must pass
   // identical values (e.g. from clv::ArrivalPredictor's sealed vector).
   std::vector<double> arrival;
 

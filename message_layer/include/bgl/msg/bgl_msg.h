@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
+#include "bgl/msg/bgl_ids.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -25,7 +26,9 @@ enum bgl_msg_protocol {
   BGL_MSG_ONE_PACKET = 0,
   BGL_MSG_EAGER = 1,
   BGL_MSG_RENDEZVOUS = 2,
-  BGL_MSG_ADAPTIVE_EAGER = 3
+  BGL_MSG_ADAPTIVE_EAGER = 3,
+  BGL_MSG_VIRTUAL_NODE = 4, /* to this node's other task in virtual-node mode */
+  BGL_MSG_PROTOCOLS = 5     /* how many there are */
 };
 enum bgl_msg_target_kind {
   BGL_MSG_TARGET_BUFFER = 0,
@@ -34,7 +37,6 @@ enum bgl_msg_target_kind {
 };
 
 #define BGL_MSG_MAX_USER_HEADER 128
-#define BGL_MSG_MAX_HANDLERS 64
 #define BGL_MSG_SEND_OPAQUE_BYTES 384
 #ifdef __cplusplus
 #define BGL_MSG_ALIGN16 alignas(16)

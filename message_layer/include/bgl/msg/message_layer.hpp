@@ -55,8 +55,8 @@ class MessageLayer {
   // registered is malformed (logged, counted and discarded).
   using PacketHandler = void (*)(void* context, const pkt::PacketHeader& header,
                                  std::span<const std::byte> payload);
-  static constexpr std::uint8_t kForeignDispatchFirst = 16;
-  static constexpr std::uint8_t kForeignDispatchLast = 31;
+  static constexpr std::uint8_t kForeignDispatchFirst = BGL_DISPATCH_FOREIGN_FIRST;  // bgl_ids.h
+  static constexpr std::uint8_t kForeignDispatchLast = BGL_DISPATCH_FOREIGN_LAST;
   void register_packet_handler(std::uint8_t dispatch, PacketHandler handler, void* context);
   // The endpoint, for that component's injections. What it injects is moved on by advance() and
   // counts in flushed() and idle() like the layer's own packets.
@@ -93,8 +93,10 @@ class MessageLayer {
   // Coprocessor mode: the node's second processor, for costart()/cojoin(); nullptr otherwise.
   Coprocessor* coprocessor();
 
- private:
+  // The implementation (src/engine.hpp), named here so the library's protocol files can use it.
   class Engine;
+
+ private:
   std::unique_ptr<Engine> engine_;
   bool metered_ = false;  // virtual time with a CPU factor: calls measure the time between them
 };

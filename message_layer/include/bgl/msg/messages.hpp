@@ -10,6 +10,7 @@
 #include <optional>
 #include <span>
 
+#include "bgl/msg/bgl_ids.h"
 #include "bgl/msg/protocol.hpp"
 
 namespace bgl::msg {
@@ -17,7 +18,7 @@ namespace bgl::msg {
 using Rank = std::uint32_t;
 using HandlerId = std::uint8_t;
 inline constexpr std::size_t kMaxUserHeader = 128;
-inline constexpr int kMaxHandlers = 64;
+inline constexpr int kMaxHandlers = BGL_MSG_MAX_HANDLERS;  // bgl/msg/bgl_ids.h
 
 struct SendMessage;
 using SendDone = void (*)(SendMessage& message);

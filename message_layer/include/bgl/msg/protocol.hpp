@@ -1,9 +1,12 @@
 #pragma once
-// BG/L's point-to-point protocols (seed 004, "point-to-point protocols"; digest §5.10) and the
-// size thresholds that choose between them.
+// BG/L's point-to-point protocols and the size thresholds that choose between them. Each protocol
+// is one file of message_layer/src/protocols/, listed once in protocols/list.cpp in the order of
+// this enum (which the C API's bgl_msg_protocol repeats); docs/MESSAGE_LAYER.md says how to add
+// one.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace bgl::msg {
@@ -19,6 +22,8 @@ inline constexpr int kProtocols = 5;
 
 std::string_view to_string(Protocol p);
 std::optional<Protocol> parse_protocol(std::string_view text);
+// The protocols' names, "a, b or c", for messages.
+std::string protocol_names();
 
 struct ProtocolLimits {
   // Largest data size sent as one packet (with the default header budget: 240 - 12 - header).

@@ -1,5 +1,5 @@
 #pragma once
-// Seed 000 section 1.6: the allgather strategies the paper compares Min3 against, as ordered
+// The allgather strategies Min3 is compared against, as ordered
 // message plans timed with the same transfer model. Homogeneous: simple, spreading simple, ring,
 // recursive doubling, dissemination, MPICH's selection. Grid: MagPIe, MPICH-G2 (both on the pool
 // tree's clusters) and the allgather from N broadcast trees with a min-based send order.

@@ -1,5 +1,5 @@
 #pragma once
-// Seed 000 (Gupta & Vadhiyar, Min3-Allgather): the measured network between hosts. One value of
+// Min3-Allgather (Gupta and Vadhiyar): the measured network between hosts. One value of
 // bandwidth and latency per *ordered* host pair, because the paper's links are directional.
 #include <cstddef>
 #include <filesystem>

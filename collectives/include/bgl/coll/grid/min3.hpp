@@ -1,5 +1,5 @@
 #pragma once
-// Seed 000 sections 1.4-1.5: the Min3 allgather scheduler. Greedy and deterministic: every
+// The Min3 allgather scheduler. Greedy and deterministic: every
 // decision minimizes, over (block, destination sub-pool, source, receiver), the modelled completion
 // time given all transfers committed so far; at each pool level a block enters every sub-pool
 // exactly once (wide-area optimality), then each sub-pool is scheduled recursively.

@@ -1,5 +1,5 @@
 #pragma once
-// Seed 000 section 1.3: hosts clustered into nested pools by measured bandwidth. The root pool
+// Hosts clustered into nested pools by measured bandwidth. The root pool
 // holds every host; each pool splits into the connected components of the graph of its
 // higher-bandwidth pairs; recursion ends at single hosts.
 #include <string>

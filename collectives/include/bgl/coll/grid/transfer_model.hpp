@@ -1,5 +1,5 @@
 #pragma once
-// Seed 000 section 1.2: the per-pair transfer model that Min3 schedules with and that every grid
+// The per-pair transfer model that Min3 schedules with and that every grid
 // schedule (Min3 and its baselines) is timed with. Links are directional; a host is single-port,
 // half-duplex (one send or one receive at a time) or full-duplex (one send and one receive).
 #include <cstddef>

@@ -1,5 +1,5 @@
 #pragma once
-// Process arrival patterns (seed 003): an imbalance option for benchmarks (per-rank delays from a
+// Process arrival patterns: an imbalance option for benchmarks (per-rank delays from a
 // chosen distribution, BGL_COLL_IMBALANCE) and the background-thread arrival-time predictor that
 // gives every rank the same predicted arrival vector before the collective (Params::arrival).
 #include <chrono>
@@ -40,7 +40,7 @@ std::string to_string(const Imbalance& im);
 double delay(const Imbalance& im, int rank, int p, std::uint64_t iteration);
 std::vector<double> delays(const Imbalance& im, int p, std::uint64_t iteration);
 
-// ---- Prediction with a background thread (seed 003 section 4.7)
+// ---- Prediction with a background thread
 
 // Where helper threads publish estimates and where the coordinator (rank 0's helper) seals the
 // vector of an iteration. Sealed vectors are what every rank uses, so all schedules agree.

@@ -1,5 +1,5 @@
 #pragma once
-// Seed 002 section 3.3: contention-free logical rings. On a tree topology the DFS order of the
+// Contention-free logical rings. On a tree topology the DFS order of the
 // machines; on the torus a nearest-neighbour Hamiltonian cycle of the partition (a snake), so that
 // when every rank sends to its successor each directed link carries at most one message.
 #include <utility>
@@ -33,7 +33,7 @@ std::vector<torus::NodeId> snake_cycle(const torus::Shape& shape);
 
 // The communicator's ring: ranks ordered by their node's position on snake_cycle (then by t);
 // without a mapping, or when no snake closes, the identity ring (with XYZ order on a torus and
-// dimension-ordered routing it is contention-free as well, seed 002 section 3.3).
+// dimension-ordered routing it is contention-free as well).
 std::vector<int> torus_ring(const Params& params);
 
 }  // namespace bgl::coll::ring

@@ -1,5 +1,5 @@
 #pragma once
-// Seed 001 (Loch & Koslovski): Sparbit, the stripe-parallel-binomial-trees allgather. Bruck's
+// Sparbit, the stripe-parallel-binomial-trees allgather. Bruck's
 // cost for any p with the distance order reversed: distances start at 2^(ceil_log2(p)-1) and halve
 // while the data doubles, so the heavy final steps are between close ranks.
 #include <vector>

@@ -1,13 +1,12 @@
 #pragma once
-// A zero-filled, page-aligned MAP_SHARED anonymous mapping, as the launcher's segment would be:
-// the in-process job of the packet layer's tests.
+// A zero-filled, page-aligned MAP_SHARED anonymous mapping, as the launcher's segment would be.
 #include <sys/mman.h>
 
 #include <cstddef>
 #include <span>
 #include <stdexcept>
 
-namespace bgl::pkt::test {
+namespace bgl::test_support {
 
 class SharedMemory {
  public:
@@ -26,4 +25,4 @@ class SharedMemory {
   std::byte* base_ = nullptr;
 };
 
-}  // namespace bgl::pkt::test
+}  // namespace bgl::test_support

@@ -1,0 +1,169 @@
+// Virtual-node protocol, between the two tasks of a node in virtual-node mode: a request
+// [First][user header][VnSource] in the sender's ordered stream (word = the sender's slot) says
+// where the data are, and the receiver copies them straight from the sender's memory
+// (process_vm_readv), then sends the fin. Where the kernel refuses the copy, the receiver asks for
+// the data as in a rendezvous (ack, data, fin) through the node's virtual FIFO.
+#include <sys/prctl.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+#include "../data_copy.hpp"
+#include "bgl/log.hpp"
+#include "protocol_ops.hpp"
+
+namespace bgl::msg {
+namespace protocols {
+namespace {
+
+using P = virtual_time::Params;
+
+void check_post(const Engine& e, const SendMessage& m, std::size_t) {
+  if (!e.sibling_ || m.dest != *e.sibling_ || !m.data.iov.empty())
+    throw std::invalid_argument(
+        "the virtual-node protocol needs a contiguous message to this node's other "
+        "task in virtual-node mode");
+}
+
+// The receiver reads this task's memory. Where Yama restricts ptrace to descendants
+// (kernel.yama.ptrace_scope = 1, the default of several distributions) only a task this one names
+// may do so: name the node's other task. Without Yama the call fails harmlessly (EINVAL) and
+// ordinary same-user permission applies.
+void allow_sibling_reads(Engine& e, Rank sibling) {
+  const std::int32_t pid = e.ep_.machine().task(sibling).pid;
+  if (pid <= 0) return;  // not attached yet: try again with the next message
+  e.vn_reader_allowed_ = true;
+  if (::prctl(PR_SET_PTRACER, static_cast<unsigned long>(pid), 0, 0, 0) != 0 && errno != EINVAL)
+    spdlog::debug("rank {}: PR_SET_PTRACER for rank {} failed: {}", e.rank(), sibling,
+                  std::strerror(errno));
+}
+
+// The request says where the data are (the pid is cached: getpid() is a syscall).
+Engine::Step send(Engine& e, SendMessage& m, Engine::DestState&) {
+  if (!e.vn_reader_allowed_) allow_sibling_reads(e, m.dest);
+  const wire::VnSource source{reinterpret_cast<std::uintptr_t>(m.data.buffer.data()), e.pid_, 0};
+  return send_scout(e, m, wire::kVnRts, &P::vn_send_cycles, std::as_bytes(std::span(&source, 1)));
+}
+
+const char* check_first(const Engine& e, const pkt::PacketHeader& h, std::uint64_t,
+                        std::span<const std::byte> chunk, const Engine::SourceState&) {
+  if (chunk.size() != sizeof(wire::VnSource)) return "data size disagrees with the message size";
+  if (!e.sibling_ || h.source_rank() != *e.sibling_)
+    return "virtual-node request from a task that is not this node's other task";
+  return nullptr;
+}
+
+// A memory copy by the processor at the streaming rate.
+void charge_copy(Engine& e, std::uint64_t bytes) {
+  if (e.vt_)
+    e.ep_.clock().charge(
+        virtual_time::Params::ticks(static_cast<double>(bytes) / e.vt_->copy_bytes_per_cycle));
+}
+
+// Where the kernel refuses the copy (Yama's ptrace_scope, a non-dumpable sender, no such system
+// call) this says so once, and every virtual-node message streams from then on.
+bool copy_from_sender(Engine& e, Engine::RecvState& r) {
+  if (e.vn_copy_refused_) return false;
+  if (r.vn.pid != e.ep_.machine().task(r.source).pid) {
+    spdlog::error(
+        "rank {}: virtual-node message from rank {} names pid {}, not the task's; streaming it "
+        "instead",
+        e.rank(), r.source, r.vn.pid);
+    return false;
+  }
+  std::array<iovec, 64> local{};
+  std::size_t count = 0;
+  if (r.target.kind == RecvTarget::Kind::iov) {
+    if (r.target.iov.size() > local.size()) return false;  // too many pieces for one call: stream
+    std::uint64_t left = r.bytes;
+    for (const iovec& v : r.target.iov) {
+      if (left == 0 || count == local.size()) break;
+      local[count++] = {v.iov_base,
+                        static_cast<std::size_t>(std::min<std::uint64_t>(v.iov_len, left))};
+      left -= local[count - 1].iov_len;
+    }
+  } else {
+    local[count++] = {r.target.buffer.data(), static_cast<std::size_t>(std::min<std::uint64_t>(
+                                                  r.target.buffer.size(), r.bytes))};
+  }
+  const std::uint64_t want = iov_bytes({local.data(), count});
+  std::uint64_t done = 0;
+  // process_vm_readv may copy less than asked (large transfers): continue where it stopped.
+  while (done < want) {
+    std::size_t skip = done, first = 0;
+    while (skip >= local[first].iov_len)
+      skip -= local[first++].iov_len;
+    std::array<iovec, 64> part{};
+    std::size_t n = 0;
+    for (std::size_t i = first; i < count; ++i, ++n)
+      part[n] = local[i];
+    part[0].iov_base = static_cast<std::byte*>(part[0].iov_base) + skip;
+    part[0].iov_len -= skip;
+    const iovec remote{reinterpret_cast<void*>(r.vn.address + done),
+                       static_cast<std::size_t>(want - done)};
+    const ssize_t got = process_vm_readv(r.vn.pid, part.data(), n, &remote, 1, 0);
+    if (got <= 0) {
+      const int error = errno;
+      if (done == 0 && (error == EPERM || error == ENOSYS)) {
+        e.vn_copy_refused_ = true;
+        spdlog::warn(
+            "rank {}: the kernel refuses process_vm_readv from rank {} ({}); virtual-node messages "
+            "stream through the virtual FIFO instead (see BGL_ML_VN_COPY in docs/CONFIGURATION.md)",
+            e.rank(), r.source, std::strerror(error));
+      } else {
+        spdlog::warn(
+            "rank {}: process_vm_readv from rank {} failed after {} of {} bytes ({}); this "
+            "message streams through the virtual FIFO instead",
+            e.rank(), r.source, done, want, std::strerror(error));
+      }
+      if (done == 0) return false;
+      break;
+    }
+    done += static_cast<std::uint64_t>(got);
+  }
+  return done == want;
+}
+
+// The destination is known: copy the message now, or ask for it as a rendezvous would.
+void begin(Engine& e, std::uint32_t id, Engine::RecvState& r) {
+  if (copy_from_sender(e, r)) {
+    charge_copy(e, r.bytes);
+    r.received = r.bytes;
+    e.complete(id, r);
+    return;
+  }
+  request_data(e, r, id);
+}
+
+void start(Engine& e, std::uint32_t id, Engine::RecvState& r, Engine::SourceState&,
+           std::span<const std::byte> chunk) {
+  r.vn = wire::load<wire::VnSource>(chunk);
+  if (!r.unexpected) begin(e, id, r);
+}
+
+}  // namespace
+}  // namespace protocols
+
+const ProtocolOps virtual_node_protocol{
+    .id = Protocol::virtual_node,
+    .name = "virtual_node",
+    .aliases = {"vn", "virtual-node"},
+    .first_packet = wire::kVnRts,
+    .first_overtakes = false,
+    .slotted = true,
+    .match_cost = &virtual_time::Params::vn_recv_cycles,
+    .check_post = protocols::check_post,
+    .send = protocols::send,
+    .check_first = protocols::check_first,
+    .start = protocols::start,
+    .accepted = protocols::begin,
+    .complete = protocols::complete_slotted,
+    .send_data = protocols::send_rendezvous_data,
+    .packets = {},  // the rendezvous protocol's ack, data and fin
+};
+
+}  // namespace bgl::msg
