@@ -561,9 +561,6 @@ void Endpoint::wait() {
   } else {
     backoff_.restart();
   }
-  std::optional<wait_record::Reason> reason;
-  if (wait_record::current_kind() == WaitKind::unspecified)
-    reason.emplace(pending_mask_ ? WaitKind::injection_room : WaitKind::packets, 0);
   const std::uint32_t pending = pending_packets_;
   const auto ready = [this] { return reception_ready(); };
   const auto cap = pending_mask_ ? kPendingSleepCap : std::chrono::microseconds::max();
@@ -574,6 +571,10 @@ void Endpoint::wait() {
       // One sleep, then back to the caller: a ring may announce something other than a packet
       // (a coprocessor finishing a receive), which only the caller's progress loop can see.
       ++counters_.sleeps;
+      // What it sleeps for, unless the caller said (the thread-local record: only when sleeping).
+      std::optional<wait_record::Reason> reason;
+      if (wait_record::current_kind() == WaitKind::unspecified)
+        reason.emplace(pending_mask_ ? WaitKind::injection_room : WaitKind::packets, 0);
       backoff_.sleep(*bell_, ready, std::min(cap, backoff_.policy().max_sleep));
       return;
     }
