@@ -22,6 +22,7 @@ namespace bgl::test {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 const std::string kBglrun = BGLRUN_PATH;
 const std::string kScenarios = SCENARIOS_PATH;
@@ -93,6 +94,19 @@ TEST(Launcher, MpiexecPathNamesTheRankThatDiedFirstNotTheCleanupsVictims) {
   }
 }
 
+// The mpiexec path (MPI programs) detects deadlocks too, once every rank has started.
+TEST(Launcher, MpiexecPathReportsADeadlock) {
+  const auto r =
+      bglrun({"--launcher", "mpiexec", "-np", "4", "--mode", "vn", "--timeout", "60", "--deadlock",
+              "2", kScenarios, "deadlock", "2"},
+             90, {std::string("BGL_MPIEXEC=") + FAKE_MPIEXEC_PATH, "FAKE_MPIEXEC_VICTIM=none"});
+  EXPECT_EQ(r.exit_code, 125) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("bglrun: deadlock: every task has been waiting for 2."));
+  EXPECT_THAT(r.output, HasSubstr("rank 2 waits for packets"));
+  EXPECT_THAT(r.output, HasSubstr("ranks 0-1,3 wait for the job barrier"));
+  EXPECT_LT(r.seconds, 40) << r.output;
+}
+
 // The mpiexec of an MPICH prefix named by --mpich-prefix or BGL_MPICH_PREFIX (an installed bglrun
 // with the device's MPICH elsewhere): the flag wins over BGL_MPIEXEC, the variable is used when no
 // flag is given. The stand-in mpiexec kills rank 2, so its message proves it was the one started.
@@ -130,6 +144,59 @@ TEST(Launcher, InterruptStopsEveryTaskAndRemovesTheSegment) {
   EXPECT_FALSE(segment_of(launcher));
   for (int pid : pids)
     EXPECT_FALSE(process_alive(pid));
+}
+
+// Every task asleep in a wait of the runtime and none seeing work: the launcher stops the job in
+// seconds (not at --timeout) and says what each task waits for.
+TEST(Launcher, DeadlockIsReportedWithWhatEachTaskWaitsFor) {
+  const auto r = bglrun({"-np", "8", "--shape", "2x2x2", "--timeout", "120", "--deadlock", "2",
+                         kScenarios, "deadlock", "3"},
+                        130);
+  EXPECT_EQ(r.exit_code, 125) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("bglrun: deadlock: every task has been waiting for 2."));
+  EXPECT_THAT(r.output, HasSubstr("rank 3 waits for packets (asleep on its reception doorbell)"));
+  EXPECT_THAT(r.output,
+              HasSubstr("ranks 0-2,4-7 wait for the job barrier (generation 0; 7 of 8 arrived)"));
+  EXPECT_LT(r.seconds, 20) << r.output;
+}
+
+// The default window (3 s) at the scale of a partition in virtual-node mode.
+TEST(Launcher, DeadlockOf256TasksIsReportedInSeconds) {
+  const auto r = bglrun({"-np", "256", "--shape", "4x4x8", "--mode", "vn", "--timeout", "240",
+                         kScenarios, "deadlock", "200"},
+                        250);
+  EXPECT_EQ(r.exit_code, 125) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("rank 200 waits for packets"));
+  EXPECT_THAT(r.output, HasSubstr("ranks 0-199,201-255 wait for the job barrier"));
+  EXPECT_LT(r.seconds, 90) << r.output;
+}
+
+// A task that computes while all others sleep waiting for it is not a deadlock: the job is
+// stopped only once it waits too (5 s of computing, then the 2 s window).
+TEST(Launcher, TaskThatComputesWhileOthersWaitIsNoDeadlock) {
+  const auto r = bglrun({"-np", "4", "--shape", "2x2x1", "--timeout", "120", "--deadlock", "2",
+                         kScenarios, "deadlock", "1", "5"},
+                        130);
+  EXPECT_EQ(r.exit_code, 125) << r.output;
+  EXPECT_GE(r.seconds, 6.5) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("rank 1 waits for packets"));
+}
+
+// Tasks that block outside the runtime's waits (here in pause()) are slow, not deadlocked; and
+// --deadlock 0 (or BGL_DEADLOCK=0) turns detection off.
+TEST(Launcher, OnlyTheTimeoutStopsTasksBlockedElsewhereOrWithDetectionOff) {
+  auto r = bglrun({"-np", "2", "--timeout", "5", "--deadlock", "1", kScenarios, "hang"}, 20);
+  EXPECT_EQ(r.exit_code, 124) << r.output;
+  EXPECT_THAT(r.output, Not(HasSubstr("deadlock")));
+  r = bglrun({"-np", "2", "--timeout", "5", kScenarios, "deadlock"}, 20, {"BGL_DEADLOCK=0"});
+  EXPECT_EQ(r.exit_code, 124) << r.output;
+  EXPECT_THAT(r.output, Not(HasSubstr("deadlock")));
+  r = bglrun({"-np", "2", "--deadlock", "soon", kScenarios, "deadlock"}, 20);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("--deadlock='soon': not a number"));
+  r = bglrun({"-np", "2", kScenarios, "deadlock"}, 20, {"BGL_DEADLOCK=-1"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("BGL_DEADLOCK='-1'"));
 }
 
 TEST(Launcher, TimeoutStopsTheJob) {

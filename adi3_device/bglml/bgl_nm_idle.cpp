@@ -120,8 +120,11 @@ int bgl_nm_idle_wait(bgl_nm_idle_t* idle, uint32_t timeout_us) {
   auto timeout = std::chrono::microseconds(timeout_us);
   if (g_pending_probe && g_pending_probe(g_pending_context))
     timeout = std::min(timeout, bgl::nm::kPendingSleepCap);
+  bgl::pkt::wait_record::asleep(idle->bell);
   idle->bell->sleep_unless(ready, timeout);
-  return ready() ? 1 : 0;
+  if (!ready()) return 0;
+  bgl::pkt::wait_record::awake();  // a packet came: the rank makes progress
+  return 1;
 }
 
 int bgl_nm_processor_name(const bgl_nm_idle_t* idle, char* name, size_t bytes) {

@@ -100,6 +100,7 @@ bool GlobalInterrupt::test(std::uint32_t ticket) const {
 
 void GlobalInterrupt::wait(std::uint32_t ticket) {
   layout::WireState& w = wires_[kBarrierChannel];
+  const pkt::wait_record::Reason reason(pkt::WaitKind::global_interrupt, ticket);
   sleeps_ += wait_until(
       w.bell, [&] { return test(ticket); }, policy_, meanwhile_);
   if (clock_) [[unlikely]]
@@ -165,6 +166,7 @@ bool GlobalInterrupt::shows(int channel, WireLevel level) const {
 
 void GlobalInterrupt::wait_wire(int channel, WireLevel level) {
   layout::WireState& w = wire(channel);
+  const pkt::wait_record::Reason reason(pkt::WaitKind::wire, static_cast<std::uint64_t>(channel));
   sleeps_ += wait_until(
       w.bell, [&] { return shows(channel, level); }, policy_, meanwhile_);
 }

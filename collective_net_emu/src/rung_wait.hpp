@@ -51,6 +51,7 @@ std::uint64_t wait_until(pkt::Doorbell& bell, Ready&& ready, const pkt::WaitPoli
     }
     ++sleeps;
     worked = false;
+    backoff.note_sleep(&bell);
     pkt::sleep_on_either(bell, meanwhile.bell ? *meanwhile.bell : bell, ready_or_work,
                          std::min<std::chrono::microseconds>(interval, policy.max_sleep));
     if (worked) {

@@ -413,6 +413,7 @@ void TreeEndpoint::release(RouteClass c, Seq seq) {
 
 template <class Ready>
 void TreeEndpoint::block(pkt::Doorbell& bell, Ready&& ready) {
+  const pkt::wait_record::Reason reason(pkt::WaitKind::tree, 0);
   counters_.sleeps += wait_until(bell, ready, policy_, meanwhile_);
 }
 

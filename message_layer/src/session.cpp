@@ -92,6 +92,7 @@ void Session::barrier() {
     return leave();
   }
   pkt::Doorbell& bell = machine.doorbell(ep.node(), ep.group());
+  const pkt::wait_record::Reason reason(pkt::WaitKind::job_barrier, generation);
   pkt::Backoff backoff(runtime_.wait_policy());
   const auto ready = [&] { return job.passed(generation) || ep.poll_ready(); };
   // Packets still waiting in the injection FIFOs move only when this task calls the layer: sleep

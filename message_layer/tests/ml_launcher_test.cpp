@@ -541,6 +541,18 @@ TEST(MlCApiHost, HostBootstrapThatDisagreesWithTheJobIsAConfigurationError) {
 // A process could not start a second session after bgl_msg_finalize(): pkt::Segment::attach
 // took ownership of the descriptor inherited from bglrun (BGL_SEGMENT_FD) and closed it on
 // release, so the next attach failed with "Bad file descriptor" (fixed: attach duplicates it).
+// A deadlock in the message layer (receives nobody matches, a barrier that cannot complete) is
+// reported by the launcher in seconds, in every node mode.
+TEST(MlLauncher, DeadlockIsReportedInEveryMode) {
+  for (const char* mode : {"heater", "coprocessor", "vn"}) {
+    const auto r = bglrun({"-np", "8", "--mode", mode, kScenarios, "deadlock"}, 120);
+    EXPECT_EQ(r.exit_code, 125) << mode << "\n" << r.output;
+    EXPECT_THAT(r.output, HasSubstr("ranks 0-6 wait for packets")) << mode;
+    EXPECT_THAT(r.output, HasSubstr("rank 7 waits for the job barrier")) << mode;
+    EXPECT_LT(r.seconds, 30) << mode << "\n" << r.output;
+  }
+}
+
 TEST(MlCApiRegressions, SecondSessionAfterFinalize) {
   const auto r = bglrun({"-np", "2", "--shape", "2x1x1", kCApi, "reinit"}, 60);
   EXPECT_EQ(r.exit_code, 0) << r.output;

@@ -743,6 +743,19 @@ int errors(Session& s) {
   return 0;
 }
 
+// ---------------------------------------------------------------------------------------------
+// deadlock: a deadlock on purpose, for the launcher to detect. Every rank but the last waits for
+// a message that nobody sends; the last waits for them in the layer's barrier.
+int deadlock(Session& s) {
+  if (s.rank() + 1 == s.size()) {
+    s.barrier();
+    return 4;  // cannot pass: the others never arrive
+  }
+  Inbox in(s.layer(), 1, [](Inbox&, Delivery& d) { return Inbox::later(d); });
+  drive(s.layer(), __func__, [&] { return in.arrived() == 1; });
+  return 3;  // nobody sends
+}
+
 int run(int argc, char** argv) {
   auto session = Session::from_launcher();
   // A deadlock shows up as a failure in seconds, not as the job's timeout.
@@ -763,8 +776,10 @@ int run(int argc, char** argv) {
   if (what == "unexpected_rzv") return unexpected_rzv(*session);
   if (what == "stats") return stats(*session);
   if (what == "errors") return errors(*session);
+  if (what == "deadlock") return deadlock(*session);
   throw ConfigError(
-      "usage: ml_scenarios pingpong|mix|stress|big|backpressure|unexpected_rzv|stats|errors ...");
+      "usage: ml_scenarios pingpong|mix|stress|big|backpressure|unexpected_rzv|stats|errors|"
+      "deadlock ...");
 }
 
 }  // namespace

@@ -48,6 +48,7 @@ std::uint32_t JobBarrier::arrive_and_wait(std::uint32_t participants, const Wait
   bool last = false;
   const std::uint32_t generation = arrive(participants, last, clock);
   if (last) return generation;
+  const wait_record::Reason reason(WaitKind::job_barrier, generation);
   Backoff backoff(policy);
   const auto open = [&] { return passed(generation); };
   while (!open())

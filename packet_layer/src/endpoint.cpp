@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 
 #include "bgl/env.hpp"
@@ -550,7 +551,16 @@ bool Endpoint::reception_ready() const {
 }
 
 void Endpoint::wait() {
-  backoff_.reset();
+  // A wait that follows one that slept, with no packet moved in between, continues it: the task
+  // stays asleep in its wait record (the caller's loop between the two found nothing to do).
+  const std::uint64_t moved =
+      counters_.packets_received + counters_.packets_injected + counters_.malformed;
+  if (moved != moved_at_wait_) {
+    moved_at_wait_ = moved;
+    backoff_.reset();
+  } else {
+    backoff_.restart();
+  }
   const std::uint32_t pending = pending_packets_;
   const auto ready = [this] { return reception_ready(); };
   const auto cap = pending_mask_ ? kPendingSleepCap : std::chrono::microseconds::max();
@@ -561,7 +571,11 @@ void Endpoint::wait() {
       // One sleep, then back to the caller: a ring may announce something other than a packet
       // (a coprocessor finishing a receive), which only the caller's progress loop can see.
       ++counters_.sleeps;
-      bell_->sleep_unless(ready, std::min(cap, backoff_.policy().max_sleep));
+      // What it sleeps for, unless the caller said (the thread-local record: only when sleeping).
+      std::optional<wait_record::Reason> reason;
+      if (wait_record::current_kind() == WaitKind::unspecified)
+        reason.emplace(pending_mask_ ? WaitKind::injection_room : WaitKind::packets, 0);
+      backoff_.sleep(*bell_, ready, std::min(cap, backoff_.policy().max_sleep));
       return;
     }
     backoff_.idle(*bell_, ready, cap);

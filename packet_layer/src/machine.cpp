@@ -16,7 +16,7 @@ namespace bgl::pkt {
 namespace {
 
 constexpr std::uint64_t kMagic = 0x3130554d454c4742ULL;  // "BGLEMU01"
-constexpr std::uint32_t kVersion = 7;
+constexpr std::uint32_t kVersion = 8;
 
 constexpr std::size_t align_up(std::size_t n, std::size_t a) {
   return (n + a - 1) / a * a;

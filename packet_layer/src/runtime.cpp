@@ -47,10 +47,12 @@ Runtime Runtime::from_environment(std::optional<torus::Rank> host_rank) {
   const auto* params = rt.machine_->vt_params();
   rt.trace_ = Trace::from_environment(rt.rank_, rt.endpoint_->clock(), params ? params->cpu_hz : 0);
   rt.endpoint_->set_trace(rt.trace_.get());
+  wait_record::attach(&rt.machine_->task(rt.rank_).wait, rt.segment_.bytes().data());
   return rt;
 }
 
 Runtime::~Runtime() {
+  if (endpoint_) wait_record::attach(nullptr, nullptr);
   if (endpoint_) endpoint_->publish_statistics();
   if (trace_ && !trace_->write())
     spdlog::warn("rank {}: cannot write the trace's events: {}", rank_, std::strerror(errno));

@@ -8,6 +8,7 @@
 #   - kills every other rank with SIGKILL, rank 0 first (what Hydra's proxy does as soon as a
 #     rank's PMI socket closes), and waits for them;
 #   - lets bglrun continue, and reports the wait statuses like Hydra (-print-all-exitcodes).
+# With FAKE_MPIEXEC_VICTIM=none it only waits for the ranks.
 set -u
 while [ $# -gt 0 ] && [ "$1" != "-n" ]; do shift; done
 [ $# -ge 3 ] || { echo "fake_mpiexec: usage: ... -n N program args..." >&2; exit 2; }
@@ -30,6 +31,10 @@ for ((i = 0; i < 3000; i++)); do # up to 30 s for the ranks to start
   sleep 0.01
 done
 sleep 0.2 # bglrun opens a rank's pidfd within 5 ms of the rank recording its pid
+if [ "$victim" = none ]; then # FAKE_MPIEXEC_VICTIM=none: kill nobody, wait for the ranks
+  wait
+  exit 0
+fi
 kill -STOP $PPID
 kill -KILL "${pids[$victim]}"
 wait "${pids[$victim]}"

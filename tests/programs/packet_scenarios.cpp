@@ -14,6 +14,7 @@
 //                                  others wait for it (as std::exit with a live Runtime does)
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -299,17 +300,40 @@ int alltoall(pkt::Runtime& rt, std::uint32_t n) {
   return 0;
 }
 
+// Runs for ever outside the runtime's waits (a task busy elsewhere, not a deadlock: the launcher
+// must not stop it as one).
 [[noreturn]] void hang(pkt::Runtime& rt) {
   std::printf("pid %u %d\n", rt.rank(), static_cast<int>(getpid()));
   std::fflush(stdout);
   for (;;)
-    rt.endpoint().wait();
+    pause();
+}
+
+// A deadlock on purpose: rank `waiter` waits for a packet nobody sends, the others wait in the
+// job barrier for it; `busy` (when given) first computes for that many seconds, so that every
+// other task sleeps that long before the job is really stuck.
+[[noreturn]] void deadlock(pkt::Runtime& rt, std::uint32_t waiter, std::uint32_t busy) {
+  std::printf("pid %u %d\n", rt.rank(), static_cast<int>(getpid()));
+  std::fflush(stdout);
+  if (rt.rank() == waiter) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(busy);
+    for (volatile std::uint64_t spin = 0; std::chrono::steady_clock::now() < until;)
+      spin = spin + 1;
+    for (;;)
+      if (rt.endpoint().poll())
+        std::_Exit(3);  // nobody sends: a packet here is a bug of the test
+      else
+        rt.endpoint().wait();
+  }
+  rt.barrier();
+  std::_Exit(4);  // the barrier needs the waiter: it cannot pass
 }
 
 int run(int argc, char** argv) {
   if (argc < 2)
     throw ConfigError(
-        "usage: packet_scenarios order|adaptive|deposit|flood|alltoall|hang|fail|leave ...");
+        "usage: packet_scenarios order|adaptive|deposit|flood|alltoall|hang|deadlock|fail|leave "
+        "...");
   auto rt = pkt::Runtime::from_environment();
   const std::string_view what = argv[1];
   const auto arg = [&](int i, std::uint32_t fallback) {
@@ -321,6 +345,7 @@ int run(int argc, char** argv) {
   if (what == "flood") return flood(rt, arg(2, 10000));
   if (what == "alltoall") return alltoall(rt, arg(2, 20));
   if (what == "hang") hang(rt);
+  if (what == "deadlock") deadlock(rt, arg(2, 0), arg(3, 0));
   if (what == "fail") {
     if (rt.rank() == arg(2, 0)) return static_cast<int>(arg(3, 3));
     hang(rt);

@@ -12,12 +12,14 @@
 #include <cstring>
 
 #include "bgl/log.hpp"
+#include "deadlock_watch.hpp"
 #include "supervise_util.hpp"
 
 namespace bgl::run {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+constexpr int kDeadlockStatus = 125;
 
 constexpr int kForwardedSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 
@@ -168,6 +170,12 @@ int JobRunner::run() {
                                                       : Clock::time_point::max();
   auto kill_at = Clock::time_point::max();
   bool killed = false;
+  std::optional<DeadlockWatch> deadlock;
+  if (settings_.deadlock_seconds > 0)
+    deadlock.emplace(
+        machine_, segment_,
+        std::chrono::milliseconds(static_cast<std::int64_t>(settings_.deadlock_seconds * 1000)));
+  std::vector<pid_t> running(tasks_.size());
   while (running_count() > 0) {
     siginfo_t info;
     const timespec tick{0, 50'000'000};
@@ -186,6 +194,16 @@ int JobRunner::run() {
       if (auto fault = settings_.external_fault()) {
         exit_status_ = 1;
         stop(SIGTERM, *fault);
+      }
+    }
+    if (deadlock && !stopping_) {
+      for (std::size_t r = 0; r < tasks_.size(); ++r)
+        running[r] = tasks_[r].running ? tasks_[r].pid : 0;
+      if (auto headline = deadlock->check(now, running)) {
+        exit_status_ = kDeadlockStatus;
+        stop(SIGTERM, *headline);
+        std::fprintf(stderr, "bglrun: what each task waits for:\n%s\n",
+                     deadlock->states(running).c_str());
       }
     }
     if (now >= deadline && !stopping_) {

@@ -24,6 +24,9 @@ struct RunSettings {
   std::vector<std::string> command;
   double timeout_seconds = 0;
   double kill_grace_seconds = 2;
+  // Stop the job as deadlocked once every task has kept sleeping in a runtime wait without work
+  // for this long (exit status 125, with what each task waits for); 0: never.
+  double deadlock_seconds = 0;
   // Polled while the job runs: a problem outside the tasks (another host disappeared) that ends
   // the job; the launcher then exits with status 1.
   std::function<std::optional<std::string>()> external_fault;
@@ -36,7 +39,7 @@ class JobRunner {
  public:
   JobRunner(const pkt::Machine& machine, const pkt::Segment& segment, RunSettings settings);
   // Returns the launcher's exit status: 0, the first failing task's exit code, 128 + signal, or
-  // 124 for a timeout.
+  // 124 for a timeout, 125 for a deadlock.
   int run();
 
  private:

@@ -300,6 +300,9 @@ int launch(int argc, char** argv) {
   if (trace && !agent) trace->mark_start();
   const auto started = std::chrono::steady_clock::now();
   run::RunSettings settings{o.command, o.timeout_seconds, o.kill_grace_seconds, {}};
+  // Several hosts: a task may wait for another host's, which this host cannot see.
+  if (config.placement.host_count() == 1 && config.placement.transport == pkt::Transport::shm)
+    settings.deadlock_seconds = o.deadlock_seconds;
   settings.on_process_group = [&watchdog](pid_t group) { watchdog.watch_group(group); };
   // Idle while the job runs, the launcher watches the segment's control structures: a stray
   // write into them stops the job with their name instead of hanging it.

@@ -29,6 +29,7 @@
 #include "bgl/log.hpp"
 #include "bgl/torus/error.hpp"
 #include "bgl/torus/user_text.hpp"
+#include "deadlock_watch.hpp"
 #include "supervise_util.hpp"
 
 namespace bgl::run {
@@ -623,11 +624,18 @@ int MpiexecJob::run() {
   auto kill_at = Clock::time_point::max();
   auto drain_until = Clock::time_point::max();
   bool killed = false;
+  std::optional<DeadlockWatch> deadlock;
+  if (settings_.deadlock_seconds > 0)
+    deadlock.emplace(
+        machine_, segment_,
+        std::chrono::milliseconds(static_cast<std::int64_t>(settings_.deadlock_seconds * 1000)));
+  std::vector<pid_t> running(pidfds_.size());
   for (;;) {
     // Every 5 ms while ranks are starting (in the first 10 s: their pidfds must be open before
     // anything can happen to them) and while the proxy has to reap the first rank that ended;
     // else every 50 ms.
-    const bool starting = watch_ranks() && Clock::now() < begin + std::chrono::seconds(10);
+    const bool unknown = watch_ranks();
+    const bool starting = unknown && Clock::now() < begin + std::chrono::seconds(10);
     const int tick = starting || first_pidfd_ >= 0 ? 5 : 50;
     std::array<pollfd, 4> fds{
         {{sfd, POLLIN, 0}, {out_, POLLIN, 0}, {epoll_, POLLIN, 0}, {err_, POLLIN, 0}}};
@@ -652,6 +660,19 @@ int MpiexecJob::run() {
       }
     }
     const auto now = Clock::now();
+    // Only once every rank has recorded its pid: ranks that Hydra has not started yet cannot be
+    // seen waiting.
+    if (deadlock && !stopping_ && !unknown) {
+      for (std::size_t r = 0; r < pidfds_.size(); ++r)
+        running[r] = pidfds_[r] >= 0 ? machine_.task(static_cast<torus::Rank>(r)).pid : 0;
+      if (auto headline = deadlock->check(now, running)) {
+        exit_status_ = 125;
+        stopped_by_launcher_ = true;
+        stop(SIGINT, *headline);
+        std::fprintf(stderr, "bglrun: what each task waits for:\n%s\n",
+                     deadlock->states(running).c_str());
+      }
+    }
     if (now >= deadline && !stopping_) {
       exit_status_ = 124;
       stopped_by_launcher_ = true;

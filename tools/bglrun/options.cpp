@@ -12,12 +12,32 @@ namespace {
 
 // Flags that take a value, as "--flag value" or "--flag=value".
 bool takes_value(std::string_view f) {
-  for (std::string_view v :
-       {"-np",        "-n",         "--np",        "--shape",      "--mesh",
-        "--mode",     "--mapping",  "--mapfile",   "--timeout",    "--fifo-packets",
-        "--seed",     "--stats",    "--log-level", "--kill-grace", "--launcher",
-        "--hosts",    "--hostfile", "--transport", "--vt-params",  "--vt-cpu-factor",
-        "--vt-cores", "--report",   "--trace",     "--trace-time", "--trace-events"})
+  for (std::string_view v : {"-np",
+                             "-n",
+                             "--np",
+                             "--shape",
+                             "--mesh",
+                             "--mode",
+                             "--mapping",
+                             "--mapfile",
+                             "--timeout",
+                             "--fifo-packets",
+                             "--seed",
+                             "--stats",
+                             "--log-level",
+                             "--kill-grace",
+                             "--launcher",
+                             "--deadlock",
+                             "--hosts",
+                             "--hostfile",
+                             "--transport",
+                             "--vt-params",
+                             "--vt-cpu-factor",
+                             "--vt-cores",
+                             "--report",
+                             "--trace",
+                             "--trace-time",
+                             "--trace-events"})
     if (f == v) return true;
   return f == "--mpich-prefix";
 }
@@ -26,6 +46,7 @@ bool takes_value(std::string_view f) {
 struct LauncherFlags {
   std::optional<double> timeout_seconds;
   std::optional<double> kill_grace_seconds;
+  std::optional<double> deadlock_seconds;
 };
 
 void apply(LauncherOptions& o, LauncherFlags& given, std::string_view flag,
@@ -45,6 +66,8 @@ void apply(LauncherOptions& o, LauncherFlags& given, std::string_view flag,
     j.mapfile = value;
   } else if (flag == "--timeout") {
     given.timeout_seconds = env::parse_seconds(value, flag);
+  } else if (flag == "--deadlock") {
+    given.deadlock_seconds = env::parse_seconds(value, flag);
   } else if (flag == "--kill-grace") {
     given.kill_grace_seconds = env::parse_seconds(value, flag);
   } else if (flag == "--fifo-packets") {
@@ -99,6 +122,9 @@ Runs N tasks of `program` on an emulated Blue Gene/L partition.
   --mapfile FILE         mapping file, one "x y z [t]" line per rank (BGL_MAPFILE)
   --timeout S            stop the job after S seconds (BGL_TIMEOUT; default none)
   --kill-grace S         seconds between SIGTERM and SIGKILL when stopping (BGL_KILL_GRACE; 2)
+  --deadlock S           stop the job as deadlocked (exit status 125, naming what each task
+                         waits for) once every task has slept in a bglemu wait for S seconds
+                         without any work (BGL_DEADLOCK; default 3; 0: never)
   --fifo-packets N       reception FIFO capacity, power of two (BGL_FIFO_PACKETS; default 64)
   --seed N               adaptive-routing seed (BGL_SEED)
   --hosts N              spread the partition over N hosts (BGL_HOSTS; without --hostfile all on
@@ -199,6 +225,7 @@ LauncherOptions parse_command_line(int argc, char** argv) {
   };
   o.timeout_seconds = seconds(given.timeout_seconds, "BGL_TIMEOUT", 0);
   o.kill_grace_seconds = seconds(given.kill_grace_seconds, "BGL_KILL_GRACE", 2);
+  o.deadlock_seconds = seconds(given.deadlock_seconds, "BGL_DEADLOCK", 3);
   if (!o.stats_file) o.stats_file = env::get("BGL_STATS");
   if (!o.report_file) o.report_file = env::get("BGL_REPORT");
   if (!o.trace_file) o.trace_file = env::get("BGL_TRACE");

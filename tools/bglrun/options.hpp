@@ -12,6 +12,7 @@ struct LauncherOptions {
   pkt::JobOptions job;
   double timeout_seconds = 0;     // 0: none (a flag or variable may say 0 too)
   double kill_grace_seconds = 2;  // between SIGTERM and SIGKILL when stopping a job
+  double deadlock_seconds = 3;    // --deadlock: stop a job whose tasks all wait this long; 0: never
   std::optional<std::string> stats_file;
   std::optional<std::string> report_file;     // --report: the HTML run report
   std::optional<std::string> trace_file;      // --trace: Chrome trace-event JSON

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "bgl/pkt/doorbell.hpp"
+#include "bgl/pkt/wait_state.hpp"
 
 namespace bgl::pkt {
 
@@ -19,11 +20,28 @@ struct WaitPolicy {
   static WaitPolicy for_job(int tasks);
 };
 
+// A wait's sleeps are published in the thread's wait record (wait_state.hpp): from the first sleep
+// the task counts as asleep until reset() (work found) or the end of the wait.
 class Backoff {
  public:
   explicit Backoff(const WaitPolicy& policy) : policy_(&policy) {}
+  ~Backoff() {
+    if (marked_) wait_record::awake();
+  }
+  Backoff(const Backoff&) = delete;
+  Backoff& operator=(const Backoff&) = delete;
 
-  void reset() { rounds_ = 0; }
+  // Work was found: the next idle round spins again.
+  void reset() {
+    rounds_ = 0;
+    if (marked_) [[unlikely]] {
+      marked_ = false;
+      wait_record::awake();
+    }
+  }
+  // A new wait that continues the last one's (no work seen in between): spins again, but the task
+  // stays asleep in its wait record.
+  void restart() { rounds_ = 0; }
   // One idle round: spin, yield, or sleep on `bell` unless `ready()` (checked after announcing).
   template <class Ready>
   void idle(Doorbell& bell, Ready&& ready,
@@ -35,9 +53,17 @@ class Backoff {
       ++rounds_;
       yield();
     } else {
-      bell.sleep_unless(ready, std::min(cap, policy_->max_sleep));
+      sleep(bell, ready, std::min<std::chrono::nanoseconds>(cap, policy_->max_sleep));
     }
   }
+  // One sleep on `bell` unless `ready()`, at most `timeout`, published in the wait record.
+  template <class Ready>
+  void sleep(Doorbell& bell, Ready&& ready, std::chrono::nanoseconds timeout) {
+    note_sleep(&bell);
+    bell.sleep_unless(ready, timeout);
+  }
+  // A sleep that the caller does itself (on `bell` and maybe others).
+  void note_sleep(const void* bell) { marked_ = wait_record::asleep(bell) || marked_; }
   bool sleeping() const { return rounds_ >= policy_->spin_rounds + policy_->yield_rounds; }
   const WaitPolicy& policy() const { return *policy_; }
 
@@ -47,6 +73,7 @@ class Backoff {
  private:
   const WaitPolicy* policy_;
   int rounds_ = 0;
+  bool marked_ = false;  // published as asleep since the last reset
 };
 
 }  // namespace bgl::pkt

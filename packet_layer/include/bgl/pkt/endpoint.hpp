@@ -265,6 +265,7 @@ class Endpoint {
   TaskCounters counters_;
   log::RateLimit reject_log_;  // malformed packets: a peer may send any number
   Backoff backoff_;
+  std::uint64_t moved_at_wait_ = 0;  // packets moved when wait() was last called
   bool published_ = false;
   virtual_time::TorusTiming timing_;  // enabled only with virtual time on
   virtual_time::Clock clock_;

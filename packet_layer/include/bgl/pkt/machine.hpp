@@ -23,6 +23,7 @@
 #include "bgl/pkt/remote_store.hpp"
 #include "bgl/pkt/segment.hpp"
 #include "bgl/pkt/virtual_fifo.hpp"
+#include "bgl/pkt/wait_state.hpp"
 #include "bgl/virtual_time/link_calendar.hpp"
 
 namespace bgl::pkt {
@@ -62,6 +63,7 @@ struct alignas(64) TaskSlot {
   std::atomic<std::uint32_t> published{0};
   std::int32_t pid = 0;
   TaskCounters counters;
+  WaitState wait;  // what the task's main thread sleeps for (the launcher's deadlock detection)
   // A few bytes each task publishes for the others during start-up (bootstrap allgather).
   std::array<std::byte, kExchangeBytes> exchange{};
   // Statistics of the layers above, as a JSON object text (NUL-terminated), written at the end.
