@@ -20,7 +20,7 @@
 #include "bgl/msg/protocol.hpp"
 #include "ml_test_data.hpp"
 
-namespace bgl::msg::nm {
+namespace bgl::msg::node_modes {
 
 // What clear() leaves in a receive buffer: bytes a truncated receive must not touch.
 inline constexpr std::byte kUnwritten{0xee};
@@ -150,4 +150,4 @@ inline std::vector<PathCase> path_cases() {
   return v;
 }
 
-}  // namespace bgl::msg::nm
+}  // namespace bgl::msg::node_modes

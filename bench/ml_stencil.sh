@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # The stencil kernel in heater vs virtual-node mode (tasks doubled) for one node and for eight:
-# runs nm_stencil for every configuration, REPEATS times, configurations interleaved, and reports
+# runs ml_stencil for every configuration, REPEATS times, configurations interleaved, and reports
 # ms per iteration (min/median over the repeats), the halo share and the checksum (which must be
 # the same everywhere: the result does not depend on the decomposition).
-#   bench/nm_stencil.sh [BUILD_DIR] [REPEATS] [extra nm_stencil options...]
-#   e.g. bench/nm_stencil.sh build 5 --n 128 --iterations 40
+#   bench/ml_stencil.sh [BUILD_DIR] [REPEATS] [extra ml_stencil options...]
+#   e.g. bench/ml_stencil.sh build 5 --n 128 --iterations 40
 # NM_JSON=1 prints the merged rows as JSON instead of the table.
 set -euo pipefail
 build=${1:-build}
 repeats=${2:-5}
 shift $(( $# < 2 ? $# : 2 ))
 bin="$build/bin"
-out=$(mktemp -d "${TMPDIR:-/tmp}/nm_stencil.XXXXXX")
+out=$(mktemp -d "${TMPDIR:-/tmp}/ml_stencil.XXXXXX")
 trap 'rm -rf "$out"' EXIT
 
 configs=("1 1x1x1 heater" "2 1x1x1 vn" "8 2x2x2 heater" "16 2x2x2 vn" "8 2x2x2 coprocessor")
@@ -19,7 +19,7 @@ for ((i = 0; i < repeats; ++i)); do
   for c in "${configs[@]}"; do
     read -r np shape mode <<< "$c"
     "$bin/bglrun" -np "$np" --shape "$shape" --mode "$mode" --timeout 900 \
-      "$bin/nm_stencil" --json "$@" > "$out/run_${i}_${np}_${shape}_${mode}.json"
+      "$bin/ml_stencil" --json "$@" > "$out/run_${i}_${np}_${shape}_${mode}.json"
   done
 done
 
@@ -50,7 +50,7 @@ for (shape, tasks, mode), m in sorted(merged.items(), key=lambda x: (x[0][0], x[
                  "halo_share_median": statistics.median(m["halo"]),
                  "checksum": ",".join(sorted(m["checksums"]))})
 if os.environ.get("NM_JSON") == "1":
-    print(json.dumps({"benchmark": "nm_stencil.sh", "title": title, "rows": rows,
+    print(json.dumps({"benchmark": "ml_stencil.sh", "title": title, "rows": rows,
                       "checksums_agree": len(checksums) == 1}, indent=1))
 else:
     print(title + f"; {repeats} repeats, configurations interleaved")

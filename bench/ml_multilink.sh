@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Multi-link bandwidth with and without the coprocessor receiving rendezvous data: runs
-# nm_multilink (3x3x3 torus, coprocessor mode) alternately with BGL_ML_COPROCESSOR_RECEIVE=1 and
+# ml_multilink (3x3x3 torus, coprocessor mode) alternately with BGL_ML_COPROCESSOR_RECEIVE=1 and
 # =0, INVOCATIONS times each, and merges every round of every invocation into one table
 # (aggregate MB/s min/median/max, the centre's main-thread CPU share, its main-thread CPU time per
 # MB moved - which does not depend on how busy the machine is, unlike the wall-clock figures - and
 # the share of its received messages that the coprocessor took).
-#   bench/nm_multilink.sh [BUILD_DIR] [INVOCATIONS] [ROUNDS] [extra nm_multilink options...]
-#   e.g. bench/nm_multilink.sh build 3 3 --size 1048576 --count 8 --window 4
+#   bench/ml_multilink.sh [BUILD_DIR] [INVOCATIONS] [ROUNDS] [extra ml_multilink options...]
+#   e.g. bench/ml_multilink.sh build 3 3 --size 1048576 --count 8 --window 4
 # NM_JSON=1 prints the merged rows as JSON instead of the table.
 set -euo pipefail
 build=${1:-build}
@@ -14,13 +14,13 @@ invocations=${2:-3}
 rounds=${3:-3}
 shift $(( $# < 3 ? $# : 3 ))
 bin="$build/bin"
-out=$(mktemp -d "${TMPDIR:-/tmp}/nm_multilink.XXXXXX")
+out=$(mktemp -d "${TMPDIR:-/tmp}/ml_multilink.XXXXXX")
 trap 'rm -rf "$out"' EXIT
 
 for ((i = 0; i < invocations; ++i)); do
   for unit in 1 0; do
     BGL_ML_COPROCESSOR_RECEIVE=$unit "$bin/bglrun" -np 27 --shape 3x3x3 --mode coprocessor \
-      --timeout 900 "$bin/nm_multilink" --json --rounds "$rounds" "$@" > "$out/run_${i}_${unit}.json"
+      --timeout 900 "$bin/ml_multilink" --json --rounds "$rounds" "$@" > "$out/run_${i}_${unit}.json"
   done
 done
 
@@ -46,7 +46,7 @@ for path in sorted(glob.glob(out + "/run_*.json")):
             m["us_per_MB"] += [1e6 * c / b for c, b in zip(s["main_cpu"], s["MBps"])]
 as_json = os.environ.get("NM_JSON") == "1"
 say = (lambda *a, **k: None) if as_json else print
-say(f"nm_multilink: {meta['bytes']}-byte rendezvous messages, {meta['count']} per link and "
+say(f"ml_multilink: {meta['bytes']}-byte rendezvous messages, {meta['count']} per link and "
       f"direction, window {meta['window']}; {invocations} invocations x {rounds} rounds per "
       f"setting, alternating BGL_ML_COPROCESSOR_RECEIVE=1/0")
 say(f"{'setting':9} {'variant':8} {'links':>5} {'samples':>7} {'MBps_min':>9} {'MBps_median':>11} "
@@ -65,6 +65,6 @@ for (unit, variant, k), m in sorted(merged.items(), key=lambda x: (x[0][0] != "u
           f"{row['MBps_max']:9.1f} {row['main_cpu_median']:8.3f} "
           f"{row['main_cpu_us_per_MB_median']:9.0f} {row['on_coprocessor_median']:9.3f}")
 if as_json:
-    print(json.dumps({"benchmark": "nm_multilink.sh", "bytes": meta["bytes"], "count": meta["count"],
+    print(json.dumps({"benchmark": "ml_multilink.sh", "bytes": meta["bytes"], "count": meta["count"],
                       "window": meta["window"], "rows": rows}, indent=1))
 EOF

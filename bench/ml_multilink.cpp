@@ -9,13 +9,13 @@
 //            the rendezvous data when BGL_ML_COPROCESSOR_RECEIVE=1 (the default);
 //   offset8  receive buffers 8 bytes past a 32-byte boundary: not eligible, the main task writes.
 // With BGL_ML_COPROCESSOR_RECEIVE=0 both variants are main-task receives: a control that shows what
-// the 8-byte offset itself costs. bench/nm_multilink.sh runs both settings, alternating
+// the 8-byte offset itself costs. bench/ml_multilink.sh runs both settings, alternating
 // invocations, and merges the samples.
 //
 // Besides MB/s the centre reports how many of its received messages the coprocessor took (its
 // coprocessor_messages counter) and its main thread's CPU time per wall time.
 //
-//   bglrun -np 27 --shape 3x3x3 --mode coprocessor build/bin/nm_multilink
+//   bglrun -np 27 --shape 3x3x3 --mode coprocessor build/bin/ml_multilink
 //          [--rounds R] [--size BYTES] [--count N] [--window W] [--links K] [--json]
 // --links K measures only k = K (default: every k from 1 to the number of neighbours).
 #include <time.h>
@@ -269,7 +269,7 @@ int run(int argc, char** argv) {
     }
   }
   if (args.json) {
-    nlohmann::json out{{"benchmark", "nm_multilink"},
+    nlohmann::json out{{"benchmark", "ml_multilink"},
                        {"mode", std::string(pkt::to_string(session->mode()))},
                        {"coprocessor_receive", co_mode && unit},
                        {"time", time.name()},
@@ -291,5 +291,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return bgl::bench::run_main("nm_multilink", run, argc, argv);
+  return bgl::bench::run_main("ml_multilink", run, argc, argv);
 }

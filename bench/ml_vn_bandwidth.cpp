@@ -12,7 +12,7 @@
 // time is taken by the receiver from the barrier to the last completion. The variants are
 // interleaved per size and round; MB/s = 1e6 B/s from the best and the median round.
 //
-//   bglrun -np 2 --shape 1x1x1 --mode vn build/bin/nm_vn_bandwidth [--rounds R] [--json]
+//   bglrun -np 2 --shape 1x1x1 --mode vn build/bin/ml_vn_bandwidth [--rounds R] [--json]
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -167,7 +167,7 @@ int run(int argc, char** argv) {
   if (session->size() != 2 || session->mode() != pkt::NodeMode::virtual_node ||
       session->mapping().location(0).node != session->mapping().location(1).node)
     throw ConfigError(
-        "nm_vn_bandwidth needs the two tasks of one node: bglrun -np 2 --shape 1x1x1 --mode vn");
+        "ml_vn_bandwidth needs the two tasks of one node: bglrun -np 2 --shape 1x1x1 --mode vn");
   if (session->mapping().location(1).t != 1)
     throw ConfigError("rank 1 must be the node's t = 1 task (mapping XYZT)");
   Bench b(*session);
@@ -225,7 +225,7 @@ int run(int argc, char** argv) {
       for (int v = 0; v < kVariants; ++v)
         raw[std::to_string(kSizes[i])][names[v]] = samples[i][static_cast<std::size_t>(v)].values;
     nlohmann::json out{
-        {"benchmark", "nm_vn_bandwidth"}, {"tables", {t.to_json(), c.to_json()}}, {"seconds", raw}};
+        {"benchmark", "ml_vn_bandwidth"}, {"tables", {t.to_json(), c.to_json()}}, {"seconds", raw}};
     std::printf("%s\n", out.dump(1).c_str());
   } else {
     t.print();
@@ -237,5 +237,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return bgl::bench::run_main("nm_vn_bandwidth", run, argc, argv);
+  return bgl::bench::run_main("ml_vn_bandwidth", run, argc, argv);
 }

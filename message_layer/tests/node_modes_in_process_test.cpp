@@ -22,7 +22,7 @@
 #include "bgl/pkt/endpoint.hpp"
 #include "bgl/pkt/machine.hpp"
 #include "ml_in_process.hpp"
-#include "nm_test_util.hpp"
+#include "node_modes_test_util.hpp"
 
 namespace bgl::msg {
 namespace {
@@ -58,7 +58,7 @@ struct Transfer {
   SendMessage m;
   int sent = 0;
   // receive side
-  nm::Destination dest;
+  node_modes::Destination dest;
   bool unexpected = false;
   std::optional<RecvHandle> handle;
   Protocol protocol = Protocol::one_packet;
@@ -128,7 +128,7 @@ struct ModeCase {
   bool unit_enabled = true;  // BGL_ML_COPROCESSOR_RECEIVE
 };
 
-using nm::PathCase;
+using node_modes::PathCase;
 
 void PrintTo(const ModeCase& c, std::ostream* os) {
   *os << c.name;
@@ -165,7 +165,7 @@ TEST_P(CoprocessorPath, TakenExactlyWhenItsConditionsHold) {
 
   std::uint32_t seq = 0;
   for (const Rank to : receivers) {
-    for (const PathCase& c : nm::path_cases()) {
+    for (const PathCase& c : node_modes::path_cases()) {
       const std::string what = mode.name + " 0->" + std::to_string(to) + " " + c.name;
       Transfer t;
       t.bytes = c.bytes;
@@ -188,15 +188,15 @@ TEST_P(CoprocessorPath, TakenExactlyWhenItsConditionsHold) {
       expect_delivered(t, what);
       const Statistics& after = receiver.statistics();
       const bool rendezvous = t.protocol == Protocol::rendezvous;
-      const bool eligible = nm::coprocessor_should_receive(co_mode, mode.unit_enabled, rendezvous,
-                                                           c.bytes, c.scatter.empty(),
-                                                           t.dest.buffer.data(), t.dest.capacity());
+      const bool eligible = node_modes::coprocessor_should_receive(
+          co_mode, mode.unit_enabled, rendezvous, c.bytes, c.scatter.empty(), t.dest.buffer.data(),
+          t.dest.capacity());
       EXPECT_EQ(after.coprocessor_messages - before.coprocessor_messages, eligible ? 1u : 0u)
           << what;
       EXPECT_EQ(after.coherence_operations - before.coherence_operations, eligible ? 1u : 0u)
           << what;
       EXPECT_EQ(after.coprocessor_packets - before.coprocessor_packets,
-                eligible ? nm::rendezvous_packets(c.bytes) : 0u)
+                eligible ? node_modes::rendezvous_packets(c.bytes) : 0u)
           << what;
       if (c.protocol) {
         EXPECT_EQ(t.protocol, *c.protocol) << what;
@@ -228,11 +228,12 @@ TEST(CoprocessorPathConcurrent, MixedTargetsInFlightTogether) {
       t.bytes = 3000 + static_cast<std::size_t>(i) * 1733;
       t.key = test::message_key(from, to, static_cast<std::uint64_t>(i));
       const std::size_t offset = i % 3 == 0 ? 0 : static_cast<std::size_t>(i % 32);
-      t.dest = i % 5 == 4 ? nm::Destination::scatter({t.bytes / 2, t.bytes - t.bytes / 2}, 0)
-                          : nm::Destination::contiguous(t.bytes, offset);
+      t.dest = i % 5 == 4
+                   ? node_modes::Destination::scatter({t.bytes / 2, t.bytes - t.bytes / 2}, 0)
+                   : node_modes::Destination::contiguous(t.bytes, offset);
       if (!t.dest.is_scatter() && offset == 0) {
         ++eligible[to];
-        eligible_packets[to] += nm::rendezvous_packets(t.bytes);
+        eligible_packets[to] += node_modes::rendezvous_packets(t.bytes);
       }
       rx[to].expected.push_back(&t);
       post(job.ml(from), to, t, static_cast<std::size_t>(i % 7), Protocol::rendezvous);
@@ -266,7 +267,7 @@ TEST(CoprocessorWait, WaitReturnsWhenTheCoprocessorCompletesAReceive) {
   Transfer t;
   t.bytes = 64 * 1024;
   t.key = test::message_key(0, 1, 1);
-  t.dest = nm::Destination::contiguous(t.bytes, 0);  // aligned: the coprocessor receives it
+  t.dest = node_modes::Destination::contiguous(t.bytes, 0);  // aligned: the coprocessor receives it
   rx[1].expected.push_back(&t);
   post(job.ml(0), 1, t, 0, Protocol::rendezvous);
   // Rank 1 matches the message and acks it; from then on only rank 0 advances, until every data
@@ -338,7 +339,7 @@ TEST(VirtualNodeRendezvous, RendezvousReachesTheSecondTaskOfANode) {
     Transfer& t = transfers.emplace_back();
     t.bytes = 40000;
     t.key = test::message_key(r.from, r.to, 77);
-    t.dest = nm::Destination::contiguous(t.bytes, 0);
+    t.dest = node_modes::Destination::contiguous(t.bytes, 0);
     rx[r.to].expected.push_back(&t);
     post(job.ml(r.from), r.to, t, 0, r.protocol);
   }
@@ -394,7 +395,7 @@ TEST_P(IntraNode, EverySizeAndAlignmentBothDirections) {
     std::uint32_t n = 0;
     for (std::size_t i = 0; i < test::kAlignments.size(); ++i) {
       for (std::size_t j = 0; j < test::kAlignments.size(); ++j) {
-        // 1 MiB + 3: seven offset pairs here (nm_scenarios sizes runs all 49 under bglrun).
+        // 1 MiB + 3: seven offset pairs here (node_modes_scenarios sizes runs all 49 under bglrun).
         if (bytes > 65537 && j != (i + 3) % test::kAlignments.size()) continue;
         const std::size_t so = test::kAlignments[i], ro = test::kAlignments[j];
         for (Rank from = 0; from < 2; ++from) {
@@ -404,9 +405,9 @@ TEST_P(IntraNode, EverySizeAndAlignmentBothDirections) {
           t.key = test::message_key(from, to, bytes * 1000 + n);
           t.unexpected = n % 2 == 1;
           if (n % 4 == 3)
-            t.dest = nm::Destination::scatter({bytes / 3, 1, bytes - bytes / 3}, ro);
+            t.dest = node_modes::Destination::scatter({bytes / 3, 1, bytes - bytes / 3}, ro);
           else
-            t.dest = nm::Destination::contiguous(bytes, ro);
+            t.dest = node_modes::Destination::contiguous(bytes, ro);
           rx[to].expected.push_back(&t);
           post(job.ml(from), to, t, so, std::nullopt);
           if (bytes > 228) ++vn_messages[to];
@@ -466,7 +467,7 @@ TEST_P(IntraNode, ForcedVirtualNodeProtocolForTinyMessages) {
       t.bytes = bytes;
       t.key = test::message_key(0, 1, n);
       t.unexpected = unexpected;
-      t.dest = nm::Destination::contiguous(bytes, n % 32);
+      t.dest = node_modes::Destination::contiguous(bytes, n % 32);
       rx[1].expected.push_back(&t);
       post(job.ml(0), 1, t, (n * 3) % 32, Protocol::virtual_node);
       ++n;
@@ -504,7 +505,7 @@ TEST_P(IntraNode, SixteenMebibytes) {
     Transfer& t = transfers.emplace_back();
     t.bytes = 16u << 20;
     t.key = test::message_key(from, 1 - from, 16);
-    t.dest = nm::Destination::contiguous(t.bytes, from == 0 ? 31 : 1);
+    t.dest = node_modes::Destination::contiguous(t.bytes, from == 0 ? 31 : 1);
     rx[1 - from].expected.push_back(&t);
     post(job.ml(from), 1 - from, t, from == 0 ? 3 : 16, std::nullopt);
   }
@@ -538,7 +539,7 @@ TEST_P(IntraNode, ScatterTargetsWithManyPieces) {
     t.key = test::message_key(0, 1, 500 + n++);
     std::vector<std::size_t> sizes(pieces, 1000);
     sizes.back() += 17;
-    t.dest = nm::Destination::scatter(sizes, n);
+    t.dest = node_modes::Destination::scatter(sizes, n);
     rx[1].expected.push_back(&t);
     post(job.ml(0), 1, t, 0, std::nullopt);
   }

@@ -1,5 +1,5 @@
 /* Task program (C11) for the coprocessor work units of the C ABI (bgl_msg_costart/bgl_msg_cojoin),
- * run by bglrun from nm_launcher_test.cpp in every node mode.
+ * run by bglrun from node_modes_launcher_test.cpp in every node mode.
  *
  * Coprocessor mode: every task offloads units to its coprocessor: results come back through
  * cojoin (and memory the unit wrote is visible afterwards), a unit's non-zero result is returned

@@ -1,37 +1,42 @@
-// Task program for the node-mode multi-process tests (driven by nm_launcher_test.cpp through
-// bglrun). Every scenario runs in every node mode; what a mode changes is checked, not
+// Task program for the node-mode multi-process tests (driven by node_modes_launcher_test.cpp
+// through bglrun). Every scenario runs in every node mode; what a mode changes is checked, not
 // assumed. A failed check prints the rank, file:line and what failed, and exits 1. A progress loop
 // that stops moving for NM_STALL_SECONDS (default 20) fails the same way instead of hanging.
 //
-//   nm_scenarios mode NAME          the mode chosen at launch is visible: Session::mode(), the
+//   node_modes_scenarios mode NAME          the mode chosen at launch is visible: Session::mode(),
+//   the
 //                                   coprocessor (present exactly in coprocessor mode, runs a
 //                                   unit), tasks per node, the task slot t and the FIFO group
-//   nm_scenarios copath [R...]      rank 0 sends each receiver R (default: every other rank), one
+//   node_modes_scenarios copath [R...]      rank 0 sends each receiver R (default: every other
+//   rank), one
 //                                   message at a time, rendezvous messages into every kind of
-//                                   destination (nm::path_cases: aligned, misaligned 1..31,
+//                                   destination (node_modes::path_cases: aligned, misaligned 1..31,
 //                                   scatter lists, truncation, zero bytes, unexpected, other
 //                                   protocols); per message the receiver checks that
 //                                   coprocessor_messages, coherence_operations and
 //                                   coprocessor_packets grew exactly when the communication unit's
 //                                   conditions hold, and the data
-//   nm_scenarios pktflood N [adaptive]  packet layer only: every task sends N sequence-numbered
+//   node_modes_scenarios pktflood N [adaptive]  packet layer only: every task sends N
+//   sequence-numbered
 //                                   packets of varying sizes to every other task (the node's other
 //                                   task included); per-source order (deterministic routing) or
 //                                   each packet exactly once (adaptive), contents, exact counts;
 //                                   packets from the node's other task come through the virtual
 //                                   FIFO and nothing else does
-//   nm_scenarios mlflood N MAX      message layer: every task sends N messages (0..MAX bytes, the
+//   node_modes_scenarios mlflood N MAX      message layer: every task sends N messages (0..MAX
+//   bytes, the
 //                                   layer's protocol choice, window 8 per destination) to every
 //                                   task including itself; non-overtaking, contents (checksum and
 //                                   pattern), exact counts,
 //                                   unexpected and scatter receives, coprocessor counts by the rule
-//   nm_scenarios sizes MAXBYTES     pairs (VN: the two tasks of a node; otherwise ranks 2k, 2k+1)
+//   node_modes_scenarios sizes MAXBYTES     pairs (VN: the two tasks of a node; otherwise ranks 2k,
+//   2k+1)
 //                                   exchange messages of sizes 0, 1, 227, 228, 229, 4095, 4096,
 //                                   65537, 1 MiB+3, 16 MiB (up to MAXBYTES) at every pair of sender
 //                                   and receiver offsets 0,1,3,7,15,16,31 (16 MiB: 7 pairs), both
 //                                   directions at once; odd ones unexpected (accepted later), every
 //                                   fourth into a scatter list; protocol, contents, counters
-//   nm_scenarios sizes MAXBYTES refuse  the same with the kernel refusing process_vm_readv
+//   node_modes_scenarios sizes MAXBYTES refuse  the same with the kernel refusing process_vm_readv
 //                                   between the tasks (each makes itself non-dumpable and drops
 //                                   CAP_SYS_PTRACE): the virtual-node protocol must stream
 #include <linux/capability.h>
@@ -56,7 +61,7 @@
 #include "bgl/msg/session.hpp"
 #include "bgl/pkt/runtime.hpp"
 #include "bgl/torus/error.hpp"
-#include "nm_test_util.hpp"
+#include "node_modes_test_util.hpp"
 #include "scenario_support.hpp"
 
 namespace {
@@ -119,7 +124,7 @@ int unit_add(void* arg) {
 }
 
 int mode_check(Session& s, const std::string& name) {
-  const auto expected = pkt::parse_node_mode(name, "nm_scenarios mode");
+  const auto expected = pkt::parse_node_mode(name, "node_modes_scenarios mode");
   const Rank me = s.rank();
   const auto& map = s.mapping();
   CHECK_MSG(s.mode() == expected, "mode " + mode_name(s.mode()) + ", launched with " + name);
@@ -170,8 +175,8 @@ struct CaseHeader {
 
 struct PathReceiver {
   Session* s = nullptr;
-  std::vector<nm::PathCase> cases;
-  std::deque<nm::Destination> dests;  // per case index
+  std::vector<node_modes::PathCase> cases;
+  std::deque<node_modes::Destination> dests;  // per case index
   std::uint32_t arrived = 0, completed = 0;
   std::optional<RecvHandle> pending;  // unexpected, to be accepted
   Statistics before;
@@ -180,7 +185,7 @@ struct PathReceiver {
   bool done = false;
 
   static RecvTarget target(PathReceiver& self, std::uint32_t i) {
-    nm::Destination& d = self.dests[i];
+    node_modes::Destination& d = self.dests[i];
     if (d.is_scatter()) return RecvTarget::scatter(d.iov, &on_done, &self);
     return RecvTarget::into(d.buffer.span(), &on_done, &self);
   }
@@ -239,7 +244,7 @@ int copath(Session& s, std::vector<Rank> receivers) {
       receivers.push_back(r);
   const bool co_mode = s.mode() == pkt::NodeMode::coprocessor;
   const bool unit = ml.config().coprocessor_receive;
-  const auto cases = nm::path_cases();
+  const auto cases = node_modes::path_cases();
 
   std::uint32_t nexts = 0;
   ml.register_handler(kNext, &count_next, &nexts);
@@ -289,9 +294,9 @@ int copath(Session& s, std::vector<Rank> receivers) {
         }
         drive(ml, where, [&] { return rx.done; });
         const Statistics& after = ml.statistics();
-        const nm::Destination& d = rx.dests[i];
+        const node_modes::Destination& d = rx.dests[i];
         const bool rendezvous = rx.protocol == Protocol::rendezvous;
-        const bool expect = nm::coprocessor_should_receive(
+        const bool expect = node_modes::coprocessor_should_receive(
             co_mode, unit, rendezvous, c.bytes, !d.is_scatter(), d.buffer.data(), d.capacity());
         const std::string what = mode_name(s.mode()) + (unit ? "" : " (unit off)") + " 0->" +
                                  std::to_string(to) + " " + c.name;
@@ -302,7 +307,7 @@ int copath(Session& s, std::vector<Rank> receivers) {
         CHECK_MSG(after.coherence_operations - rx.before.coherence_operations == (expect ? 1u : 0u),
                   what + ": coherence_operations grew by " +
                       std::to_string(after.coherence_operations - rx.before.coherence_operations));
-        const std::uint64_t packets = expect ? nm::rendezvous_packets(c.bytes) : 0;
+        const std::uint64_t packets = expect ? node_modes::rendezvous_packets(c.bytes) : 0;
         CHECK_MSG(after.coprocessor_packets - rx.before.coprocessor_packets == packets,
                   what + ": coprocessor_packets grew by " +
                       std::to_string(after.coprocessor_packets - rx.before.coprocessor_packets));
@@ -315,7 +320,7 @@ int copath(Session& s, std::vector<Rank> receivers) {
         CHECK_MSG(d.guards_intact(), what + ": wrote outside the destination");
         eligible += expect;
         eligible_packets += packets;
-        rx.dests[i] = nm::Destination{};  // free it
+        rx.dests[i] = node_modes::Destination{};  // free it
         send_next(ml, 0);
       }
       drive(ml, "copath idle", [&] { return ml.idle(); });
@@ -499,7 +504,7 @@ struct FloodIn {
   std::size_t bytes = 0;
   Protocol protocol = Protocol::one_packet;
   std::optional<RecvHandle> pending;
-  nm::Destination dest;
+  node_modes::Destination dest;
   int completions = 0;
   std::size_t completed_bytes = 0;
   bool eligible = false;  // the coprocessor should receive it
@@ -539,11 +544,11 @@ struct FloodReceiver {
     // a contiguous rendezvous), the others at offsets 1..31.
     const std::size_t offset = h.seq % 2 == 0 ? 0 : h.seq % 32;
     if (h.seq % 5 == 4)
-      in.dest = nm::Destination::scatter({a.bytes / 2, a.bytes - a.bytes / 2}, offset);
+      in.dest = node_modes::Destination::scatter({a.bytes / 2, a.bytes - a.bytes / 2}, offset);
     else
-      in.dest = nm::Destination::contiguous(a.bytes, offset);
+      in.dest = node_modes::Destination::contiguous(a.bytes, offset);
     const auto& cfg = self.s->layer().config();
-    in.eligible = nm::coprocessor_should_receive(
+    in.eligible = node_modes::coprocessor_should_receive(
         self.s->mode() == pkt::NodeMode::coprocessor, cfg.coprocessor_receive,
         a.protocol == Protocol::rendezvous, a.bytes, !in.dest.is_scatter(), in.dest.buffer.data(),
         in.dest.capacity());
@@ -748,7 +753,7 @@ int sizes(Session& s, std::size_t max_bytes, bool refuse) {
 
   struct In {
     std::optional<RecvHandle> pending;
-    nm::Destination dest;
+    node_modes::Destination dest;
     Protocol protocol = Protocol::one_packet;
     int completions = 0;
     std::size_t completed_bytes = 0;
@@ -770,10 +775,10 @@ int sizes(Session& s, std::size_t max_bytes, bool refuse) {
       In& in = self.got.emplace_back();
       in.protocol = a.protocol;
       if (it.scatter)
-        in.dest = nm::Destination::scatter(
+        in.dest = node_modes::Destination::scatter(
             {it.bytes / 3, it.bytes - it.bytes / 3 - it.bytes / 4, it.bytes / 4}, it.ro);
       else
-        in.dest = nm::Destination::contiguous(it.bytes, it.ro);
+        in.dest = node_modes::Destination::contiguous(it.bytes, it.ro);
       if (it.unexpected) {
         in.pending = a.handle;
         return RecvTarget::later();
@@ -849,10 +854,10 @@ int sizes(Session& s, std::size_t max_bytes, bool refuse) {
       CHECK_MSG(bad == test::kNoMismatch, what + ": byte " + std::to_string(bad) + " differs");
       CHECK_MSG(in.dest.guards_intact(), what + ": wrote outside its destination");
       vn_expected += in.protocol == Protocol::virtual_node;
-      co_expected += nm::coprocessor_should_receive(
+      co_expected += node_modes::coprocessor_should_receive(
           co_mode, ml.config().coprocessor_receive, in.protocol == Protocol::rendezvous, it.bytes,
           !in.dest.is_scatter(), in.dest.buffer.data(), in.dest.capacity());
-      in.dest = nm::Destination{};
+      in.dest = node_modes::Destination{};
       any = true;
     }
     if (any || ml.advance())
@@ -897,7 +902,7 @@ std::uint64_t number(int argc, char** argv, int i, std::uint64_t fallback) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: nm_scenarios mode|copath|pktflood|mlflood|sizes ...\n");
+    std::fprintf(stderr, "usage: node_modes_scenarios mode|copath|pktflood|mlflood|sizes ...\n");
     return 2;
   }
   const std::string what = argv[1];
@@ -923,7 +928,7 @@ int main(int argc, char** argv) {
     if (what == "sizes")
       return sizes(*session, number(argc, argv, 2, 16u << 20),
                    argc > 3 && std::string(argv[3]) == "refuse");
-    std::fprintf(stderr, "nm_scenarios: unknown scenario '%s'\n", what.c_str());
+    std::fprintf(stderr, "node_modes_scenarios: unknown scenario '%s'\n", what.c_str());
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "CHECK FAILED rank %u: exception: %s\n", g_rank, e.what());

@@ -11,8 +11,8 @@
 //
 // Reports seconds per iteration (the slowest task's), and per task the share spent computing and
 // exchanging halos.
-//   bglrun -np 8 --shape 2x2x2 build/bin/nm_stencil [--n N] [--iterations I] [--json]
-//   bglrun -np 16 --shape 2x2x2 --mode vn build/bin/nm_stencil [...]
+//   bglrun -np 8 --shape 2x2x2 build/bin/ml_stencil [--n N] [--iterations I] [--json]
+//   bglrun -np 16 --shape 2x2x2 --mode vn build/bin/ml_stencil [...]
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -61,7 +61,7 @@ class Stencil {
     };
     me_ = pos(s.rank());
     if (map.size() != grid_[0] * grid_[1] * grid_[2])
-      throw ConfigError("nm_stencil needs every node of the partition used (" +
+      throw ConfigError("ml_stencil needs every node of the partition used (" +
                         std::to_string(grid_[0] * grid_[1] * grid_[2]) + " tasks)");
     // Who owns each neighbouring block.
     for (int f = 0; f < 6; ++f) {
@@ -286,7 +286,7 @@ int run(int argc, char** argv) {
          std::to_string(g[0]) + "x" + std::to_string(g[1]) + "x" + std::to_string(g[2]),
          slowest / iterations * 1e3, halo_sum / seconds_sum, std::string(hex)});
   if (args.json) {
-    nlohmann::json out{{"benchmark", "nm_stencil"}, {"tables", {t.to_json()}}};
+    nlohmann::json out{{"benchmark", "ml_stencil"}, {"tables", {t.to_json()}}};
     std::printf("%s\n", out.dump(1).c_str());
   } else {
     t.print();
@@ -297,5 +297,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return bgl::bench::run_main("nm_stencil", run, argc, argv);
+  return bgl::bench::run_main("ml_stencil", run, argc, argv);
 }

@@ -1,6 +1,6 @@
-// Node modes end to end: task programs (nm_scenarios, nm_c_coprocessor) run by bglrun in
-// heater, coprocessor and virtual-node mode. Every bglrun has a --timeout; every test a ctest
-// TIMEOUT.
+// Node modes end to end: task programs (node_modes_scenarios, node_modes_c_coprocessor) run by
+// bglrun in heater, coprocessor and virtual-node mode. Every bglrun has a --timeout; every test a
+// ctest TIMEOUT.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "nm_test_util.hpp"
+#include "node_modes_test_util.hpp"
 #include "process_runner.hpp"
 
 namespace bgl::test {
@@ -21,8 +21,8 @@ namespace {
 using ::testing::HasSubstr;
 
 const std::string kBglrun = BGLRUN_PATH;
-const std::string kScenarios = NM_SCENARIOS_PATH;
-const std::string kCProgram = NM_C_COPROCESSOR_PATH;
+const std::string kScenarios = NODE_MODES_SCENARIOS_PATH;
+const std::string kCProgram = NODE_MODES_C_COPROCESSOR_PATH;
 
 struct Job {
   int np = 2;
@@ -108,7 +108,7 @@ INSTANTIATE_TEST_SUITE_P(Modes, ModeVisible,
 // cases' declared destinations: contiguous, offset 0, big enough, data, rendezvous).
 std::uint64_t eligible_path_cases() {
   std::uint64_t n = 0;
-  for (const auto& c : msg::nm::path_cases()) {
+  for (const auto& c : msg::node_modes::path_cases()) {
     const bool rendezvous = c.protocol ? *c.protocol == msg::Protocol::rendezvous
                                        : c.bytes > msg::ProtocolLimits{}.eager_limit;
     n += rendezvous && c.bytes > 0 && c.scatter.empty() && c.offset == 0 &&
