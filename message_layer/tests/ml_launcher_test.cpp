@@ -426,6 +426,22 @@ TEST_P(MlStatistics, PerProtocolCountsMatchWhatWasSent) {
   // (A task may stop before taking the last adaptive-eager token sent back to it.)
   EXPECT_LE(fifo_received, injected);
   EXPECT_GE(fifo_received + 4, injected);
+  // The communication matrix: each rank sent its 26 messages (48,000 bytes) to the next rank and
+  // nothing to anyone else.
+  const auto& traffic = j.at("traffic");
+  ASSERT_TRUE(traffic.at("recorded").get<bool>()) << traffic.dump();
+  EXPECT_EQ(traffic.at("tasks"), 4);
+  EXPECT_EQ(traffic.at("pairs"), 4u);
+  EXPECT_EQ(traffic.at("bytes"), 4u * 48000);
+  EXPECT_EQ(traffic.at("messages"), 4u * 26);
+  ASSERT_EQ(traffic.at("rows").size(), 4u) << traffic.dump();
+  for (int r = 0; r < 4; ++r) {
+    const auto& row = traffic.at("rows").at(static_cast<std::size_t>(r));
+    EXPECT_EQ(row.at("source"), r);
+    EXPECT_EQ(row.at("to"),
+              nlohmann::json::parse("[[" + std::to_string((r + 1) % 4) + ", 48000, 26]]"))
+        << row.dump();
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(, MlStatistics,
