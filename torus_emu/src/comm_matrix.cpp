@@ -21,9 +21,11 @@ std::vector<std::string_view> fields_of(std::string_view line) {
   std::vector<std::string_view> out;
   std::size_t i = 0;
   while (i < line.size()) {
-    while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r'))
+      ++i;
     const std::size_t start = i;
-    while (i < line.size() && line[i] != ' ' && line[i] != '\t' && line[i] != '\r') ++i;
+    while (i < line.size() && line[i] != ' ' && line[i] != '\t' && line[i] != '\r')
+      ++i;
     if (i > start) out.push_back(line.substr(start, i - start));
   }
   return out;
@@ -36,8 +38,8 @@ std::uint64_t number(std::string_view token, std::string_view what, std::uint64_
   const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), v);
   if (ec == std::errc::result_out_of_range ||
       (ec == std::errc{} && end == token.data() + token.size() && v > max)) {
-    throw ConfigError(where + std::string(what) + " " + printable(token) +
-                      " is out of range 0.." + std::to_string(max));
+    throw ConfigError(where + std::string(what) + " " + printable(token) + " is out of range 0.." +
+                      std::to_string(max));
   }
   if (ec != std::errc{} || end != token.data() + token.size())
     throw ConfigError(where + std::string(what) + " \"" + printable(token) +
@@ -128,11 +130,11 @@ CommMatrix CommMatrix::from_file(const std::filesystem::path& path) {
 }
 
 std::string CommMatrix::to_text() const {
-  std::string out = "# communication matrix: SOURCE DEST BYTES\ntasks " + std::to_string(tasks_) +
-                    "\n";
+  std::string out =
+      "# communication matrix: SOURCE DEST BYTES\ntasks " + std::to_string(tasks_) + "\n";
   for (const Flow& f : flows())
-    out += std::to_string(f.source) + " " + std::to_string(f.dest) + " " +
-           std::to_string(f.bytes) + "\n";
+    out += std::to_string(f.source) + " " + std::to_string(f.dest) + " " + std::to_string(f.bytes) +
+           "\n";
   return out;
 }
 

@@ -19,6 +19,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr std::int32_t kEmpty = -1;
+// The greedy placement looks ahead only for tasks with at most this many partners, over at most
+// this many equally good slots.
+constexpr std::size_t kLookaheadDegree = 64;
+constexpr std::size_t kLookaheadSlots = 64;
+// Partner visits (and, for the link polish, link updates) the searches may spend: with dense
+// matrices their move counts shrink so that each takes seconds, not hours.
+constexpr double kWorkBudget = 4e8;
 
 // Distances between nodes from three small per-dimension tables.
 class Geometry {
@@ -37,7 +44,8 @@ class Geometry {
               static_cast<std::uint8_t>(offset(shape, dim, a, b).hops);
     }
     coords_.reserve(static_cast<std::size_t>(nodes_));
-    for (int n = 0; n < nodes_; ++n) coords_.push_back(shape.coord(static_cast<NodeId>(n)));
+    for (int n = 0; n < nodes_; ++n)
+      coords_.push_back(shape.coord(static_cast<NodeId>(n)));
   }
   const Shape& shape() const { return shape_; }
   int tasks_per_node() const { return tpn_; }
@@ -133,7 +141,8 @@ std::uint64_t hop_bytes_lower_bound(const Graph& g, const Geometry& geo) {
   const NodeId c = geo.shape().node_id(centre);
   std::vector<int> profile;  // distances of the other slots from a slot of the centre node
   profile.reserve(static_cast<std::size_t>(geo.slots()));
-  for (int t = 1; t < geo.tasks_per_node(); ++t) profile.push_back(0);
+  for (int t = 1; t < geo.tasks_per_node(); ++t)
+    profile.push_back(0);
   for (int n = 0; n < geo.nodes(); ++n)
     if (static_cast<NodeId>(n) != c)
       for (int t = 0; t < geo.tasks_per_node(); ++t)
@@ -145,7 +154,8 @@ std::uint64_t hop_bytes_lower_bound(const Graph& g, const Geometry& geo) {
   std::vector<std::uint64_t> w;
   for (std::uint32_t t = 0; t + 1 < g.begin.size(); ++t) {
     w.clear();
-    for (const auto& [p, bytes] : g.partners(t)) w.push_back(bytes);
+    for (const auto& [p, bytes] : g.partners(t))
+      w.push_back(bytes);
     std::sort(w.begin(), w.end(), std::greater<>());
     for (std::size_t k = 0; k < w.size() && k < profile.size(); ++k) {
       std::uint64_t term = 0;
@@ -201,8 +211,8 @@ Mapping mapping_of(const State& s, const Geometry& geo) {
   std::vector<TaskLocation> locs;
   locs.reserve(s.slot_of.size());
   for (const std::uint32_t slot : s.slot_of)
-    locs.push_back({geo.node_of(slot), static_cast<int>(slot % static_cast<std::uint32_t>(
-                                                                   geo.tasks_per_node()))});
+    locs.push_back({geo.node_of(slot),
+                    static_cast<int>(slot % static_cast<std::uint32_t>(geo.tasks_per_node()))});
   return Mapping::from_locations(geo.shape(), geo.tasks_per_node(), std::move(locs));
 }
 
@@ -223,7 +233,8 @@ class Optimizer {
     State s = greedy();
     std::uint64_t hb = hop_bytes(s);
     r.greedy_hop_bytes = hb;
-    anneal(s, hb, r);
+    bound_ = hop_bytes_lower_bound(graph_, geo_);
+    if (hb > bound_) anneal(s, hb, r);  // at the bound nothing can be better
     reduce_busiest_link(s, hb);
     const MappingRating after = rate(s);
     if (after.better_than(r.before)) {
@@ -287,8 +298,7 @@ class Optimizer {
       const int e = geo_.shape().extent(dim);
       if (e < 2) continue;
       const int per_line = geo_.shape().is_torus(dim) ? (e == 2 ? 2 : 2 * e) : 2 * (e - 1);
-      links += static_cast<std::size_t>(per_line) *
-               static_cast<std::size_t>(geo_.nodes() / e);
+      links += static_cast<std::size_t>(per_line) * static_cast<std::size_t>(geo_.nodes() / e);
     }
     return links;
   }
@@ -311,8 +321,8 @@ class Optimizer {
       const NodeId n = queue.front();
       queue.pop_front();
       for (int t = 0; t < geo_.tasks_per_node(); ++t) {
-        const auto slot = n * static_cast<std::uint32_t>(geo_.tasks_per_node()) +
-                          static_cast<std::uint32_t>(t);
+        const auto slot =
+            n * static_cast<std::uint32_t>(geo_.tasks_per_node()) + static_cast<std::uint32_t>(t);
         if (s.task_of[slot] == kEmpty) return slot;
       }
       for (int d = 0; d < kDirections; ++d)
@@ -334,15 +344,15 @@ class Optimizer {
     using Entry = std::tuple<std::uint64_t, std::uint64_t, std::int64_t>;  // conn, weight, -task
     std::priority_queue<Entry> queue;
     std::vector<std::uint32_t> by_weight(static_cast<std::size_t>(tasks_));
-    for (std::uint32_t t = 0; t < static_cast<std::uint32_t>(tasks_); ++t) by_weight[t] = t;
-    std::stable_sort(by_weight.begin(), by_weight.end(), [&](auto a, auto b) {
-      return graph_.weight[a] > graph_.weight[b];
-    });
+    for (std::uint32_t t = 0; t < static_cast<std::uint32_t>(tasks_); ++t)
+      by_weight[t] = t;
+    std::stable_sort(by_weight.begin(), by_weight.end(),
+                     [&](auto a, auto b) { return graph_.weight[a] > graph_.weight[b]; });
     const Shape& shape = geo_.shape();
     const NodeId centre = shape.node_id(
         {shape.extent(Dim::x) / 2, shape.extent(Dim::y) / 2, shape.extent(Dim::z) / 2});
     std::size_t next_seed = 0;
-    std::vector<std::uint32_t> candidates;
+    std::vector<std::uint32_t> candidates, tied;
     for (int placed_count = 0; placed_count < tasks_; ++placed_count) {
       std::optional<std::uint32_t> task;
       while (!queue.empty()) {
@@ -355,7 +365,8 @@ class Optimizer {
         }
       }
       if (!task) {  // a new component (or a task that talks to nobody): the heaviest left
-        while (placed[by_weight[next_seed]]) ++next_seed;
+        while (placed[by_weight[next_seed]])
+          ++next_seed;
         task = by_weight[next_seed];
       }
       const std::uint32_t t = *task;
@@ -374,12 +385,19 @@ class Optimizer {
         std::sort(candidates.begin(), candidates.end());
         candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
         std::uint64_t best = std::numeric_limits<std::uint64_t>::max();
+        tied.clear();
         for (const std::uint32_t c : candidates) {
           const auto cost = placed_cost(s, t, geo_.node_of(c), placed);
-          if (cost > best) continue;
-          // Equal costs: look one task ahead (see lookahead()).
-          const auto total = cost + lookahead(s, t, c, placed);
-          if (total < best) best = total, slot = c;
+          if (cost < best) best = cost, slot = c, tied.clear();
+          if (cost == best) tied.push_back(c);
+        }
+        // Equally good slots of a task with few partners: look one task ahead (lookahead()).
+        // Dense rows (all-to-all) have no geometry to guess and would make it quadratic.
+        if (tied.size() > 1 && graph_.partners(t).size() <= kLookaheadDegree) {
+          std::uint64_t best_total = std::numeric_limits<std::uint64_t>::max();
+          for (std::size_t k = 0; k < tied.size() && k < kLookaheadSlots; ++k)
+            if (const auto total = lookahead(s, t, tied[k], placed); total < best_total)
+              best_total = total, slot = tied[k];
         }
       }
       s.put(t, slot);
@@ -495,14 +513,17 @@ class Optimizer {
   // Simulated annealing over swaps; keeps the best state seen.
   void anneal(State& s, std::uint64_t& hb, OptimizeResult& r) {
     if (tasks_ < 2 || graph_.edges.empty()) return;
+    const double degree = 2.0 * static_cast<double>(graph_.edges.size()) / tasks_;
     const std::uint64_t moves =
-        std::min(options_.max_moves, options_.moves_per_task * static_cast<std::uint64_t>(tasks_));
+        std::min({options_.max_moves, options_.moves_per_task * static_cast<std::uint64_t>(tasks_),
+                  static_cast<std::uint64_t>(kWorkBudget / std::max(1.0, degree))});
     // Starting temperature: the mean uphill step of a sample of moves.
     double uphill = 0;
     int ups = 0;
     for (int i = 0; i < 1000; ++i) {
       const auto a = static_cast<std::uint32_t>(rng_.next() % static_cast<std::uint64_t>(tasks_));
-      if (const auto d = swap_delta(s, a, propose(s, a)); d > 0) uphill += static_cast<double>(d), ++ups;
+      if (const auto d = swap_delta(s, a, propose(s, a)); d > 0)
+        uphill += static_cast<double>(d), ++ups;
     }
     if (ups == 0) return;
     const double t0 = 0.5 * uphill / ups;
@@ -531,6 +552,7 @@ class Optimizer {
       if (static_cast<std::uint64_t>(current) < best_hb) {
         best_hb = static_cast<std::uint64_t>(current);
         best = s;
+        if (best_hb <= bound_) break;
       }
     }
     s = std::move(best);
@@ -559,7 +581,15 @@ class Optimizer {
       return std::pair(max, squares);
     };
     auto current = score();
-    const std::uint64_t tries = std::min<std::uint64_t>(200'000, 200 * static_cast<std::uint64_t>(tasks_));
+    // Each try moves the routes of two tasks' flows and scans every link.
+    const double per_try = 2.0 * static_cast<double>(flows.size()) / tasks_ *
+                               (geo_.shape().extent(Dim::x) + geo_.shape().extent(Dim::y) +
+                                geo_.shape().extent(Dim::z)) /
+                               4.0 +
+                           static_cast<double>(loads.size());
+    const std::uint64_t tries =
+        std::min<std::uint64_t>({200'000, 200 * static_cast<std::uint64_t>(tasks_),
+                                 static_cast<std::uint64_t>(kWorkBudget / per_try)});
     std::vector<std::size_t> touched;
     const auto move_flows = [&](bool add) {
       for (const std::size_t i : touched)
@@ -600,6 +630,7 @@ class Optimizer {
   int tasks_;
   Rng rng_;
   Clock::time_point deadline_;
+  std::uint64_t bound_ = 0;  // the hop-bytes lower bound
 };
 
 void check_sizes(const CommMatrix& matrix, const Mapping& mapping) {

@@ -25,14 +25,15 @@ CommMatrix stencil(int x, int y, int z, std::uint64_t bytes, const std::vector<R
         static_cast<Rank>(r);
   CommMatrix m(n);
   const auto id = [&](int i, int j, int k) {
-    return rank_of[static_cast<std::size_t>(((i + x) % x) + x * (((j + y) % y) + y * ((k + z) % z)))];
+    return rank_of[static_cast<std::size_t>(((i + x) % x) +
+                                            x * (((j + y) % y) + y * ((k + z) % z)))];
   };
   for (int k = 0; k < z; ++k)
     for (int j = 0; j < y; ++j)
       for (int i = 0; i < x; ++i)
-        for (const auto [di, dj, dk] : {std::array{1, 0, 0}, std::array{-1, 0, 0},
-                                        std::array{0, 1, 0}, std::array{0, -1, 0},
-                                        std::array{0, 0, 1}, std::array{0, 0, -1}})
+        for (const auto [di, dj, dk] :
+             {std::array{1, 0, 0}, std::array{-1, 0, 0}, std::array{0, 1, 0}, std::array{0, -1, 0},
+              std::array{0, 0, 1}, std::array{0, 0, -1}})
           m.add(id(i, j, k), id(i + di, j + dj, k + dk), bytes);
   return m;
 }
@@ -94,8 +95,8 @@ TEST_P(PermutedStencil, RecoversTheNaturalHopBytes) {
   const auto c = GetParam();
   const Shape shape({c.x, c.y, c.z}, {true, true, true});
   const int n = c.x * c.y * c.z;
-  const auto natural = rate_mapping(stencil(c.x, c.y, c.z, 1000),
-                                    Mapping::from_order(shape, 1, "XYZ", n));
+  const auto natural =
+      rate_mapping(stencil(c.x, c.y, c.z, 1000), Mapping::from_order(shape, 1, "XYZ", n));
   const auto permuted = stencil(c.x, c.y, c.z, 1000, permutation(n, c.seed));
   const auto start = Mapping::from_order(shape, 1, "XYZ", n);
   const auto t0 = std::chrono::steady_clock::now();
@@ -202,8 +203,8 @@ std::string matrix_error(std::string_view text) {
 }
 
 TEST(CommMatrixText, ReadsPairsAndAddsRepeatedOnes) {
-  const auto m = CommMatrix::from_text("# a comment\n\ntasks 3\n0 1 100\n1 2 7 # trailing\n0 1 5\n",
-                                       "m.txt");
+  const auto m =
+      CommMatrix::from_text("# a comment\n\ntasks 3\n0 1 100\n1 2 7 # trailing\n0 1 5\n", "m.txt");
   EXPECT_EQ(m.tasks(), 3);
   EXPECT_EQ(m.flows(), (std::vector<Flow>{{0, 1, 105}, {1, 2, 7}}));
   EXPECT_EQ(m.total_bytes(), 112u);

@@ -42,7 +42,8 @@ MappingRating rate_mapping(const CommMatrix& matrix, const Mapping& mapping);
 
 struct OptimizeOptions {
   std::uint64_t seed = 1;
-  double max_seconds = 30;  // a cap: with the default move budget, jobs up to ~4k tasks finish first
+  double max_seconds =
+      30;  // a cap: with the default move budget, jobs up to ~4k tasks finish first
   // Simulated-annealing moves per task (the run's length grows with the job).
   std::uint64_t moves_per_task = 20000;
   std::uint64_t max_moves = 200'000'000;
