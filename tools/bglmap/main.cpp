@@ -91,29 +91,31 @@ std::string percent_over(std::uint64_t v, std::uint64_t bound) {
   return b;
 }
 
-// The rating table: one row per mapping, then the lower bounds.
+// The rating table: one row per mapping (named last: file names can be long), then the lower
+// bounds.
 std::string rating_table(const torus::Shape& shape,
                          const std::vector<std::pair<std::string, torus::MappingRating>>& rows) {
   std::string out;
   char line[512];
-  std::snprintf(line, sizeof line, "  %-28s %18s %9s %11s %18s %-12s %11s\n", "mapping",
-                "hop-bytes", "mean hops", "vs bound", "busiest link (B)", "link", "vs bound");
+  std::snprintf(line, sizeof line, "  %18s %9s %9s %18s %-12s %9s  %s\n", "hop-bytes", "mean hops",
+                "vs bound", "busiest link (B)", "link", "vs bound", "mapping");
   out += line;
   const auto& bound = rows.front().second;
   for (const auto& [name, r] : rows) {
-    std::snprintf(line, sizeof line, "  %-28s %18s %9.3f %11s %18s %-12s %11s\n",
-                  printable(name, 28).c_str(), grouped(r.hop_bytes).c_str(), r.mean_hops(),
+    std::snprintf(line, sizeof line, "  %18s %9.3f %9s %18s %-12s %9s  %s\n",
+                  grouped(r.hop_bytes).c_str(), r.mean_hops(),
                   percent_over(r.hop_bytes, r.hop_bytes_lower_bound).c_str(),
                   grouped(r.busiest_link_bytes).c_str(), link_name(shape, r).c_str(),
-                  percent_over(r.busiest_link_bytes, r.busiest_link_lower_bound).c_str());
+                  percent_over(r.busiest_link_bytes, r.busiest_link_lower_bound).c_str(),
+                  printable(name, 256).c_str());
     out += line;
   }
-  std::snprintf(line, sizeof line, "  %-28s %18s %9.3f %11s %18s\n", "lower bound",
+  std::snprintf(line, sizeof line, "  %18s %9.3f %9s %18s %-12s %9s  %s\n",
                 grouped(bound.hop_bytes_lower_bound).c_str(),
                 bound.total_bytes ? static_cast<double>(bound.hop_bytes_lower_bound) /
                                         static_cast<double>(bound.total_bytes)
                                   : 0.0,
-                "", grouped(bound.busiest_link_lower_bound).c_str());
+                "", grouped(bound.busiest_link_lower_bound).c_str(), "", "", "lower bound");
   out += line;
   return out;
 }

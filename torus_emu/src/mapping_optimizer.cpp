@@ -19,10 +19,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr std::int32_t kEmpty = -1;
-// The greedy placement looks ahead only for tasks with at most this many partners, over at most
-// this many equally good slots.
+// The greedy placement looks ahead only for tasks with at most this many partners.
 constexpr std::size_t kLookaheadDegree = 64;
-constexpr std::size_t kLookaheadSlots = 64;
 // Partner visits (and, for the link polish, link updates) the searches may spend: with dense
 // matrices their move counts shrink so that each takes seconds, not hours.
 constexpr double kWorkBudget = 4e8;
@@ -261,6 +259,11 @@ class Optimizer {
     r.busiest_link_lower_bound = 0;
     if (const std::size_t links = usable_links(); links > 0)
       r.busiest_link_lower_bound = (r.hop_bytes_lower_bound + links - 1) / links;
+    // One task per node: every pair's bytes cross at least one link, all on the same route.
+    if (geo_.tasks_per_node() == 1 && geo_.nodes() > 1)
+      for (const Flow& f : matrix_.flows())
+        if (f.source != f.dest)
+          r.busiest_link_lower_bound = std::max(r.busiest_link_lower_bound, f.bytes);
     return r;
   }
 
@@ -352,7 +355,7 @@ class Optimizer {
     const NodeId centre = shape.node_id(
         {shape.extent(Dim::x) / 2, shape.extent(Dim::y) / 2, shape.extent(Dim::z) / 2});
     std::size_t next_seed = 0;
-    std::vector<std::uint32_t> candidates, tied;
+    std::vector<std::uint32_t> candidates;
     for (int placed_count = 0; placed_count < tasks_; ++placed_count) {
       std::optional<std::uint32_t> task;
       while (!queue.empty()) {
@@ -384,20 +387,15 @@ class Optimizer {
       } else {
         std::sort(candidates.begin(), candidates.end());
         candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+        // A task with few partners looks one task ahead (lookahead()); dense rows (all-to-all)
+        // have no geometry to guess and would make it quadratic.
+        const bool ahead = graph_.partners(t).size() <= kLookaheadDegree;
         std::uint64_t best = std::numeric_limits<std::uint64_t>::max();
-        tied.clear();
         for (const std::uint32_t c : candidates) {
           const auto cost = placed_cost(s, t, geo_.node_of(c), placed);
-          if (cost < best) best = cost, slot = c, tied.clear();
-          if (cost == best) tied.push_back(c);
-        }
-        // Equally good slots of a task with few partners: look one task ahead (lookahead()).
-        // Dense rows (all-to-all) have no geometry to guess and would make it quadratic.
-        if (tied.size() > 1 && graph_.partners(t).size() <= kLookaheadDegree) {
-          std::uint64_t best_total = std::numeric_limits<std::uint64_t>::max();
-          for (std::size_t k = 0; k < tied.size() && k < kLookaheadSlots; ++k)
-            if (const auto total = lookahead(s, t, tied[k], placed); total < best_total)
-              best_total = total, slot = tied[k];
+          if (cost >= best) continue;  // the lookahead only adds
+          const auto total = ahead ? cost + lookahead(s, t, c, placed) : cost;
+          if (total < best) best = total, slot = c;
         }
       }
       s.put(t, slot);

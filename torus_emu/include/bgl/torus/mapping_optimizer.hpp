@@ -23,8 +23,8 @@ struct MappingRating {
   std::uint64_t busiest_link_bytes = 0;
   Link busiest_link{};
   // Lower bounds for this matrix on this shape and mode (independent of the mapping): every
-  // task's partners, heaviest first, on the nearest slots there are; and hop-bytes spread evenly
-  // over every directed link.
+  // task's partners, heaviest first, on the nearest slots there are; for the busiest link, that
+  // bound spread evenly over every directed link and, with one task per node, the heaviest pair.
   std::uint64_t hop_bytes_lower_bound = 0;
   std::uint64_t busiest_link_lower_bound = 0;
   double mean_hops() const {
