@@ -20,7 +20,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr std::int32_t kEmpty = -1;
 // The greedy placement looks ahead only for tasks with at most this many partners.
-constexpr std::size_t kLookaheadDegree = 64;
+constexpr std::size_t kLookaheadDegree = 32;
+// Greedy placements tried (the best is kept).
+constexpr int kGreedyStarts = 16;
 // Partner visits (and, for the link polish, link updates) the searches may spend: with dense
 // matrices their move counts shrink so that each takes seconds, not hours.
 constexpr double kWorkBudget = 4e8;
@@ -228,8 +230,20 @@ class Optimizer {
 
   OptimizeResult run(const Mapping& start) {
     OptimizeResult r{start, rate(state_of(start, geo_)), {}, 0, 0, false};
-    State s = greedy();
+    // Several greedy placements: the deterministic one, then others from a random first task with
+    // ties between slots broken at random (which of the job's dimensions goes along which of
+    // the torus's is decided by such ties); the best one is improved.
+    State s = greedy(std::nullopt);
     std::uint64_t hb = hop_bytes(s);
+    for (int k = 1; k < kGreedyStarts && hb > hop_bytes_lower_bound(graph_, geo_) && !out_of_time();
+         ++k) {
+      State other =
+          greedy(static_cast<std::uint32_t>(rng_.next() % static_cast<std::uint64_t>(tasks_)));
+      if (const auto other_hb = hop_bytes(other); other_hb < hb) {
+        s = std::move(other);
+        hb = other_hb;
+      }
+    }
     r.greedy_hop_bytes = hb;
     bound_ = hop_bytes_lower_bound(graph_, geo_);
     if (hb > bound_) anneal(s, hb, r);  // at the bound nothing can be better
@@ -340,11 +354,16 @@ class Optimizer {
 
   // Greedy placement: the unplaced task with the most bytes to placed tasks goes next, to the
   // free slot (within two hops of its placed partners) with the least weighted distance to them.
-  State greedy() const {
+  State greedy(std::optional<std::uint32_t> first) {
     State s(tasks_, geo_.slots());
     std::vector<bool> placed(static_cast<std::size_t>(tasks_), false);
     std::vector<std::uint64_t> connection(static_cast<std::size_t>(tasks_), 0);
-    using Entry = std::tuple<std::uint64_t, std::uint64_t, std::int64_t>;  // conn, weight, -task
+    // Paths of two edges to placed tasks: among equally connected tasks, the one that closes
+    // more squares with the placed ones is the better determined (in a grid, a neighbour at a
+    // right angle to a placed edge before the one that continues it).
+    std::vector<std::uint64_t> two_paths(static_cast<std::size_t>(tasks_), 0);
+    // conn, two-paths, weight, -task
+    using Entry = std::tuple<std::uint64_t, std::uint64_t, std::uint64_t, std::int64_t>;
     std::priority_queue<Entry> queue;
     std::vector<std::uint32_t> by_weight(static_cast<std::size_t>(tasks_));
     for (std::uint32_t t = 0; t < static_cast<std::uint32_t>(tasks_); ++t)
@@ -355,14 +374,14 @@ class Optimizer {
     const NodeId centre = shape.node_id(
         {shape.extent(Dim::x) / 2, shape.extent(Dim::y) / 2, shape.extent(Dim::z) / 2});
     std::size_t next_seed = 0;
-    std::vector<std::uint32_t> candidates;
+    std::vector<std::uint32_t> candidates, touched;
     for (int placed_count = 0; placed_count < tasks_; ++placed_count) {
       std::optional<std::uint32_t> task;
       while (!queue.empty()) {
-        const auto [conn, w, neg] = queue.top();
+        const auto [conn, paths, w, neg] = queue.top();
         queue.pop();
         const auto t = static_cast<std::uint32_t>(-neg);
-        if (!placed[t] && conn == connection[t]) {
+        if (!placed[t] && conn == connection[t] && paths == two_paths[t]) {
           task = t;
           break;
         }
@@ -371,6 +390,7 @@ class Optimizer {
         while (placed[by_weight[next_seed]])
           ++next_seed;
         task = by_weight[next_seed];
+        if (first && placed_count == 0) task = *first;
       }
       const std::uint32_t t = *task;
       candidates.clear();
@@ -387,6 +407,9 @@ class Optimizer {
       } else {
         std::sort(candidates.begin(), candidates.end());
         candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+        if (first)
+          for (std::size_t k = candidates.size(); k > 1; --k)
+            std::swap(candidates[k - 1], candidates[rng_.next() % k]);
         // A task with few partners looks one task ahead (lookahead()); dense rows (all-to-all)
         // have no geometry to guess and would make it quadratic.
         const bool ahead = graph_.partners(t).size() <= kLookaheadDegree;
@@ -400,11 +423,25 @@ class Optimizer {
       }
       s.put(t, slot);
       placed[t] = true;
+      touched.clear();
       for (const auto& [p, w] : graph_.partners(t))
         if (!placed[p]) {
           connection[p] += w;
-          queue.emplace(connection[p], graph_.weight[p], -static_cast<std::int64_t>(p));
+          touched.push_back(p);
         }
+      if (graph_.partners(t).size() <= kLookaheadDegree)
+        for (const auto& [u, w] : graph_.partners(t)) {
+          if (graph_.partners(u).size() > kLookaheadDegree) continue;
+          for (const auto& [p, wp] : graph_.partners(u))
+            if (!placed[p] && connection[p] > 0) {
+              ++two_paths[p];
+              touched.push_back(p);
+            }
+        }
+      std::sort(touched.begin(), touched.end());
+      touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+      for (const std::uint32_t p : touched)
+        queue.emplace(connection[p], two_paths[p], graph_.weight[p], -static_cast<std::int64_t>(p));
     }
     return s;
   }

@@ -118,7 +118,8 @@ TEST_P(PermutedStencil, RecoversTheNaturalHopBytes) {
 
 INSTANTIATE_TEST_SUITE_P(, PermutedStencil,
                          ::testing::Values(StencilCase{4, 4, 4, 1}, StencilCase{4, 4, 4, 2},
-                                           StencilCase{8, 8, 8, 3}),
+                                           StencilCase{8, 8, 8, 3}, StencilCase{8, 8, 8, 4},
+                                           StencilCase{16, 8, 4, 5}, StencilCase{8, 4, 2, 6}),
                          [](const auto& info) {
                            const auto& p = info.param;
                            return std::to_string(p.x) + "x" + std::to_string(p.y) + "x" +
