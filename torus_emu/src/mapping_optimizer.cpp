@@ -21,8 +21,10 @@ using Clock = std::chrono::steady_clock;
 constexpr std::int32_t kEmpty = -1;
 // The greedy placement looks ahead only for tasks with at most this many partners.
 constexpr std::size_t kLookaheadDegree = 32;
-// Greedy placements tried (the best is kept).
+// Greedy placements tried for a sparse matrix (the best is kept).
 constexpr int kGreedyStarts = 16;
+// A task's placed partners whose neighbourhoods the greedy placement considers (the heaviest).
+constexpr std::size_t kAnchors = 16;
 // Partner visits (and, for the link polish, link updates) the searches may spend: with dense
 // matrices their move counts shrink so that each takes seconds, not hours.
 constexpr double kWorkBudget = 4e8;
@@ -235,7 +237,11 @@ class Optimizer {
     // the torus's is decided by such ties); the best one is improved.
     State s = greedy(std::nullopt);
     std::uint64_t hb = hop_bytes(s);
-    for (int k = 1; k < kGreedyStarts && hb > hop_bytes_lower_bound(graph_, geo_) && !out_of_time();
+    // Only sparse matrices have a geometry for the ties to get wrong.
+    const bool sparse =
+        2 * graph_.edges.size() <= kLookaheadDegree * static_cast<std::size_t>(tasks_);
+    for (int k = 1;
+         sparse && k < kGreedyStarts && hb > hop_bytes_lower_bound(graph_, geo_) && !out_of_time();
          ++k) {
       State other =
           greedy(static_cast<std::uint32_t>(rng_.next() % static_cast<std::uint64_t>(tasks_)));
@@ -375,6 +381,7 @@ class Optimizer {
         {shape.extent(Dim::x) / 2, shape.extent(Dim::y) / 2, shape.extent(Dim::z) / 2});
     std::size_t next_seed = 0;
     std::vector<std::uint32_t> candidates, touched;
+    std::vector<std::pair<std::uint64_t, std::uint32_t>> anchors;
     for (int placed_count = 0; placed_count < tasks_; ++placed_count) {
       std::optional<std::uint32_t> task;
       while (!queue.empty()) {
@@ -394,9 +401,19 @@ class Optimizer {
       }
       const std::uint32_t t = *task;
       candidates.clear();
+      // Slots near its placed partners: all of them for a sparse row, the heaviest few for a
+      // dense one (near everyone is everywhere, and costing every slot would be quadratic).
+      anchors.clear();
+      for (const auto& [p, w] : graph_.partners(t))
+        if (placed[p]) anchors.emplace_back(w, p);
+      if (anchors.size() > kAnchors) {
+        std::partial_sort(anchors.begin(), anchors.begin() + kAnchors, anchors.end(),
+                          std::greater<>());
+        anchors.resize(kAnchors);
+      }
       for (int radius = 1; radius <= 2 && candidates.empty(); ++radius)
-        for (const auto& [p, w] : graph_.partners(t))
-          if (placed[p]) add_candidates(s, node(s, p), radius, candidates);
+        for (const auto& [w, p] : anchors)
+          add_candidates(s, node(s, p), radius, candidates);
       std::uint32_t slot = 0;
       if (candidates.empty()) {
         NodeId from = centre;
