@@ -235,14 +235,13 @@ class Optimizer {
     // Several greedy placements: the deterministic one, then others from a random first task with
     // ties between slots broken at random (which of the job's dimensions goes along which of
     // the torus's is decided by such ties); the best one is improved.
+    bound_ = hop_bytes_lower_bound(graph_, geo_);
     State s = greedy(std::nullopt);
     std::uint64_t hb = hop_bytes(s);
     // Only sparse matrices have a geometry for the ties to get wrong.
     const bool sparse =
         2 * graph_.edges.size() <= kLookaheadDegree * static_cast<std::size_t>(tasks_);
-    for (int k = 1;
-         sparse && k < kGreedyStarts && hb > hop_bytes_lower_bound(graph_, geo_) && !out_of_time();
-         ++k) {
+    for (int k = 1; sparse && k < kGreedyStarts && hb > bound_ && !out_of_time(); ++k) {
       State other =
           greedy(static_cast<std::uint32_t>(rng_.next() % static_cast<std::uint64_t>(tasks_)));
       if (const auto other_hb = hop_bytes(other); other_hb < hb) {
@@ -251,7 +250,6 @@ class Optimizer {
       }
     }
     r.greedy_hop_bytes = hb;
-    bound_ = hop_bytes_lower_bound(graph_, geo_);
     if (hb > bound_) anneal(s, hb, r);  // at the bound nothing can be better
     reduce_busiest_link(s, hb);
     const MappingRating after = rate(s);
