@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "bgl/msg/message_layer.hpp"
+#include "bgl/pkt/traffic_matrix.hpp"
 #include "bgl/rate_limit.hpp"
 #include "slot_table.hpp"
 #include "wire.hpp"
@@ -39,6 +40,7 @@ class MessageLayer::Engine {
   Protocol choose(const SendMessage& m) const;
   Protocol choose(const SendMessage& m, std::size_t bytes) const;
   const Statistics& statistics() const;
+  std::span<const pkt::PairTraffic> traffic() const { return traffic_; }
   const Config& config() const { return config_; }
   Coprocessor* coprocessor() { return coprocessor_.get(); }
   ~Engine();
@@ -239,6 +241,7 @@ class MessageLayer::Engine {
       packet_handlers_{};
 
   std::vector<DestState> dests_;
+  std::vector<pkt::PairTraffic> traffic_;  // per destination: messages and bytes sent
   std::vector<Rank> active_;
   std::vector<Rank> visiting_;
   std::size_t queued_ = 0;  // posted messages not yet out of their destination queue

@@ -29,6 +29,7 @@ MessageLayer::Engine::Engine(pkt::Endpoint& endpoint, Config config)
       size_(endpoint.machine().mapping().size()),
       handlers_(kMaxHandlers, {nullptr, nullptr}),
       dests_(static_cast<std::size_t>(size_)),
+      traffic_(static_cast<std::size_t>(size_)),
       rzv_sends_(config.max_rendezvous),
       // Every receive produces at most two control packets (ack, then fin or token).
       controls_(2 * std::size_t{config.max_receives} + 16),
@@ -275,6 +276,9 @@ void MessageLayer::Engine::finish_send(SendMessage& m) {
   ++c.messages_sent;
   c.packets_sent += m.state.packets;
   c.bytes_sent += m.data.size();
+  auto& pair = traffic_[m.dest];
+  ++pair.messages;
+  pair.bytes += m.data.size();
   if (trace_) [[unlikely]]
     trace_send(m, false);
   if (m.done) m.done(m);

@@ -160,6 +160,9 @@ Protocol MessageLayer::choose(const SendMessage& m) const {
 const Statistics& MessageLayer::statistics() const {
   return engine_->statistics();
 }
+std::span<const pkt::PairTraffic> MessageLayer::traffic() const {
+  return engine_->traffic();
+}
 const Config& MessageLayer::config() const {
   return engine_->config();
 }

@@ -1,5 +1,6 @@
 #include "bgl/msg/session.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 
@@ -127,6 +128,14 @@ void Session::finalize(std::chrono::milliseconds patience) {
   }
 }
 
+// The row of the job's communication matrix, when bglrun asked for one (--stats, --report).
+void Session::publish_traffic() const {
+  const auto row = pkt::traffic_row(runtime_.machine().region(pkt::kTrafficRegion), size(),
+                                    static_cast<int>(rank()));
+  const auto mine = layer_->traffic();
+  if (!row.empty() && mine.size() == row.size()) std::copy(mine.begin(), mine.end(), row.begin());
+}
+
 Session::~Session() {
   const std::string json = layer_->statistics().to_json();
   auto& report = runtime_.machine().task(rank()).report;
@@ -134,6 +143,7 @@ Session::~Session() {
     std::memcpy(report.data(), json.c_str(), json.size() + 1);
   else
     spdlog::warn("message-layer statistics too large for the job report ({} bytes)", json.size());
+  publish_traffic();
   layer_.reset();
 }
 

@@ -426,6 +426,22 @@ TEST_P(MlStatistics, PerProtocolCountsMatchWhatWasSent) {
   // (A task may stop before taking the last adaptive-eager token sent back to it.)
   EXPECT_LE(fifo_received, injected);
   EXPECT_GE(fifo_received + 4, injected);
+  // The communication matrix: each rank sent its 26 messages (48,000 bytes) to the next rank and
+  // nothing to anyone else.
+  const auto& traffic = j.at("traffic");
+  ASSERT_TRUE(traffic.at("recorded").get<bool>()) << traffic.dump();
+  EXPECT_EQ(traffic.at("tasks"), 4);
+  EXPECT_EQ(traffic.at("pairs"), 4u);
+  EXPECT_EQ(traffic.at("bytes"), 4u * 48000);
+  EXPECT_EQ(traffic.at("messages"), 4u * 26);
+  ASSERT_EQ(traffic.at("rows").size(), 4u) << traffic.dump();
+  for (int r = 0; r < 4; ++r) {
+    const auto& row = traffic.at("rows").at(static_cast<std::size_t>(r));
+    EXPECT_EQ(row.at("source"), r);
+    EXPECT_EQ(row.at("to"),
+              nlohmann::json::parse("[[" + std::to_string((r + 1) % 4) + ", 48000, 26]]"))
+        << row.dump();
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(, MlStatistics,
@@ -507,10 +523,30 @@ INSTANTIATE_TEST_SUITE_P(, MlCApi, ::testing::ValuesIn(kCCases),
 TEST(MlCApiHost, HostBootstrapWithFileCallbacks) {
   const std::string dir = temp_path("pm");
   std::filesystem::create_directories(dir);
-  const auto r = bglrun({"-np", "4", "--shape", "2x2x1", kCApi, "host", dir}, 90);
+  const std::string stats = temp_path("stats.json");
+  const auto r = bglrun({"-np", "4", "--shape", "2x2x1", "--stats", stats, kCApi, "host", dir}, 90);
   std::filesystem::remove_all(dir);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("c_api: 32 messages each way, host bootstrap"));
+  // The communication matrix through the C ABI with a host bootstrap (the MPI device's path):
+  // rank 0 and rank 3 exchange a handshake word and ping-pong 32 messages each way, every answer
+  // as long as its question: 33 messages each way, the same bytes.
+  const auto j = nlohmann::json::parse(read_file(stats));
+  std::filesystem::remove(stats);
+  const auto& traffic = j.at("traffic");
+  ASSERT_EQ(traffic.at("rows").size(), 2u) << traffic.dump();
+  const auto& to3 = traffic.at("rows").at(0);
+  const auto& to0 = traffic.at("rows").at(1);
+  EXPECT_EQ(to3.at("source"), 0);
+  EXPECT_EQ(to0.at("source"), 3);
+  ASSERT_EQ(to3.at("to").size(), 1u) << traffic.dump();
+  ASSERT_EQ(to0.at("to").size(), 1u) << traffic.dump();
+  EXPECT_EQ(to3.at("to").at(0).at(0), 3);
+  EXPECT_EQ(to0.at("to").at(0).at(0), 0);
+  EXPECT_EQ(to3.at("to").at(0).at(2), 33u);
+  EXPECT_EQ(to0.at("to").at(0).at(2), 33u);
+  EXPECT_GT(to3.at("to").at(0).at(1).get<std::uint64_t>(), 0u);
+  EXPECT_EQ(to3.at("to").at(0).at(1), to0.at("to").at(0).at(1));
 }
 
 // The C ABI used to offer no way to learn that a task's own packets had left: done() means

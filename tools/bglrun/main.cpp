@@ -23,6 +23,7 @@
 #include "bgl/pkt/ofi_agent.hpp"
 #include "bgl/pkt/segment.hpp"
 #include "bgl/pkt/segment_monitor.hpp"
+#include "bgl/pkt/traffic_matrix.hpp"
 #include "bgl/torus/error.hpp"
 #include "bgl/torus/user_text.hpp"
 #include "job_runner.hpp"
@@ -219,6 +220,10 @@ int launch(int argc, char** argv) {
     spdlog::set_pattern("[bglrun@" + std::to_string(pmi->rank()) + " %^%l%$] %v");
   }
   config.regions.push_back({std::string(collnet::kRegionName), collnet::region_bytes(config)});
+  // The communication matrix, for the statistics (one row per task, written when it ends).
+  if ((o.stats_file || o.report_file) && config.ntasks() <= pkt::kTrafficMaxTasks)
+    config.regions.push_back(
+        {std::string(pkt::kTrafficRegion), pkt::traffic_region_bytes(config.ntasks())});
   if (o.dry_run || o.show_mapping) print_mapping(config);
   const auto extents = pkt::Machine::used_extents(config);
   if (o.dry_run) {

@@ -12,6 +12,7 @@
 #include <map>
 #include <system_error>
 
+#include "bgl/pkt/traffic_matrix.hpp"
 #include "bgl/torus/error.hpp"
 #include "bgl/torus/user_text.hpp"
 #include "bgl/virtual_time/latency_histogram.hpp"
@@ -154,6 +155,34 @@ std::string_view fifo_name(int f) {
   return f == pkt::kLocalFifo ? "local" : "high";
 }
 
+// The communication matrix: per source rank that sent anything, its destinations with the
+// messages and user data bytes it sent there (sparse rows: [dest, bytes, messages]).
+json traffic_json(const pkt::Machine& m) {
+  const int tasks = m.config().ntasks();
+  const auto region = m.region(pkt::kTrafficRegion);
+  if (region.empty())
+    return {{"recorded", false},
+            {"reason", "more than " + std::to_string(pkt::kTrafficMaxTasks) + " tasks"}};
+  json rows = json::array();
+  std::uint64_t bytes = 0, messages = 0, pairs = 0;
+  for (int s = 0; s < tasks; ++s) {
+    json row = json::array();
+    for (int d = 0; d < tasks; ++d) {
+      const auto& p = pkt::traffic_row(region, tasks, s)[static_cast<std::size_t>(d)];
+      if (p.messages == 0) continue;
+      row.push_back(json::array({d, p.bytes, p.messages}));
+      bytes += p.bytes;
+      messages += p.messages;
+      ++pairs;
+    }
+    if (!row.empty()) rows.push_back({{"source", s}, {"to", std::move(row)}});
+  }
+  return {
+      {"recorded", true},       {"tasks", tasks},       {"unit", "message-layer user data bytes"},
+      {"bytes", bytes},         {"messages", messages}, {"pairs", pairs},
+      {"rows", std::move(rows)}};
+}
+
 }  // namespace
 
 std::string statistics_json(const pkt::Machine& m, double host_seconds) {
@@ -209,6 +238,7 @@ std::string statistics_json(const pkt::Machine& m, double host_seconds) {
       {"mapping", c.mapping_source}, {"fifo_packets", c.fifo_packets}, {"seed", c.seed},
       {"host_seconds", host_seconds}};
   json all{{"job", job}, {"tasks", tasks}, {"links", links}, {"fifos", fifos}};
+  all["traffic"] = traffic_json(m);
   if (m.vt_params()) all["virtual_time"] = virtual_time_json(m, all["tasks"]);
   return all.dump(1) + "\n";
 }

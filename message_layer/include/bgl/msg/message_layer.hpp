@@ -14,6 +14,7 @@
 #include "bgl/msg/protocol.hpp"
 #include "bgl/msg/statistics.hpp"
 #include "bgl/pkt/endpoint.hpp"
+#include "bgl/pkt/traffic_matrix.hpp"
 
 namespace bgl::msg {
 
@@ -89,6 +90,9 @@ class MessageLayer {
 
   Protocol choose(const SendMessage& message) const;
   const Statistics& statistics() const;
+  // Per destination rank: the messages this task sent there and their user data bytes (counted
+  // when a send completes, as in statistics()).
+  std::span<const pkt::PairTraffic> traffic() const;
   const Config& config() const;
   // Coprocessor mode: the node's second processor, for costart()/cojoin(); nullptr otherwise.
   Coprocessor* coprocessor();

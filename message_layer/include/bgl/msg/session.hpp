@@ -44,6 +44,7 @@ class Session {
  private:
   Session(pkt::Runtime runtime, std::unique_ptr<Bootstrap> bootstrap, const Config& config);
   void check_agreement();
+  void publish_traffic() const;
 
   pkt::Runtime runtime_;
   std::unique_ptr<Bootstrap> bootstrap_;
