@@ -91,13 +91,14 @@ std::optional<TaskRow> parse_row(const std::string& line) {
 }
 
 struct Merged {
-  std::string symbol;
   std::uint64_t tasks = 0, calls = 0, host_ns = 0, host_ns_min = ~std::uint64_t{0}, host_ns_max = 0,
                 task_host_ns_max = 0, cycles = 0, task_cycles_max = 0;
 };
 
-using Key = std::tuple<std::string, std::uint64_t, std::string, std::string, std::string, int,
-                       std::uint64_t, int>;
+// A row's identity: where (the resolved source line, or the module and address without debug
+// information: a loop the compiler unrolled has several call instructions on one line), what and
+// how.
+using Key = std::tuple<std::string, std::string, std::string, std::string, int, std::uint64_t, int>;
 
 }  // namespace
 
@@ -151,6 +152,30 @@ SiteResolver::Site SiteResolver::resolve(const std::string& module, std::uint64_
 }
 
 json merge_call_sites(const std::filesystem::path& dir, int ntasks, double cpu_hz) {
+  SiteResolver resolver;
+  std::map<std::pair<std::string, std::uint64_t>, std::string> where_of;  // address -> identity
+  std::map<std::string, json> located;                                    // identity -> location
+  const auto identity = [&](const TaskRow& row) -> const std::string& {
+    auto [it, fresh] = where_of.try_emplace({row.module, row.offset});
+    if (!fresh) return it->second;
+    const auto s = resolver.resolve(row.module, row.offset);
+    const std::string function = !s.function.empty() ? s.function : demangle(row.symbol.c_str());
+    std::string site = function.empty() ? "?" : without_parameters(function);
+    if (!s.file.empty())
+      site += " (" + basename_of(s.file) + ":" + std::to_string(s.line) + ")";
+    else if (!row.module.empty())
+      site += " (" + basename_of(row.module) + "+" + hex(row.offset) + ")";
+    it->second = s.file.empty() ? row.module + "+" + hex(row.offset)
+                                : function + "\n" + s.file + ":" + std::to_string(s.line);
+    located.try_emplace(it->second, json{{"site", site},
+                                         {"function", function},
+                                         {"file", s.file},
+                                         {"line", s.line},
+                                         {"module", row.module},
+                                         {"offset", hex(row.offset)}});
+    return it->second;
+  };
+
   std::map<Key, Merged> merged;
   std::uint64_t overflow_calls = 0, overflow_host_ns = 0, foreign = 0, bad_rows = 0;
   int overflow_tasks = 0, reporting = 0, first_overflow = -1;
@@ -171,23 +196,32 @@ json merge_call_sites(const std::filesystem::path& dir, int ntasks, double cpu_h
     overflow_host_ns += header.value("overflow_host_ns", std::uint64_t{0});
     foreign += header.value("foreign", std::uint64_t{0});
     capacity = std::max(capacity, header.value("capacity", std::size_t{0}));
+    // This task's rows by identity first: the task counts once per row, with its total time.
+    std::map<Key, Merged> task;
     while (std::getline(in, line)) {
       const auto row = parse_row(line);
       if (!row) {
         ++bad_rows;
         continue;
       }
-      Merged& m = merged[{row->module, row->offset, row->op, row->algorithm, row->rule,
-                          row->comm_size, row->bytes, row->root}];
-      if (m.symbol.empty()) m.symbol = row->symbol;
-      ++m.tasks;
+      Merged& m = task[{identity(*row), row->op, row->algorithm, row->rule, row->comm_size,
+                        row->bytes, row->root}];
       m.calls += row->calls;
       m.host_ns += row->host_ns;
       m.host_ns_min = std::min(m.host_ns_min, row->host_ns_min);
       m.host_ns_max = std::max(m.host_ns_max, row->host_ns_max);
-      m.task_host_ns_max = std::max(m.task_host_ns_max, row->host_ns);
       m.cycles += row->cycles;
-      m.task_cycles_max = std::max(m.task_cycles_max, row->cycles);
+    }
+    for (const auto& [key, t] : task) {
+      Merged& m = merged[key];
+      ++m.tasks;
+      m.calls += t.calls;
+      m.host_ns += t.host_ns;
+      m.host_ns_min = std::min(m.host_ns_min, t.host_ns_min);
+      m.host_ns_max = std::max(m.host_ns_max, t.host_ns_max);
+      m.task_host_ns_max = std::max(m.task_host_ns_max, t.host_ns);
+      m.cycles += t.cycles;
+      m.task_cycles_max = std::max(m.task_cycles_max, t.cycles);
     }
   }
   if (bad_rows > 0)
@@ -210,25 +244,11 @@ json merge_call_sites(const std::filesystem::path& dir, int ntasks, double cpu_h
                                                   : *a.first < *b.first;
   });
   const std::size_t kept = std::min(order.size(), CallSiteFiles::kMaxRows);
-  SiteResolver resolver;
-  std::map<std::pair<std::string, std::uint64_t>, json> resolved;  // one look-up per site
   json sites = json::array();
   for (std::size_t i = 0; i < kept; ++i) {
-    const auto& [module, offset, op, algorithm, rule, comm_size, bytes, root] = *order[i].first;
+    const auto& [where, op, algorithm, rule, comm_size, bytes, root] = *order[i].first;
     const Merged& m = *order[i].second;
-    auto [where, fresh] = resolved.try_emplace({module, offset});
-    if (fresh) {
-      const auto s = resolver.resolve(module, offset);
-      std::string function = !s.function.empty() ? s.function : demangle(m.symbol.c_str());
-      std::string site = function.empty() ? "?" : without_parameters(function);
-      if (!s.file.empty())
-        site += " (" + basename_of(s.file) + ":" + std::to_string(s.line) + ")";
-      else if (!module.empty())
-        site += " (" + basename_of(module) + "+" + hex(offset) + ")";
-      where->second = {{"site", site},   {"function", function}, {"file", s.file},
-                       {"line", s.line}, {"module", module},     {"offset", hex(offset)}};
-    }
-    json row = where->second;
+    json row = located.at(where);
     row["op"] = op;
     row["algorithm"] = algorithm;
     row["rule"] = rule;
