@@ -101,9 +101,12 @@ Location locate(std::uintptr_t address) {
     l.module = map->l_name;
   } else {
     // The main program (its link map has no name).
-    std::array<char, 4096> exe{};
-    const ssize_t n = ::readlink("/proc/self/exe", exe.data(), exe.size() - 1);
-    if (n > 0) l.module.assign(exe.data(), static_cast<std::size_t>(n));
+    static const std::string program = [] {
+      std::array<char, 4096> exe{};
+      const ssize_t n = ::readlink("/proc/self/exe", exe.data(), exe.size() - 1);
+      return n > 0 ? std::string(exe.data(), static_cast<std::size_t>(n)) : std::string();
+    }();
+    l.module = program;
   }
   if (info.dli_sname) l.symbol = info.dli_sname;
   return l;

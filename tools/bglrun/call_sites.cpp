@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "bgl/torus/error.hpp"
@@ -98,7 +99,18 @@ struct Merged {
 // A row's identity: where (the resolved source line, or the module and address without debug
 // information: a loop the compiler unrolled has several call instructions on one line), what and
 // how.
-using Key = std::tuple<std::string, std::string, std::string, std::string, int, std::uint64_t, int>;
+// The texts are numbered (Names) so that the maps compare integers.
+using Key = std::tuple<int, int, int, int, int, std::uint64_t, int>;
+
+struct Names {
+  std::unordered_map<std::string, int> ids;
+  std::vector<std::string> texts;
+  int id(const std::string& text) {
+    const auto [it, fresh] = ids.try_emplace(text, static_cast<int>(texts.size()));
+    if (fresh) texts.push_back(text);
+    return it->second;
+  }
+};
 
 }  // namespace
 
@@ -153,9 +165,10 @@ SiteResolver::Site SiteResolver::resolve(const std::string& module, std::uint64_
 
 json merge_call_sites(const std::filesystem::path& dir, int ntasks, double cpu_hz) {
   SiteResolver resolver;
-  std::map<std::pair<std::string, std::uint64_t>, std::string> where_of;  // address -> identity
-  std::map<std::string, json> located;                                    // identity -> location
-  const auto identity = [&](const TaskRow& row) -> const std::string& {
+  Names names;
+  std::map<std::pair<std::string, std::uint64_t>, int> where_of;  // address -> identity
+  std::map<int, json> located;                                    // identity -> location
+  const auto identity = [&](const TaskRow& row) -> int {
     auto [it, fresh] = where_of.try_emplace({row.module, row.offset});
     if (!fresh) return it->second;
     const auto s = resolver.resolve(row.module, row.offset);
@@ -165,8 +178,8 @@ json merge_call_sites(const std::filesystem::path& dir, int ntasks, double cpu_h
       site += " (" + basename_of(s.file) + ":" + std::to_string(s.line) + ")";
     else if (!row.module.empty())
       site += " (" + basename_of(row.module) + "+" + hex(row.offset) + ")";
-    it->second = s.file.empty() ? row.module + "+" + hex(row.offset)
-                                : function + "\n" + s.file + ":" + std::to_string(s.line);
+    it->second = names.id(s.file.empty() ? row.module + "+" + hex(row.offset)
+                                         : function + "\n" + s.file + ":" + std::to_string(s.line));
     located.try_emplace(it->second, json{{"site", site},
                                          {"function", function},
                                          {"file", s.file},
@@ -204,8 +217,8 @@ json merge_call_sites(const std::filesystem::path& dir, int ntasks, double cpu_h
         ++bad_rows;
         continue;
       }
-      Merged& m = task[{identity(*row), row->op, row->algorithm, row->rule, row->comm_size,
-                        row->bytes, row->root}];
+      Merged& m = task[{identity(*row), names.id(row->op), names.id(row->algorithm),
+                        names.id(row->rule), row->comm_size, row->bytes, row->root}];
       m.calls += row->calls;
       m.host_ns += row->host_ns;
       m.host_ns_min = std::min(m.host_ns_min, row->host_ns_min);
@@ -249,9 +262,9 @@ json merge_call_sites(const std::filesystem::path& dir, int ntasks, double cpu_h
     const auto& [where, op, algorithm, rule, comm_size, bytes, root] = *order[i].first;
     const Merged& m = *order[i].second;
     json row = located.at(where);
-    row["op"] = op;
-    row["algorithm"] = algorithm;
-    row["rule"] = rule;
+    row["op"] = names.texts[static_cast<std::size_t>(op)];
+    row["algorithm"] = names.texts[static_cast<std::size_t>(algorithm)];
+    row["rule"] = names.texts[static_cast<std::size_t>(rule)];
     row["comm_size"] = comm_size;
     row["bytes"] = bytes;
     if (root >= 0) row["root"] = root;
