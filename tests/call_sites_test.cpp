@@ -151,6 +151,22 @@ TEST(CallSites, MergeOfAThousandTwentyFourTasksIsQuick) {
   EXPECT_EQ(calls, 1023u * 112u);
 }
 
+// What a collective call pays when call sites are recorded: one unwind of the stack and one
+// probe of the table (the collectives themselves take tens of microseconds at least).
+TEST(CallSites, ACallCostsAboutAMicrosecond) {
+  TempDir dir("cost");
+  pkt::CallSites sites(0, dir.path.string(), nullptr);
+  constexpr int kCalls = 20000;
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < kCalls; ++i)
+    sites.record({a_call_site(), "allreduce", "tree", "whole partition", 8, 8u << (i % 8), -1},
+                 sites.start());
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+  std::printf("one recorded call: %.2f us\n", took.count() / kCalls * 1e6);
+  EXPECT_EQ(sites.rows().size(), 8u);
+  EXPECT_LT(took.count() / kCalls, 50e-6);
+}
+
 TEST(CallSites, NoDirectoryNoTable) {
   ::unsetenv("BGL_SITES_DIR");
   virtual_time::Clock clock;
