@@ -4,9 +4,9 @@
 // jobs whose collectives run through coll::Library and Communicator::run.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <time.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -36,6 +36,14 @@ struct TempDir {
     fs::remove_all(path, ignored);
   }
 };
+
+// This thread's CPU time in seconds: what the code costs, whatever else runs on the shared
+// machine (wall-clock bounds fail under load).
+double cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
 
 // The line of this file that holds `text`, 0 when none does.
 int line_of(const std::string& file, const std::string& text) {
@@ -134,11 +142,11 @@ TEST(CallSites, MergeOfAThousandTwentyFourTasksIsQuick) {
         << "\n";
     std::ofstream(dir.path / "task.7.sites") << "garbage\n";
   }
-  const auto start = std::chrono::steady_clock::now();
+  const double start = cpu_seconds();
   const auto merged = run::merge_call_sites(dir.path, 1024, 700e6);
-  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-  std::printf("merge of 1,024 tasks x 64 rows: %.3f s\n", took.count());
-  EXPECT_LT(took.count(), 10.0);               // about 0.3 s in a release build
+  const double took = cpu_seconds() - start;
+  std::printf("merge of 1,024 tasks x 64 rows: %.3f s of CPU\n", took);
+  EXPECT_LT(took, 10.0);                       // 0.5-1 s in a release build (docs/PERFORMANCE.md)
   EXPECT_EQ(merged["tasks_reporting"], 1023);  // task 7's file is not a table
   ASSERT_EQ(merged["sites"].size(), 64u);
   for (const auto& row : merged["sites"]) {
@@ -157,14 +165,14 @@ TEST(CallSites, ACallCostsAboutAMicrosecond) {
   TempDir dir("cost");
   pkt::CallSites sites(0, dir.path.string(), nullptr);
   constexpr int kCalls = 20000;
-  const auto start = std::chrono::steady_clock::now();
+  const double start = cpu_seconds();
   for (int i = 0; i < kCalls; ++i)
     sites.record({a_call_site(), "allreduce", "tree", "whole partition", 8, 8u << (i % 8), -1},
                  sites.start());
-  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-  std::printf("one recorded call: %.2f us\n", took.count() / kCalls * 1e6);
+  const double took = cpu_seconds() - start;
+  std::printf("one recorded call: %.2f us of CPU\n", took / kCalls * 1e6);
   EXPECT_EQ(sites.rows().size(), 8u);
-  EXPECT_LT(took.count() / kCalls, 50e-6);
+  EXPECT_LT(took / kCalls, 50e-6);
 }
 
 TEST(CallSites, NoDirectoryNoTable) {
