@@ -58,7 +58,8 @@ int line_of(const std::string& file, const std::string& text) {
 
 // Stands for a runtime entry (Communicator::run): its caller is the call site.
 [[gnu::noinline]] std::uintptr_t runtime_entry() {
-  const auto site = pkt::CallSites::program_caller();
+  const auto site =
+      pkt::CallSites::program_caller(reinterpret_cast<std::uintptr_t>(__builtin_return_address(0)));
   asm volatile("" ::: "memory");  // not a tail call: this frame stays on the stack
   return site;
 }

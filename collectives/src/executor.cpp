@@ -670,7 +670,8 @@ void Communicator::run(const Program& program, const Params& params, Buffers buf
     execute(program, params, buffers);
     return;
   }
-  const std::uintptr_t site = pkt::CallSites::program_caller();
+  const std::uintptr_t site =
+      pkt::CallSites::program_caller(reinterpret_cast<std::uintptr_t>(__builtin_return_address(0)));
   const auto start = sites->start();
   execute(program, params, buffers);
   const std::string_view algorithm = program.algorithm().empty() ? "program" : program.algorithm();

@@ -110,7 +110,10 @@ bool Library::run(const Group& group, Params x, Buffers b) {
   const std::uint64_t start = trace ? trace->now() : 0;
   pkt::CallSites* sites = engine_.layer().endpoint().call_sites();
   // The program's call site: above the MPI library and the device's hooks when they called us.
-  const std::uintptr_t site = sites ? pkt::CallSites::program_caller() : 0;
+  const std::uintptr_t site =
+      sites ? pkt::CallSites::program_caller(
+                  reinterpret_cast<std::uintptr_t>(__builtin_return_address(0)))
+            : 0;
   const auto site_start = sites ? sites->start() : pkt::CallSites::Start{};
   m.comm.execute(m.program(*s.algorithm, x), x, b);
   if (sites) [[unlikely]]

@@ -145,17 +145,23 @@ CallSites::CallSites(torus::Rank rank, std::string dir, const virtual_time::Cloc
   texts_.emplace_back("(other)");  // 0: what does not fit in the text table
   // The first unwind loads the unwinder (libgcc_s) and the first look-up finds the libraries:
   // done here, so that no collective's time includes them.
-  (void)program_caller();
+  std::array<void*, 2> warm{};
+  (void)::backtrace(warm.data(), 2);
   (void)runtime_code();
 }
 
-std::uintptr_t CallSites::program_caller() {
+std::uintptr_t CallSites::program_caller(std::uintptr_t return_address) {
+  const RuntimeCode& code = runtime_code();
+  if (!code.contains(return_address)) return return_address;
   std::array<void*, kMaxFrames> frames{};
   const int n = ::backtrace(frames.data(), kMaxFrames);
-  const RuntimeCode& code = runtime_code();
-  // frames[0] lies in this function, frames[1] in the runtime function that called it, frames[2]
-  // in that function's caller: the program, or a runtime library it called.
-  for (int i = 2; i < n; ++i) {
+  // Above the entry's own return address (frames below it belong to the entry and to us; how many
+  // depends on inlining and the build), the first frame outside the runtime's libraries.
+  int i = 0;
+  while (i < n &&
+         reinterpret_cast<std::uintptr_t>(frames[static_cast<std::size_t>(i)]) != return_address)
+    ++i;
+  for (i = i < n ? i + 1 : 0; i < n; ++i) {
     const auto a = reinterpret_cast<std::uintptr_t>(frames[static_cast<std::size_t>(i)]);
     if (!code.contains(a)) return a;
   }

@@ -35,10 +35,12 @@ class CallSites {
                                                      const virtual_time::Clock* clock);
   CallSites(torus::Rank rank, std::string dir, const virtual_time::Clock* clock);
 
-  // The program's return address for the runtime function that calls this: the first frame above
-  // that function's caller that lies outside libmpi* and libbglml. 0 when none is found within
-  // kMaxFrames frames. About a microsecond (one unwind of the stack).
-  [[gnu::noinline]] static std::uintptr_t program_caller();
+  // The program's call site for a runtime entry (Communicator::run, Library::run) that passes its
+  // own return address (__builtin_return_address(0)): that address itself when it lies in the
+  // program; else (the entry was called by libbglml or MPICH) the first frame above it on the
+  // stack that lies outside libmpi* and libbglml, found by one unwind of the stack (about a
+  // microsecond). 0 when none is found within kMaxFrames frames.
+  [[gnu::noinline]] static std::uintptr_t program_caller(std::uintptr_t return_address);
 
   struct Start {
     std::uint64_t host_ns = 0;
