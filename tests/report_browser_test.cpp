@@ -161,8 +161,8 @@ TEST(ReportBrowser, EverySectionRendersWithoutErrors) {
   EXPECT_EQ(count(p.dom, "<line x1="), 48u);
   EXPECT_EQ(count(p.dom, "<rect class=\"node\""), 8u);
   EXPECT_GE(count(p.dom, "<table class=\"data sortable\">"), 6u);
-  for (const auto* id :
-       {"protocol-bytes", "latency-histogram-0", "latency-histogram-1", "task-time", "predicted"})
+  for (const auto* id : {"protocol-bytes", "latency-histogram-0", "latency-histogram-1",
+                         "task-time", "predicted", "collective-sites"})
     EXPECT_THAT(p.dom, HasSubstr("id=\"" + std::string(id) + "\"")) << id;
   // The hostile names were shown as text, never run.
   EXPECT_THAT(p.dom, Not(HasSubstr("pwned</title>")));
@@ -211,6 +211,32 @@ TEST(ReportBrowser, ReportOfARealJob) {
   for (int rank = 0; rank < 8; ++rank)
     EXPECT_THAT(p.dom, HasSubstr("<tr><td>" + std::to_string(rank) + "</td><td>("));
   EXPECT_THAT(p.dom, HasSubstr("<section id=\"protocols\">"));
+}
+
+// A job whose collectives run through the collectives library and through Communicator::run:
+// the section of call sites renders with each site's function, file and line.
+TEST(ReportBrowser, CollectiveCallSitesOfARealJob) {
+  const auto html = work_dir() / "sites.html";
+  const auto r = run_bglrun(BGLRUN_PATH,
+                            {"-np", "8", "--shape", "2x2x2", "--virtual-time", "--report",
+                             html.string(), COLL_SCENARIOS_PATH, "sites"},
+                            60);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("collective call sites"));
+  EXPECT_THAT(r.output, HasSubstr("sites_through_library (coll_scenarios.cpp:"));
+  const auto p = load(html, "sites");
+  expect_rendered(p);
+  const auto at = p.dom.find("<section id=\"collectives\">");
+  ASSERT_NE(at, std::string::npos) << "no section of collective call sites";
+  const auto section = p.dom.substr(at, p.dom.find("</section>", at) - at);
+  EXPECT_THAT(section, HasSubstr("id=\"collective-sites\""));
+  EXPECT_THAT(section, HasSubstr("sites_through_library (coll_scenarios.cpp:"));
+  EXPECT_THAT(section, HasSubstr("sites_direct (coll_scenarios.cpp:"));
+  EXPECT_THAT(section, HasSubstr("<td>allreduce</td><td>8</td><td>8</td><td>-</td><td>tree</td>"));
+  EXPECT_THAT(section, HasSubstr("<td>whole partition, supported type/op: collective network</td>"
+                                 "<td>8</td><td>40</td>"));
+  EXPECT_THAT(section, HasSubstr("<td>binomial</td><td>the caller's program</td><td>8</td>"
+                                 "<td>32</td>"));
 }
 
 TEST(ReportBrowser, UnwritableReportFailsBeforeTheJob) {

@@ -8,6 +8,7 @@ packages=(
   libboost-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev
   libfabric-dev libfabric-bin
+  libdw-dev  # bglrun: the collectives' call sites by function and file:line (elfutils' libdwfl)
   mpich iproute2 jq
   gnuplot-nox  # bench/coll_plot.sh
   chromium libpng-dev  # the run report's browser test (tests/report_browser_test.cpp)

@@ -20,6 +20,7 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "process_runner.hpp"
@@ -234,6 +235,69 @@ TEST_F(Mpi, CollectivesRunInTheLibrary) {
   ASSERT_EQ(off.exit_code, 0) << off.output;
   EXPECT_THAT(off.output, HasSubstr("coll: OK"));
   EXPECT_THAT(off.output, Not(HasSubstr("collectives: ")));
+}
+
+// The line of sites.c that holds `text` (1-based), 0 when none does.
+int line_of(const std::string& text) {
+  std::istringstream in(read_file(kSources + "/sites.c"));
+  int n = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++n;
+    if (line.find(text) != std::string::npos) return n;
+  }
+  return 0;
+}
+
+// bglrun --stats: an MPI program's collectives per call site, named by the program's function
+// and line (above MPICH and the device's hooks), with the algorithm and rule the library chose,
+// the calls of all tasks and their host and BG/L time.
+TEST_F(Mpi, CollectiveCallSitesNameTheProgramsLines) {
+  const auto stats = fs::temp_directory_path() / ("bgl_mpi_sites." + std::to_string(getpid()));
+  const auto r = bglrun({"-np", "8", "--shape", "2x2x2", "--virtual-time", "--stats",
+                         stats.string(), "--timeout", "200", program("sites")});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("sites: ok, 4 in my half"));
+  EXPECT_THAT(r.output, HasSubstr("collective call sites"));
+  const auto j = nlohmann::json::parse(read_file(stats.string()));
+  fs::remove(stats);
+  ASSERT_TRUE(j.contains("collective_sites")) << j.dump().substr(0, 500);
+  const auto& sites = j["collective_sites"]["sites"];
+  struct Want {
+    const char* call;  // the text of the call's line in sites.c
+    const char* function;
+    const char* op;
+    const char* algorithm;
+    int comm_size;
+    std::uint64_t bytes, calls;
+  };
+  for (const Want& w :
+       {Want{"MPI_Allreduce(&mine", "exchange", "allreduce", "tree", 8, 8, 48},
+        Want{"MPI_Bcast(data", "exchange", "bcast", "tree", 8, 3000, 16},
+        Want{"MPI_Barrier(MPI_COMM_WORLD)", "main", "barrier", "gi", 8, 0, 24},
+        Want{"MPI_Allreduce(&one", "main", "allreduce", "recursive_doubling", 4, 4, 8}}) {
+    const int line = line_of(w.call);
+    ASSERT_GT(line, 0) << w.call;
+    const auto it = std::find_if(sites.begin(), sites.end(), [&](const nlohmann::json& s) {
+      return s["line"] == line && s["op"] == w.op;
+    });
+    ASSERT_NE(it, sites.end()) << "no row for sites.c:" << line << " " << w.op << " in "
+                               << sites.dump(1);
+    const auto& s = *it;
+    EXPECT_EQ(s["function"], w.function) << s.dump();
+    EXPECT_EQ(s["site"], std::string(w.function) + " (sites.c:" + std::to_string(line) + ")");
+    EXPECT_EQ(s["algorithm"], w.algorithm) << s.dump();
+    EXPECT_FALSE(s["rule"].get<std::string>().empty());
+    EXPECT_EQ(s["comm_size"], w.comm_size);
+    EXPECT_EQ(s["bytes"], w.bytes);
+    EXPECT_EQ(s["tasks"], 8);
+    EXPECT_EQ(s["calls"], w.calls);
+    EXPECT_GT(s["host_seconds"].get<double>(), 0.0);
+    EXPECT_LE(s["host_seconds_slowest_task"].get<double>(), j["job"]["host_seconds"].get<double>());
+    EXPECT_GT(s["virtual_seconds"].get<double>(), 0.0);
+    EXPECT_LE(s["virtual_seconds_slowest_task"].get<double>(),
+              j["virtual_time"]["predicted_seconds"].get<double>());
+  }
+  EXPECT_EQ(j["collective_sites"]["overflow"]["calls"], 0);
 }
 
 // A rendezvous send started before MPI_Allreduce / MPI_Barrier on MPI_COMM_WORLD (collective

@@ -657,7 +657,30 @@ class Run {
 
 }  // namespace
 
+namespace {
+// The root of a rooted collective, -1 for the others (for the call-site statistics).
+int root_of(const Params& x) {
+  return x.op == Collective::bcast || x.op == Collective::reduce ? x.root : -1;
+}
+}  // namespace
+
 void Communicator::run(const Program& program, const Params& params, Buffers buffers) {
+  pkt::CallSites* sites = engine_.layer().endpoint().call_sites();
+  if (!sites) [[likely]] {
+    execute(program, params, buffers);
+    return;
+  }
+  const std::uintptr_t site =
+      pkt::CallSites::program_caller(reinterpret_cast<std::uintptr_t>(__builtin_return_address(0)));
+  const auto start = sites->start();
+  execute(program, params, buffers);
+  const std::string_view algorithm = program.algorithm().empty() ? "program" : program.algorithm();
+  sites->record({site, to_string(params.op), algorithm, "the caller's program", size_,
+                 params.bytes(), root_of(params)},
+                start);
+}
+
+void Communicator::execute(const Program& program, const Params& params, Buffers buffers) {
   if (buffers.send.size() < params.send_bytes(rank_))
     throw std::invalid_argument("collectives: " + std::string(to_string(params.op)) +
                                 " needs a send buffer of " +

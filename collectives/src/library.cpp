@@ -52,6 +52,7 @@ struct Library::Member {
     if (it == programs.end()) {
       if (programs.size() >= kMaxPrograms) programs.clear();
       it = programs.emplace(k, a.generate(x, comm.rank())).first;
+      it->second.set_algorithm(a.name);
     }
     return it->second;
   }
@@ -107,7 +108,18 @@ bool Library::run(const Group& group, Params x, Buffers b) {
                 group.id, s.algorithm->name, s.reason);
   pkt::Trace* trace = engine_.layer().endpoint().trace();
   const std::uint64_t start = trace ? trace->now() : 0;
-  m.comm.run(m.program(*s.algorithm, x), x, b);
+  pkt::CallSites* sites = engine_.layer().endpoint().call_sites();
+  // The program's call site: above the MPI library and the device's hooks when they called us.
+  const std::uintptr_t site =
+      sites ? pkt::CallSites::program_caller(
+                  reinterpret_cast<std::uintptr_t>(__builtin_return_address(0)))
+            : 0;
+  const auto site_start = sites ? sites->start() : pkt::CallSites::Start{};
+  m.comm.execute(m.program(*s.algorithm, x), x, b);
+  if (sites) [[unlikely]]
+    sites->record({site, to_string(x.op), s.algorithm->name, s.reason, group.size, x.bytes(),
+                   x.op == Collective::bcast || x.op == Collective::reduce ? x.root : -1},
+                  site_start);
   // bglrun --trace: the call as one span named by the collective and the algorithm chosen, with
   // the selection rule that chose it (around the executor's span of the run).
   if (trace) [[unlikely]]

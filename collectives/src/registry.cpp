@@ -51,6 +51,7 @@ Schedule build_schedule(const Algorithm& algorithm, const Params& params) {
   s.programs.reserve(static_cast<std::size_t>(params.p));
   for (int r = 0; r < params.p; ++r) {
     s.programs.push_back(algorithm.generate(params, r));
+    s.programs.back().set_algorithm(algorithm.name);
     if (s.programs.back().rank() != r)
       throw std::logic_error(
           "collectives: '" + std::string(algorithm.name) + "' generated a program for rank " +

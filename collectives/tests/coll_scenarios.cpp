@@ -7,6 +7,10 @@
 //   coll_scenarios lines         deposit-bit line steps on their own (see lines())
 //   coll_scenarios split [OPS]   two concurrent communicators (even and odd job ranks, contexts 1
 //                                and 2, reversed rank order in the odd one): torus algorithms
+//   coll_scenarios sites [N]     call sites for bglrun --stats: 5 allreduces and 3 broadcasts
+//                                through coll::Library in sites_through_library(), 4 binomial
+//                                broadcasts through Communicator::run in sites_direct(), then N
+//                                broadcasts of N different sizes in sites_many() (default 0)
 // OPS: comma-separated collectives (default: all). Prints "coll: <op> <algorithm> ok (<n> runs)".
 // A failed check prints the rank and what differs, and exits 1.
 #include <algorithm>
@@ -24,6 +28,7 @@
 #include <vector>
 
 #include "bgl/coll/executor.hpp"
+#include "bgl/coll/library.hpp"
 #include "bgl/coll/registry.hpp"
 #include "bgl/collnet/collective_network.hpp"
 #include "bgl/msg/session.hpp"
@@ -244,11 +249,63 @@ void lines(const msg::Session& session, Communicator& comm) {
   if (rank == 0) std::printf("coll: lines ok (%d runs)\n", runs);
 }
 
+// The call sites' functions are not inlined, so that each names its own call site.
+[[gnu::noinline]] void sites_through_library(Library& library, const Group& group) {
+  std::vector<std::uint64_t> in{g_rank + 1u}, out(1);
+  for (int i = 0; i < 5; ++i) {
+    const bool ran =
+        library.run(group, Params::allreduce(group.size, 1, DataType::u64, ReduceOp::sum),
+                    {std::as_bytes(std::span(in)), std::as_writable_bytes(std::span(out))});
+    const std::uint64_t want = static_cast<std::uint64_t>(group.size) * (group.size + 1) / 2;
+    if (!ran || out[0] != want)
+      fail("library allreduce: " + std::to_string(out[0]) + ", expected " + std::to_string(want));
+  }
+  std::vector<std::byte> data(1000, std::byte{7});
+  for (int i = 0; i < 3; ++i)
+    if (!library.run(group, Params::bcast(group.size, 0, data.size()), {{}, data}))
+      fail("library bcast not handled");
+}
+
+[[gnu::noinline]] void sites_direct(Communicator& comm) {
+  const Params x = Params::bcast(comm.size(), 1, 512);
+  Program prog = find_algorithm(Collective::bcast, "binomial")->generate(x, comm.rank());
+  prog.set_algorithm("binomial");
+  std::vector<std::byte> data(512, std::byte{static_cast<unsigned char>(comm.rank() == 1)});
+  for (int i = 0; i < 4; ++i)
+    comm.run(prog, x, {{}, data});
+  if (data[511] != std::byte{1}) fail("direct bcast: wrong data");
+}
+
+[[gnu::noinline]] void sites_many(Communicator& comm, int n) {
+  for (int i = 0; i < n; ++i) {
+    const Params x = Params::bcast(comm.size(), 0, static_cast<std::uint64_t>(i + 1));
+    const Program prog = find_algorithm(Collective::bcast, "binomial")->generate(x, comm.rank());
+    std::vector<std::byte> data(static_cast<std::size_t>(i + 1));
+    comm.run(prog, x, {{}, data});
+  }
+}
+
+int sites(msg::Session& session, int many) {
+  Library library(session);
+  const Group group{0, session.size(), static_cast<int>(g_rank), {}, true};
+  sites_through_library(library, group);
+  Topology topo;
+  topo.mapping = &session.mapping();
+  Communicator comm(library.engine(), topo, session.size(), static_cast<int>(g_rank), 1);
+  sites_direct(comm);
+  sites_many(comm, many);
+  while (!session.layer().idle())
+    session.layer().advance();
+  if (g_rank == 0) std::printf("coll: sites ok\n");
+  return 0;
+}
+
 int run(int argc, char** argv) {
   auto session = msg::Session::from_launcher();
   g_rank = session->rank();
   const int world = session->size();
   const std::string mode = argc > 1 ? argv[1] : "world";
+  if (mode == "sites") return sites(*session, argc > 2 ? std::atoi(argv[2]) : 0);
   std::vector<Collective> ops;
   if (argc > 2) {
     std::istringstream list(argv[2]);

@@ -48,6 +48,8 @@ Runtime Runtime::from_environment(std::optional<torus::Rank> host_rank) {
   rt.trace_ = Trace::from_environment(rt.rank_, rt.endpoint_->clock(), params ? params->cpu_hz : 0);
   rt.endpoint_->set_trace(rt.trace_.get());
   wait_record::attach(&rt.machine_->task(rt.rank_).wait, rt.segment_.bytes().data());
+  rt.call_sites_ = CallSites::from_environment(rt.rank_, params ? &rt.endpoint_->clock() : nullptr);
+  rt.endpoint_->set_call_sites(rt.call_sites_.get());
   return rt;
 }
 
@@ -56,6 +58,9 @@ Runtime::~Runtime() {
   if (endpoint_) endpoint_->publish_statistics();
   if (trace_ && !trace_->write())
     spdlog::warn("rank {}: cannot write the trace's events: {}", rank_, std::strerror(errno));
+  if (call_sites_ && !call_sites_->write())
+    spdlog::warn("rank {}: cannot write its collective call sites: {}", rank_,
+                 std::strerror(errno));
 }
 
 void Runtime::allgather(std::span<const std::byte> mine, std::span<std::byte> all) {

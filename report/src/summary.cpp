@@ -1,5 +1,6 @@
-// The terminal summary: the predicted time, the busiest links and the protocol mix (with virtual
-// time, each protocol's median and 99th-percentile latency), in aligned
+// The terminal summary: the predicted time, the busiest links, the protocol mix (with virtual
+// time, each protocol's median and 99th-percentile latency) and the busiest collective call
+// sites, in aligned
 // columns like the tables of OSU's and IMB's benchmarks.
 #include <algorithm>
 #include <array>
@@ -105,12 +106,41 @@ std::string protocol_lines(const Context& c) {
   return rows.size() > 1 ? columns(rows, "  ") : std::string();
 }
 
+// "ns::(anonymous namespace)::f (file.c:12)" -> "f (file.c:12)": a terminal column's width.
+std::string short_site(const std::string& site) {
+  const auto where = site.find(" (");
+  const std::string name = site.substr(0, where);
+  const auto colons = name.rfind("::");
+  return (colons == std::string::npos ? name : name.substr(colons + 2)) +
+         (where == std::string::npos ? "" : site.substr(where));
+}
+
+// The collective call sites with the most host time: where the program's collectives went.
+std::string collective_lines(const Context& c, std::size_t top) {
+  const auto sites = c.root.find("collective_sites");
+  if (!sites) return {};
+  const auto list = (*sites)["sites"].elements();
+  std::vector<std::vector<std::string>> rows{
+      {"collective call sites", "op", "ranks", "bytes", "algorithm", "calls", "host/call"}};
+  for (std::size_t i = 0; i < std::min(top, list.size()); ++i) {
+    const auto& s = list[i];
+    const std::uint64_t calls = s["calls"].count();
+    rows.push_back(
+        {printable_text(short_site(s["site"].text()), 48), printable_text(s["op"].text()),
+         grouped(s["comm_size"].count()), grouped(s["bytes"].count()),
+         printable_text(s["algorithm"].text(), 24), grouped(calls),
+         calls ? duration(s["host_seconds"].number() / static_cast<double>(calls)) : "-"});
+  }
+  return rows.size() > 1 ? columns(rows, "  ") : std::string();
+}
+
 }  // namespace
 
 std::string terminal_summary(const nlohmann::json& stats, std::size_t top_links) {
   const View root(stats, "");
   const auto context = Context::make(root);
-  return time_lines(context) + link_lines(context, top_links) + protocol_lines(context);
+  return time_lines(context) + link_lines(context, top_links) + protocol_lines(context) +
+         collective_lines(context, 3);
 }
 
 }  // namespace bgl::report

@@ -46,8 +46,8 @@ std::string html_error_of(const nlohmann::json& stats) {
 
 TEST(Report, EverySectionOfAVirtualTimeRun) {
   const auto page = html(synthetic_stats({}), {"run.json"});
-  for (const auto* id :
-       {"job", "torus", "links", "protocols", "latency", "tasks", "fifos", "parameters"})
+  for (const auto* id : {"job", "torus", "links", "protocols", "latency", "tasks", "collectives",
+                         "fifos", "parameters"})
     EXPECT_THAT(page, HasSubstr("<section id=\"" + std::string(id) + "\">")) << id;
   // 2x2x2: 8 nodes, 6 directed links each.
   EXPECT_EQ(count(page, "<line x1="), 48u);
@@ -98,6 +98,8 @@ TEST(Report, NamesWithHtmlSpecialCharactersAreEscaped) {
   Synthetic s;
   s.mapping = hostile;
   s.protocol = hostile;
+  s.site = hostile;
+  s.rule = hostile;
   auto stats = synthetic_stats(s);
   stats["virtual_time"]["parameters_source"] = "</style><b>" + hostile;
   stats["job"]["mode"] = "vn<i>";
@@ -121,7 +123,7 @@ TEST(Report, NamesWithHtmlSpecialCharactersAreEscaped) {
   EXPECT_THAT(page, HasSubstr("\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"));
   // The page's own elements are still all there, and only its own two scripts.
   EXPECT_EQ(count(page, "<script>"), 2u);
-  EXPECT_EQ(count(page, "</section>"), 8u);
+  EXPECT_EQ(count(page, "</section>"), 9u);
 }
 
 TEST(Report, TruncatedFilesAreNamedAsSuch) {
@@ -241,6 +243,56 @@ TEST(Report, ThousandTwentyFourTasksStayCompactAndQuick) {
   EXPECT_LT(page.size(), 4u << 20) << page.size();
 }
 
+TEST(Report, CollectiveCallSitesShowAlgorithmRuleAndTime) {
+  const auto page = html(synthetic_stats({}));
+  const auto at = page.find("<section id=\"collectives\">");
+  ASSERT_NE(at, std::string::npos);
+  const auto section = page.substr(at, page.find("</section>", at) - at);
+  EXPECT_THAT(section, HasSubstr("id=\"collective-sites\""));  // the chart
+  EXPECT_THAT(section, HasSubstr("3 rows"));
+  // Site, collective, ranks, bytes, root, algorithm, rule, tasks, calls, per call, slowest task,
+  // and the BG/L times.
+  EXPECT_THAT(section, HasSubstr(">main (halo.c:42)</span></td><td>bcast</td><td>8</td><td>8</td>"
+                                 "<td>0</td><td>binomial</td><td>&lt; 12 KiB: binomial</td><td>8"
+                                 "</td><td>80</td><td>6.25 ms</td>"));
+  EXPECT_THAT(section, HasSubstr("BG/L time per call"));
+  EXPECT_THAT(section, HasSubstr("<td>allreduce</td><td>8</td><td>16</td><td>-</td><td>tree</td>"));
+  // The full location on hover.
+  EXPECT_THAT(section, HasSubstr("title=\"main (halo.c:42)&#10;/src/solver.c:100&#10;/bin/prog"));
+  // Calls that found no room in a task's table are said to be missing.
+  EXPECT_THAT(section, HasSubstr("1 task(s) filled their table of 256 rows: 5 calls"));
+
+  Synthetic s;
+  s.virtual_time = false;
+  const auto host_only = html(synthetic_stats(s));
+  EXPECT_THAT(host_only, HasSubstr("<section id=\"collectives\">"));
+  EXPECT_THAT(host_only, Not(HasSubstr("BG/L time per call")));
+
+  s.collective_sites = false;
+  EXPECT_THAT(html(synthetic_stats(s)), Not(HasSubstr("<section id=\"collectives\">")));
+
+  auto bad = synthetic_stats({});
+  bad["collective_sites"]["sites"][1]["calls"] = "many";
+  EXPECT_THAT(html_error_of(bad), HasSubstr("/collective_sites/sites/1/calls: expected a "
+                                            "non-negative integer, found string"));
+  bad = synthetic_stats({});
+  bad["collective_sites"]["sites"][2].erase("algorithm");
+  EXPECT_THAT(html_error_of(bad),
+              HasSubstr("/collective_sites/sites/2: missing member \"algorithm\""));
+}
+
+TEST(Report, ManyCollectiveCallSitesAreListedShort) {
+  Synthetic s{8, 8, 8, true};
+  s.sites = 1000;  // what bglrun keeps at most
+  const auto page = html(synthetic_stats(s));
+  EXPECT_THAT(page, HasSubstr("1,000 rows"));
+  EXPECT_THAT(page, HasSubstr("The 200 rows with the most host time"));
+  const auto at = page.find("<section id=\"collectives\">");
+  const auto section = page.substr(at, page.find("</section>", at) - at);
+  EXPECT_EQ(count(section, "<tr><td><span"), 200u);
+  EXPECT_LT(page.size(), 4u << 20) << page.size();
+}
+
 TEST(Report, HugePartitionsAreListedNotDrawn) {
   auto stats = synthetic_stats({});
   stats["job"]["shape"] = "64x64x64";
@@ -258,8 +310,8 @@ TEST(Summary, AlignedColumns) {
   std::istringstream in(text);
   for (std::string l; std::getline(in, l);)
     lines.push_back(l);
-  // run line, links header + 3, protocols header + 2.
-  ASSERT_EQ(lines.size(), 1u + 4u + 3u) << text;
+  // run line, links header + 3, protocols header + 2, call sites header + 3.
+  ASSERT_EQ(lines.size(), 1u + 4u + 3u + 4u) << text;
   EXPECT_THAT(lines[1], HasSubstr("busiest links"));
   EXPECT_THAT(lines[5], HasSubstr("protocol mix"));
   // Right-aligned numbers: each table's lines end at the same column.
@@ -267,6 +319,13 @@ TEST(Summary, AlignedColumns) {
     EXPECT_EQ(lines[i].size(), lines[1].size()) << text;
   for (std::size_t i = 6; i <= 7; ++i)
     EXPECT_EQ(lines[i].size(), lines[5].size()) << text;
+  EXPECT_THAT(lines[8], HasSubstr("collective call sites"));
+  for (std::size_t i = 9; i <= 11; ++i)
+    EXPECT_EQ(lines[i].size(), lines[8].size()) << text;
+  // The site with the most host time first, with its algorithm and time per call.
+  EXPECT_THAT(lines[9], HasSubstr("main (halo.c:42)"));
+  EXPECT_THAT(lines[9], HasSubstr("binomial"));
+  EXPECT_THAT(lines[9], HasSubstr("6.25 ms"));  // 0.5 s over 80 calls
   // With latencies: each protocol's median and 99th percentile.
   EXPECT_THAT(lines[5], HasSubstr("p50 latency  p99 latency"));
   EXPECT_THAT(text, HasSubstr("11.00 us"));  // the rendezvous median

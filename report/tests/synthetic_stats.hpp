@@ -14,6 +14,10 @@ struct Synthetic {
   bool latency = true;  // virtual_time/protocols
   std::string mapping = "order XYZT";
   std::string protocol = "eager";  // the name of the busiest protocol
+  bool collective_sites = true;    // collective_sites, as bglrun --stats writes it
+  std::string site = "main (halo.c:42)";
+  std::string rule = "< 12 KiB: binomial";
+  int sites = 3;  // rows of collective_sites
 };
 
 inline nlohmann::json synthetic_stats(const Synthetic& s) {
@@ -131,6 +135,42 @@ inline nlohmann::json synthetic_stats(const Synthetic& s) {
                                        {{"upper_ns", 20000.0}, {"count", 3}}})}}});
     }
     stats["virtual_time"] = vt;
+  }
+  if (s.collective_sites) {
+    json rows = json::array();
+    for (int i = 0; i < s.sites; ++i) {
+      json row = {{"site", i == 0 ? s.site : "solve (solver.c:" + std::to_string(100 + i) + ")"},
+                  {"function", i == 0 ? s.site : "solve"},
+                  {"file", "/src/solver.c"},
+                  {"line", 100 + i},
+                  {"module", "/bin/prog"},
+                  {"offset", "0x" + std::to_string(1000 + i)},
+                  {"op", i % 2 ? "allreduce" : "bcast"},
+                  {"algorithm", i % 2 ? "tree" : "binomial"},
+                  {"rule", i == 0 ? s.rule : "whole partition: collective network"},
+                  {"comm_size", ntasks},
+                  {"bytes", 8 << (i % 12)},
+                  {"tasks", ntasks},
+                  {"calls", ntasks * (10 + i)},
+                  {"host_seconds", 0.5 / (i + 1)},
+                  {"host_seconds_slowest_task", 0.5 / (i + 1) / ntasks * 1.5},
+                  {"host_call_seconds_min", 1e-6},
+                  {"host_call_seconds_max", 1e-3}};
+      if (i % 2 == 0) row["root"] = 0;
+      if (s.virtual_time) {
+        row["cycles"] = 70000 * (i + 1);
+        row["virtual_seconds"] = 70000.0 * (i + 1) / 700e6;
+        row["virtual_seconds_slowest_task"] = 70000.0 * (i + 1) / 700e6 / ntasks;
+      }
+      rows.push_back(row);
+    }
+    stats["collective_sites"] = {{"capacity", 256},
+                                 {"tasks_reporting", ntasks},
+                                 {"virtual_time", s.virtual_time},
+                                 {"sites", rows},
+                                 {"rows_left_out", 0},
+                                 {"overflow", {{"tasks", 1}, {"calls", 5}, {"host_seconds", 0.01}}},
+                                 {"other_threads_calls", 0}};
   }
   return stats;
 }

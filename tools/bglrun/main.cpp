@@ -26,6 +26,7 @@
 #include "bgl/pkt/traffic_matrix.hpp"
 #include "bgl/torus/error.hpp"
 #include "bgl/torus/user_text.hpp"
+#include "call_sites.hpp"
 #include "job_runner.hpp"
 #include "mpiexec_launch.hpp"
 #include "options.hpp"
@@ -248,6 +249,12 @@ int launch(int argc, char** argv) {
     trace.emplace(*o.trace_file, clock, o.trace_events.value_or(run::TraceFile::kDefaultEvents),
                   config.ntasks());
   }
+  // The tasks count their collectives per call site whenever a result can show them.
+  std::optional<run::CallSiteFiles> call_sites;
+  if (o.stats_file || o.report_file || o.trace_file)
+    call_sites.emplace(o.stats_file    ? *o.stats_file
+                       : o.report_file ? *o.report_file
+                                       : *o.trace_file);
   const auto mpiexec = run::choose_mpiexec(o.launcher, o.mpich_prefix, o.command);
   if (mpiexec && config.placement.host_count() > 1)
     throw ConfigError(
@@ -342,12 +349,16 @@ int launch(int argc, char** argv) {
   const std::chrono::duration<double> host = std::chrono::steady_clock::now() - started;
   if (machine.vt_params())
     std::fputs(run::virtual_time_summary(machine, host.count()).c_str(), stderr);
+  std::optional<nlohmann::json> sites;
+  if (call_sites)
+    sites =
+        call_sites->merge(config.ntasks(), machine.vt_params() ? machine.vt_params()->cpu_hz : 0);
   if (stats || report) {
-    const auto text = run::statistics_json(machine, host.count());
+    const auto text = run::statistics_json(machine, host.count(), sites ? &*sites : nullptr);
     if (stats && !stats->commit(text) && status == 0) status = 1;
     if (!run::finish_report(text, report ? &*report : nullptr) && status == 0) status = 1;
   }
-  if (trace && !trace->commit(machine) && status == 0) status = 1;
+  if (trace && !trace->commit(machine, sites ? &*sites : nullptr) && status == 0) status = 1;
   return status;
 }
 

@@ -185,7 +185,8 @@ json traffic_json(const pkt::Machine& m) {
 
 }  // namespace
 
-std::string statistics_json(const pkt::Machine& m, double host_seconds) {
+std::string statistics_json(const pkt::Machine& m, double host_seconds,
+                            const nlohmann::json* collective_sites) {
   const auto& c = m.config();
   const auto& shape = m.shape();
   json tasks = json::array();
@@ -240,6 +241,7 @@ std::string statistics_json(const pkt::Machine& m, double host_seconds) {
   json all{{"job", job}, {"tasks", tasks}, {"links", links}, {"fifos", fifos}};
   all["traffic"] = traffic_json(m);
   if (m.vt_params()) all["virtual_time"] = virtual_time_json(m, all["tasks"]);
+  if (collective_sites) all["collective_sites"] = *collective_sites;
   return all.dump(1) + "\n";
 }
 

@@ -1,5 +1,6 @@
 #pragma once
 #include <filesystem>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
 
@@ -10,7 +11,9 @@ namespace bgl::run {
 // The job's statistics as JSON: configuration, per-task packet counters, per-link traffic and
 // per-FIFO depth (high-water mark, full events). Read after all tasks have ended.
 // `host_seconds`: the job's wall-clock time on the host, from start to the last task's end.
-std::string statistics_json(const pkt::Machine& machine, double host_seconds);
+// `collective_sites`: the tasks' collective calls per call site (call_sites.hpp), if recorded.
+std::string statistics_json(const pkt::Machine& machine, double host_seconds,
+                            const nlohmann::json* collective_sites = nullptr);
 
 // Virtual time: the predicted BG/L time (the slowest task's clock) next to the host time, and
 // the parameter set that produced it, as one line for the terminal.

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "bgl/log.hpp"
 #include "bgl/pkt/trace.hpp"
 #include "bgl/torus/error.hpp"
@@ -83,7 +85,7 @@ TraceFile::~TraceFile() {
   std::filesystem::remove_all(tasks_dir_, ignored);
 }
 
-bool TraceFile::commit(const pkt::Machine& machine) {
+bool TraceFile::commit(const pkt::Machine& machine, const nlohmann::json* collective_sites) {
   const auto& c = machine.config();
   std::string out = "{\"traceEvents\":[\n";
   std::uint64_t events = 0, dropped = 0, unmatched = 0, foreign = 0;
@@ -134,10 +136,12 @@ bool TraceFile::commit(const pkt::Machine& machine) {
                 "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"bglemu bglrun "
                 "--trace\",\"clock\":\"%s\",\"shape\":\"%s\",\"tasks\":%d,\"events\":%" PRIu64
                 ",\"events_per_task_cap\":%" PRIu64 ",\"dropped\":%" PRIu64
-                ",\"tasks_without_events\":%d}}\n",
+                ",\"tasks_without_events\":%d",
                 clock_ == Clock::host ? "host" : "virtual", machine.shape().to_string().c_str(),
                 c.ntasks(), events, per_task_, dropped, missing_count);
   out += tail;
+  if (collective_sites) out += ",\"collective_sites\":" + collective_sites->dump();
+  out += "}}\n";
   if (dropped > 0)
     std::fprintf(stderr,
                  "bglrun: trace: %d task(s) (first: rank %d) reached the cap of %" PRIu64

@@ -30,7 +30,8 @@ class TraceFile {
 
   // After the job: the merged trace. Says on stderr when the cap left events out or a task left
   // none; false (with a message) when the trace cannot be written.
-  bool commit(const pkt::Machine& machine);
+  // `collective_sites` (call_sites.hpp), when given, goes into otherData.
+  bool commit(const pkt::Machine& machine, const nlohmann::json* collective_sites = nullptr);
 
   std::uint64_t events_per_task() const { return per_task_; }
 

@@ -132,9 +132,13 @@ class Communicator {
   // Executes this rank's program of a schedule for `params` (blocking). Buffer sizes must be at
   // least params.send_bytes(rank) / recv_bytes(rank). Throws std::invalid_argument for bad
   // buffers, std::runtime_error when a message of the wrong size arrives.
+  // With bglrun --stats/--report/--trace, each call is counted at its call site (the caller's
+  // return address) with program.algorithm() and the rule "the caller's program".
   void run(const Program& program, const Params& params, Buffers buffers);
 
  private:
+  friend class Library;  // counts its calls itself, with the rule that chose the algorithm
+  void execute(const Program& program, const Params& params, Buffers buffers);
   Engine& engine_;
   Topology topology_;
   int size_, rank_;

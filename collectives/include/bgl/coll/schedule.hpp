@@ -11,6 +11,7 @@
 #include <initializer_list>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bgl/coll/types.hpp"
@@ -125,11 +126,18 @@ class Program {
   // Library-owned scratch space this rank needs.
   std::uint64_t scratch_bytes = 0;
 
+  // The algorithm that generated this program, for statistics (bglrun --stats): build_schedule()
+  // and Library set it; a caller that runs a generator itself may (a name that outlives the
+  // program, such as Algorithm::name; empty: "program").
+  std::string_view algorithm() const { return algorithm_; }
+  void set_algorithm(std::string_view name) { algorithm_ = name; }
+
  private:
   static std::span<const StepId> span(Deps d) { return {d.begin(), d.size()}; }
   int rank_ = 0;
   int round_ = 0;
   std::vector<Step> steps_;
+  std::string_view algorithm_;  // a registry name: static storage
 };
 
 struct Params;

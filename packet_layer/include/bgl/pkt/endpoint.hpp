@@ -17,6 +17,7 @@
 
 #include "bgl/pkt/backend.hpp"
 #include "bgl/pkt/backoff.hpp"
+#include "bgl/pkt/call_sites.hpp"
 #include "bgl/pkt/header.hpp"
 #include "bgl/pkt/machine.hpp"
 #include "bgl/pkt/trace.hpp"
@@ -141,6 +142,10 @@ class Endpoint {
   // bglrun --trace: this task's timeline, null when tracing is off (pkt/trace.hpp).
   Trace* trace() const { return trace_; }
   void set_trace(Trace* trace) { trace_ = trace; }
+  // bglrun --stats/--report/--trace: this task's collective calls per call site, null otherwise
+  // (pkt/call_sites.hpp).
+  CallSites* call_sites() const { return call_sites_; }
+  void set_call_sites(CallSites* sites) { call_sites_ = sites; }
   void enter_stack() {
     if (meter_.active()) [[unlikely]]
       meter_.enter(clock_);
@@ -285,6 +290,7 @@ class Endpoint {
   std::uint32_t vt_injection_depth_ = 0;
   int injecting_ = 0;  // the injection FIFO of the packet being injected
   Trace* trace_ = nullptr;
+  CallSites* call_sites_ = nullptr;
 };
 
 }  // namespace bgl::pkt

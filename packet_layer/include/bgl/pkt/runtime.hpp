@@ -40,7 +40,8 @@ class Runtime {
   std::unique_ptr<Machine> machine_;
   std::unique_ptr<WaitPolicy> policy_;
   std::unique_ptr<Endpoint> endpoint_;
-  std::unique_ptr<Trace> trace_;  // bglrun --trace
+  std::unique_ptr<Trace> trace_;           // bglrun --trace
+  std::unique_ptr<CallSites> call_sites_;  // bglrun --stats, --report, --trace
   torus::Rank rank_ = 0;
 };
 
