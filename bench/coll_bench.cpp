@@ -125,11 +125,11 @@ int main(int argc, char** argv) {
                                                          collnet::RouteClass::combine1);
     } catch (const std::exception&) {
     }
-    Engine engine(session->layer(), net.get());
+    Executor executor(session->layer(), net.get());
     Topology topo;
     topo.mapping = &session->mapping();
     topo.whole_partition = net != nullptr;
-    Communicator comm(engine, topo, p, me, 0);
+    Communicator comm(executor, topo, p, me, 0);
     const Params bp = Params::barrier(p);
     const Program barrier = find_algorithm(Collective::barrier, "dissemination")->generate(bp, me);
 
@@ -170,7 +170,7 @@ int main(int argc, char** argv) {
         std::vector<std::uint64_t> packets(algs.size(), 0);
         for (int round = 0; round < args.rounds; ++round)
           for (std::size_t k = 0; k < algs.size(); ++k) {  // interleaved
-            engine.set_line_multicast(!unicast[k]);
+            executor.set_line_multicast(!unicast[k]);
             comm.run(barrier, bp, {});
             const std::uint64_t before = counters.packets_injected;
             const double t0 = time.seconds();
@@ -179,7 +179,7 @@ int main(int argc, char** argv) {
             t[k].add((time.seconds() - t0) * 1e6);
             packets[k] += counters.packets_injected - before;
           }
-        engine.set_line_multicast(true);
+        executor.set_line_multicast(true);
         if (me != 0) continue;
         const MpichChoice mpich = mpich_default(x);
         const Selection ours = select_algorithm(x);

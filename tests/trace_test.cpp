@@ -89,7 +89,9 @@ Checked check_trace(const json& trace) {
     for (const auto& [start, end] : list) {
       while (!ends.empty() && ends.back() <= start)
         ends.pop_back();
-      if (!ends.empty()) EXPECT_LE(end, ends.back() + 1e-3) << "task " << pid << " at " << start;
+      if (!ends.empty()) {
+        EXPECT_LE(end, ends.back() + 1e-3) << "task " << pid << " at " << start;
+      }
       ends.push_back(end);
     }
   }

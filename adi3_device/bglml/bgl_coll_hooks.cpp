@@ -29,7 +29,7 @@ struct Hooks {
   coll::Library library;
 
   explicit Hooks(const bgl_coll_env_t& e) : env(e), library(msg::session_of(e.session)) {
-    library.engine().set_progress(&Hooks::progress_round, this, &Hooks::meanwhile_round);
+    library.executor().set_progress(&Hooks::progress_round, this, &Hooks::meanwhile_round);
     nm::set_pending_probe(&Hooks::injection_pending, this);
   }
   ~Hooks() { nm::set_pending_probe(nullptr, nullptr); }
@@ -38,7 +38,7 @@ struct Hooks {
 
   // The library's packets and MPICH's alike: anything still in the injection FIFOs.
   static bool injection_pending(void* self) {
-    return !static_cast<Hooks*>(self)->library.engine().layer().endpoint().injection_idle();
+    return !static_cast<Hooks*>(self)->library.executor().layer().endpoint().injection_idle();
   }
 
   static bool progress_round(void* self) {

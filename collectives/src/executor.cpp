@@ -59,9 +59,9 @@ bool tree_double_op(DataType t, ReduceOp op) {
   return t == DataType::f64 && (op == ReduceOp::sum || op == ReduceOp::max || op == ReduceOp::min);
 }
 
-// ---- Engine
+// ---- Executor
 
-std::size_t Engine::KeyHash::operator()(const Key& k) const {
+std::size_t Executor::KeyHash::operator()(const Key& k) const {
   std::uint64_t h = k.context * 0x9E3779B97F4A7C15ull;
   h ^= (h >> 29) + k.seq * 0xBF58476D1CE4E5B9ull;
   h ^= (h >> 31) + k.source * 0x94D049BB133111EBull;
@@ -79,16 +79,16 @@ struct LineHeader {
 };
 constexpr std::size_t kLineData = pkt::kMaxPayloadBytes - sizeof(LineHeader);
 
-std::string describe(const Engine::Key& k) {
+std::string describe(const Executor::Key& k) {
   return "from rank " + std::to_string(k.source) + " (context " + std::to_string(k.context) +
          ", collective " + std::to_string(k.seq) + ", tag " + std::to_string(k.tag) + ")";
 }
 }  // namespace
 
-Engine::Engine(msg::MessageLayer& layer, collnet::CollectiveNetwork* net)
+Executor::Executor(msg::MessageLayer& layer, collnet::CollectiveNetwork* net)
     : layer_(layer), net_(net) {
-  layer_.register_handler(kHandler, &Engine::arrival, this);
-  layer_.register_packet_handler(kLineDispatch, &Engine::line_packet, this);
+  layer_.register_handler(kHandler, &Executor::arrival, this);
+  layer_.register_packet_handler(kLineDispatch, &Executor::line_packet, this);
   // Virtual time: tree and global-interrupt steps move the same clock as the task's packets.
   if (net_) net_->set_clock(layer_.endpoint().clock());
   // While a tree or global-interrupt step waits, the message layer keeps moving: a peer may need
@@ -100,9 +100,9 @@ Engine::Engine(msg::MessageLayer& layer, collnet::CollectiveNetwork* net)
 // packet that contradicts its part (too short, bytes outside it, more bytes than it has) is
 // discarded and counted: a peer's packet never decides what this task allocates or writes beyond
 // what it announced and this task agreed to.
-void Engine::line_packet(void* self, const pkt::PacketHeader& h,
-                         std::span<const std::byte> payload) {
-  auto& e = *static_cast<Engine*>(self);
+void Executor::line_packet(void* self, const pkt::PacketHeader& h,
+                           std::span<const std::byte> payload) {
+  auto& e = *static_cast<Executor*>(self);
   LineHeader lh{};
   if (payload.size() < sizeof lh)
     return e.malformed(h, "line packet of " + std::to_string(payload.size()) + " bytes");
@@ -147,7 +147,7 @@ void Engine::line_packet(void* self, const pkt::PacketHeader& h,
   done(context, key.source, total);
 }
 
-void Engine::malformed(const pkt::PacketHeader& h, const std::string& why) {
+void Executor::malformed(const pkt::PacketHeader& h, const std::string& why) {
   ++malformed_packets_;
   malformed_log_.report(layer_.rank(), ": collectives", malformed_packets_, [&] {
     spdlog::error("rank {}: collectives: discarding a packet from rank {}: {}", layer_.rank(),
@@ -155,7 +155,7 @@ void Engine::malformed(const pkt::PacketHeader& h, const std::string& why) {
   });
 }
 
-void Engine::set_progress(ProgressRound round, void* context, ProgressRound meanwhile) {
+void Executor::set_progress(ProgressRound round, void* context, ProgressRound meanwhile) {
   progress_round_ = round;
   progress_context_ = context;
   if (!net_) return;
@@ -167,7 +167,7 @@ void Engine::set_progress(ProgressRound round, void* context, ProgressRound mean
         {[](void* l) { return static_cast<msg::MessageLayer*>(l)->advance(); }, &layer_, packets});
 }
 
-void Engine::progress(bool busy) {
+void Executor::progress(bool busy) {
   if (progress_round_) {
     progress_round_(progress_context_);
     return;
@@ -175,28 +175,28 @@ void Engine::progress(bool busy) {
   if (!layer_.advance() && !busy) layer_.wait();
 }
 
-void Engine::flush() {
+void Executor::flush() {
   while (!layer_.flushed())
     progress();
 }
 
-// The message layer may outlive the engine (a C session whose collectives ended): packets for
+// The message layer may outlive the executor (a C session whose collectives ended): packets for
 // it must not reach a destroyed object.
-Engine::~Engine() {
+Executor::~Executor() {
   if (net_) net_->set_meanwhile({});
   layer_.register_handler(kHandler, nullptr, nullptr);
   layer_.register_packet_handler(kLineDispatch, nullptr, nullptr);
 }
 
-std::size_t Engine::unexpected() const {
+std::size_t Executor::unexpected() const {
   std::size_t n = 0;
   for (const auto& [k, s] : slots_)
     n += !s.posted;
   return n;
 }
 
-msg::RecvTarget Engine::arrival(void* self, const msg::Arrival& a) {
-  auto& e = *static_cast<Engine*>(self);
+msg::RecvTarget Executor::arrival(void* self, const msg::Arrival& a) {
+  auto& e = *static_cast<Executor*>(self);
   WireHeader h{};
   if (a.header.size() != sizeof h)
     throw std::runtime_error("collectives: message with a " + std::to_string(a.header.size()) +
@@ -226,8 +226,8 @@ msg::RecvTarget Engine::arrival(void* self, const msg::Arrival& a) {
   return msg::RecvTarget::into(s.buffer, s.done, s.context);
 }
 
-void Engine::expect(const Key& key, std::span<std::byte> buffer, msg::RecvDone done,
-                    void* context) {
+void Executor::expect(const Key& key, std::span<std::byte> buffer, msg::RecvDone done,
+                      void* context) {
   auto it = slots_.find(key);
   if (it == slots_.end()) {
     Slot s;
@@ -278,9 +278,13 @@ void Engine::expect(const Key& key, std::span<std::byte> buffer, msg::RecvDone d
 
 // ---- Communicator
 
-Communicator::Communicator(Engine& engine, Topology topology, int size, int rank,
+Communicator::Communicator(Executor& executor, Topology topology, int size, int rank,
                            std::uint32_t context)
-    : engine_(engine), topology_(std::move(topology)), size_(size), rank_(rank), context_(context) {
+    : executor_(executor),
+      topology_(std::move(topology)),
+      size_(size),
+      rank_(rank),
+      context_(context) {
   if (size < 1 || rank < 0 || rank >= size)
     throw std::invalid_argument("collectives: rank " + std::to_string(rank) +
                                 " outside a communicator of " + std::to_string(size));
@@ -337,7 +341,7 @@ class Run {
         // may be reused: its last packets (and acks or fins this task owes) may still wait in
         // the injection FIFOs. A peer still in an earlier collective needs them to get here:
         // hand everything to the network first rather than on the next wake-up.
-        c_.engine().flush();
+        c_.executor().flush();
         const std::uint64_t start = trace() ? trace()->now() : 0;
         hardware(id);
         if (trace()) [[unlikely]]
@@ -347,7 +351,7 @@ class Run {
         continue;
       }
       if (done_ == n) break;
-      c_.engine().progress(pump_lines());
+      c_.executor().progress(pump_lines());
       finish_completed();
     }
   }
@@ -406,16 +410,16 @@ class Run {
     s.m.done = &Run::send_done;
     s.m.context = &s;
     ++outstanding_[id];
-    c_.engine().layer().post(s.m);
+    c_.executor().layer().post(s.m);
   }
 
   // The packet spec of a real deposit-bit line for step `s`, when its receivers are exactly the
   // nodes met along the line from this node (one task each, all in the same FIFO group, as
   // deposit copies land in the same group on every node); nullopt otherwise.
   std::optional<pkt::PacketSpec> line_spec(const Step& s) {
-    if (!c_.engine().line_multicast() || s.peers.empty() || s.src.bytes > UINT32_MAX)
+    if (!c_.executor().line_multicast() || s.peers.empty() || s.src.bytes > UINT32_MAX)
       return std::nullopt;
-    pkt::Endpoint& ep = c_.engine().layer().endpoint();
+    pkt::Endpoint& ep = c_.executor().layer().endpoint();
     const torus::Shape& shape = ep.machine().shape();
     const pkt::Destination last = ep.destination_of(world(s.peers.back()));
     torus::NodeId at = ep.node();
@@ -438,7 +442,7 @@ class Run {
   // completes the lines that are out. True when anything was injected.
   bool pump_lines() {
     bool progress = false;
-    pkt::Endpoint& ep = c_.engine().layer().endpoint();
+    pkt::Endpoint& ep = c_.executor().layer().endpoint();
     for (std::size_t i = 0; i < lines_.size();) {
       LineRec& l = lines_[i];
       // One injection FIFO per direction, as BG/L's lines leave through their direction's link.
@@ -495,7 +499,7 @@ class Run {
   // bglrun --trace: steps that wait for the network are spans from start to completion (they
   // overlap, so they are matched by an id: this run's sequence number and the step's); local
   // and collective-network steps are spans of the task's own timeline.
-  pkt::Trace* trace() { return c_.engine().layer().endpoint().trace(); }
+  pkt::Trace* trace() { return c_.executor().layer().endpoint().trace(); }
   std::uint64_t trace_id(StepId id) const {
     return std::uint64_t{context_} << 48 ^ std::uint64_t{seq_} << 24 ^ id;
   }
@@ -543,8 +547,8 @@ class Run {
         ++active_;
         recvs_.push_back({this, id});
         ++outstanding_[id];
-        c_.engine().expect({context_, seq_, world(s.peer), s.tag}, region(s.dst), &Run::recv_done,
-                           &recvs_.back());
+        c_.executor().expect({context_, seq_, world(s.peer), s.tag}, region(s.dst), &Run::recv_done,
+                             &recvs_.back());
         break;
       }
       case StepKind::copy: {
@@ -569,10 +573,10 @@ class Run {
 
   void hardware(StepId id) {
     const Step& s = prog_.step(id);
-    collnet::CollectiveNetwork* net = c_.engine().network();
+    collnet::CollectiveNetwork* net = c_.executor().network();
     if (!net)
       throw std::logic_error(
-          "collectives: a collective-network step, but the engine has no collective network");
+          "collectives: a collective-network step, but the executor has no collective network");
     const int me = c_.rank();
     switch (s.kind) {
       case StepKind::gi_barrier:
@@ -665,7 +669,7 @@ int root_of(const Params& x) {
 }  // namespace
 
 void Communicator::run(const Program& program, const Params& params, Buffers buffers) {
-  pkt::CallSites* sites = engine_.layer().endpoint().call_sites();
+  pkt::CallSites* sites = executor_.layer().endpoint().call_sites();
   if (!sites) [[likely]] {
     execute(program, params, buffers);
     return;
@@ -698,7 +702,7 @@ void Communicator::execute(const Program& program, const Params& params, Buffers
   Run run(*this, program, params, buffers,
           std::span(scratch_).first(static_cast<std::size_t>(program.scratch_bytes)), context_,
           seq_++);
-  pkt::Trace* trace = engine_.layer().endpoint().trace();
+  pkt::Trace* trace = executor_.layer().endpoint().trace();
   const std::uint64_t start = trace ? trace->now() : 0;
   run.go();
   // bglrun --trace: the whole run as one span around its steps.

@@ -36,7 +36,7 @@ struct Library::Member {
   using Key = std::tuple<int, std::uint64_t, int, int, int, const Algorithm*>;
   std::map<Key, Program> programs;
 
-  Member(Engine& e, Topology t, const Group& g)
+  Member(Executor& e, Topology t, const Group& g)
       : comm(e, std::move(t), g.size, g.rank, g.id),
         world_ranks(g.world_ranks.begin(), g.world_ranks.end()) {}
 
@@ -59,7 +59,7 @@ struct Library::Member {
 };
 
 Library::Library(msg::Session& session)
-    : session_(session), net_(network_of(session)), engine_(session.layer(), net_.get()) {}
+    : session_(session), net_(network_of(session)), executor_(session.layer(), net_.get()) {}
 
 Library::~Library() = default;
 
@@ -92,7 +92,7 @@ Library::Member& Library::member(const Group& g) {
     }
   }
   t.whole_partition = net_ && g.whole_job && static_cast<std::uint32_t>(g.size) == job;
-  auto m = std::make_unique<Member>(engine_, std::move(t), g);
+  auto m = std::make_unique<Member>(executor_, std::move(t), g);
   Member& ref = *m;
   members_[g.id] = std::move(m);
   return ref;
@@ -106,9 +106,9 @@ bool Library::run(const Group& group, Params x, Buffers b) {
   if (!s.algorithm) return false;
   spdlog::trace("collectives: {} {} B on communicator {}: {} ({})", to_string(x.op), x.bytes(),
                 group.id, s.algorithm->name, s.reason);
-  pkt::Trace* trace = engine_.layer().endpoint().trace();
+  pkt::Trace* trace = executor_.layer().endpoint().trace();
   const std::uint64_t start = trace ? trace->now() : 0;
-  pkt::CallSites* sites = engine_.layer().endpoint().call_sites();
+  pkt::CallSites* sites = executor_.layer().endpoint().call_sites();
   // The program's call site: above the MPI library and the device's hooks when they called us.
   const std::uintptr_t site =
       sites ? pkt::CallSites::program_caller(

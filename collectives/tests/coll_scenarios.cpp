@@ -192,7 +192,7 @@ std::vector<std::byte> expected(const Params& x, int r) {
 // at least 3 nodes along X): a line to the next two nodes (a real multicast: the packet layer
 // delivers copies), a line that skips a node (the executor falls back to messages: no copies),
 // and a wrapping line in X-; each for several sizes, with receivers that post late (the packets
-// wait in the engine) or early. Every receiver checks its data; rank 0 checks the copies.
+// wait in the executor) or early. Every receiver checks its data; rank 0 checks the copies.
 void lines(const msg::Session& session, Communicator& comm) {
   const int p = comm.size(), rank = comm.rank();
   const torus::Shape& shape = session.mapping().shape();
@@ -209,7 +209,7 @@ void lines(const msg::Session& session, Communicator& comm) {
       {torus::Direction::x_plus, {node_rank(1), node_rank(2)}, true},
       {torus::Direction::x_plus, {node_rank(2)}, false},
       {torus::Direction::x_minus, {node_rank(xe - 1), node_rank(xe - 2)}, true}};
-  const auto& counters = comm.engine().layer().endpoint().counters();
+  const auto& counters = comm.executor().layer().endpoint().counters();
   int runs = 0;
   for (const LineCase& lc : line_cases)
     for (std::uint64_t bytes : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{224},
@@ -235,7 +235,7 @@ void lines(const msg::Session& session, Communicator& comm) {
                    std::to_string(bytes) + " bytes: byte " + std::to_string(i) + " differs");
         // Copies beyond the line's destination: one per packet and intermediate receiver. The
         // step completed when its packets were in the injection FIFOs; count once they are out.
-        msg::MessageLayer& ml = comm.engine().layer();
+        msg::MessageLayer& ml = comm.executor().layer();
         ml.progress_until([&] { return ml.flushed(); });
         const std::uint64_t copies = counters.deposit_copies - before;
         const std::uint64_t packets = std::max<std::uint64_t>(1, (bytes + 223) / 224);
@@ -291,7 +291,7 @@ int sites(msg::Session& session, int many) {
   sites_through_library(library, group);
   Topology topo;
   topo.mapping = &session.mapping();
-  Communicator comm(library.engine(), topo, session.size(), static_cast<int>(g_rank), 1);
+  Communicator comm(library.executor(), topo, session.size(), static_cast<int>(g_rank), 1);
   sites_direct(comm);
   sites_many(comm, many);
   while (!session.layer().idle())
@@ -323,7 +323,7 @@ int run(int argc, char** argv) {
   if (mode == "world")
     net = std::make_unique<collnet::CollectiveNetwork>(session->runtime(),
                                                        collnet::RouteClass::combine1);
-  Engine engine(session->layer(), net.get());
+  Executor executor(session->layer(), net.get());
 
   Topology topo;
   topo.mapping = &session->mapping();
@@ -345,12 +345,13 @@ int run(int argc, char** argv) {
   } else {
     fail("unknown mode '" + mode + "'");
   }
-  Communicator comm(engine, topo, size, rank, context);
+  Communicator comm(executor, topo, size, rank, context);
   if (mode == "lines") {
     lines(*session, comm);
     while (!session->layer().idle())
       session->layer().advance();
-    if (engine.unexpected()) fail(std::to_string(engine.unexpected()) + " parts never received");
+    if (executor.unexpected())
+      fail(std::to_string(executor.unexpected()) + " parts never received");
     return 0;
   }
 
@@ -426,7 +427,8 @@ int run(int argc, char** argv) {
   // Nothing may be left over: every message found its receive.
   while (!session->layer().idle())
     session->layer().advance();
-  if (engine.unexpected()) fail(std::to_string(engine.unexpected()) + " messages never received");
+  if (executor.unexpected())
+    fail(std::to_string(executor.unexpected()) + " messages never received");
   return 0;
 }
 

@@ -392,19 +392,19 @@ std::vector<std::byte> line_packet(const LinePacket& h, std::size_t data, std::b
 TEST(MlFuzz, CollectivesLinePacketsAreCheckedAgainstTheirPart) {
   QuietLog quiet;
   InProcessJob job({.ntasks = 3, .shape = "3x1x1"}, Config{}, std::vector<Rank>{0, 1});
-  coll::Engine engine(job.ml(1));
+  coll::Executor executor(job.ml(1));
   Forger forge(job, 2, 1);
   const std::byte five[5] = {};
   forge.send(coll::kLineDispatch, 100, five);  // shorter than the line header
   forge.send(coll::kLineDispatch, 100, line_packet({1, 0, 5, 0xffffff00u}, 10, std::byte{1}));
   job.settle();
-  EXPECT_EQ(engine.malformed_packets(), 2u);
+  EXPECT_EQ(executor.malformed_packets(), 2u);
   const std::uint64_t rss_before = rss_bytes();
   for (std::uint32_t tag = 10; tag < 18; ++tag)  // parts claiming 4 GiB
     forge.send(coll::kLineDispatch, ~0u, line_packet({1, 0, tag, 1u << 31}, 200, std::byte{2}));
   job.settle();
   EXPECT_LT(rss_bytes(), rss_before + (64u << 20)) << "early line parts followed the claimed size";
-  EXPECT_EQ(engine.unexpected(), 8u);
+  EXPECT_EQ(executor.unexpected(), 8u);
 
   // A 300-byte part in two packets before its receive, then a packet too many: delivered intact,
   // the extra one discarded.
@@ -413,7 +413,7 @@ TEST(MlFuzz, CollectivesLinePacketsAreCheckedAgainstTheirPart) {
   job.settle();
   std::vector<std::byte> buffer(300);
   int done = 0;
-  engine.expect(
+  executor.expect(
       {1, 0, 2, 7}, buffer, [](void* c, std::uint32_t, std::size_t) { ++*static_cast<int*>(c); },
       &done);
   EXPECT_EQ(done, 1);
@@ -423,13 +423,13 @@ TEST(MlFuzz, CollectivesLinePacketsAreCheckedAgainstTheirPart) {
   EXPECT_EQ(buffer[299], std::byte{0x22});
   // Posted first: a packet beyond what the part still lacks is discarded.
   std::vector<std::byte> second(100);
-  engine.expect(
+  executor.expect(
       {1, 0, 2, 8}, second, [](void* c, std::uint32_t, std::size_t) { ++*static_cast<int*>(c); },
       &done);
   forge.send(coll::kLineDispatch, 100, line_packet({1, 0, 8, 0}, 60, std::byte{3}));
   forge.send(coll::kLineDispatch, 100, line_packet({1, 0, 8, 0}, 60, std::byte{3}));
   job.settle();
-  EXPECT_EQ(engine.malformed_packets(), 3u);
+  EXPECT_EQ(executor.malformed_packets(), 3u);
   EXPECT_EQ(done, 1);
   forge.send(coll::kLineDispatch, 100, line_packet({1, 0, 8, 60}, 40, std::byte{4}));
   job.settle();

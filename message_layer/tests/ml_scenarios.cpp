@@ -747,7 +747,7 @@ int errors(Session& s) {
 // deadlock: a deadlock on purpose, for the launcher to detect. Every rank but the last waits for
 // a message that nobody sends; the last waits for them in the layer's barrier.
 int deadlock(Session& s) {
-  if (s.rank() + 1 == s.size()) {
+  if (static_cast<int>(s.rank()) + 1 == s.size()) {
     s.barrier();
     return 4;  // cannot pass: the others never arrive
   }

@@ -2,13 +2,13 @@
 // Runs one rank's Program over the message layer (point-to-point and line steps) and the
 // collective network / global interrupt (tree and barrier steps).
 //
-// One Engine per task owns the message-layer handler (kHandler) and matches arriving messages to
+// One Executor per task owns the message-layer handler (kHandler) and matches arriving messages to
 // posted receives by (communicator context, collective sequence number, source, tag); messages of
 // a collective this rank has not reached yet wait as unexpected messages. A Communicator is a
 // group of ranks with a context id; every rank of it calls its collectives in the same order.
 //
 // Deposit-bit line steps are real line multicasts when the receivers are exactly the nodes along
-// the line (as the torus3 broadcast's lines are): the engine injects the part as packets with the
+// the line (as the torus3 broadcast's lines are): the executor injects the part as packets with the
 // deposit bit through the task's endpoint, every node on the line takes a copy, and a receiver's
 // ordinary recv step matches the copies by (context, collective, source, tag) like a message.
 // Otherwise (a receiver missing on the line, another node in between) the step falls back to one
@@ -37,14 +37,14 @@ inline constexpr msg::HandlerId kHandler = BGL_HANDLER_COLL_EXECUTOR;  // bgl/ms
 // ids).
 inline constexpr std::uint8_t kLineDispatch = BGL_DISPATCH_COLL_LINE;
 
-class Engine {
+class Executor {
  public:
   // Registers kHandler on `layer`. `net` (optional) is this task's collective-network object for
-  // tree and global-interrupt steps; it must outlive the engine.
-  explicit Engine(msg::MessageLayer& layer, collnet::CollectiveNetwork* net = nullptr);
-  ~Engine();
-  Engine(const Engine&) = delete;
-  Engine& operator=(const Engine&) = delete;
+  // tree and global-interrupt steps; it must outlive the executor.
+  explicit Executor(msg::MessageLayer& layer, collnet::CollectiveNetwork* net = nullptr);
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
 
   msg::MessageLayer& layer() { return layer_; }
   collnet::CollectiveNetwork* network() { return net_; }
@@ -53,10 +53,10 @@ class Engine {
   void set_line_multicast(bool on) { line_multicast_ = on; }
   bool line_multicast() const { return line_multicast_; }
 
-  // How a collective waits. By default the engine advances the message layer and idles on its
+  // How a collective waits. By default the executor advances the message layer and idles on its
   // doorbell. A caller that owns the task's progress loop supplies one round of it instead: the
   // MPI device, whose own active messages arrive through the same layer and must be handled by
-  // its progress engine, not dispatched behind its back. `round` returns whether anything
+  // its progress executor, not dispatched behind its back. `round` returns whether anything
   // happened (and idles a little itself when nothing did); it throws to abort the collective.
   // Tree and global-interrupt steps run `meanwhile` (default: `round`) while they wait
   // (collnet::Meanwhile); those waits idle themselves, so it must not sleep. By default they
@@ -122,12 +122,12 @@ class Communicator {
  public:
   // `topology.world_ranks` lists the job ranks of the members (empty: the whole job, in order);
   // `rank` is this task's rank in the communicator. All members use the same `context`.
-  Communicator(Engine& engine, Topology topology, int size, int rank, std::uint32_t context);
+  Communicator(Executor& executor, Topology topology, int size, int rank, std::uint32_t context);
 
   int size() const { return size_; }
   int rank() const { return rank_; }
   const Topology& topology() const { return topology_; }
-  Engine& engine() { return engine_; }
+  Executor& executor() { return executor_; }
 
   // Executes this rank's program of a schedule for `params` (blocking). Buffer sizes must be at
   // least params.send_bytes(rank) / recv_bytes(rank). Throws std::invalid_argument for bad
@@ -139,7 +139,7 @@ class Communicator {
  private:
   friend class Library;  // counts its calls itself, with the rule that chose the algorithm
   void execute(const Program& program, const Params& params, Buffers buffers);
-  Engine& engine_;
+  Executor& executor_;
   Topology topology_;
   int size_, rank_;
   std::uint32_t context_;

@@ -42,7 +42,7 @@ class Library {
   Library(const Library&) = delete;
   Library& operator=(const Library&) = delete;
 
-  Engine& engine() { return engine_; }
+  Executor& executor() { return executor_; }
 
   // Runs `params` (its topology is filled in here) over `buffers`; false: not handled. Throws
   // std::invalid_argument for inconsistent parameters or group, ConfigError for a bad override.
@@ -60,7 +60,7 @@ class Library {
 
   msg::Session& session_;
   std::unique_ptr<collnet::CollectiveNetwork> net_;
-  Engine engine_;
+  Executor executor_;
   std::unordered_map<std::uint32_t, std::unique_ptr<Member>> members_;
   std::vector<std::byte> staging_;
 };
