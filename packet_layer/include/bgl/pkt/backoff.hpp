@@ -53,7 +53,10 @@ class Backoff {
       ++rounds_;
       yield();
     } else {
-      sleep(bell, ready, std::min<std::chrono::nanoseconds>(cap, policy_->max_sleep));
+      // Compared before converting: the default cap (microseconds::max()) overflows nanoseconds.
+      const std::chrono::nanoseconds timeout =
+          cap < policy_->max_sleep ? std::chrono::nanoseconds(cap) : policy_->max_sleep;
+      sleep(bell, ready, timeout);
     }
   }
   // One sleep on `bell` unless `ready()`, at most `timeout`, published in the wait record.
