@@ -1,4 +1,5 @@
 #include "bgl/pkt/call_sites.hpp"
+#include "json_string.hpp"
 
 #include <dlfcn.h>
 #include <execinfo.h>
@@ -61,24 +62,6 @@ const RuntimeCode& runtime_code() {
     return c;
   }();
   return code;
-}
-
-void json_string(std::string& out, std::string_view s) {
-  out += '"';
-  for (const char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (u < 0x20 || u >= 0x7F) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", u);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  out += '"';
 }
 
 // Where an address lies: the module's path and the address in the module's file.

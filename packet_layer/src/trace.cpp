@@ -1,4 +1,5 @@
 #include "bgl/pkt/trace.hpp"
+#include "json_string.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -12,24 +13,6 @@
 
 namespace bgl::pkt {
 namespace {
-
-void json_string(std::string& out, std::string_view s) {
-  out += '"';
-  for (const char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (u < 0x20 || u >= 0x7F) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", u);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  out += '"';
-}
 
 // Microseconds with nanosecond resolution, as Chrome's trace format wants them.
 void micros(std::string& out, std::uint64_t ns) {
