@@ -16,11 +16,11 @@ extern "C" {
 #endif
 
 typedef struct bgl_nm_partition {
-    int extent[3];      /* X, Y, Z */
-    int torus[3];       /* 1: wrap-around links in that dimension, 0: a mesh */
-    int tasks_per_node; /* 2 in virtual-node mode, else 1 */
-    int ntasks;         /* tasks in the job (may be fewer than nodes * tasks_per_node) */
-    int mode;           /* 0 heater, 1 coprocessor, 2 virtual node */
+  int extent[3];      /* X, Y, Z */
+  int torus[3];       /* 1: wrap-around links in that dimension, 0: a mesh */
+  int tasks_per_node; /* 2 in virtual-node mode, else 1 */
+  int ntasks;         /* tasks in the job (may be fewer than nodes * tasks_per_node) */
+  int mode;           /* 0 heater, 1 coprocessor, 2 virtual node */
 } bgl_nm_partition_t;
 
 int bgl_nm_topo_partition(const bgl_nm_idle_t* idle, bgl_nm_partition_t* out);
