@@ -185,7 +185,7 @@ copy_header() {  # file dir: copies file into dir unless it is missing or alread
   [ "$(readlink -f "$1")" = "$(readlink -f "$2/$(basename "$1")" 2>/dev/null)" ] || cp -f "$1" "$2"
 }
 install_bglml() {
-  mkdir -p "$prefix/lib" "$prefix/include/bgl/msg"
+  mkdir -p "$prefix/lib" "$prefix/include/bgl/message_layer"
   # libbglml.so.1 (the soname) is the file, libbglml.so the link for -lbglml.
   local real
   real=$(readlink -f "$bglml")
