@@ -9,7 +9,7 @@ noinst_HEADERS     += src/mpid/ch4/netmod/bgl/bgl_pre.h \
                       src/mpid/ch4/netmod/bgl/bgl_am.h \
                       src/mpid/ch4/netmod/bgl/bgl_send.h \
                       src/mpid/ch4/netmod/bgl/bgl_proc.h \
-                      src/mpid/ch4/netmod/bgl/bgl_collectives.h \
+                      src/mpid/ch4/netmod/bgl/bgl_coll.h \
                       src/mpid/ch4/netmod/bgl/bgl_noinline.h \
                       src/mpid/ch4/netmod/bgl/netmod_inline.h \
                       src/mpid/ch4/netmod/bgl/bgl_topo.h
@@ -19,7 +19,7 @@ mpi_core_sources   += src/mpid/ch4/netmod/bgl/func_table.c \
                       src/mpid/ch4/netmod/bgl/bgl_send.c \
                       src/mpid/ch4/netmod/bgl/bgl_recv.c \
                       src/mpid/ch4/netmod/bgl/bgl_progress.c \
-                      src/mpid/ch4/netmod/bgl/bgl_collectives.c \
+                      src/mpid/ch4/netmod/bgl/bgl_coll.c \
                       src/mpid/ch4/netmod/bgl/bgl_noinline.c \
                       src/mpid/ch4/netmod/bgl/bgl_topo.c \
                       src/mpid/ch4/netmod/bgl/bgl_mpix.c

@@ -1,5 +1,5 @@
 /*
- * The bgl netmod: collective hooks (see bgl_collectives.h and libbglml's bgl_coll_hooks.h).
+ * The bgl netmod: collective hooks (see bgl_coll.h and libbglml's bgl_coll_hooks.h).
  *
  * Every rank of a communicator must take the same decision (library or MPICH) for the same
  * call, so the decision depends only on what MPI makes all ranks agree on: the communicator, the
@@ -12,7 +12,7 @@
  */
 
 #include "bgl_impl.h"
-#include "bgl_collectives.h"
+#include "bgl_coll.h"
 #include <bgl_coll_hooks.h>
 
 static int hooks_enabled;

@@ -10,7 +10,7 @@
 
 #include "bgl_impl.h"
 #include "bgl_noinline.h"
-#include "bgl_collectives.h"
+#include "bgl_coll.h"
 #include "bgl_topo.h"
 
 MPIDI_BGL_global_t MPIDI_BGL_global;

@@ -6,7 +6,7 @@
 
 #include "bgl_impl.h"
 #include "bgl_noinline.h"
-#include "bgl_collectives.h"
+#include "bgl_coll.h"
 #include "bgl_topo.h"
 
 int MPIDI_BGL_comm_set_hints(MPIR_Comm * comm_ptr, MPIR_Info * info)

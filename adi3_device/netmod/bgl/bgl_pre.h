@@ -18,7 +18,7 @@ typedef struct {
     int dummy;
 } MPIDI_BGL_request_t;
 
-/* The communicator as the collectives library sees it (bgl_collectives.c), built on its first
+/* The communicator as the collectives library sees it (bgl_coll.c), built on its first
  * collective call and freed with the communicator. */
 typedef struct {
     int coll_state;             /* 0 not yet looked at, 1 usable by the hooks, -1 not usable */

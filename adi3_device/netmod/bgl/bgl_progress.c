@@ -8,7 +8,7 @@
  * MPI_Waitall, MPI_Recv, blocking sends and MPICH's own blocking collectives use; MPI_Probe,
  * MPI_Mprobe, MPI_Waitany, MPI_Waitsome, the RMA synchronisations) pass blocking = 1, patched
  * so by tools/build_mpich.sh (adi3_device/mpich_patches); the collectives library's waits say
- * so too (bgl_collectives.c); everything else passes 0.
+ * so too (bgl_coll.c); everything else passes 0.
  *
  * A non-blocking call (MPI_Test*, MPI_Iprobe, MPI_Improbe, MPI_Request_get_status, the test of
  * a non-blocking collective, MPICH's internal polls) that finds nothing returns at once: an

@@ -2,7 +2,7 @@
  * The bgl netmod: all inline entry points. Point-to-point, probe, RMA and partitioned operations
  * are MPICH's active-message fallbacks (MPIDIG over our AMs), except that small contiguous sends
  * complete at once when their packet went out (bgl_send.h); collectives are the fallbacks too,
- * with the six BG/L accelerated ones offered to the collectives library first (bgl_collectives.h).
+ * with the six BG/L accelerated ones offered to the collectives library first (bgl_coll.h).
  */
 
 #ifndef NETMOD_INLINE_H_INCLUDED
@@ -12,8 +12,8 @@
 #include "netmod_am_fallback_recv.h"
 #include "netmod_am_fallback_probe.h"
 #include "netmod_am_fallback_rma.h"
-#include "bgl_collectives.h"
-/* MPICH's fallback collectives, with six of them routed through the hooks (bgl_collectives.c): only the
+#include "bgl_coll.h"
+/* MPICH's fallback collectives, with six of them routed through the hooks (bgl_coll.c): only the
  * calls inside the fallback header are renamed, the MPIR_*_impl prototypes were seen before. */
 #define MPIR_Barrier_impl   MPIDI_BGL_barrier_hook
 #define MPIR_Bcast_impl     MPIDI_BGL_bcast_hook
