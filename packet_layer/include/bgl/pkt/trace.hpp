@@ -27,7 +27,8 @@ struct TraceArgs {
   static constexpr std::uint64_t kNoBytes = ~std::uint64_t{0};
   std::int64_t peer = -1;  // a rank, when the event has one
   std::uint64_t bytes = kNoBytes;
-  std::uint16_t detail = 0;  // an interned text (a protocol, a selection rule), 0: none
+  std::uint16_t detail = 0;     // an interned text (a protocol, a selection rule), 0: none
+  std::uint32_t comm_size = 0;  // the communicator's size (MPI calls), 0: none
 };
 
 class Trace {
@@ -72,12 +73,14 @@ class Trace {
     std::uint64_t ts;
     std::uint64_t dur_or_id;
     std::uint64_t bytes;
-    std::int64_t peer;
+    std::int32_t peer;  // a rank (below 2^31) or -1
+    std::uint32_t comm_size;
     Name name;
     Name detail;
     TraceCategory category;
     char phase;  // 'X', 'b', 'e', 'i'
   };
+  static_assert(sizeof(Event) == 40, "the documented size of an event (docs/CONFIGURATION.md)");
   void record(const Event& e);
 
   torus::Rank rank_;
