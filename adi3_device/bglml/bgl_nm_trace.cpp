@@ -54,7 +54,9 @@ class CallTimeline {
     if (!mine()) return;
     if (depth_++ > 0) return;  // MPICH's own MPI calls inside a user's call
     start_ = trace_.now();
-    kind_ = lookup(function).kind;
+    const auto& f = lookup(function);
+    kind_ = f.kind;
+    name_ = f.name;
     args_ = {};
     noted_ = false;
     open_ = function;
@@ -63,14 +65,16 @@ class CallTimeline {
   void exit(const char* function) {
     if (!mine() || depth_ == 0) return;
     if (--depth_ > 0) return;
-    trace_.span(TraceCategory::mpi, lookup(function).name, start_, args_);
+    // MPI_Init's exit is the only one whose entry the timeline did not see.
+    trace_.span(TraceCategory::mpi, function == open_ ? name_ : lookup(function).name, start_,
+                args_);
     open_ = nullptr;
   }
 
   // The call still open when the runtime ends (MPI_Finalize).
   void close() {
     if (!mine() || depth_ == 0) return;
-    if (open_ != nullptr) trace_.span(TraceCategory::mpi, lookup(open_).name, start_, args_);
+    if (open_ != nullptr) trace_.span(TraceCategory::mpi, name_, start_, args_);
     depth_ = 0;
   }
 
@@ -101,7 +105,8 @@ class CallTimeline {
   // Opened inside MPI_Init (or MPI_Init_thread), which is named when it returns.
   int depth_ = 1;
   std::uint64_t start_;
-  const char* open_ = nullptr;
+  const char* open_ = nullptr;  // the outermost open call's function, null inside MPI_Init
+  Trace::Name name_ = 0;
   int kind_ = kNoKind;
   Trace::Args args_;
   bool noted_ = false;

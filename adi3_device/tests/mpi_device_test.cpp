@@ -438,7 +438,12 @@ TEST_F(Mpi, TraceShowsEveryTasksMpiCallsInOrderAroundTheirMessages) {
       EXPECT_EQ(t.calls[6].args,
                 (nlohmann::json{{"peer", next}, {"bytes", 8000}, {"comm_size", 4}}));
       EXPECT_EQ(t.calls[9].args, (nlohmann::json{{"bytes", 8}, {"comm_size", 4}}));
-      EXPECT_EQ(t.calls[10].args, (nlohmann::json{{"peer", 1}, {"bytes", 8000}, {"comm_size", 4}}));
+      // MPICH's node-aware broadcast hands the device a step from the node's first task: then
+      // the root is not known.
+      auto bcast = t.calls[10].args;
+      if (bcast.contains("peer")) EXPECT_EQ(bcast["peer"], 1) << "task " << pid;
+      bcast.erase("peer");
+      EXPECT_EQ(bcast, (nlohmann::json{{"bytes", 8000}, {"comm_size", 4}})) << "task " << pid;
       EXPECT_EQ(t.calls[12].args, (nlohmann::json{{"bytes", 4}, {"comm_size", 2}}));
       EXPECT_EQ(t.calls[14].args, (nlohmann::json{{"comm_size", 4}}));
       // The blocking send's message-layer send begins inside it, to the same peer.

@@ -117,11 +117,18 @@ void MPIDI_BGL_progress_config(void);
 void MPIDI_BGL_send_pool_free(void);
 
 /* bglrun --trace: the arguments of the MPI call being made (bgl_nm_trace.h); `count` elements of
- * `datatype`, or no bytes when datatype is MPI_DATATYPE_NULL. */
+ * `datatype`, or no bytes when datatype is MPI_DATATYPE_NULL. CH4's node-aware compositions hand
+ * the netmod a collective's steps on the node's communicator (on one host: the same tasks as the
+ * user's, but the root moved to the node's first task) and on the node roots' (one task): the
+ * former gives the size and bytes, not the root; the latter nothing. */
 MPL_STATIC_INLINE_PREFIX void MPIDI_BGL_trace_note(bgl_nm_trace_kind_t kind, int peer,
                                                    MPI_Aint count, MPI_Datatype datatype,
                                                    MPIR_Comm * comm)
 {
+    if (comm->hierarchy_kind == MPIR_COMM_HIERARCHY_KIND__NODE_ROOTS)
+        return;
+    if (comm->hierarchy_kind == MPIR_COMM_HIERARCHY_KIND__NODE)
+        peer = -1;
     uint64_t bytes = UINT64_MAX;
     if (datatype != MPI_DATATYPE_NULL) {
         MPI_Aint type_size = 0;
