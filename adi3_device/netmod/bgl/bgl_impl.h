@@ -109,6 +109,14 @@ int MPIDI_BGL_am_post(int rank, MPIR_Comm * comm, int handler_id, const void *am
 int MPIDI_BGL_isend(const void *buf, MPI_Aint count, MPI_Datatype datatype, int rank, int tag,
                     MPIR_Comm * comm, int context_offset, MPIDI_av_entry_t * addr,
                     MPIR_Errflag_t errflag, MPIR_Request ** request);
+/* bglrun --trace: the user's point-to-point sends, their arguments noted first (bgl_send.c); out of
+ * line, so that the untraced path of MPIDI_NM_mpi_isend stays a test and a call. */
+int MPIDI_BGL_isend_traced(const void *buf, MPI_Aint count, MPI_Datatype datatype, int rank,
+                           int tag, MPIR_Comm * comm, int context_offset, MPIDI_av_entry_t * addr,
+                           MPIR_Request ** request);
+int MPIDI_BGL_issend_traced(const void *buf, MPI_Aint count, MPI_Datatype datatype, int rank,
+                            int tag, MPIR_Comm * comm, int context_offset,
+                            MPIDI_av_entry_t * addr, MPIR_Request ** request);
 int MPIDI_BGL_register_handlers(void);
 int MPIDI_BGL_data_copy_cb(MPIR_Request * rreq);
 int MPIDI_BGL_accept_deferred(void);

@@ -20,7 +20,8 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_isend(const void *buf, MPI_Aint count,
                                                 MPIDI_av_entry_t * addr, MPIR_Request ** request)
 {
     if (unlikely(MPIDI_BGL_global.tracing))
-        MPIDI_BGL_trace_note(BGL_NM_TRACE_SEND, rank, count, datatype, comm);
+        return MPIDI_BGL_isend_traced(buf, count, datatype, rank, tag, comm, context_offset, addr,
+                                     request);
     return MPIDI_BGL_isend(buf, count, datatype, rank, tag, comm, context_offset, addr,
                            MPIR_ERR_NONE, request);
 }
@@ -31,7 +32,8 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_issend(const void *buf, MPI_Aint count
                                                  MPIDI_av_entry_t * addr, MPIR_Request ** request)
 {
     if (unlikely(MPIDI_BGL_global.tracing))
-        MPIDI_BGL_trace_note(BGL_NM_TRACE_SEND, rank, count, datatype, comm);
+        return MPIDI_BGL_issend_traced(buf, count, datatype, rank, tag, comm, context_offset, addr,
+                                      request);
     return MPIDIG_mpi_issend(buf, count, datatype, rank, tag, comm, context_offset, addr, 0, 0,
                              request);
 }
