@@ -1,8 +1,8 @@
 #pragma once
-// A task's timeline for bglrun --trace: spans of messages, collectives and their steps, recorded
-// in memory (a fixed number of events, reserved at start-up) and written to a file of the task's
-// when it ends; bglrun merges the tasks' files into one Chrome trace-event file. Components reach
-// it through Endpoint::trace(), which is null when tracing is off: the only cost then is that
+// A task's timeline for bglrun --trace: spans of MPI calls, messages, collectives and steps,
+// recorded in memory (a fixed number of events, reserved at start-up) and written to a file of the
+// task's when it ends; bglrun merges the tasks' files into one Chrome trace-event file. Components
+// reach it through Endpoint::trace(), which is null when tracing is off: the only cost then is that
 // test. Not thread-safe: events from threads other than the one that made the trace are counted
 // and left out.
 #include <cstdint>
