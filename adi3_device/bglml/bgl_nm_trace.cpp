@@ -1,5 +1,5 @@
 // The MPI calls of a task's timeline (see bgl_nm_trace.h): one complete span per outermost MPI
-// call, on the packet layer's trace of the task (pkt::Trace), in its host or virtual time.
+// call, on the packet layer's trace of the task (packet_layer::Trace), in its host or virtual time.
 #include "bgl_nm_trace.h"
 
 #include <array>
@@ -10,13 +10,13 @@
 #include <thread>
 #include <unordered_map>
 
-#include "bgl/msg/c_session.hpp"
-#include "bgl/pkt/trace.hpp"
+#include "bgl/message_layer/c_session.hpp"
+#include "bgl/packet_layer/trace.hpp"
 
 namespace {
 
-using bgl::pkt::Trace;
-using bgl::pkt::TraceCategory;
+using bgl::packet_layer::Trace;
+using bgl::packet_layer::TraceCategory;
 
 // The calls whose arguments the netmod notes (bgl_nm_trace_kind_t), or none.
 constexpr int kNoKind = -1;
@@ -131,7 +131,7 @@ extern "C" {
 
 bgl_nm_call_hook_t bgl_nm_trace_open(bgl_msg_session_t* session) {
   try {
-    Trace* trace = bgl::msg::session_of(session).runtime().endpoint().trace();
+    Trace* trace = bgl::message_layer::session_of(session).runtime().endpoint().trace();
     if (trace == nullptr) return nullptr;
     g_timeline = std::make_unique<CallTimeline>(*trace);
     return &hook;

@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-#include "bgl/msg/bgl_msg.h"
+#include "bgl/message_layer/bgl_msg.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "bgl/msg/bgl_msg.h"
+#include "bgl/message_layer/bgl_msg.h"
 #include "bgl_nm_trace.h"
 
 #define CHECK(cond)                                                                              \

@@ -1,16 +1,16 @@
 #pragma once
 // The communication matrix bglmap reads: a bglrun statistics file (its "traffic" member) or a
-// plain matrix file (bgl/torus/comm_matrix.hpp), told apart by their first character.
+// plain matrix file (bgl/torus_emu/comm_matrix.hpp), told apart by their first character.
 #include <filesystem>
 #include <optional>
 #include <string>
 
-#include "bgl/torus/comm_matrix.hpp"
+#include "bgl/torus_emu/comm_matrix.hpp"
 
-namespace bgl::map {
+namespace bgl::bglmap {
 
 struct MatrixInput {
-  torus::CommMatrix matrix;
+  torus_emu::CommMatrix matrix;
   // From a statistics file: the run's job (shape, mode, mapping source), for the report.
   std::optional<std::string> run;
 };
@@ -18,4 +18,4 @@ struct MatrixInput {
 // Throws ConfigError naming the file and the line (plain) or JSON pointer (statistics) at fault.
 MatrixInput read_matrix(const std::filesystem::path& path);
 
-}  // namespace bgl::map
+}  // namespace bgl::bglmap

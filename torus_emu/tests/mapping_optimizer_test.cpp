@@ -1,4 +1,4 @@
-#include "bgl/torus/mapping_optimizer.hpp"
+#include "bgl/torus_emu/mapping_optimizer.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -8,9 +8,9 @@
 #include <numeric>
 #include <random>
 
-#include "bgl/torus/error.hpp"
+#include "bgl/torus_emu/error.hpp"
 
-namespace bgl::torus {
+namespace bgl::torus_emu {
 namespace {
 
 using ::testing::HasSubstr;
@@ -232,4 +232,4 @@ TEST(CommMatrixText, MalformedFilesNameTheFileAndLine) {
 }
 
 }  // namespace
-}  // namespace bgl::torus
+}  // namespace bgl::torus_emu
