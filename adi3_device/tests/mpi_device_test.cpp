@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
 #include <nlohmann/json.hpp>
@@ -319,6 +320,184 @@ TEST_F(Mpi, CollCoprocessor5) {
                          "--timeout", "200", program("coll")});
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("coll: OK"));
+}
+
+// bglrun --trace of an MPI program: each task's MPI calls ("mpi" spans), in the order the program
+// made them, with nothing else at the top; every message-layer event and collective span of the
+// task inside one of them.
+struct MpiCall {
+  std::string name;
+  double start = 0, end = 0;
+  nlohmann::json args;
+};
+struct Timeline {
+  std::vector<MpiCall> calls;                          // by start
+  std::vector<std::pair<double, double>> spans;        // collective and step spans
+  std::vector<std::pair<std::string, double>> points;  // message and step begins, ends, instants
+};
+
+std::map<int, Timeline> timelines(const nlohmann::json& trace) {
+  std::map<int, Timeline> out;
+  for (const auto& e : trace.at("traceEvents")) {
+    if (e.at("ph") == "M") continue;
+    auto& t = out[e.at("pid").get<int>()];
+    const std::string ph = e.at("ph"), cat = e.at("cat");
+    const double ts = e.at("ts");
+    if (cat == "mpi") {
+      EXPECT_EQ(ph, "X") << e.dump();
+      t.calls.push_back({e.at("name"), ts, ts + e.at("dur").get<double>(),
+                         e.value("args", nlohmann::json::object())});
+    } else if (ph == "X") {
+      t.spans.push_back({ts, ts + e.at("dur").get<double>()});
+    } else {
+      t.points.push_back({e.dump(), ts});
+    }
+  }
+  for (auto& [pid, t] : out)
+    std::stable_sort(t.calls.begin(), t.calls.end(),
+                     [](const MpiCall& a, const MpiCall& b) { return a.start < b.start; });
+  return out;
+}
+
+std::vector<std::string> names_of(const Timeline& t) {
+  std::vector<std::string> names;
+  for (const auto& c : t.calls)
+    names.push_back(c.name);
+  return names;
+}
+
+// The calls follow each other; everything else the task recorded lies inside one of them. Returns
+// the end of the task's last call.
+double check_nesting(int pid, const Timeline& t) {
+  constexpr double eps = 1e-3;  // the format's resolution: 1 ns
+  for (std::size_t i = 0; i + 1 < t.calls.size(); ++i)
+    EXPECT_LE(t.calls[i].end, t.calls[i + 1].start + eps)
+        << "task " << pid << ": " << t.calls[i].name << " overlaps " << t.calls[i + 1].name;
+  const auto inside = [&](double from, double to) {
+    return std::any_of(t.calls.begin(), t.calls.end(), [&](const MpiCall& c) {
+      return c.start <= from + eps && to <= c.end + eps;
+    });
+  };
+  for (const auto& [from, to] : t.spans)
+    EXPECT_TRUE(inside(from, to)) << "task " << pid << ": a span at " << from << " outside MPI";
+  for (const auto& [what, ts] : t.points)
+    EXPECT_TRUE(inside(ts, ts)) << "task " << pid << ": outside MPI: " << what;
+  return t.calls.empty() ? 0.0 : t.calls.back().end;
+}
+
+// The C program traced.c on 4 tasks, in host and in virtual time; with tracing off its output is
+// the same.
+TEST_F(Mpi, TraceShowsEveryTasksMpiCallsInOrderAroundTheirMessages) {
+  const std::string exe = program("traced");
+  const std::string tag = std::to_string(getpid());
+  const auto stats = (fs::temp_directory_path() / ("bgl_mpi_traced." + tag + ".json")).string();
+  const auto trace = (fs::temp_directory_path() / ("bgl_mpi_traced." + tag + ".trace")).string();
+  std::string traced_line;
+  for (const bool virtual_time : {false, true}) {
+    std::vector<std::string> args{"-np", "4",       "--shape", "2x2x1",     "--stats",
+                                  stats, "--trace", trace,     "--timeout", "120"};
+    if (virtual_time) args.push_back("--virtual-time");
+    args.push_back(exe);
+    const auto r = bglrun(args, 180);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    ASSERT_THAT(r.output, HasSubstr("traced: OK, 4 ranks, sum 10"));
+    traced_line = r.output.substr(r.output.find("traced: "));
+    traced_line = traced_line.substr(0, traced_line.find('\n'));
+    const auto s = nlohmann::json::parse(read_file(stats));
+    const auto j = nlohmann::json::parse(read_file(trace));
+    fs::remove(stats);
+    fs::remove(trace);
+    EXPECT_EQ(j["otherData"]["clock"], virtual_time ? "virtual" : "host");
+    EXPECT_EQ(j["otherData"]["dropped"], 0);
+    const auto tasks = timelines(j);
+    ASSERT_EQ(tasks.size(), 4u);
+    for (const auto& [pid, t] : tasks) {
+      const bool even = pid % 2 == 0;
+      const std::vector<std::string> ring = even ? std::vector<std::string>{"MPI_Send", "MPI_Recv"}
+                                                 : std::vector<std::string>{"MPI_Recv", "MPI_Send"};
+      std::vector<std::string> want{"MPI_Init", "MPI_Comm_rank", "MPI_Comm_size"};
+      want.insert(want.end(), ring.begin(), ring.end());
+      for (const char* n :
+           {"MPI_Irecv", "MPI_Isend", "MPI_Wait", "MPI_Wait", "MPI_Allreduce", "MPI_Bcast",
+            "MPI_Comm_split", "MPI_Allreduce", "MPI_Comm_free", "MPI_Barrier", "MPI_Finalize"})
+        want.push_back(n);
+      ASSERT_EQ(names_of(t), want) << "task " << pid;
+      const double last = check_nesting(pid, t);
+      // Times within the statistics: the task's BG/L clock, or the job's host time.
+      double bound_us = s["job"]["host_seconds"].get<double>() * 1e6;
+      for (const auto& task : s["tasks"])
+        if (virtual_time && task["rank"] == pid)
+          bound_us = task["virtual_clock"]["seconds"].get<double>() * 1e6;
+      EXPECT_LE(last, bound_us + 1e-3) << "task " << pid;
+      EXPECT_GE(t.calls.front().start, 0.0);
+      // The arguments of the common calls.
+      const int next = (pid + 1) % 4;
+      const auto& send = t.calls[even ? 3 : 4];
+      EXPECT_EQ(send.args, (nlohmann::json{{"peer", next}, {"bytes", 8000}, {"comm_size", 4}}))
+          << send.args.dump();
+      EXPECT_EQ(t.calls[6].args,
+                (nlohmann::json{{"peer", next}, {"bytes", 8000}, {"comm_size", 4}}));
+      EXPECT_EQ(t.calls[9].args, (nlohmann::json{{"bytes", 8}, {"comm_size", 4}}));
+      // MPICH's node-aware broadcast hands the device a step from the node's first task: then
+      // the root is not known.
+      auto bcast = t.calls[10].args;
+      if (bcast.contains("peer")) EXPECT_EQ(bcast["peer"], 1) << "task " << pid;
+      bcast.erase("peer");
+      EXPECT_EQ(bcast, (nlohmann::json{{"bytes", 8000}, {"comm_size", 4}})) << "task " << pid;
+      EXPECT_EQ(t.calls[12].args, (nlohmann::json{{"bytes", 4}, {"comm_size", 2}}));
+      EXPECT_EQ(t.calls[14].args, (nlohmann::json{{"comm_size", 4}}));
+      // The blocking send's message-layer send begins inside it, to the same peer.
+      const auto sent_inside = std::any_of(t.points.begin(), t.points.end(), [&](const auto& p) {
+        const auto e = nlohmann::json::parse(p.first);
+        return e["cat"] == "message" && e["ph"] == "b" && e["args"]["peer"] == next &&
+               send.start <= p.second && p.second <= send.end;
+      });
+      EXPECT_TRUE(sent_inside) << "task " << pid;
+      // The library's allreduce on the world runs inside MPI_Allreduce.
+      const auto& allreduce = t.calls[9];
+      EXPECT_TRUE(std::any_of(t.spans.begin(), t.spans.end(),
+                              [&](const auto& sp) {
+                                return allreduce.start <= sp.first &&
+                                       sp.second <= allreduce.end + 1e-3;
+                              }))
+          << "task " << pid;
+    }
+  }
+  // Tracing off: nothing recorded, the same output.
+  const auto off = bglrun({"-np", "4", "--shape", "2x2x1", "--timeout", "120", exe}, 180);
+  ASSERT_EQ(off.exit_code, 0) << off.output;
+  EXPECT_THAT(off.output, HasSubstr(traced_line));
+  EXPECT_FALSE(fs::exists(trace));
+  EXPECT_THAT(off.output, Not(HasSubstr("trace written")));
+}
+
+// A Fortran program's calls (through MPICH's Fortran bindings) are on the timeline the same way.
+TEST_F(Mpi, TraceShowsFortranMpiCalls) {
+  const std::string exe = program("ftest");
+  const auto trace =
+      (fs::temp_directory_path() / ("bgl_mpi_ftrace." + std::to_string(getpid()))).string();
+  const auto r = bglrun(
+      {"-np", "4", "--shape", "2x1x1", "--mode", "vn", "--trace", trace, "--timeout", "120", exe});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("ftest: OK"));
+  const auto j = nlohmann::json::parse(read_file(trace));
+  fs::remove(trace);
+  const auto tasks = timelines(j);
+  ASSERT_EQ(tasks.size(), 4u);
+  for (const auto& [pid, t] : tasks) {
+    std::vector<std::string> want{
+        "MPI_Init",       "MPI_Comm_rank", "MPI_Comm_size", "MPI_Get_processor_name",
+        "MPI_Sendrecv",   "MPI_Allreduce", "MPI_Bcast",     "MPI_Type_vector",
+        "MPI_Type_commit"};
+    if (pid == 0) want.push_back("MPI_Send");
+    if (pid == 1) want.push_back("MPI_Recv");
+    for (const char* n : {"MPI_Type_free", "MPI_Allreduce", "MPI_Finalize"})
+      want.push_back(n);
+    EXPECT_EQ(names_of(t), want) << "task " << pid;
+    check_nesting(pid, t);
+    EXPECT_EQ(t.calls.at(4).args,
+              (nlohmann::json{{"peer", (pid + 1) % 4}, {"bytes", 40000}, {"comm_size", 4}}));
+  }
 }
 
 TEST_F(Mpi, FortranVirtualNode4) {

@@ -99,22 +99,28 @@ void Trace::record(const Event& e) {
   events_.push_back(e);
 }
 
+namespace {
+std::int32_t peer_of(const TraceArgs& a) {
+  return a.peer >= 0 && a.peer <= INT32_MAX ? static_cast<std::int32_t>(a.peer) : -1;
+}
+}  // namespace
+
 void Trace::span(TraceCategory category, Name name, std::uint64_t start, const Args& args) {
   const auto t = now();
-  record(
-      {start, t > start ? t - start : 0, args.bytes, args.peer, name, args.detail, category, 'X'});
+  record({start, t > start ? t - start : 0, args.bytes, peer_of(args), args.comm_size, name,
+          args.detail, category, 'X'});
 }
 
 void Trace::begin(TraceCategory category, Name name, std::uint64_t id, const Args& args) {
-  record({now(), id, args.bytes, args.peer, name, args.detail, category, 'b'});
+  record({now(), id, args.bytes, peer_of(args), args.comm_size, name, args.detail, category, 'b'});
 }
 
 void Trace::end(TraceCategory category, Name name, std::uint64_t id) {
-  record({now(), id, kNoBytes, -1, name, 0, category, 'e'});
+  record({now(), id, kNoBytes, -1, 0, name, 0, category, 'e'});
 }
 
 void Trace::instant(TraceCategory category, Name name, const Args& args) {
-  record({now(), 0, args.bytes, args.peer, name, args.detail, category, 'i'});
+  record({now(), 0, args.bytes, peer_of(args), args.comm_size, name, args.detail, category, 'i'});
 }
 
 bool Trace::write() const {
@@ -166,7 +172,7 @@ bool Trace::write() const {
     } else {
       body += ",\"s\":\"t\"";
     }
-    if (e.peer >= 0 || e.bytes != kNoBytes || e.detail != 0) {
+    if (e.peer >= 0 || e.bytes != kNoBytes || e.detail != 0 || e.comm_size != 0) {
       body += ",\"args\":{";
       bool first = true;
       const auto sep = [&] {
@@ -175,6 +181,7 @@ bool Trace::write() const {
       };
       if (e.peer >= 0) sep(), body += "\"peer\":" + std::to_string(e.peer);
       if (e.bytes != kNoBytes) sep(), body += "\"bytes\":" + std::to_string(e.bytes);
+      if (e.comm_size != 0) sep(), body += "\"comm_size\":" + std::to_string(e.comm_size);
       if (e.detail != 0) {
         sep();
         body += "\"detail\":";

@@ -265,6 +265,8 @@ int MPIDI_BGL_barrier_hook(MPIR_Comm * comm, MPIR_Errflag_t * errflag)
 {
     bgl_coll_comm_t v;
     int handled = 0;
+    if (unlikely(MPIDI_BGL_global.tracing))
+        MPIDI_BGL_trace_note(BGL_NM_TRACE_BARRIER, -1, 0, MPI_DATATYPE_NULL, comm);
     if (comm_view(comm, &v)) {
         int mpi_errno = hook_result(bgl_coll_barrier(&v), &handled);
         if (handled)
@@ -278,6 +280,8 @@ int MPIDI_BGL_bcast_hook(void *buffer, MPI_Aint count, MPI_Datatype datatype, in
 {
     bgl_coll_comm_t v;
     int handled = 0;
+    if (unlikely(MPIDI_BGL_global.tracing))
+        MPIDI_BGL_trace_note(BGL_NM_TRACE_BCAST, root, count, datatype, comm);
     if (count > 0 && comm_view(comm, &v)) {
         staged_t s;
         int mpi_errno = stage(buffer, count, datatype, comm->rank == root, &s);
@@ -302,6 +306,8 @@ int MPIDI_BGL_reduce_hook(const void *sendbuf, void *recvbuf, MPI_Aint count,
     bgl_coll_op_t bop;
     bgl_coll_dtype_t bdt;
     int handled = 0;
+    if (unlikely(MPIDI_BGL_global.tracing))
+        MPIDI_BGL_trace_note(BGL_NM_TRACE_REDUCE, root, count, datatype, comm);
     if (count > 0 && map_op(op, &bop) && map_dtype(datatype, bop, &bdt) && comm_view(comm, &v)) {
         const void *send = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
         int mpi_errno = hook_result(bgl_coll_reduce(&v, send, recvbuf, (size_t) count, bdt, bop,
@@ -320,6 +326,8 @@ int MPIDI_BGL_allreduce_hook(const void *sendbuf, void *recvbuf, MPI_Aint count,
     bgl_coll_op_t bop;
     bgl_coll_dtype_t bdt;
     int handled = 0;
+    if (unlikely(MPIDI_BGL_global.tracing))
+        MPIDI_BGL_trace_note(BGL_NM_TRACE_ALLREDUCE, -1, count, datatype, comm);
     if (count > 0 && map_op(op, &bop) && map_dtype(datatype, bop, &bdt) && comm_view(comm, &v)) {
         const void *send = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
         int mpi_errno = hook_result(bgl_coll_allreduce(&v, send, recvbuf, (size_t) count, bdt,
@@ -374,6 +382,10 @@ int MPIDI_BGL_allgather_hook(const void *sendbuf, MPI_Aint sendcount, MPI_Dataty
                              MPIR_Comm * comm, MPIR_Errflag_t * errflag)
 {
     int handled;
+    if (unlikely(MPIDI_BGL_global.tracing))
+        MPIDI_BGL_trace_note(BGL_NM_TRACE_ALLGATHER, -1,
+                             sendbuf == MPI_IN_PLACE ? recvcount : sendcount,
+                             sendbuf == MPI_IN_PLACE ? recvtype : sendtype, comm);
     int mpi_errno = blocks_hook(0, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
                                 comm, &handled);
     if (handled)
@@ -387,6 +399,10 @@ int MPIDI_BGL_alltoall_hook(const void *sendbuf, MPI_Aint sendcount, MPI_Datatyp
                             MPIR_Comm * comm, MPIR_Errflag_t * errflag)
 {
     int handled;
+    if (unlikely(MPIDI_BGL_global.tracing))
+        MPIDI_BGL_trace_note(BGL_NM_TRACE_ALLTOALL, -1,
+                             sendbuf == MPI_IN_PLACE ? recvcount : sendcount,
+                             sendbuf == MPI_IN_PLACE ? recvtype : sendtype, comm);
     int mpi_errno = blocks_hook(1, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
                                 comm, &handled);
     if (handled)

@@ -16,6 +16,7 @@
 #include <bgl/message_layer/bgl_msg.h>
 #include <bgl_nm_idle.h>
 #include <bgl_coll_hooks.h>
+#include <bgl_nm_trace.h>
 
 #define MPIDI_BGL_MAX_AM_HDR   BGL_MSG_MAX_USER_HEADER
 #define MPIDI_BGL_ONE_PACKET   256      /* more than the largest one-packet payload */
@@ -57,6 +58,7 @@ typedef struct {
     bgl_msg_session_t *session;
     bgl_nm_idle_t *idle;
     int virtual_time;           /* bglrun --virtual-time: MPI_Wtime reads the task's BG/L clock */
+    int tracing;                /* bglrun --trace: MPI calls are on the task's timeline */
     int in_advance;             /* the layer's advance() is not re-entrant */
 
     /* idle policy of the progress engine (see bgl_progress.c) */
@@ -107,11 +109,42 @@ int MPIDI_BGL_am_post(int rank, MPIR_Comm * comm, int handler_id, const void *am
 int MPIDI_BGL_isend(const void *buf, MPI_Aint count, MPI_Datatype datatype, int rank, int tag,
                     MPIR_Comm * comm, int context_offset, MPIDI_av_entry_t * addr,
                     MPIR_Errflag_t errflag, MPIR_Request ** request);
+/* bglrun --trace: the user's point-to-point sends, their arguments noted first (bgl_send.c); out of
+ * line, so that the untraced path of MPIDI_NM_mpi_isend stays a test and a call. */
+int MPIDI_BGL_isend_traced(const void *buf, MPI_Aint count, MPI_Datatype datatype, int rank,
+                           int tag, MPIR_Comm * comm, int context_offset, MPIDI_av_entry_t * addr,
+                           MPIR_Request ** request);
+int MPIDI_BGL_issend_traced(const void *buf, MPI_Aint count, MPI_Datatype datatype, int rank,
+                            int tag, MPIR_Comm * comm, int context_offset,
+                            MPIDI_av_entry_t * addr, MPIR_Request ** request);
 int MPIDI_BGL_register_handlers(void);
 int MPIDI_BGL_data_copy_cb(MPIR_Request * rreq);
 int MPIDI_BGL_accept_deferred(void);
 int MPIDI_BGL_progress_impl(int vci, int blocking);
 void MPIDI_BGL_progress_config(void);
 void MPIDI_BGL_send_pool_free(void);
+
+/* bglrun --trace: the arguments of the MPI call being made (bgl_nm_trace.h); `count` elements of
+ * `datatype`, or no bytes when datatype is MPI_DATATYPE_NULL. CH4's node-aware compositions hand
+ * the netmod a collective's steps on the node's communicator (on one host: the same tasks as the
+ * user's, but the root moved to the node's first task) and on the node roots' (one task): the
+ * former gives the size and bytes, not the root; the latter nothing. */
+MPL_STATIC_INLINE_PREFIX void MPIDI_BGL_trace_note(bgl_nm_trace_kind_t kind, int peer,
+                                                   MPI_Aint count, MPI_Datatype datatype,
+                                                   MPIR_Comm * comm)
+{
+    if (comm->hierarchy_kind == MPIR_COMM_HIERARCHY_KIND__NODE_ROOTS)
+        return;
+    if (comm->hierarchy_kind == MPIR_COMM_HIERARCHY_KIND__NODE)
+        peer = -1;
+    uint64_t bytes = UINT64_MAX;
+    if (datatype != MPI_DATATYPE_NULL) {
+        MPI_Aint type_size = 0;
+        if (count > 0)
+            MPIR_Datatype_get_size_macro(datatype, type_size);
+        bytes = (uint64_t) count * (uint64_t) type_size;
+    }
+    bgl_nm_trace_note(kind, peer, bytes, (uint32_t) comm->local_size);
+}
 
 #endif /* BGL_IMPL_H_INCLUDED */

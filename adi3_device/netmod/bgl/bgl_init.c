@@ -15,6 +15,9 @@
 
 MPIDI_BGL_global_t MPIDI_BGL_global;
 
+/* Called by every MPI function's entry and exit when set (mpich_patches/0005: mpir_func.h). */
+MPIR_BGL_call_hook_fn MPIR_BGL_call_hook;
+
 static int pmi_barrier(void *context)
 {
     return MPIR_pmi_barrier() == MPI_SUCCESS ? 0 : -1;
@@ -46,6 +49,11 @@ int MPIDI_BGL_init_local(int *tag_bits)
     rc = bgl_msg_init(&bootstrap, &MPIDI_BGL_global.session);
     MPIR_ERR_CHKANDJUMP1(rc != 0, mpi_errno, MPI_ERR_OTHER, "**fail", "**fail %s",
                          bgl_msg_last_error());
+
+    /* bglrun --trace: from here on every MPI call's entry and exit reaches the task's timeline,
+     * which counts this MPI_Init (or MPI_Init_thread) as begun now. */
+    MPIR_BGL_call_hook = bgl_nm_trace_open(MPIDI_BGL_global.session);
+    MPIDI_BGL_global.tracing = MPIR_BGL_call_hook != NULL;
 
     double vt;
     if (bgl_msg_vtime(MPIDI_BGL_global.session, &vt) == 0) {
@@ -127,6 +135,13 @@ int MPIDI_BGL_mpi_finalize_hook(void)
                 (unsigned long long) MPIDI_BGL_global.n_injected);
     }
 
+    /* The timeline ends with the runtime, inside this MPI_Finalize, which it records as ending
+     * here; MPI calls after this point are not traced. */
+    if (MPIDI_BGL_global.tracing) {
+        MPIR_BGL_call_hook = NULL;
+        MPIDI_BGL_global.tracing = 0;
+        bgl_nm_trace_close();
+    }
     MPIDI_BGL_coll_finalize();
     bgl_nm_idle_close(MPIDI_BGL_global.idle);
     MPIDI_BGL_global.idle = NULL;

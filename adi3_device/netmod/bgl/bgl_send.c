@@ -293,3 +293,21 @@ int MPIDI_BGL_isend(const void *buf, MPI_Aint count, MPI_Datatype datatype, int 
     MPIR_FUNC_EXIT;
     return mpi_errno;
 }
+
+int MPIDI_BGL_isend_traced(const void *buf, MPI_Aint count, MPI_Datatype datatype, int rank,
+                           int tag, MPIR_Comm * comm, int context_offset, MPIDI_av_entry_t * addr,
+                           MPIR_Request ** request)
+{
+    MPIDI_BGL_trace_note(BGL_NM_TRACE_SEND, rank, count, datatype, comm);
+    return MPIDI_BGL_isend(buf, count, datatype, rank, tag, comm, context_offset, addr,
+                           MPIR_ERR_NONE, request);
+}
+
+int MPIDI_BGL_issend_traced(const void *buf, MPI_Aint count, MPI_Datatype datatype, int rank,
+                            int tag, MPIR_Comm * comm, int context_offset,
+                            MPIDI_av_entry_t * addr, MPIR_Request ** request)
+{
+    MPIDI_BGL_trace_note(BGL_NM_TRACE_SEND, rank, count, datatype, comm);
+    return MPIDIG_mpi_issend(buf, count, datatype, rank, tag, comm, context_offset, addr, 0, 0,
+                             request);
+}

@@ -19,6 +19,9 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_isend(const void *buf, MPI_Aint count,
                                                 MPIR_Comm * comm, int context_offset,
                                                 MPIDI_av_entry_t * addr, MPIR_Request ** request)
 {
+    if (unlikely(MPIDI_BGL_global.tracing))
+        return MPIDI_BGL_isend_traced(buf, count, datatype, rank, tag, comm, context_offset, addr,
+                                     request);
     return MPIDI_BGL_isend(buf, count, datatype, rank, tag, comm, context_offset, addr,
                            MPIR_ERR_NONE, request);
 }
@@ -28,6 +31,9 @@ MPL_STATIC_INLINE_PREFIX int MPIDI_NM_mpi_issend(const void *buf, MPI_Aint count
                                                  MPIR_Comm * comm, int context_offset,
                                                  MPIDI_av_entry_t * addr, MPIR_Request ** request)
 {
+    if (unlikely(MPIDI_BGL_global.tracing))
+        return MPIDI_BGL_issend_traced(buf, count, datatype, rank, tag, comm, context_offset, addr,
+                                      request);
     return MPIDIG_mpi_issend(buf, count, datatype, rank, tag, comm, context_offset, addr, 0, 0,
                              request);
 }

@@ -1,8 +1,8 @@
 #pragma once
-// A task's timeline for bglrun --trace: spans of messages, collectives and their steps, recorded
-// in memory (a fixed number of events, reserved at start-up) and written to a file of the task's
-// when it ends; bglrun merges the tasks' files into one Chrome trace-event file. Components reach
-// it through Endpoint::trace(), which is null when tracing is off: the only cost then is that
+// A task's timeline for bglrun --trace: spans of MPI calls, messages, collectives and steps,
+// recorded in memory (a fixed number of events, reserved at start-up) and written to a file of the
+// task's when it ends; bglrun merges the tasks' files into one Chrome trace-event file. Components
+// reach it through Endpoint::trace(), which is null when tracing is off: the only cost then is that
 // test. Not thread-safe: events from threads other than the one that made the trace are counted
 // and left out.
 #include <cstdint>
@@ -27,7 +27,8 @@ struct TraceArgs {
   static constexpr std::uint64_t kNoBytes = ~std::uint64_t{0};
   std::int64_t peer = -1;  // a rank, when the event has one
   std::uint64_t bytes = kNoBytes;
-  std::uint16_t detail = 0;  // an interned text (a protocol, a selection rule), 0: none
+  std::uint16_t detail = 0;     // an interned text (a protocol, a selection rule), 0: none
+  std::uint32_t comm_size = 0;  // the communicator's size (MPI calls), 0: none
 };
 
 class Trace {
@@ -72,12 +73,14 @@ class Trace {
     std::uint64_t ts;
     std::uint64_t dur_or_id;
     std::uint64_t bytes;
-    std::int64_t peer;
+    std::int32_t peer;  // a rank (below 2^31) or -1
+    std::uint32_t comm_size;
     Name name;
     Name detail;
     TraceCategory category;
     char phase;  // 'X', 'b', 'e', 'i'
   };
+  static_assert(sizeof(Event) == 40, "the documented size of an event (docs/CONFIGURATION.md)");
   void record(const Event& e);
 
   torus_emu::Rank rank_;
