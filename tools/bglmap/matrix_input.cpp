@@ -53,11 +53,11 @@ torus::CommMatrix from_statistics(const json& stats, const std::string& name) {
         throw ConfigError(name + ": " + at + ": expected [destination, bytes, messages]");
       const auto dest = unsigned_at(e[0], name, at + "/0");
       const auto bytes = unsigned_at(e[1], name, at + "/1");
-      unsigned_at(e[2], name, at + "/2");
+      const auto messages = unsigned_at(e[2], name, at + "/2");
       if (source >= tasks || dest >= tasks)
         throw ConfigError(name + ": " + at + ": rank " + std::to_string(std::max(source, dest)) +
                           " is out of range 0.." + std::to_string(tasks - 1));
-      m.add(static_cast<torus::Rank>(source), static_cast<torus::Rank>(dest), bytes,
+      m.add(static_cast<torus::Rank>(source), static_cast<torus::Rank>(dest), bytes, messages,
             name + ": " + at);
     }
   }
