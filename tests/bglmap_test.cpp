@@ -196,6 +196,20 @@ TEST(BglmapMatrix, MalformedInputsGetClearErrors) {
        {"--optimize"},
        "did not record its communication matrix (more than 2048 tasks)"},
       {"{\"job\": {}, \"tasks\": [", {"--optimize"}, "m.txt: truncated JSON"},
+      // fields of the wrong type and numbers beyond a double (input_fuzz found them uncaught)
+      {"{\"job\": {}, \"tasks\": [], \"traffic\": {\"recorded\": \"yes\"}}",
+       {"--optimize"},
+       "m.txt: /traffic/recorded: expected true or false, found string"},
+      {"{\"job\": {}, \"tasks\": [], \"traffic\": {\"recorded\": false, \"reason\": 7}}",
+       {"--optimize"},
+       "m.txt: /traffic/reason: expected a string, found number"},
+      {"{\"job\": {\"shape\": 5}, \"tasks\": [], \"traffic\": {\"recorded\": true, \"tasks\": 2, "
+       "\"rows\": []}}",
+       {"--optimize"},
+       "m.txt: /job/shape: expected a string, found number"},
+      {"{\"job\": {}, \"tasks\": [1e999]}",
+       {"--optimize"},
+       "m.txt: malformed JSON: number overflow"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.text);
