@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "bgl/env.hpp"
-#include "bgl/pkt/runtime.hpp"
-#include "bgl/torus/error.hpp"
+#include "bgl/packet_layer/runtime.hpp"
+#include "bgl/torus_emu/error.hpp"
 
 namespace bgl::bench {
 
@@ -42,7 +42,7 @@ inline double seconds_since(Clock::time_point t) {
 class TimeSource {
  public:
   // The host's clock unless `endpoint` keeps virtual time.
-  explicit TimeSource(const pkt::Endpoint* endpoint = nullptr)
+  explicit TimeSource(const packet_layer::Endpoint* endpoint = nullptr)
       : clock_(endpoint && endpoint->timed() ? &endpoint->clock() : nullptr),
         hz_(clock_ ? endpoint->vt_params()->cpu_hz : 0) {}
   bool is_virtual() const { return clock_ != nullptr; }
@@ -161,7 +161,7 @@ class Table {
 // leftover is removed with the job's stale segments). Rank 0 creates it; everybody maps it.
 class ScratchMemory {
  public:
-  ScratchMemory(pkt::Runtime& rt, std::size_t bytes) : bytes_(bytes) {
+  ScratchMemory(packet_layer::Runtime& rt, std::size_t bytes) : bytes_(bytes) {
     const std::string name = env::get("BGL_SEGMENT").value_or("/bglemu.bench") + ".scratch";
     int fd = -1;
     if (rt.rank() == 0) {

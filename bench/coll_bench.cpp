@@ -21,16 +21,16 @@
 #include <sstream>
 
 #include "bench_util.hpp"
-#include "bgl/coll/cost_model.hpp"
-#include "bgl/coll/executor.hpp"
-#include "bgl/coll/registry.hpp"
-#include "bgl/coll/select.hpp"
-#include "bgl/coll/verifier.hpp"
-#include "bgl/collnet/collective_network.hpp"
-#include "bgl/msg/session.hpp"
+#include "bgl/collective_net_emu/collective_network.hpp"
+#include "bgl/collectives/cost_model.hpp"
+#include "bgl/collectives/executor.hpp"
+#include "bgl/collectives/registry.hpp"
+#include "bgl/collectives/select.hpp"
+#include "bgl/collectives/verifier.hpp"
+#include "bgl/message_layer/session.hpp"
 
 using namespace bgl;
-using namespace bgl::coll;
+using namespace bgl::collectives;
 
 namespace {
 
@@ -116,13 +116,13 @@ int main(int argc, char** argv) {
         throw ConfigError("coll_bench: unknown argument '" + args.rest[i] + "'");
       }
     }
-    auto session = msg::Session::from_launcher();
+    auto session = message_layer::Session::from_launcher();
     const int p = session->size();
     const int me = static_cast<int>(session->rank());
-    std::unique_ptr<collnet::CollectiveNetwork> net;
+    std::unique_ptr<collective_net_emu::CollectiveNetwork> net;
     try {
-      net = std::make_unique<collnet::CollectiveNetwork>(session->runtime(),
-                                                         collnet::RouteClass::combine1);
+      net = std::make_unique<collective_net_emu::CollectiveNetwork>(
+          session->runtime(), collective_net_emu::RouteClass::combine1);
     } catch (const std::exception&) {
     }
     Executor executor(session->layer(), net.get());

@@ -11,24 +11,24 @@
 #include <string>
 #include <vector>
 
-#include "bgl/coll/grid/grid_baselines.hpp"
-#include "bgl/coll/registry.hpp"
-#include "bgl/coll/seeds/arrival.hpp"
-#include "bgl/coll/seeds/timed_replay.hpp"
-#include "bgl/torus/error.hpp"
-#include "bgl/torus/link_counters.hpp"
-#include "bgl/torus/mapping.hpp"
-#include "bgl/torus/route.hpp"
+#include "bgl/collectives/arrival_aware/arrival.hpp"
+#include "bgl/collectives/arrival_aware/timed_replay.hpp"
+#include "bgl/collectives/registry.hpp"
+#include "bgl/collectives/wide_area/grid_baselines.hpp"
+#include "bgl/torus_emu/error.hpp"
+#include "bgl/torus_emu/link_counters.hpp"
+#include "bgl/torus_emu/mapping.hpp"
+#include "bgl/torus_emu/route.hpp"
 
 namespace {
 
 using namespace bgl;
-using namespace bgl::coll;
+using namespace bgl::collectives;
 using nlohmann::json;
 
 struct Partition {
   std::string label;
-  torus::Shape shape;
+  torus_emu::Shape shape;
   int tasks_per_node;
   std::string order;
 };
@@ -41,13 +41,13 @@ struct Links {
 // Every send of the schedule along its deterministic route.
 Links link_loads(const Schedule& s, const Params& x) {
   const auto& m = *x.topology.mapping;
-  torus::LinkCounters c(m.shape());
+  torus_emu::LinkCounters c(m.shape());
   Links out;
   for (const auto& prog : s.programs) {
     for (const auto& st : prog.steps()) {
       if (st.kind != StepKind::send) continue;
-      const auto route = torus::deterministic_route(m.shape(), x.topology.node(prog.rank()),
-                                                    x.topology.node(st.peer));
+      const auto route = torus_emu::deterministic_route(m.shape(), x.topology.node(prog.rank()),
+                                                        x.topology.node(st.peer));
       c.account(route, static_cast<std::uint32_t>(st.src.bytes));
       out.hop_bytes += st.src.bytes * static_cast<std::uint64_t>(route.hops());
     }
@@ -69,10 +69,10 @@ std::string size_text(std::uint64_t b) {
 
 void allgather_section(json& out, bool print) {
   const std::vector<Partition> parts = {
-      {"4x4x2 CO XYZ", torus::Shape::parse("4x4x2"), 1, "XYZ"},
-      {"4x4x4 CO XYZ", torus::Shape::parse("4x4x4"), 1, "XYZ"},
-      {"4x4x2 VN TXYZ (sequential)", torus::Shape::parse("4x4x2"), 2, "TXYZ"},
-      {"4x4x2 VN XYZT (cyclic)", torus::Shape::parse("4x4x2"), 2, "XYZT"},
+      {"4x4x2 CO XYZ", torus_emu::Shape::parse("4x4x2"), 1, "XYZ"},
+      {"4x4x4 CO XYZ", torus_emu::Shape::parse("4x4x4"), 1, "XYZ"},
+      {"4x4x2 VN TXYZ (sequential)", torus_emu::Shape::parse("4x4x2"), 2, "TXYZ"},
+      {"4x4x2 VN XYZT (cyclic)", torus_emu::Shape::parse("4x4x2"), 2, "XYZT"},
   };
   if (print) {
     std::printf("\n== allgather (seed 001 Sparbit, seed 000 Min3 on the torus) ==\n");
@@ -81,7 +81,7 @@ void allgather_section(json& out, bool print) {
   }
   for (const auto& part : parts) {
     const int p = part.shape.node_count() * part.tasks_per_node;
-    const auto m = torus::Mapping::from_order(part.shape, part.tasks_per_node, part.order, p);
+    const auto m = torus_emu::Mapping::from_order(part.shape, part.tasks_per_node, part.order, p);
     for (std::uint64_t block :
          {std::uint64_t{8}, std::uint64_t{1024}, std::uint64_t{65536}, std::uint64_t{1} << 20}) {
       Params x = Params::allgather(std::vector<std::uint64_t>(static_cast<std::size_t>(p), block));
@@ -128,9 +128,9 @@ void reduce_section(json& out, bool print, int iterations,
                 "min-us", "median-us", "med/binom");
   }
   for (const char* shape : {"4x4x2", "4x4x4"}) {
-    const auto sh = torus::Shape::parse(shape);
+    const auto sh = torus_emu::Shape::parse(shape);
     const int p = sh.node_count();
-    const auto m = torus::Mapping::from_order(sh, 1, "XYZ", p);
+    const auto m = torus_emu::Mapping::from_order(sh, 1, "XYZ", p);
     for (const auto& im : imbalances) {
       for (std::uint64_t items : {std::uint64_t{1024}, std::uint64_t{65536}}) {
         struct Row {
@@ -181,9 +181,9 @@ void allreduce_section(json& out, bool print) {
                 "max-link-B", "model-us");
   }
   for (const char* shape : {"4x4x2", "4x4x4"}) {
-    const auto sh = torus::Shape::parse(shape);
+    const auto sh = torus_emu::Shape::parse(shape);
     const int p = sh.node_count();
-    const auto m = torus::Mapping::from_order(sh, 1, "XYZ", p);
+    const auto m = torus_emu::Mapping::from_order(sh, 1, "XYZ", p);
     for (std::uint64_t bytes :
          {std::uint64_t{8} << 10, std::uint64_t{256} << 10, std::uint64_t{4} << 20}) {
       Params x = Params::allreduce(p, bytes / 4, DataType::f32, ReduceOp::sum);
@@ -216,25 +216,27 @@ void grid_section(json& out, bool print) {
     std::printf("\n== grid allgather (seed 000, Tables 1-2 grid, full-duplex model, seconds) ==\n");
   }
   for (const char* setup : {"UT,UK,NL", "UK,NL", "NL"}) {
-    const auto net = coll::grid::HostNetwork::parse(coll::grid::paper_grid_text(setup), setup);
-    const auto tree = coll::grid::PoolTree::build(net);
+    const auto net =
+        collectives::grid::HostNetwork::parse(collectives::grid::paper_grid_text(setup), setup);
+    const auto tree = collectives::grid::PoolTree::build(net);
     if (print) {
       std::printf("setup %-9s pool tree %s\n%8s", setup, tree.to_string().c_str(), "block");
-      for (auto a : coll::grid::all_grid_algorithms()) {
-        std::printf(" %9.9s", std::string(coll::grid::name(a)).c_str());
+      for (auto a : collectives::grid::all_grid_algorithms()) {
+        std::printf(" %9.9s", std::string(collectives::grid::name(a)).c_str());
       }
       std::printf(" %10s\n", "best/min3");
     }
     for (std::size_t kb = 1; kb <= 512; kb *= 2) {
       if (print) std::printf("%7zuK", kb);
       double min3 = 0, best_other = 1e300;
-      for (auto a : coll::grid::all_grid_algorithms()) {
+      for (auto a : collectives::grid::all_grid_algorithms()) {
         double t = -1;
         try {
-          t = coll::grid::makespan(coll::grid::grid_allgather(a, net, tree, kb * 1024));
+          t = collectives::grid::makespan(
+              collectives::grid::grid_allgather(a, net, tree, kb * 1024));
         } catch (const ConfigError&) {  // recursive doubling needs a power of two
         }
-        if (a == coll::grid::GridAlgorithm::min3) {
+        if (a == collectives::grid::GridAlgorithm::min3) {
           min3 = t;
         } else if (t >= 0) {
           best_other = std::min(best_other, t);
@@ -249,7 +251,7 @@ void grid_section(json& out, bool print) {
         out.push_back({{"section", "grid"},
                        {"setup", setup},
                        {"block", kb * 1024},
-                       {"algorithm", coll::grid::name(a)},
+                       {"algorithm", collectives::grid::name(a)},
                        {"model_s", t}});
       }
       if (print) std::printf(" %10.3f\n", best_other / min3);

@@ -11,13 +11,13 @@
 #include <functional>
 
 #include "bench_util.hpp"
-#include "bgl/collnet/collective_network.hpp"
+#include "bgl/collective_net_emu/collective_network.hpp"
 #include "collnet_p2p_tree.hpp"
 
 namespace {
 
 using namespace bgl;
-using collnet::AluOp;
+using collective_net_emu::AluOp;
 
 struct Options {
   bench::Args args;
@@ -42,7 +42,7 @@ Options parse(int argc, char** argv) {
 
 class Bench {
  public:
-  Bench(pkt::Runtime& rt)
+  Bench(packet_layer::Runtime& rt)
       : rt_(rt), net_(rt), tree_(rt.endpoint(), static_cast<int>(rt.rank()), rt.size()) {
     if (auto s = env::get_int("BGL_P2P_WATCHDOG", 1, 3600))
       tree_.enable_watchdog(static_cast<int>(*s));
@@ -66,8 +66,8 @@ class Bench {
     std::exit(1);
   }
 
-  pkt::Runtime& rt_;
-  collnet::CollectiveNetwork net_;
+  packet_layer::Runtime& rt_;
+  collective_net_emu::CollectiveNetwork net_;
   bench::P2PTree tree_;
 
   static std::uint64_t now() {
@@ -187,7 +187,7 @@ bench::Table barriers(Bench& b, const Options& o) {
 }
 
 int run(int argc, char** argv) {
-  auto rt = pkt::Runtime::from_environment();
+  auto rt = packet_layer::Runtime::from_environment();
   const Options o = parse(argc, argv);
   Bench b(rt);
   std::vector<bench::Table> tables;
@@ -201,7 +201,7 @@ int run(int argc, char** argv) {
     nlohmann::json j{{"benchmark", "collnet_bench"},
                      {"tasks", c.ntasks()},
                      {"shape", c.shape.to_string()},
-                     {"mode", std::string(pkt::to_string(c.mode))},
+                     {"mode", std::string(packet_layer::to_string(c.mode))},
                      {"rounds", o.args.rounds}};
     for (const auto& t : tables)
       j["tables"].push_back(t.to_json());

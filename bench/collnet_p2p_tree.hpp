@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "bgl/pkt/endpoint.hpp"
+#include "bgl/packet_layer/endpoint.hpp"
 
 namespace bgl::bench {
 
@@ -28,7 +28,7 @@ class P2PTree {
  public:
   static constexpr std::size_t kPayload = 240;
 
-  P2PTree(pkt::Endpoint& ep, int rank, int size) : ep_(ep), rank_(rank), size_(size) {
+  P2PTree(packet_layer::Endpoint& ep, int rank, int size) : ep_(ep), rank_(rank), size_(size) {
     // Children r + 2^k below r's lowest set bit; the parent clears that bit.
     for (int m = 1; m < size; m <<= 1) {
       if (rank & m) {
@@ -76,7 +76,7 @@ class P2PTree {
       if (progress) continue;
       // The next broadcast's packets may wait in the FIFOs: then ep_.wait() would not block.
       if (op.down_received == op.packets && rank_ != 0)
-        pkt::Backoff::yield();
+        packet_layer::Backoff::yield();
       else
         ep_.wait();
     }
@@ -87,11 +87,11 @@ class P2PTree {
   void barrier() {
     const int parity = static_cast<int>(++barriers_ & 1);
     for (std::uint32_t round = 0; (1 << round) < size_; ++round) {
-      const auto to = static_cast<torus::Rank>((rank_ + (1 << round)) % size_);
-      const pkt::PacketSpec spec{.dest = ep_.destination_of(to),
-                                 .dispatch = static_cast<std::uint8_t>(kBarrier + parity),
-                                 .word = round};
-      while (ep_.inject(0, spec, {}) == pkt::InjectStatus::full)
+      const auto to = static_cast<torus_emu::Rank>((rank_ + (1 << round)) % size_);
+      const packet_layer::PacketSpec spec{.dest = ep_.destination_of(to),
+                                          .dispatch = static_cast<std::uint8_t>(kBarrier + parity),
+                                          .word = round};
+      while (ep_.inject(0, spec, {}) == packet_layer::InjectStatus::full)
         poll_barrier_or_wait();
       while (barrier_seen_[parity][round] == 0)
         poll_barrier_or_wait();
@@ -193,11 +193,12 @@ class P2PTree {
     bool any = false;
     while (op.up < op.packets && (*op.pending)[op.up] == children_.size()) {
       if (parent_ >= 0) {
-        const pkt::PacketSpec spec{.dest = ep_.destination_of(static_cast<torus::Rank>(parent_)),
-                                   .dispatch = op.dispatch,
-                                   .word = static_cast<std::uint32_t>(op.up)};
+        const packet_layer::PacketSpec spec{
+            .dest = ep_.destination_of(static_cast<torus_emu::Rank>(parent_)),
+            .dispatch = op.dispatch,
+            .word = static_cast<std::uint32_t>(op.up)};
         if (ep_.inject(0, spec, {data + op.up * kPayload, chunk(op, op.up)}) ==
-            pkt::InjectStatus::full)
+            packet_layer::InjectStatus::full)
           break;
       }
       ++op.up;
@@ -212,13 +213,13 @@ class P2PTree {
         op.dispatch < kBroadcast ? op.dispatch + kReduceDown - kReduce : op.dispatch);
     while (op.down_sent < ready) {
       for (; op.child < children_.size(); ++op.child) {
-        const pkt::PacketSpec spec{
-            .dest = ep_.destination_of(static_cast<torus::Rank>(children_[op.child])),
+        const packet_layer::PacketSpec spec{
+            .dest = ep_.destination_of(static_cast<torus_emu::Rank>(children_[op.child])),
             .dispatch = dispatch,
             .word = static_cast<std::uint32_t>(op.down_sent)};
-        const int fifo = static_cast<int>(1 + op.child % (pkt::kInjectionFifos - 1));
+        const int fifo = static_cast<int>(1 + op.child % (packet_layer::kInjectionFifos - 1));
         if (ep_.inject(fifo, spec, {data + op.down_sent * kPayload, chunk(op, op.down_sent)}) ==
-            pkt::InjectStatus::full)
+            packet_layer::InjectStatus::full)
           return any;
         any = true;
       }
@@ -258,10 +259,10 @@ class P2PTree {
                  op.down_received, op.down_sent, op.child, incomplete,
                  incomplete < op.packets ? (*op.pending)[incomplete] : 0, children_.size(),
                  ep_.injection_idle(), ep_.pending_packets(), parent_);
-    for (int i = 0; i < pkt::kReceptionFifos; ++i) {
+    for (int i = 0; i < packet_layer::kReceptionFifos; ++i) {
       auto f = ep_.machine().fifo(ep_.node(), ep_.group(), i);
       f.attach_consumer();
-      if (const pkt::Packet* p = f.front())
+      if (const packet_layer::Packet* p = f.front())
         std::fprintf(stderr, "  rank %d fifo %d head: dispatch %u word %u from %u\n", rank_, i,
                      p->header.dispatch, p->header.word, p->header.source_rank());
     }
@@ -279,7 +280,7 @@ class P2PTree {
     if (!any) ep_.wait();
   }
 
-  pkt::Endpoint& ep_;
+  packet_layer::Endpoint& ep_;
   int rank_, size_;
   int parent_ = -1;
   std::vector<int> children_;

@@ -9,7 +9,7 @@
 #include <span>
 #include <utility>
 
-#include "bgl/msg/message_layer.hpp"
+#include "bgl/message_layer/message_layer.hpp"
 
 namespace bgl::bench {
 
@@ -20,7 +20,8 @@ class CommandChannel {
  public:
   using Op = decltype(kSync);
 
-  CommandChannel(msg::MessageLayer& ml, msg::HandlerId handler) : ml_(ml), handler_(handler) {
+  CommandChannel(message_layer::MessageLayer& ml, message_layer::HandlerId handler)
+      : ml_(ml), handler_(handler) {
     ml_.register_handler(handler, &CommandChannel::on_command, this);
   }
   CommandChannel(const CommandChannel&) = delete;
@@ -34,21 +35,21 @@ class CommandChannel {
       if (!ml_.advance() && sleepy) ml_.wait();
   }
 
-  void send(msg::Rank dest, const Command& c) {
-    msg::SendMessage m;
+  void send(message_layer::Rank dest, const Command& c) {
+    message_layer::SendMessage m;
     m.dest = dest;
     m.handler = handler_;
     m.header = std::as_bytes(std::span(&c, 1));
-    m.protocol = msg::Protocol::one_packet;
+    m.protocol = message_layer::Protocol::one_packet;
     bool sent = false;
     m.context = &sent;
-    m.done = [](msg::SendMessage& s) { *static_cast<bool*>(s.context) = true; };
+    m.done = [](message_layer::SendMessage& s) { *static_cast<bool*>(s.context) = true; };
     ml_.post(m);
     while (!sent)
       ml_.advance();
   }
 
-  std::pair<msg::Rank, Command> next(bool sleepy) {
+  std::pair<message_layer::Rank, Command> next(bool sleepy) {
     progress([&] { return !commands_.empty(); }, sleepy);
     const auto c = commands_.front();
     commands_.pop_front();
@@ -76,26 +77,26 @@ class CommandChannel {
   // (on both sides): each side sends a sync when its own sends, fins and tokens are out, and
   // ordered packets from a peer arrive in order, so its sync comes after all of them. Needed
   // before a raw floor shares the reception FIFOs, and to start every measurement from rest.
-  void quiesce(std::span<const msg::Rank> peers, bool sleepy) {
+  void quiesce(std::span<const message_layer::Rank> peers, bool sleepy) {
     progress([&] { return ml_.idle(); }, sleepy);
-    for (const msg::Rank p : peers)
+    for (const message_layer::Rank p : peers)
       send(p, Command{.op = kSync});
     expect(kSync, peers.size(), sleepy);
     progress([&] { return ml_.idle(); }, sleepy);
   }
 
  private:
-  static msg::RecvTarget on_command(void* context, const msg::Arrival& a) {
+  static message_layer::RecvTarget on_command(void* context, const message_layer::Arrival& a) {
     auto& self = *static_cast<CommandChannel*>(context);
     Command c{};
     std::memcpy(&c, a.header.data(), std::min(sizeof c, a.header.size()));
     self.commands_.emplace_back(a.source, c);
-    return msg::RecvTarget::into({}, nullptr, nullptr);
+    return message_layer::RecvTarget::into({}, nullptr, nullptr);
   }
 
-  msg::MessageLayer& ml_;
-  msg::HandlerId handler_;
-  std::deque<std::pair<msg::Rank, Command>> commands_;
+  message_layer::MessageLayer& ml_;
+  message_layer::HandlerId handler_;
+  std::deque<std::pair<message_layer::Rank, Command>> commands_;
 };
 
 }  // namespace bgl::bench

@@ -1,5 +1,5 @@
 // Message-layer bandwidth, side by side with the packet-layer
-// floor: raw streaming of full packets (240-byte payloads, pkt::Endpoint inject/poll, like
+// floor: raw streaming of full packets (240-byte payloads, packet_layer::Endpoint inject/poll, like
 // pl_stream) between the same tasks at the same time. Variants are interleaved round by round;
 // the best and the median round are reported.
 //   Two tasks: one bidirectional link. Both neighbours send each other `count` messages of every
@@ -29,18 +29,19 @@
 #include <stdexcept>
 
 #include "bench_util.hpp"
-#include "bgl/msg/session.hpp"
+#include "bgl/message_layer/session.hpp"
 #include "command_channel.hpp"
 #include "raw_gate.hpp"
 
 namespace {
 
 using namespace bgl;
-using msg::Protocol;
-using msg::Rank;
+using message_layer::Protocol;
+using message_layer::Rank;
 
-constexpr msg::HandlerId kControlHandler = 1;  // commands between the driver and its partners
-constexpr msg::HandlerId kDataHandler = 2;     // the measured messages
+constexpr message_layer::HandlerId kControlHandler =
+    1;  // commands between the driver and its partners
+constexpr message_layer::HandlerId kDataHandler = 2;  // the measured messages
 
 enum class Op : std::uint32_t { quit, ready, sync, ml_exchange, raw_exchange };
 
@@ -63,8 +64,9 @@ struct Exchange {
   std::uint32_t window = 0;
 };
 
-constexpr std::size_t kRawPayload = pkt::kMaxPayloadBytes;
-constexpr std::size_t kOnePacketLimit = pkt::kMaxPayloadBytes - 12;  // 240 - First, no user header
+constexpr std::size_t kRawPayload = packet_layer::kMaxPayloadBytes;
+constexpr std::size_t kOnePacketLimit =
+    packet_layer::kMaxPayloadBytes - 12;  // 240 - First, no user header
 
 std::string size_text(std::size_t b) {
   if (b >= (1u << 20) && b % (1u << 20) == 0) return std::to_string(b >> 20) + " MiB";
@@ -76,7 +78,7 @@ using bench::RawGate;
 
 class Task {
  public:
-  Task(msg::Session& session, RawGate& gate, std::size_t max_bytes)
+  Task(message_layer::Session& session, RawGate& gate, std::size_t max_bytes)
       : ml_(session.layer()),
         ep_(session.runtime().endpoint()),
         gate_(gate),
@@ -162,7 +164,7 @@ class Task {
     }
   }
 
-  const msg::Statistics& statistics() const { return ml_.statistics(); }
+  const message_layer::Statistics& statistics() const { return ml_.statistics(); }
 
  private:
   struct Flow {
@@ -170,7 +172,7 @@ class Task {
     std::uint64_t posted = 0, sent = 0;
   };
   struct Slot {
-    msg::SendMessage message;
+    message_layer::SendMessage message;
     Task* task = nullptr;
     std::size_t flow = 0;
   };
@@ -212,7 +214,7 @@ class Task {
         sleepy);
   }
 
-  static void on_sent(msg::SendMessage& m) {
+  static void on_sent(message_layer::SendMessage& m) {
     auto& s = *static_cast<Slot*>(m.context);
     Task& self = *s.task;
     Flow& f = self.flows_[s.flow];
@@ -228,19 +230,20 @@ class Task {
   // rest). A partner injects only after the driver's first packet has come: until then the driver
   // may still be inside the message layer, which must not see raw packets.
   void raw_exchange(std::span<const Rank> peers, std::uint64_t packets, bool sleepy, bool partner) {
-    std::vector<pkt::PacketSpec> specs;
+    std::vector<packet_layer::PacketSpec> specs;
     for (const Rank p : peers)
       specs.push_back({.dest = ep_.destination_of(p)});
     std::vector<std::uint64_t> sent(peers.size(), 0);
     const std::uint64_t expected = packets * peers.size();
     std::uint64_t received = 0, total_sent = 0;
     const std::span<const std::byte> payload(send_.data(), kRawPayload);
-    std::byte buffer[pkt::kMaxPayloadBytes];
+    std::byte buffer[packet_layer::kMaxPayloadBytes];
     while (total_sent < expected || received < expected || !ep_.injection_idle()) {
       bool any = false;
       for (std::size_t i = 0; i < peers.size() && (!partner || received > 0); ++i) {
         for (int burst = 0; burst < 16 && sent[i] < packets; ++burst) {
-          if (ep_.inject(static_cast<int>(i % 6), specs[i], payload) != pkt::InjectStatus::ok)
+          if (ep_.inject(static_cast<int>(i % 6), specs[i], payload) !=
+              packet_layer::InjectStatus::ok)
             break;
           ++sent[i];
           ++total_sent;
@@ -264,9 +267,9 @@ class Task {
   }
 
   // Every message lands in the same receive buffer (the benchmark does not look at the data).
-  static msg::RecvTarget on_data(void* context, const msg::Arrival& a) {
+  static message_layer::RecvTarget on_data(void* context, const message_layer::Arrival& a) {
     auto& self = *static_cast<Task*>(context);
-    return msg::RecvTarget::into(
+    return message_layer::RecvTarget::into(
         {self.recv_.data(), std::min<std::size_t>(a.bytes, self.recv_.size())}, &Task::on_data_done,
         context);
   }
@@ -274,8 +277,8 @@ class Task {
     ++static_cast<Task*>(context)->received_;
   }
 
-  msg::MessageLayer& ml_;
-  pkt::Endpoint& ep_;
+  message_layer::MessageLayer& ml_;
+  packet_layer::Endpoint& ep_;
   RawGate& gate_;
   std::uint64_t generation_ = 0;
   std::vector<std::byte> send_, recv_;
@@ -328,7 +331,7 @@ std::vector<bench::Table> one_link(Task& task, Rank peer, const Settings& s,
                                    s.sleepy));
         if (s.verbose)
           std::fprintf(stderr, "round %d size %zu %s %.6f s\n", round, sizes[i],
-                       msg::to_string(kAll[p]).data(), ml[i][p].values.back());
+                       message_layer::to_string(kAll[p]).data(), ml[i][p].values.back());
       }
     }
   }
@@ -354,8 +357,8 @@ std::vector<bench::Table> one_link(Task& task, Rank peer, const Settings& s,
       const double data = static_cast<double>(messages_for(s, sizes[i]) * sizes[i]);
       const double median = data / ml[i][p].median() / 1e6;
       const double floor_median = raw_bytes / floor[i].median() / 1e6;
-      t.row({size_text(sizes[i]), std::string(msg::to_string(kAll[p])), messages_for(s, sizes[i]),
-             data / ml[i][p].min() / 1e6, median,
+      t.row({size_text(sizes[i]), std::string(message_layer::to_string(kAll[p])),
+             messages_for(s, sizes[i]), data / ml[i][p].min() / 1e6, median,
              static_cast<double>(messages_for(s, sizes[i])) / ml[i][p].median() / 1e6, floor_median,
              static_cast<double>(raw_packets) / floor[i].median() / 1e6, median / floor_median});
       if (median > peak) peak = median, peak_at = sizes[i];
@@ -369,7 +372,7 @@ std::vector<bench::Table> one_link(Task& task, Rank peer, const Settings& s,
       if (half == "-" && median >= peak / 2) half = size_text(sizes[i]);
       at_max = median;
     }
-    summary.row({std::string(msg::to_string(kAll[p])), peak, size_text(peak_at), half,
+    summary.row({std::string(message_layer::to_string(kAll[p])), peak, size_text(peak_at), half,
                  sizes.back() <= kOnePacketLimit || kAll[p] != Protocol::one_packet
                      ? nlohmann::json(at_max)
                      : nlohmann::json("-")});
@@ -399,7 +402,7 @@ std::vector<bench::Table> multi_link(Task& task, std::span<const Rank> neighbour
         ml[k - 1][p].add(task.drive_ml(peers, {kProtocols[p], s.size, count, s.window}, s.sleepy));
         if (s.verbose)
           std::fprintf(stderr, "round %d links %zu %s %.6f s\n", round, k,
-                       msg::to_string(kProtocols[p]).data(), ml[k - 1][p].values.back());
+                       message_layer::to_string(kProtocols[p]).data(), ml[k - 1][p].values.back());
       }
     }
   }
@@ -419,8 +422,9 @@ std::vector<bench::Table> multi_link(Task& task, std::span<const Rank> neighbour
       const double raw = 2.0 * static_cast<double>(k * raw_packets * kRawPayload);
       const double median = data / ml[k - 1][p].median() / 1e6;
       const double floor_median = raw / floor[k - 1].median() / 1e6;
-      t.row({std::string(msg::to_string(kProtocols[p])), k, data / ml[k - 1][p].min() / 1e6, median,
-             median / static_cast<double>(2 * k), floor_median, median / floor_median});
+      t.row({std::string(message_layer::to_string(kProtocols[p])), k,
+             data / ml[k - 1][p].min() / 1e6, median, median / static_cast<double>(2 * k),
+             floor_median, median / floor_median});
     }
   }
   return {t};
@@ -441,7 +445,7 @@ int run(int argc, char** argv) {
   s.sleepy = wait == "sleep";
   s.verbose = std::find(args.rest.begin(), args.rest.end(), "--verbose") != args.rest.end();
 
-  auto session = msg::Session::from_launcher();
+  auto session = message_layer::Session::from_launcher();
   const int size = session->size();
   if (size < 2)
     throw ConfigError("ml_bandwidth needs at least 2 tasks (bglrun -np 2 --shape 2x1x1)");
@@ -455,15 +459,16 @@ int run(int argc, char** argv) {
   if (size == 2) {
     neighbours.push_back(1);
   } else {
-    const torus::Coord middle{shape.extent(torus::Dim::x) / 2, shape.extent(torus::Dim::y) / 2,
-                              shape.extent(torus::Dim::z) / 2};
+    const torus_emu::Coord middle{shape.extent(torus_emu::Dim::x) / 2,
+                                  shape.extent(torus_emu::Dim::y) / 2,
+                                  shape.extent(torus_emu::Dim::z) / 2};
     const auto at = mapping.rank_at(shape.node_id(middle), 0);
     if (!at)
-      throw ConfigError("no task at the middle of the partition " + torus::to_string(middle));
+      throw ConfigError("no task at the middle of the partition " + torus_emu::to_string(middle));
     driver = *at;
     std::set<Rank> seen;
-    for (int d = 0; d < torus::kDirections; ++d) {
-      const auto n = shape.neighbour(shape.node_id(middle), static_cast<torus::Direction>(d));
+    for (int d = 0; d < torus_emu::kDirections; ++d) {
+      const auto n = shape.neighbour(shape.node_id(middle), static_cast<torus_emu::Direction>(d));
       if (!n) continue;
       const auto r = mapping.rank_at(*n, 0);
       if (r && seen.insert(*r).second) neighbours.push_back(*r);
@@ -484,7 +489,7 @@ int run(int argc, char** argv) {
 
   const std::string where = shape.to_string() + ", " + std::to_string(size) +
                             " tasks, driver rank " + std::to_string(driver) + " " +
-                            torus::to_string(mapping.coord(driver));
+                            torus_emu::to_string(mapping.coord(driver));
   auto tables =
       size == 2 ? one_link(task, neighbours[0], s, where) : multi_link(task, neighbours, s, where);
   task.finish(size, driver);

@@ -29,14 +29,14 @@
 #include <set>
 
 #include "bench_util.hpp"
-#include "bgl/msg/session.hpp"
+#include "bgl/message_layer/session.hpp"
 
 namespace {
 
 using namespace bgl;
-using msg::Rank;
+using message_layer::Rank;
 
-constexpr msg::HandlerId kData = 1;
+constexpr message_layer::HandlerId kData = 1;
 
 double thread_cpu_seconds() {
   timespec t{};
@@ -56,7 +56,7 @@ Storage make_storage(std::size_t bytes) {
 
 class Exchanger {
  public:
-  Exchanger(msg::Session& s, std::size_t bytes, int size)
+  Exchanger(message_layer::Session& s, std::size_t bytes, int size)
       : ml_(s.layer()), bytes_(bytes), send_(make_storage(bytes)), slot_of_(size, -1) {
     ml_.register_handler(kData, &Exchanger::on_data, this);
   }
@@ -82,7 +82,7 @@ class Exchanger {
         s.m.dest = peers[f];
         s.m.handler = kData;
         s.m.data.buffer = {send_.get(), bytes_};
-        s.m.protocol = msg::Protocol::rendezvous;
+        s.m.protocol = message_layer::Protocol::rendezvous;
         s.m.context = &s;
         s.m.done = &Exchanger::on_sent;
         ++flows_[f].posted;
@@ -106,7 +106,7 @@ class Exchanger {
       if (!ml_.advance()) ml_.wait();
   }
 
-  msg::MessageLayer& layer() { return ml_; }
+  message_layer::MessageLayer& layer() { return ml_; }
 
  private:
   struct Flow {
@@ -114,12 +114,12 @@ class Exchanger {
     std::uint64_t posted = 0, sent = 0;
   };
   struct Slot {
-    msg::SendMessage m;
+    message_layer::SendMessage m;
     Exchanger* self = nullptr;
     std::size_t flow = 0;
   };
 
-  static void on_sent(msg::SendMessage& m) {
+  static void on_sent(message_layer::SendMessage& m) {
     auto& s = *static_cast<Slot*>(m.context);
     Exchanger& self = *s.self;
     Flow& f = self.flows_[s.flow];
@@ -129,12 +129,12 @@ class Exchanger {
       self.ml_.post(m);
     }
   }
-  static msg::RecvTarget on_data(void* ctx, const msg::Arrival& a) {
+  static message_layer::RecvTarget on_data(void* ctx, const message_layer::Arrival& a) {
     auto& self = *static_cast<Exchanger*>(ctx);
     const int slot = self.slot_of_.at(a.source);
     if (slot < 0 || a.bytes > self.bytes_) throw std::logic_error("unexpected message");
     // Every message from one peer lands in that peer's buffer (the data are not looked at).
-    return msg::RecvTarget::into(
+    return message_layer::RecvTarget::into(
         {self.recv_[static_cast<std::size_t>(slot)].get() + self.offset_, a.bytes},
         &Exchanger::on_received, ctx);
   }
@@ -142,7 +142,7 @@ class Exchanger {
     ++static_cast<Exchanger*>(ctx)->received_;
   }
 
-  msg::MessageLayer& ml_;
+  message_layer::MessageLayer& ml_;
   std::size_t bytes_;
   Storage send_;
   std::vector<Storage> recv_;
@@ -167,26 +167,27 @@ int run(int argc, char** argv) {
   const auto window = static_cast<std::uint32_t>(args.number("--window", 4, 1, 1024));
   const auto only_links = static_cast<std::size_t>(args.number("--links", 0, 0, 6));
 
-  auto session = msg::Session::from_launcher();
+  auto session = message_layer::Session::from_launcher();
   const auto& mapping = session->mapping();
   const auto& shape = mapping.shape();
   const Rank me = session->rank();
-  const torus::Coord middle{shape.extent(torus::Dim::x) / 2, shape.extent(torus::Dim::y) / 2,
-                            shape.extent(torus::Dim::z) / 2};
+  const torus_emu::Coord middle{shape.extent(torus_emu::Dim::x) / 2,
+                                shape.extent(torus_emu::Dim::y) / 2,
+                                shape.extent(torus_emu::Dim::z) / 2};
   const auto centre_at = mapping.rank_at(shape.node_id(middle), 0);
   if (!centre_at) throw ConfigError("no task at the middle of the partition");
   const Rank centre = *centre_at;
   std::vector<Rank> neighbours;
   std::set<Rank> seen;
-  for (int d = 0; d < torus::kDirections; ++d) {
-    const auto n = shape.neighbour(shape.node_id(middle), static_cast<torus::Direction>(d));
+  for (int d = 0; d < torus_emu::kDirections; ++d) {
+    const auto n = shape.neighbour(shape.node_id(middle), static_cast<torus_emu::Direction>(d));
     if (!n) continue;
     const auto r = mapping.rank_at(*n, 0);
     if (r && *r != centre && seen.insert(*r).second) neighbours.push_back(*r);
   }
   if (neighbours.empty()) throw ConfigError("the centre has no neighbour (use --shape 3x3x3)");
   const bool unit = session->layer().config().coprocessor_receive;
-  const bool co_mode = session->mode() == pkt::NodeMode::coprocessor;
+  const bool co_mode = session->mode() == packet_layer::NodeMode::coprocessor;
 
   Exchanger ex(*session, bytes, session->size());
   auto& rt = session->runtime();
@@ -243,10 +244,10 @@ int run(int argc, char** argv) {
 
   if (me != centre) return 0;
   const std::string setting =
-      std::string(pkt::to_string(session->mode())) +
+      std::string(packet_layer::to_string(session->mode())) +
       (co_mode ? (unit ? ", BGL_ML_COPROCESSOR_RECEIVE=1" : ", BGL_ML_COPROCESSOR_RECEIVE=0") : "");
   bench::Table t("aggregate bandwidth (" + std::string(time.name()) + ") at the centre task " +
-                     torus::to_string(middle) + " of " + shape.to_string() + " (" + setting +
+                     torus_emu::to_string(middle) + " of " + shape.to_string() + " (" + setting +
                      "), " + std::to_string(bytes) + "-byte rendezvous messages, " +
                      std::to_string(count) + " per link and direction, window " +
                      std::to_string(window) + ", " + std::to_string(args.rounds) +
@@ -270,7 +271,7 @@ int run(int argc, char** argv) {
   }
   if (args.json) {
     nlohmann::json out{{"benchmark", "ml_multilink"},
-                       {"mode", std::string(pkt::to_string(session->mode()))},
+                       {"mode", std::string(packet_layer::to_string(session->mode()))},
                        {"coprocessor_receive", co_mode && unit},
                        {"time", time.name()},
                        {"bytes", bytes},

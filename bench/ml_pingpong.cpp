@@ -1,8 +1,8 @@
 // Message-layer latency, side by side with the
-// packet-layer floor: a raw ping-pong of one packet carrying one byte (pkt::Endpoint inject/poll,
-// like pl_pingpong) between the same two tasks. Variants are interleaved round by round so that
-// drift in core-to-core latency hits them alike. Each measurement is timed in batches of
-// iterations; min and median are over all batches of all rounds.
+// packet-layer floor: a raw ping-pong of one packet carrying one byte (packet_layer::Endpoint
+// inject/poll, like pl_pingpong) between the same two tasks. Variants are interleaved round by
+// round so that drift in core-to-core latency hits them alike. Each measurement is timed in batches
+// of iterations; min and median are over all batches of all rounds.
 //   Table 1: the half round trip of a 1-byte message per protocol (forced with
 //            SendMessage::protocol) between rank 0 and its nearest neighbour.
 //   Self:    the CPU cost of one 1-byte message per protocol, rank 0 sending to itself through its
@@ -24,19 +24,20 @@
 #include <stdexcept>
 
 #include "bench_util.hpp"
-#include "bgl/msg/session.hpp"
-#include "bgl/torus/distance.hpp"
+#include "bgl/message_layer/session.hpp"
+#include "bgl/torus_emu/distance.hpp"
 #include "command_channel.hpp"
 #include "raw_gate.hpp"
 
 namespace {
 
 using namespace bgl;
-using msg::Protocol;
-using msg::Rank;
+using message_layer::Protocol;
+using message_layer::Rank;
 
-constexpr msg::HandlerId kControlHandler = 1;  // commands between the driver and its partners
-constexpr msg::HandlerId kDataHandler = 2;     // the measured messages
+constexpr message_layer::HandlerId kControlHandler =
+    1;  // commands between the driver and its partners
+constexpr message_layer::HandlerId kDataHandler = 2;  // the measured messages
 
 enum class Op : std::uint32_t { quit, sync, ml_pingpong, raw_pingpong };
 
@@ -106,7 +107,7 @@ using bench::RawGate;
 // One task: its message layer, the commands other tasks sent it, and the ping-pong counters.
 class Task {
  public:
-  Task(msg::Session& session, RawGate& gate)
+  Task(message_layer::Session& session, RawGate& gate)
       : ml_(session.layer()),
         ep_(session.runtime().endpoint()),
         gate_(gate),
@@ -157,7 +158,7 @@ class Task {
     send_command(partner,
                  {Op::raw_pingpong, 0, static_cast<std::uint64_t>(warmup + iterations), g});
     gate_.await(partner, 2 * g);  // the partner polls raw packets from now on
-    const pkt::PacketSpec spec{.dest = ep_.destination_of(partner)};
+    const packet_layer::PacketSpec spec{.dest = ep_.destination_of(partner)};
     BatchTimer timer(time_, warmup, batch_, 2);
     for (int i = 0; i < warmup + iterations; ++i) {
       timer.at(i);
@@ -194,7 +195,7 @@ class Task {
   }
 
   std::vector<double> raw_self(Rank me, int warmup, int iterations) {
-    const pkt::PacketSpec spec{.dest = ep_.destination_of(me)};
+    const packet_layer::PacketSpec spec{.dest = ep_.destination_of(me)};
     BatchTimer timer(time_, warmup, batch_, 1);
     for (int i = 0; i < warmup + iterations; ++i) {
       timer.at(i);
@@ -235,13 +236,13 @@ class Task {
   }
 
  private:
-  msg::SendMessage data_message(Rank dest, Protocol p) {
-    msg::SendMessage m;
+  message_layer::SendMessage data_message(Rank dest, Protocol p) {
+    message_layer::SendMessage m;
     m.dest = dest;
     m.handler = kDataHandler;
     m.data.buffer = std::span<const std::byte>(&send_byte_, 1);
     m.protocol = p;
-    m.done = [](msg::SendMessage& s) { *static_cast<bool*>(s.context) = true; };
+    m.done = [](message_layer::SendMessage& s) { *static_cast<bool*>(s.context) = true; };
     return m;
   }
 
@@ -264,16 +265,16 @@ class Task {
   }
 
   void serve_raw(Rank from, std::uint64_t n) {
-    const pkt::PacketSpec spec{.dest = ep_.destination_of(from)};
+    const packet_layer::PacketSpec spec{.dest = ep_.destination_of(from)};
     for (std::uint64_t i = 0; i < n; ++i) {
       raw_receive();
       raw_send(spec);
     }
   }
 
-  void raw_send(const pkt::PacketSpec& spec) {
+  void raw_send(const packet_layer::PacketSpec& spec) {
     while (ep_.inject(0, spec, std::span<const std::byte>(&send_byte_, 1)) !=
-           pkt::InjectStatus::ok) {
+           packet_layer::InjectStatus::ok) {
     }
   }
   void raw_receive() {
@@ -287,17 +288,17 @@ class Task {
     }
   }
 
-  static msg::RecvTarget on_data(void* context, const msg::Arrival& a) {
+  static message_layer::RecvTarget on_data(void* context, const message_layer::Arrival& a) {
     auto& self = *static_cast<Task*>(context);
-    return msg::RecvTarget::into({&self.recv_byte_, std::min<std::size_t>(a.bytes, 1)},
-                                 &Task::on_data_done, context);
+    return message_layer::RecvTarget::into({&self.recv_byte_, std::min<std::size_t>(a.bytes, 1)},
+                                           &Task::on_data_done, context);
   }
   static void on_data_done(void* context, std::uint32_t, std::size_t) {
     ++static_cast<Task*>(context)->received_;
   }
 
-  msg::MessageLayer& ml_;
-  pkt::Endpoint& ep_;
+  message_layer::MessageLayer& ml_;
+  packet_layer::Endpoint& ep_;
   RawGate& gate_;
   bench::TimeSource time_;
   std::uint64_t generation_ = 0;
@@ -305,7 +306,7 @@ class Task {
   std::uint64_t received_ = 0;
   std::byte send_byte_{0x5a};
   std::byte recv_byte_{};
-  std::byte raw_buffer_[pkt::kMaxPayloadBytes] = {};
+  std::byte raw_buffer_[packet_layer::kMaxPayloadBytes] = {};
   int batch_ = 100;
 };
 
@@ -315,11 +316,11 @@ struct Partner {
 };
 
 // The lowest rank at every distance from rank 0 that occurs in the job.
-std::vector<Partner> partners(const torus::Mapping& mapping) {
+std::vector<Partner> partners(const torus_emu::Mapping& mapping) {
   std::map<int, Rank> by_distance;
   const auto me = mapping.coord(0);
   for (Rank r = 1; r < static_cast<Rank>(mapping.size()); ++r)
-    by_distance.try_emplace(torus::distance(mapping.shape(), me, mapping.coord(r)), r);
+    by_distance.try_emplace(torus_emu::distance(mapping.shape(), me, mapping.coord(r)), r);
   std::vector<Partner> out;
   for (const auto& [d, r] : by_distance)
     out.push_back({d, r});
@@ -342,8 +343,8 @@ std::pair<double, double> fit(const std::vector<double>& x, const std::vector<do
   return {(sy - b * sx) / n, b};
 }
 
-std::string coord_text(const torus::Mapping& m, Rank r) {
-  return torus::to_string(m.coord(r));
+std::string coord_text(const torus_emu::Mapping& m, Rank r) {
+  return torus_emu::to_string(m.coord(r));
 }
 
 int run(int argc, char** argv) {
@@ -360,14 +361,14 @@ int run(int argc, char** argv) {
   // For profiling one protocol (perf record): the tables then show only that one.
   std::optional<Protocol> only_protocol;
   if (const auto text = args.text("--protocol", ""); !text.empty()) {
-    only_protocol = msg::parse_protocol(text);
+    only_protocol = message_layer::parse_protocol(text);
     if (!only_protocol)
       throw ConfigError("--protocol '" + text +
                         "': expected one_packet, eager, adaptive_eager or rendezvous");
   }
   const auto wanted = [&](Protocol p) { return !only_protocol || *only_protocol == p; };
 
-  auto session = msg::Session::from_launcher();
+  auto session = message_layer::Session::from_launcher();
   if (session->size() < 2)
     throw ConfigError("ml_pingpong needs at least 2 tasks (bglrun -np 2 --shape 2x1x1)");
   RawGate gate(session->runtime());
@@ -419,7 +420,7 @@ int run(int argc, char** argv) {
                       [&] { return task.raw_half_rtt(nearest.rank, warmup, iterations); }));
       for (std::size_t p = 0; p < std::size(kProtocols); ++p)
         if (wanted(kProtocols[p]))
-          proto[p].add(timed(msg::to_string(kProtocols[p]).data(), round, [&] {
+          proto[p].add(timed(message_layer::to_string(kProtocols[p]).data(), round, [&] {
             return task.ml_half_rtt(nearest.rank, kProtocols[p], warmup, iterations);
           }));
     }
@@ -461,7 +462,7 @@ int run(int argc, char** argv) {
            "-"});
     for (std::size_t p = 0; p < std::size(kProtocols); ++p)
       if (wanted(kProtocols[p]))
-        t.row({std::string(msg::to_string(kProtocols[p])), proto[p].min() * 1e9,
+        t.row({std::string(message_layer::to_string(kProtocols[p])), proto[p].min() * 1e9,
                proto[p].median() * 1e9, proto[p].median() / base, proto[p].min() / floor.min(),
                by_round(proto[p], floor), proto[p].median() / one.median(), kPaperCycles[p],
                static_cast<double>(kPaperCycles[p]) / kPaperCycles[0]});
@@ -478,7 +479,7 @@ int run(int argc, char** argv) {
           {"protocol", "predicted_cycles", "paper_cycles", "predicted_vs_paper"});
       for (std::size_t p = 0; p < std::size(kProtocols); ++p)
         if (wanted(kProtocols[p]))
-          v.row({std::string(msg::to_string(kProtocols[p])), proto[p].median() * hz,
+          v.row({std::string(message_layer::to_string(kProtocols[p])), proto[p].median() * hz,
                  kPaperCycles[p], proto[p].median() * hz / kPaperCycles[p]});
       tables.push_back(std::move(v));
     }
@@ -507,7 +508,7 @@ int run(int argc, char** argv) {
     self.row({"packet floor", self_floor.min() * 1e9, sbase * 1e9, 1.0, 0.0});
     for (std::size_t p = 0; p < std::size(kProtocols); ++p)
       if (wanted(kProtocols[p]))
-        self.row({std::string(msg::to_string(kProtocols[p])), self_ml[p].min() * 1e9,
+        self.row({std::string(message_layer::to_string(kProtocols[p])), self_ml[p].min() * 1e9,
                   self_ml[p].median() * 1e9, self_ml[p].median() / sbase,
                   (self_ml[p].median() - sbase) * 1e9});
     tables.push_back(std::move(self));

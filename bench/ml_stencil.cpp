@@ -19,14 +19,14 @@
 #include <vector>
 
 #include "bench_util.hpp"
-#include "bgl/msg/session.hpp"
+#include "bgl/message_layer/session.hpp"
 
 namespace {
 
 using namespace bgl;
-using msg::Rank;
+using message_layer::Rank;
 
-constexpr msg::HandlerId kHalo = 1;
+constexpr message_layer::HandlerId kHalo = 1;
 
 // Block [lo, hi) of n points split over p parts, part i.
 std::pair<int, int> block(int n, int p, int i) {
@@ -48,12 +48,12 @@ struct HaloHeader {
 
 class Stencil {
  public:
-  Stencil(msg::Session& s, int n) : s_(s), ml_(s.layer()), n_(n) {
+  Stencil(message_layer::Session& s, int n) : s_(s), ml_(s.layer()), n_(n) {
     const auto& map = s.mapping();
     const auto& shape = map.shape();
-    const bool vn = s.mode() == pkt::NodeMode::virtual_node;
-    grid_ = {shape.extent(torus::Dim::x) * (vn ? 2 : 1), shape.extent(torus::Dim::y),
-             shape.extent(torus::Dim::z)};
+    const bool vn = s.mode() == packet_layer::NodeMode::virtual_node;
+    grid_ = {shape.extent(torus_emu::Dim::x) * (vn ? 2 : 1), shape.extent(torus_emu::Dim::y),
+             shape.extent(torus_emu::Dim::z)};
     const auto pos = [&](Rank r) {
       const auto c = map.coord(r);
       const int t = map.location(r).t;
@@ -108,13 +108,13 @@ class Stencil {
       Out& o = outs_[f];
       o.h = {static_cast<std::uint32_t>(f ^ 1), it};  // the neighbour's opposite face
       o.done = false;
-      o.m = msg::SendMessage{};
+      o.m = message_layer::SendMessage{};
       o.m.dest = static_cast<Rank>(neighbour_[f]);
       o.m.handler = kHalo;
       o.m.header = std::as_bytes(std::span(&o.h, 1));
       o.m.data.buffer = std::as_bytes(std::span(out_[f]));
       o.m.context = &o.done;
-      o.m.done = [](msg::SendMessage& m) { *static_cast<bool*>(m.context) = true; };
+      o.m.done = [](message_layer::SendMessage& m) { *static_cast<bool*>(m.context) = true; };
       ml_.post(o.m);
     }
     const auto all_in = [&] {
@@ -155,7 +155,7 @@ class Stencil {
 
  private:
   struct Out {
-    msg::SendMessage m;
+    message_layer::SendMessage m;
     HaloHeader h;
     bool done = true;
   };
@@ -207,19 +207,19 @@ class Stencil {
       }
   }
 
-  static msg::RecvTarget on_halo(void* ctx, const msg::Arrival& a) {
+  static message_layer::RecvTarget on_halo(void* ctx, const message_layer::Arrival& a) {
     auto& self = *static_cast<Stencil*>(ctx);
     HaloHeader h;
     std::memcpy(&h, a.header.data(), sizeof h);
     auto& in = self.in_[h.face][h.iteration % 2];
     if (a.bytes != in.size() * sizeof(double)) throw std::logic_error("halo of the wrong size");
-    return msg::RecvTarget::into(std::as_writable_bytes(std::span(in)), &Stencil::on_done,
-                                 &self.arrived_[h.iteration % 2]);
+    return message_layer::RecvTarget::into(std::as_writable_bytes(std::span(in)), &Stencil::on_done,
+                                           &self.arrived_[h.iteration % 2]);
   }
   static void on_done(void* ctx, std::uint32_t, std::size_t) { ++*static_cast<int*>(ctx); }
 
-  msg::Session& s_;
-  msg::MessageLayer& ml_;
+  message_layer::Session& s_;
+  message_layer::MessageLayer& ml_;
   int n_;
   std::array<int, 3> grid_{}, me_{};
   int neighbour_[6]{};
@@ -238,7 +238,7 @@ int run(int argc, char** argv) {
   const int n = static_cast<int>(args.number("--n", 128, 4, 2048));
   const int iterations = static_cast<int>(args.number("--iterations", 40, 1, 100000));
   const int warmup = 3;
-  auto session = msg::Session::from_launcher();
+  auto session = message_layer::Session::from_launcher();
   Stencil st(*session, n);
   auto& boot = session->bootstrap();
   boot.barrier();
@@ -281,8 +281,8 @@ int run(int argc, char** argv) {
           " warm-up ones; ms per iteration of the slowest task; halo share = time in "
           "the halo exchange / total, averaged over tasks",
       {"mode", "shape", "tasks", "task_grid", "ms_per_iteration", "halo_share", "checksum"});
-  t.row({std::string(pkt::to_string(session->mode())), session->mapping().shape().to_string(),
-         session->size(),
+  t.row({std::string(packet_layer::to_string(session->mode())),
+         session->mapping().shape().to_string(), session->size(),
          std::to_string(g[0]) + "x" + std::to_string(g[1]) + "x" + std::to_string(g[2]),
          slowest / iterations * 1e3, halo_sum / seconds_sum, std::string(hex)});
   if (args.json) {

@@ -23,14 +23,14 @@
 #include <optional>
 
 #include "bench_util.hpp"
-#include "bgl/msg/session.hpp"
+#include "bgl/message_layer/session.hpp"
 
 namespace {
 
 using namespace bgl;
-using msg::Rank;
+using message_layer::Rank;
 
-constexpr msg::HandlerId kData = 1;
+constexpr message_layer::HandlerId kData = 1;
 constexpr std::size_t kSizes[] = {229,    1024,     4096,     16384,    65536,
                                   262144, 1u << 20, 4u << 20, 16u << 20};
 constexpr std::size_t kMaxBytes = 16u << 20;
@@ -59,7 +59,7 @@ struct Where {
 
 class Bench {
  public:
-  Bench(msg::Session& s)
+  Bench(message_layer::Session& s)
       : s_(s), ml_(s.layer()), src_(make_storage(kMaxBytes)), dst_(make_storage(kMaxBytes)) {
     ml_.register_handler(kData, &Bench::on_data, this);
     const Where mine{reinterpret_cast<std::uint64_t>(src_.get()), getpid(), 0};
@@ -70,7 +70,8 @@ class Bench {
   }
 
   // Seconds at the receiver (rank 0) for n messages of `bytes` from rank 1; -1 at the sender.
-  double messages(std::size_t bytes, std::uint64_t n, std::optional<msg::Protocol> protocol) {
+  double messages(std::size_t bytes, std::uint64_t n,
+                  std::optional<message_layer::Protocol> protocol) {
     received_ = 0;
     s_.bootstrap().barrier();
     const auto start = bench::Clock::now();
@@ -135,10 +136,10 @@ class Bench {
 
  private:
   struct Slot {
-    msg::SendMessage m;
+    message_layer::SendMessage m;
     Bench* self = nullptr;
   };
-  static void on_sent(msg::SendMessage& m) {
+  static void on_sent(message_layer::SendMessage& m) {
     auto& self = *static_cast<Slot*>(m.context)->self;
     ++self.sent_;
     if (self.posted_ < self.count_) {
@@ -146,16 +147,16 @@ class Bench {
       self.ml_.post(m);
     }
   }
-  static msg::RecvTarget on_data(void* ctx, const msg::Arrival& a) {
+  static message_layer::RecvTarget on_data(void* ctx, const message_layer::Arrival& a) {
     auto& self = *static_cast<Bench*>(ctx);
-    return msg::RecvTarget::into({self.dst_.get(), a.bytes}, &Bench::on_received, ctx);
+    return message_layer::RecvTarget::into({self.dst_.get(), a.bytes}, &Bench::on_received, ctx);
   }
   static void on_received(void* ctx, std::uint32_t, std::size_t) {
     ++static_cast<Bench*>(ctx)->received_;
   }
 
-  msg::Session& s_;
-  msg::MessageLayer& ml_;
+  message_layer::Session& s_;
+  message_layer::MessageLayer& ml_;
   Storage src_, dst_;
   Where peer_{};
   std::uint64_t received_ = 0, sent_ = 0, posted_ = 0, count_ = 0;
@@ -163,8 +164,8 @@ class Bench {
 
 int run(int argc, char** argv) {
   const auto args = bench::Args::parse(argc, argv, 5);
-  auto session = msg::Session::from_launcher();
-  if (session->size() != 2 || session->mode() != pkt::NodeMode::virtual_node ||
+  auto session = message_layer::Session::from_launcher();
+  if (session->size() != 2 || session->mode() != packet_layer::NodeMode::virtual_node ||
       session->mapping().location(0).node != session->mapping().location(1).node)
     throw ConfigError(
         "ml_vn_bandwidth needs the two tasks of one node: bglrun -np 2 --shape 1x1x1 --mode vn");
@@ -179,7 +180,7 @@ int run(int argc, char** argv) {
       case 0:
         return b.messages(bytes, n, std::nullopt);
       case 1:
-        return b.messages(bytes, n, msg::Protocol::rendezvous);
+        return b.messages(bytes, n, message_layer::Protocol::rendezvous);
       case 2:
         return b.pvr(bytes, n);
       default:
@@ -196,7 +197,7 @@ int run(int argc, char** argv) {
       }
   if (session->rank() != 0) return 0;
   const auto& st = session->layer().statistics();
-  const auto& vn = st.protocol[static_cast<std::size_t>(msg::Protocol::virtual_node)];
+  const auto& vn = st.protocol[static_cast<std::size_t>(message_layer::Protocol::virtual_node)];
   bench::Table t(
       "intra-node bandwidth, t = 1 -> t = 0 of one node, window " + std::to_string(kWindow) + " (" +
           std::to_string(args.rounds) +
@@ -218,7 +219,8 @@ int run(int argc, char** argv) {
   bench::Table c("receiver's virtual-node protocol counters over the run",
                  {"messages_received", "packets_received", "rendezvous_packets_received"});
   c.row({vn.messages_received, vn.packets_received,
-         st.protocol[static_cast<std::size_t>(msg::Protocol::rendezvous)].packets_received});
+         st.protocol[static_cast<std::size_t>(message_layer::Protocol::rendezvous)]
+             .packets_received});
   if (args.json) {
     nlohmann::json raw = nlohmann::json::object();
     for (std::size_t i = 0; i < std::size(kSizes); ++i)

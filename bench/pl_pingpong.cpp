@@ -25,19 +25,20 @@ double floor_half_rtt(Line* lines, int rank, int iterations, std::uint64_t& seq)
     if (rank == 0) {
       ping.value.store(seq, std::memory_order_release);
       while (pong.value.load(std::memory_order_acquire) != seq)
-        pkt::Backoff::cpu_relax();
+        packet_layer::Backoff::cpu_relax();
     } else {
       while (ping.value.load(std::memory_order_acquire) != seq)
-        pkt::Backoff::cpu_relax();
+        packet_layer::Backoff::cpu_relax();
       pong.value.store(seq, std::memory_order_release);
     }
   }
   return bench::seconds_since(start) / iterations / 2;
 }
 
-double packet_half_rtt(pkt::Endpoint& ep, int rank, std::size_t payload, int iterations) {
-  std::byte buffer[pkt::kMaxPayloadBytes] = {};
-  const pkt::PacketSpec spec{.dest = ep.destination_of(static_cast<torus::Rank>(1 - rank))};
+double packet_half_rtt(packet_layer::Endpoint& ep, int rank, std::size_t payload, int iterations) {
+  std::byte buffer[packet_layer::kMaxPayloadBytes] = {};
+  const packet_layer::PacketSpec spec{
+      .dest = ep.destination_of(static_cast<torus_emu::Rank>(1 - rank))};
   const std::span<const std::byte> data(buffer, payload);
   const auto bounce = [&] {
     for (;;) {
@@ -50,12 +51,12 @@ double packet_half_rtt(pkt::Endpoint& ep, int rank, std::size_t payload, int ite
   const auto start = bench::Clock::now();
   for (int i = 0; i < iterations; ++i) {
     if (rank == 0) {
-      while (ep.inject(0, spec, data) != pkt::InjectStatus::ok) {
+      while (ep.inject(0, spec, data) != packet_layer::InjectStatus::ok) {
       }
       bounce();
     } else {
       bounce();
-      while (ep.inject(0, spec, data) != pkt::InjectStatus::ok) {
+      while (ep.inject(0, spec, data) != packet_layer::InjectStatus::ok) {
       }
     }
   }
@@ -68,7 +69,7 @@ int run(int argc, char** argv) {
   for (std::size_t i = 0; i + 1 < args.rest.size(); ++i)
     if (args.rest[i] == "--iterations")
       iterations = static_cast<int>(env::parse_int(args.rest[i + 1], "--iterations", 1, 1 << 30));
-  auto rt = pkt::Runtime::from_environment();
+  auto rt = packet_layer::Runtime::from_environment();
   if (rt.size() != 2) throw ConfigError("pl_pingpong needs exactly 2 tasks (bglrun -np 2)");
   const int rank = static_cast<int>(rt.rank());
   bench::ScratchMemory scratch(rt, 4096);
@@ -84,7 +85,7 @@ int run(int argc, char** argv) {
       floor[s].add(floor_half_rtt(lines, rank, iterations, seq));
       rt.barrier();
       packet[s].add(
-          packet_half_rtt(rt.endpoint(), rank, kSizes[s] - pkt::kHeaderBytes, iterations));
+          packet_half_rtt(rt.endpoint(), rank, kSizes[s] - packet_layer::kHeaderBytes, iterations));
     }
   }
   if (rank == 0) {
@@ -96,7 +97,7 @@ int run(int argc, char** argv) {
                     "floor_min_ns", "floor_median_ns", "ratio_median"});
     for (std::size_t s = 0; s < std::size(kSizes); ++s) {
       const double ratio = packet[s].median() / floor[s].median();
-      t.row({kSizes[s], kSizes[s] - pkt::kHeaderBytes, packet[s].min() * 1e9,
+      t.row({kSizes[s], kSizes[s] - packet_layer::kHeaderBytes, packet[s].min() * 1e9,
              packet[s].median() * 1e9, floor[s].min() * 1e9, floor[s].median() * 1e9, ratio});
     }
     if (args.json)

@@ -21,7 +21,7 @@ using FloorRing = boost::lockfree::spsc_queue<std::array<std::byte, Bytes>,
 
 // Seconds to move n slots of Bytes through the raw ring (measured at the consumer).
 template <std::size_t Bytes>
-double floor_stream(pkt::Runtime& rt, std::byte* scratch, std::uint64_t n) {
+double floor_stream(packet_layer::Runtime& rt, std::byte* scratch, std::uint64_t n) {
   auto* ring = reinterpret_cast<FloorRing<Bytes>*>(scratch);
   if (rt.rank() == 0) new (ring) FloorRing<Bytes>();
   rt.barrier();
@@ -31,12 +31,12 @@ double floor_stream(pkt::Runtime& rt, std::byte* scratch, std::uint64_t n) {
     for (std::uint64_t i = 0; i < n; ++i) {
       slot[0] = static_cast<std::byte>(i);
       while (!ring->push(slot))
-        pkt::Backoff::cpu_relax();
+        packet_layer::Backoff::cpu_relax();
     }
   } else {
     for (std::uint64_t i = 0; i < n; ++i)
       while (!ring->pop(slot))
-        pkt::Backoff::cpu_relax();
+        packet_layer::Backoff::cpu_relax();
   }
   const double t = bench::seconds_since(start);
   rt.barrier();
@@ -44,19 +44,19 @@ double floor_stream(pkt::Runtime& rt, std::byte* scratch, std::uint64_t n) {
   return t;
 }
 
-double packet_stream(pkt::Runtime& rt, std::size_t packet_bytes, std::uint64_t n) {
+double packet_stream(packet_layer::Runtime& rt, std::size_t packet_bytes, std::uint64_t n) {
   auto& ep = rt.endpoint();
-  std::byte buffer[pkt::kMaxPayloadBytes] = {};
-  const std::span<const std::byte> payload(buffer, packet_bytes - pkt::kHeaderBytes);
-  const pkt::PacketSpec spec{.dest = ep.destination_of(1)};
+  std::byte buffer[packet_layer::kMaxPayloadBytes] = {};
+  const std::span<const std::byte> payload(buffer, packet_bytes - packet_layer::kHeaderBytes);
+  const packet_layer::PacketSpec spec{.dest = ep.destination_of(1)};
   rt.barrier();
   const auto start = bench::Clock::now();
   if (rt.rank() == 0) {
     for (std::uint64_t i = 0; i < n; ++i)
-      while (ep.inject(0, spec, payload) != pkt::InjectStatus::ok)
-        pkt::Backoff::cpu_relax();
+      while (ep.inject(0, spec, payload) != packet_layer::InjectStatus::ok)
+        packet_layer::Backoff::cpu_relax();
     while (!ep.advance())
-      pkt::Backoff::cpu_relax();
+      packet_layer::Backoff::cpu_relax();
   } else {
     for (std::uint64_t i = 0; i < n;) {
       if (auto f = ep.poll()) {
@@ -71,8 +71,8 @@ double packet_stream(pkt::Runtime& rt, std::size_t packet_bytes, std::uint64_t n
 }
 
 template <std::size_t... I>
-double floor_by_index(pkt::Runtime& rt, std::byte* scratch, std::size_t index, std::uint64_t n,
-                      std::index_sequence<I...>) {
+double floor_by_index(packet_layer::Runtime& rt, std::byte* scratch, std::size_t index,
+                      std::uint64_t n, std::index_sequence<I...>) {
   double t = 0;
   ((index == I ? (t = floor_stream<kSizes[I]>(rt, scratch, n), 0) : 0), ...);
   return t;
@@ -84,7 +84,7 @@ int run(int argc, char** argv) {
   for (std::size_t i = 0; i + 1 < args.rest.size(); ++i)
     if (args.rest[i] == "--packets")
       n = static_cast<std::uint64_t>(env::parse_int(args.rest[i + 1], "--packets", 1, 1LL << 40));
-  auto rt = pkt::Runtime::from_environment();
+  auto rt = packet_layer::Runtime::from_environment();
   if (rt.size() != 2) throw ConfigError("pl_stream needs exactly 2 tasks (bglrun -np 2)");
   bench::ScratchMemory scratch(rt, sizeof(FloorRing<256>) + 4096);
 
@@ -105,7 +105,7 @@ int run(int argc, char** argv) {
                    {"packet_bytes", "packet_Mpps_best", "packet_Mpps_median", "packet_GBps_median",
                     "floor_Mpps_best", "floor_Mpps_median", "floor_GBps_median", "ratio_median"});
     for (std::size_t s = 0; s < std::size(kSizes); ++s) {
-      const double payload = static_cast<double>(kSizes[s] - pkt::kHeaderBytes);
+      const double payload = static_cast<double>(kSizes[s] - packet_layer::kHeaderBytes);
       const double pm = n / packet[s].median() / 1e6, fm = n / floor[s].median() / 1e6;
       t.row({kSizes[s], n / packet[s].min() / 1e6, pm, pm * payload / 1e3, n / floor[s].min() / 1e6,
              fm, fm * kSizes[s] / 1e3, pm / fm});

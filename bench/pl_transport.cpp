@@ -12,7 +12,7 @@ namespace {
 
 using namespace bgl;
 
-void bounce(pkt::Endpoint& ep, std::span<std::byte> buffer) {
+void bounce(packet_layer::Endpoint& ep, std::span<std::byte> buffer) {
   for (;;) {
     if (auto f = ep.poll()) {
       ep.receive(*f, buffer);
@@ -22,14 +22,16 @@ void bounce(pkt::Endpoint& ep, std::span<std::byte> buffer) {
   }
 }
 
-void send(pkt::Endpoint& ep, const pkt::PacketSpec& spec, std::span<const std::byte> data) {
-  while (ep.inject(0, spec, data) != pkt::InjectStatus::ok)
+void send(packet_layer::Endpoint& ep, const packet_layer::PacketSpec& spec,
+          std::span<const std::byte> data) {
+  while (ep.inject(0, spec, data) != packet_layer::InjectStatus::ok)
     ep.wait();
 }
 
-double half_rtt(pkt::Endpoint& ep, int rank, std::size_t payload, int iterations) {
-  std::byte buffer[pkt::kMaxPayloadBytes] = {};
-  const pkt::PacketSpec spec{.dest = ep.destination_of(static_cast<torus::Rank>(1 - rank))};
+double half_rtt(packet_layer::Endpoint& ep, int rank, std::size_t payload, int iterations) {
+  std::byte buffer[packet_layer::kMaxPayloadBytes] = {};
+  const packet_layer::PacketSpec spec{
+      .dest = ep.destination_of(static_cast<torus_emu::Rank>(1 - rank))};
   const std::span<const std::byte> data(buffer, payload);
   const auto start = bench::Clock::now();
   for (int i = 0; i < iterations; ++i) {
@@ -45,9 +47,10 @@ double half_rtt(pkt::Endpoint& ep, int rank, std::size_t payload, int iterations
 }
 
 // Rank 0 streams `packets` full packets; rank 1 answers with one packet when it has them all.
-double stream_seconds(pkt::Endpoint& ep, int rank, int packets) {
-  std::byte buffer[pkt::kMaxPayloadBytes] = {};
-  const pkt::PacketSpec spec{.dest = ep.destination_of(static_cast<torus::Rank>(1 - rank))};
+double stream_seconds(packet_layer::Endpoint& ep, int rank, int packets) {
+  std::byte buffer[packet_layer::kMaxPayloadBytes] = {};
+  const packet_layer::PacketSpec spec{
+      .dest = ep.destination_of(static_cast<torus_emu::Rank>(1 - rank))};
   const auto start = bench::Clock::now();
   if (rank == 0) {
     for (int i = 0; i < packets; ++i)
@@ -74,7 +77,7 @@ int run(int argc, char** argv) {
     if (args.rest[i] == "--stream")
       stream = static_cast<int>(env::parse_int(args.rest[i + 1], "--stream", 1, 1 << 30));
   }
-  auto rt = pkt::Runtime::from_environment();
+  auto rt = packet_layer::Runtime::from_environment();
   if (rt.size() != 2) throw ConfigError("pl_transport needs exactly 2 tasks (bglrun -np 2)");
   const int rank = static_cast<int>(rt.rank());
   auto& ep = rt.endpoint();
@@ -89,9 +92,9 @@ int run(int argc, char** argv) {
   const double seconds = stream_seconds(ep, rank, stream);
   if (rank == 0) {
     const auto& placement = rt.machine().placement();
-    const std::string transport = std::string(pkt::to_string(placement.transport)) + "/" +
+    const std::string transport = std::string(packet_layer::to_string(placement.transport)) + "/" +
                                   std::to_string(placement.host_count()) + "host";
-    const double mbps = stream * static_cast<double>(pkt::kMaxPacketBytes) / seconds / 1e6;
+    const double mbps = stream * static_cast<double>(packet_layer::kMaxPacketBytes) / seconds / 1e6;
     bench::Table t(
         "packet latency and streaming over " + transport + " (" + std::to_string(iterations) +
             " round trips, " + std::to_string(stream) + " streamed packets)",

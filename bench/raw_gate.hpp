@@ -6,8 +6,8 @@
 #include <cstdint>
 
 #include "bench_util.hpp"
-#include "bgl/pkt/backoff.hpp"
-#include "bgl/pkt/runtime.hpp"
+#include "bgl/packet_layer/backoff.hpp"
+#include "bgl/packet_layer/runtime.hpp"
 
 namespace bgl::bench {
 
@@ -18,16 +18,16 @@ namespace bgl::bench {
 // order in which the layer sends and receives inside advance() or post().
 class RawGate {
  public:
-  explicit RawGate(pkt::Runtime& rt)
+  explicit RawGate(packet_layer::Runtime& rt)
       : memory_(rt, std::max<std::size_t>(4096, static_cast<std::size_t>(rt.size()) * 64)) {}
   void set(std::uint32_t r, std::uint64_t v) { flag(r).store(v, std::memory_order_release); }
   // Spins until rank r's flag is v, yielding after a while (the partner may share our core).
   void await(std::uint32_t r, std::uint64_t v) {
     for (int spins = 0; flag(r).load(std::memory_order_acquire) != v; ++spins) {
       if (spins < 4096)
-        pkt::Backoff::cpu_relax();
+        packet_layer::Backoff::cpu_relax();
       else
-        pkt::Backoff::yield();
+        packet_layer::Backoff::yield();
     }
   }
 

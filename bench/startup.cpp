@@ -10,8 +10,8 @@
 #include <exception>
 #include <string_view>
 
-#include "bgl/msg/session.hpp"
-#include "bgl/pkt/runtime.hpp"
+#include "bgl/message_layer/session.hpp"
+#include "bgl/packet_layer/runtime.hpp"
 
 namespace {
 
@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
   const std::string_view layer = argc > 1 ? argv[1] : "packet";
   try {
     if (layer == "packet") {
-      auto rt = bgl::pkt::Runtime::from_environment();
+      auto rt = bgl::packet_layer::Runtime::from_environment();
       rt.barrier();
       const std::uint64_t ready = now_ns();
       rt.barrier();
@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
                   static_cast<unsigned long long>(entered), static_cast<unsigned long long>(ready),
                   static_cast<unsigned long long>(now_ns()));
     } else if (layer == "message") {
-      auto s = bgl::msg::Session::from_launcher();
+      auto s = bgl::message_layer::Session::from_launcher();
       s->barrier();
       const std::uint64_t ready = now_ns();
       s->barrier();

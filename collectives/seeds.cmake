@@ -1,19 +1,19 @@
 # Seed-paper algorithms (issue 7): grid/Min3 allgather (seed 000), Sparbit (001),
-# Patarasuk-Yuan ring allreduce (002), Clairvoyant reduce (003). Part of bgl::coll.
-target_sources(bgl_coll PRIVATE
-  ${CMAKE_CURRENT_LIST_DIR}/src/grid/host_network.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/src/grid/pool_tree.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/src/grid/transfer_model.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/src/grid/min3.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/src/grid/grid_baselines.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/src/seeds/clairvoyant.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/src/seeds/sparbit.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/src/seeds/logical_ring.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/src/seeds/ring_allreduce.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/src/seeds/clairvoyant_reduce.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/src/seeds/grid_allgather.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/src/seeds/arrival.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/src/seeds/timed_replay.cpp)
+# Patarasuk-Yuan ring allreduce (002), Clairvoyant reduce (003). Part of bgl::collectives.
+target_sources(bgl_collectives PRIVATE
+  ${CMAKE_CURRENT_LIST_DIR}/src/wide_area/host_network.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/src/wide_area/pool_tree.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/src/wide_area/transfer_model.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/src/wide_area/min3.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/src/wide_area/grid_baselines.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/src/arrival_aware/clairvoyant.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/src/topology_aware/sparbit.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/src/topology_aware/logical_ring.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/src/topology_aware/ring_allreduce.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/src/arrival_aware/clairvoyant_reduce.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/src/topology_aware/grid_allgather.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/src/arrival_aware/arrival.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/src/arrival_aware/timed_replay.cpp)
 
 if(BGL_BUILD_TESTS)
   add_executable(coll_seeds_tests
@@ -23,11 +23,11 @@ if(BGL_BUILD_TESTS)
     ${CMAKE_CURRENT_LIST_DIR}/tests/ring_allreduce_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/tests/arrival_test.cpp
     ${CMAKE_CURRENT_LIST_DIR}/tests/timed_replay_test.cpp)
-  target_link_libraries(coll_seeds_tests PRIVATE bgl::coll GTest::gmock GTest::gtest_main)
+  target_link_libraries(coll_seeds_tests PRIVATE bgl::collectives GTest::gmock GTest::gtest_main)
   gtest_discover_tests(coll_seeds_tests TEST_PREFIX "coll_seeds." DISCOVERY_TIMEOUT 60
                        PROPERTIES TIMEOUT 120 LABELS unit)
 endif()
 if(BGL_BUILD_TESTS)
   target_include_directories(coll_seeds_tests PRIVATE ${CMAKE_CURRENT_LIST_DIR}/src ${CMAKE_CURRENT_LIST_DIR}/tests)
 endif()
-target_link_libraries(bgl_coll PUBLIC Threads::Threads)
+target_link_libraries(bgl_collectives PUBLIC Threads::Threads)

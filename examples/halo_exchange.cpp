@@ -18,14 +18,14 @@
 #include <string_view>
 #include <vector>
 
-#include "bgl/msg/session.hpp"
+#include "bgl/message_layer/session.hpp"
 #include "bgl/virtual_time/clock.hpp"
 
 namespace {
 
 using namespace bgl;
 
-constexpr msg::HandlerId kHalo = 1;
+constexpr message_layer::HandlerId kHalo = 1;
 
 struct Options {
   std::size_t bytes = 1024;
@@ -56,26 +56,28 @@ struct Halo {
   static void recv_done(void* self, std::uint32_t, std::size_t) {
     ++static_cast<Halo*>(self)->received;
   }
-  static msg::RecvTarget arrival(void* self, const msg::Arrival& a) {
+  static message_layer::RecvTarget arrival(void* self, const message_layer::Arrival& a) {
     auto& h = *static_cast<Halo*>(self);
     const auto dir = a.header.empty() ? 0u : static_cast<unsigned>(a.header[0]) % 6;
-    return msg::RecvTarget::into(h.in[dir], &Halo::recv_done, self);
+    return message_layer::RecvTarget::into(h.in[dir], &Halo::recv_done, self);
   }
-  static void send_done(msg::SendMessage& m) { --static_cast<Halo*>(m.context)->sends_pending; }
+  static void send_done(message_layer::SendMessage& m) {
+    --static_cast<Halo*>(m.context)->sends_pending;
+  }
 };
 
-double now(const pkt::Endpoint& ep) {
+double now(const packet_layer::Endpoint& ep) {
   if (ep.timed()) return static_cast<double>(ep.clock().now()) / ep.vt_params()->cpu_hz;
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 int run(int argc, char** argv) {
   const Options o = parse(argc, argv);
-  auto session = msg::Session::from_launcher();
+  auto session = message_layer::Session::from_launcher();
   auto& ml = session->layer();
   const auto& shape = session->mapping().shape();
-  const int X = shape.extent(torus::Dim::x), Y = shape.extent(torus::Dim::y),
-            Z = shape.extent(torus::Dim::z);
+  const int X = shape.extent(torus_emu::Dim::x), Y = shape.extent(torus_emu::Dim::y),
+            Z = shape.extent(torus_emu::Dim::z);
   if (session->size() != X * Y * Z) {
     std::fprintf(stderr, "halo_exchange: run one task per node (-np %d for %s)\n", X * Y * Z,
                  shape.to_string().c_str());
@@ -84,11 +86,11 @@ int run(int argc, char** argv) {
   const auto me = static_cast<int>(session->rank());
   const int x = me % X, y = me / X % Y, z = me / (X * Y);
   const auto rank_at = [&](int i, int j, int k) {
-    return static_cast<msg::Rank>((i + X) % X + X * ((j + Y) % Y + Y * ((k + Z) % Z)));
+    return static_cast<message_layer::Rank>((i + X) % X + X * ((j + Y) % Y + Y * ((k + Z) % Z)));
   };
-  const std::array<msg::Rank, 6> peers{rank_at(x + 1, y, z), rank_at(x - 1, y, z),
-                                       rank_at(x, y + 1, z), rank_at(x, y - 1, z),
-                                       rank_at(x, y, z + 1), rank_at(x, y, z - 1)};
+  const std::array<message_layer::Rank, 6> peers{rank_at(x + 1, y, z), rank_at(x - 1, y, z),
+                                                 rank_at(x, y + 1, z), rank_at(x, y - 1, z),
+                                                 rank_at(x, y, z + 1), rank_at(x, y, z - 1)};
   Halo halo;
   for (auto& b : halo.in)
     b.resize(o.bytes);
@@ -97,7 +99,7 @@ int run(int argc, char** argv) {
   // The direction a message arrives from at its receiver: the opposite of the one it leaves by.
   const std::array<std::byte, 6> from{std::byte{1}, std::byte{0}, std::byte{3},
                                       std::byte{2}, std::byte{5}, std::byte{4}};
-  std::array<msg::SendMessage, 6> sends{};
+  std::array<message_layer::SendMessage, 6> sends{};
 
   session->barrier();
   const double start = now(session->runtime().endpoint());
@@ -105,7 +107,7 @@ int run(int argc, char** argv) {
     halo.sends_pending = 6;
     for (std::size_t d = 0; d < 6; ++d) {
       auto& m = sends[d];
-      m = msg::SendMessage{};
+      m = message_layer::SendMessage{};
       m.dest = peers[d];
       m.handler = kHalo;
       m.header = std::span(&from[d], 1);

@@ -5,23 +5,23 @@
 #include <string>
 #include <vector>
 
-#include "bgl/pkt/runtime.hpp"
-#include "bgl/torus/distance.hpp"
-#include "bgl/torus/error.hpp"
+#include "bgl/packet_layer/runtime.hpp"
+#include "bgl/torus_emu/distance.hpp"
+#include "bgl/torus_emu/error.hpp"
 
 namespace {
 
 using namespace bgl;
 
 std::string fifo_name(int index) {
-  if (index < pkt::kLinkFifos)
+  if (index < packet_layer::kLinkFifos)
     return "arrived travelling " +
-           std::string(torus::to_string(static_cast<torus::Direction>(index)));
-  return index == pkt::kLocalFifo ? "local" : "high priority";
+           std::string(torus_emu::to_string(static_cast<torus_emu::Direction>(index)));
+  return index == packet_layer::kLocalFifo ? "local" : "high priority";
 }
 
 int run() {
-  auto rt = pkt::Runtime::from_environment();
+  auto rt = packet_layer::Runtime::from_environment();
   auto& ep = rt.endpoint();
   const auto me = rt.rank();
   const int size = rt.size();
@@ -34,13 +34,13 @@ int run() {
   std::vector<std::string> lines;
   int greetings = 0;
   auto drain = [&] {
-    char buffer[pkt::kMaxPayloadBytes];
+    char buffer[packet_layer::kMaxPayloadBytes];
     while (auto f = ep.poll()) {
       const auto h = ep.peek(*f);
-      const auto from = static_cast<torus::Rank>(h.source_rank());
+      const auto from = static_cast<torus_emu::Rank>(h.source_rank());
       ep.receive(*f, std::as_writable_bytes(std::span(buffer)));
       greetings += h.dispatch == 1;
-      const int hops = torus::distance(shape, mapping.coord(from), mapping.coord(me));
+      const int hops = torus_emu::distance(shape, mapping.coord(from), mapping.coord(me));
       lines.push_back("  \"" + std::string(buffer, h.payload_bytes) + "\" (" +
                       std::to_string(hops) + (hops == 1 ? " hop, " : " hops, ") +
                       fifo_name(f->index) + ")");
@@ -52,19 +52,20 @@ int run() {
   };
 
   for (int k = 1; k < size; ++k) {
-    const auto peer = static_cast<torus::Rank>((static_cast<int>(me) + k) % size);
+    const auto peer = static_cast<torus_emu::Rank>((static_cast<int>(me) + k) % size);
     const std::string text = "hello from rank " + std::to_string(me);
-    pkt::PacketSpec spec{.dest = ep.destination_of(peer), .dispatch = 1};
-    while (ep.inject(0, spec, std::as_bytes(std::span(text))) == pkt::InjectStatus::full)
+    packet_layer::PacketSpec spec{.dest = ep.destination_of(peer), .dispatch = 1};
+    while (ep.inject(0, spec, std::as_bytes(std::span(text))) == packet_layer::InjectStatus::full)
       wait();
   }
-  const bool line = me == 0 && shape.extent(torus::Dim::x) > 1;
+  const bool line = me == 0 && shape.extent(torus_emu::Dim::x) > 1;
   if (line) {
     const auto c = mapping.coord(0);
-    const auto end = shape.node_id({shape.extent(torus::Dim::x) - 1, c.y, c.z});
+    const auto end = shape.node_id({shape.extent(torus_emu::Dim::x) - 1, c.y, c.z});
     const std::string text = "deposit-bit broadcast along +x";
-    pkt::PacketSpec spec{.dest = {end, 0}, .dispatch = 2, .deposit_line = torus::Direction::x_plus};
-    while (ep.inject(1, spec, std::as_bytes(std::span(text))) == pkt::InjectStatus::full)
+    packet_layer::PacketSpec spec{
+        .dest = {end, 0}, .dispatch = 2, .deposit_line = torus_emu::Direction::x_plus};
+    while (ep.inject(1, spec, std::as_bytes(std::span(text))) == packet_layer::InjectStatus::full)
       wait();
   }
   while (!ep.advance())
@@ -78,7 +79,7 @@ int run() {
   for (int r = 0; r < size; ++r) {
     if (static_cast<int>(me) == r) {
       std::printf("rank %u at %s t=%d received %zu packets:\n", me,
-                  torus::to_string(mapping.coord(me)).c_str(), mapping.location(me).t,
+                  torus_emu::to_string(mapping.coord(me)).c_str(), mapping.location(me).t,
                   lines.size());
       for (const auto& l : lines)
         std::printf("%s\n", l.c_str());

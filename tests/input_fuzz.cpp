@@ -23,12 +23,12 @@
 #include <string_view>
 #include <vector>
 
-#include "bgl/coll/grid/host_network.hpp"
-#include "bgl/pkt/header.hpp"
-#include "bgl/pkt/placement.hpp"
-#include "bgl/torus/comm_matrix.hpp"
-#include "bgl/torus/error.hpp"
-#include "bgl/torus/mapping.hpp"
+#include "bgl/collectives/wide_area/host_network.hpp"
+#include "bgl/packet_layer/header.hpp"
+#include "bgl/packet_layer/placement.hpp"
+#include "bgl/torus_emu/comm_matrix.hpp"
+#include "bgl/torus_emu/error.hpp"
+#include "bgl/torus_emu/mapping.hpp"
 #include "bgl/virtual_time/params.hpp"
 #include "matrix_input.hpp"
 
@@ -223,13 +223,13 @@ bool parsed_or_config_error(std::string_view source, const std::function<void()>
 
 // An accepted matrix must be consistent: pairs sorted and distinct, ranks in range, bytes adding
 // up to the total, and the text form reading back the same.
-void check_matrix(const map::MatrixInput& in) {
+void check_matrix(const bglmap::MatrixInput& in) {
   const auto& m = in.matrix;
   std::uint64_t total = 0;
-  const torus::Flow* previous = nullptr;
+  const torus_emu::Flow* previous = nullptr;
   for (const auto& f : m.flows()) {
-    if (f.source >= static_cast<torus::Rank>(m.tasks()) ||
-        f.dest >= static_cast<torus::Rank>(m.tasks()))
+    if (f.source >= static_cast<torus_emu::Rank>(m.tasks()) ||
+        f.dest >= static_cast<torus_emu::Rank>(m.tasks()))
       throw Failure{"accepted a pair with a rank out of range"};
     if (previous && std::pair(previous->source, previous->dest) >= std::pair(f.source, f.dest))
       throw Failure{"accepted matrix's pairs are not sorted and distinct"};
@@ -238,7 +238,7 @@ void check_matrix(const map::MatrixInput& in) {
     previous = &f;
   }
   if (total != m.total_bytes()) throw Failure{"accepted matrix's bytes do not add up"};
-  if (torus::CommMatrix::from_text(m.to_text(), "again").flows() != m.flows())
+  if (torus_emu::CommMatrix::from_text(m.to_text(), "again").flows() != m.flows())
     throw Failure{"accepted matrix does not survive to_text()"};
 }
 
@@ -309,14 +309,14 @@ struct Target {
 std::vector<Target> targets() {
   std::vector<Target> out;
 
-  const std::vector<torus::Shape> shapes = {
-      torus::Shape::parse("1x1x1"), torus::Shape::parse("2x2x2"), torus::Shape::parse("4x4x2", "z"),
-      torus::Shape::parse("8x8x8")};
+  const std::vector<torus_emu::Shape> shapes = {
+      torus_emu::Shape::parse("1x1x1"), torus_emu::Shape::parse("2x2x2"),
+      torus_emu::Shape::parse("4x4x2", "z"), torus_emu::Shape::parse("8x8x8")};
   std::vector<std::string> map_seeds;
   for (const auto& s : shapes)
     for (int tpn : {1, 2})
       map_seeds.push_back(
-          torus::Mapping::from_order(s, tpn, "TXYZ", s.node_count() * tpn).to_text());
+          torus_emu::Mapping::from_order(s, tpn, "TXYZ", s.node_count() * tpn).to_text());
   Target mapping{"mapping file", map_seeds, {}};
   mapping.run = [shapes](Fuzzer& f, const std::string& text) {
     const auto& shape = shapes[f.below(shapes.size())];
@@ -324,11 +324,11 @@ std::vector<Target> targets() {
     const int ntasks =
         1 + static_cast<int>(f.below(static_cast<std::size_t>(shape.node_count() * tpn)));
     return parsed_or_config_error("fuzz.map", [&] {
-      const auto m = torus::Mapping::from_text(shape, tpn, text, "fuzz.map", ntasks);
+      const auto m = torus_emu::Mapping::from_text(shape, tpn, text, "fuzz.map", ntasks);
       if (m.size() != ntasks) throw Failure{"accepted mapping has the wrong size"};
-      const auto again = torus::Mapping::from_text(shape, tpn, m.to_text(), "again", ntasks);
+      const auto again = torus_emu::Mapping::from_text(shape, tpn, m.to_text(), "again", ntasks);
       for (int r = 0; r < ntasks; ++r) {
-        const auto rank = static_cast<torus::Rank>(r);
+        const auto rank = static_cast<torus_emu::Rank>(r);
         if (!(again.location(rank) == m.location(rank)))
           throw Failure{"accepted mapping does not survive to_text()"};
         if (m.rank_at(m.location(rank).node, m.location(rank).t) != rank)
@@ -344,8 +344,9 @@ std::vector<Target> targets() {
                {}};
   hosts.run = [](Fuzzer&, const std::string& text) {
     return parsed_or_config_error("fuzz.hosts", [&] {
-      const auto list = pkt::Placement::parse_hostfile(text, "fuzz.hosts");
-      if (list.empty() || list.size() > static_cast<std::size_t>(pkt::Placement::kMaxHosts))
+      const auto list = packet_layer::Placement::parse_hostfile(text, "fuzz.hosts");
+      if (list.empty() ||
+          list.size() > static_cast<std::size_t>(packet_layer::Placement::kMaxHosts))
         throw Failure{"accepted host list of " + std::to_string(list.size()) + " hosts"};
       for (const auto& h : list)
         for (const std::string* w : {&h.name, &h.address, &h.netns})
@@ -362,7 +363,7 @@ std::vector<Target> targets() {
                  {}};
   network.run = [](Fuzzer&, const std::string& text) {
     return parsed_or_config_error("fuzz.net", [&] {
-      const auto net = coll::grid::HostNetwork::parse(text, "fuzz.net");
+      const auto net = collectives::grid::HostNetwork::parse(text, "fuzz.net");
       for (int s = 0; s < net.hosts(); ++s)
         for (int r = 0; r < net.hosts(); ++r)
           if (s != r && !(net.bandwidth(s, r) > 0)) throw Failure{"accepted a bandwidth <= 0"};
@@ -373,7 +374,7 @@ std::vector<Target> targets() {
   // Communication matrices: a plain file, or a statistics file's "traffic" object.
   Target plain{"communication matrix file",
                {"# ring\ntasks 4\n0 1 1000000\n1 2 1000000 4\n2 3 5\n3 0 7 1\n0 1 3\n",
-                torus::CommMatrix(1).to_text()},
+                torus_emu::CommMatrix(1).to_text()},
                {}};
   plain.run = [](Fuzzer&, const std::string& text) {
     return parsed_or_config_error("fuzz.matrix",
@@ -412,11 +413,11 @@ std::vector<Target> targets() {
 // Random and mutated headers: validate() must not crash, and a header it accepts must describe a
 // packet that fits the shape.
 void fuzz_header(Fuzzer& f, std::uint64_t& accepted) {
-  static const std::vector<torus::Shape> shapes = {torus::Shape::parse("1x1x1"),
-                                                   torus::Shape::parse("2x2x2"),
-                                                   torus::Shape::parse("8x4x2", "y")};
+  static const std::vector<torus_emu::Shape> shapes = {torus_emu::Shape::parse("1x1x1"),
+                                                       torus_emu::Shape::parse("2x2x2"),
+                                                       torus_emu::Shape::parse("8x4x2", "y")};
   const auto& shape = shapes[f.below(shapes.size())];
-  pkt::PacketHeader h;
+  packet_layer::PacketHeader h;
   if (f.chance(50)) {
     std::array<unsigned char, sizeof h> raw{};
     for (auto& b : raw)
@@ -433,19 +434,19 @@ void fuzz_header(Fuzzer& f, std::uint64_t& accepted) {
   if (f.chance(80)) h.seal();
   const auto problem = h.validate(shape, 2);
   (void)h.describe();
-  (void)pkt::to_string(problem);
-  if (problem != pkt::PacketHeader::Problem::none) return;
+  (void)packet_layer::to_string(problem);
+  if (problem != packet_layer::PacketHeader::Problem::none) return;
   ++accepted;
   const auto d = h.destination();
-  if (d.x >= shape.extent(torus::Dim::x) || d.y >= shape.extent(torus::Dim::y) ||
-      d.z >= shape.extent(torus::Dim::z))
+  if (d.x >= shape.extent(torus_emu::Dim::x) || d.y >= shape.extent(torus_emu::Dim::y) ||
+      d.z >= shape.extent(torus_emu::Dim::z))
     throw Failure{"accepted a header for a node outside the shape: " + h.describe()};
-  if (h.chunks < 1 || h.chunks > 8 || h.payload_bytes > pkt::kMaxPayloadBytes ||
-      pkt::kHeaderBytes + h.payload_bytes > h.packet_bytes())
+  if (h.chunks < 1 || h.chunks > 8 || h.payload_bytes > packet_layer::kMaxPayloadBytes ||
+      packet_layer::kHeaderBytes + h.payload_bytes > h.packet_bytes())
     throw Failure{"accepted a header whose sizes do not fit: " + h.describe()};
   if (h.dest_group >= 2) throw Failure{"accepted a header for a missing FIFO group"};
-  if (h.deposit() &&
-      (h.adaptive() || ((h.flags >> pkt::PacketHeader::kLineDirShift) & 7u) >= torus::kDirections))
+  if (h.deposit() && (h.adaptive() || ((h.flags >> packet_layer::PacketHeader::kLineDirShift) &
+                                       7u) >= torus_emu::kDirections))
     throw Failure{"accepted an impossible deposit-bit line: " + h.describe()};
 }
 

@@ -18,9 +18,9 @@
 #include <string>
 #include <thread>
 
-#include "bgl/collnet/region.hpp"
-#include "bgl/pkt/machine.hpp"
-#include "bgl/torus/error.hpp"
+#include "bgl/collective_net_emu/region.hpp"
+#include "bgl/packet_layer/machine.hpp"
+#include "bgl/torus_emu/error.hpp"
 #include "process_runner.hpp"
 
 namespace bgl::test {
@@ -69,7 +69,8 @@ void scribble(std::span<std::byte> where, std::uint64_t seed) {
     b = static_cast<std::byte>(rng());
 }
 
-std::span<std::byte> part(const std::vector<pkt::ControlPart>& parts, const std::string& name) {
+std::span<std::byte> part(const std::vector<packet_layer::ControlPart>& parts,
+                          const std::string& name) {
   for (const auto& p : parts)
     if (p.name == name) return writable(p.bytes);
   ADD_FAILURE() << "no part named " << name;
@@ -78,7 +79,7 @@ std::span<std::byte> part(const std::vector<pkt::ControlPart>& parts, const std:
 
 // Starts an 8-task job whose tasks wait for packets, corrupts its segment with `corrupt`, and
 // expects bglrun to stop the job within 10 s naming `expected`.
-void expect_named(const std::function<void(const pkt::Machine&)>& corrupt,
+void expect_named(const std::function<void(const packet_layer::Machine&)>& corrupt,
                   const std::string& expected) {
   static int job = 0;
   const std::string log = temp_path("integrity." + std::to_string(job++) + ".log");
@@ -92,7 +93,7 @@ void expect_named(const std::function<void(const pkt::Machine&)>& corrupt,
   ASSERT_FALSE(path.empty()) << "the job's segment";
   {
     MappedSegment segment(path);
-    const auto machine = pkt::Machine::attach(segment.bytes());
+    const auto machine = packet_layer::Machine::attach(segment.bytes());
     std::this_thread::sleep_for(std::chrono::milliseconds(500));  // a few clean checks first
     ASSERT_TRUE(process_alive(launcher)) << "the untouched job was stopped:\n" << read_file(log);
     const auto start = std::chrono::steady_clock::now();
@@ -109,13 +110,14 @@ void expect_named(const std::function<void(const pkt::Machine&)>& corrupt,
 }
 
 TEST(SegmentIntegrity, MappingTableOverwritten) {
-  expect_named([](const pkt::Machine& m) { scribble(part(m.description(), "mapping table"), 1); },
-               "mapping table");
+  expect_named(
+      [](const packet_layer::Machine& m) { scribble(part(m.description(), "mapping table"), 1); },
+      "mapping table");
 }
 
 TEST(SegmentIntegrity, SegmentHeaderOverwritten) {
   expect_named(
-      [](const pkt::Machine& m) {
+      [](const packet_layer::Machine& m) {
         scribble(part(m.description(), "segment header").subspan(40, 16), 2);
       },
       "segment header");
@@ -123,8 +125,9 @@ TEST(SegmentIntegrity, SegmentHeaderOverwritten) {
 
 TEST(SegmentIntegrity, CollectiveNetworkRegionHeaderOverwritten) {
   expect_named(
-      [](const pkt::Machine& m) {
-        scribble(part(collnet::constant_parts(m), "collective network region header").subspan(8, 8),
+      [](const packet_layer::Machine& m) {
+        scribble(part(collective_net_emu::constant_parts(m), "collective network region header")
+                     .subspan(8, 8),
                  3);
       },
       "collective network region header");
@@ -132,8 +135,8 @@ TEST(SegmentIntegrity, CollectiveNetworkRegionHeaderOverwritten) {
 
 TEST(SegmentIntegrity, ReceptionFifoIndexOverwritten) {
   expect_named(
-      [](const pkt::Machine& m) {
-        auto& control = const_cast<pkt::FifoControl&>(m.fifo(3, 0, 2).control());
+      [](const packet_layer::Machine& m) {
+        auto& control = const_cast<packet_layer::FifoControl&>(m.fifo(3, 0, 2).control());
         control.tail.store(0x123456789abcull);
       },
       "reception FIFO +y of node (1,1,0) group 0");
@@ -141,34 +144,36 @@ TEST(SegmentIntegrity, ReceptionFifoIndexOverwritten) {
 
 TEST(SegmentIntegrity, ReceptionFifoSlotSequenceNumbersOverwritten) {
   expect_named(
-      [](const pkt::Machine& m) {
+      [](const packet_layer::Machine& m) {
         // The slots follow the FIFO's control block (a cache line's multiple): overwrite one
         // slot's sequence number through the FIFO's memory, 64-byte line by line.
-        auto& control = const_cast<pkt::FifoControl&>(m.fifo(5, 1, 6).control());
+        auto& control = const_cast<packet_layer::FifoControl&>(m.fifo(5, 1, 6).control());
         auto* bytes = reinterpret_cast<std::byte*>(&control);
         auto* slot = reinterpret_cast<std::atomic<std::uint64_t>*>(
-            bytes + ((sizeof(pkt::FifoControl) + 63) / 64 * 64) + 3 * sizeof(pkt::FifoSlot));
+            bytes + ((sizeof(packet_layer::FifoControl) + 63) / 64 * 64) +
+            3 * sizeof(packet_layer::FifoSlot));
         slot->store(0xdeadbeefdeadbeefull);
       },
       "reception FIFO local of node (1,0,1) group 1");
 }
 
 TEST(SegmentIntegrity, BarrierCountOverwritten) {
-  expect_named([](const pkt::Machine& m) { m.barrier().arrived.store(1000); }, "job barrier");
+  expect_named([](const packet_layer::Machine& m) { m.barrier().arrived.store(1000); },
+               "job barrier");
 }
 
 // At attach, a task refuses a segment whose job description does not match its checksum.
 TEST(SegmentIntegrity, AttachRefusesACorruptJobDescription) {
-  pkt::JobOptions o;
+  packet_layer::JobOptions o;
   o.ntasks = 8;
   o.shape = "2x2x2";
-  const auto config = pkt::JobConfig::resolve(o);
-  std::vector<std::byte> memory(pkt::Machine::segment_bytes(config) + 4096);
+  const auto config = packet_layer::JobConfig::resolve(o);
+  std::vector<std::byte> memory(packet_layer::Machine::segment_bytes(config) + 4096);
   auto aligned = std::span(memory).subspan(
       (4096 - reinterpret_cast<std::uintptr_t>(memory.data()) % 4096) % 4096,
-      pkt::Machine::segment_bytes(config));
-  const auto machine = pkt::Machine::format(aligned, config);
-  EXPECT_NO_THROW(pkt::Machine::attach(aligned));
+      packet_layer::Machine::segment_bytes(config));
+  const auto machine = packet_layer::Machine::format(aligned, config);
+  EXPECT_NO_THROW(packet_layer::Machine::attach(aligned));
   EXPECT_EQ(machine.check_description(), std::nullopt);
   // Ranks 3 and 4 swapped: still a valid mapping, only the checksum tells.
   auto table = part(machine.description(), "mapping table");
@@ -177,7 +182,7 @@ TEST(SegmentIntegrity, AttachRefusesACorruptJobDescription) {
   std::memcpy(table.data() + 3 * 8, table.data() + 4 * 8, 8);
   std::memcpy(table.data() + 4 * 8, entry, 8);
   try {
-    pkt::Machine::attach(aligned);
+    packet_layer::Machine::attach(aligned);
     ADD_FAILURE() << "attached a segment with a corrupt mapping";
   } catch (const std::exception& e) {
     EXPECT_THAT(std::string(e.what()), HasSubstr("checksum"));

@@ -4,7 +4,7 @@
 #
 #   tools/build_mpich.sh [options]
 #     --bglml PATH          libbglml.so to use (default: build it with CMake in build/)
-#     --bglml-include DIR   directory with bgl/msg/bgl_msg.h, bgl_nm_idle.h, bgl_coll_hooks.h or
+#     --bglml-include DIR   directory with bgl/message_layer/bgl_msg.h, bgl_nm_idle.h, bgl_coll_hooks.h or
 #                           bgl_nm_topo.h
 #                           (repeatable)
 #     --jobs N              make -jN (default: nproc)
@@ -138,7 +138,7 @@ source_files() {
 source_hash=$( {
   echo "$config_hash $patches_hash"
   for f in $(source_files); do echo "$f"; cat "$netmod_src/$f"; done
-  cat "$repo/message_layer/include/bgl/msg/bgl_msg.h" "$repo/message_layer/include/bgl/msg/bgl_ids.h" \
+  cat "$repo/message_layer/include/bgl/message_layer/bgl_msg.h" "$repo/message_layer/include/bgl/message_layer/bgl_ids.h" \
     "$repo/adi3_device/bglml/bgl_nm_idle.h" "$repo/adi3_device/bglml/bgl_coll_hooks.h" \
     "$repo/adi3_device/bglml/bgl_nm_topo.h" "$mpix_dir/mpix.h" "$mpix_dir/mpixf.h"
 } | sha256sum | cut -c1-16)
@@ -185,7 +185,7 @@ copy_header() {  # file dir: copies file into dir unless it is missing or alread
   [ "$(readlink -f "$1")" = "$(readlink -f "$2/$(basename "$1")" 2>/dev/null)" ] || cp -f "$1" "$2"
 }
 install_bglml() {
-  mkdir -p "$prefix/lib" "$prefix/include/bgl/msg"
+  mkdir -p "$prefix/lib" "$prefix/include/bgl/message_layer"
   # libbglml.so.1 (the soname) is the file, libbglml.so the link for -lbglml.
   local real
   real=$(readlink -f "$bglml")
@@ -198,13 +198,13 @@ install_bglml() {
   ln -s libbglml.so.1 "$prefix/lib/libbglml.so"
   local d
   for d in "${includes[@]}"; do
-    copy_header "$d/bgl/msg/bgl_msg.h" "$prefix/include/bgl/msg/"
-    copy_header "$d/bgl/msg/bgl_ids.h" "$prefix/include/bgl/msg/"
+    copy_header "$d/bgl/message_layer/bgl_msg.h" "$prefix/include/bgl/message_layer/"
+    copy_header "$d/bgl/message_layer/bgl_ids.h" "$prefix/include/bgl/message_layer/"
     copy_header "$d/bgl_nm_idle.h" "$prefix/include/"
     copy_header "$d/bgl_coll_hooks.h" "$prefix/include/"
     copy_header "$d/bgl_nm_topo.h" "$prefix/include/"
   done
-  [ -f "$prefix/include/bgl/msg/bgl_msg.h" ] && [ -f "$prefix/include/bgl/msg/bgl_ids.h" ] &&
+  [ -f "$prefix/include/bgl/message_layer/bgl_msg.h" ] && [ -f "$prefix/include/bgl/message_layer/bgl_ids.h" ] &&
     [ -f "$prefix/include/bgl_nm_idle.h" ] && [ -f "$prefix/include/bgl_coll_hooks.h" ] &&
     [ -f "$prefix/include/bgl_nm_topo.h" ] ||
     die "bgl_msg.h / bgl_ids.h / bgl_nm_idle.h / bgl_coll_hooks.h / bgl_nm_topo.h not found in ${includes[*]}"

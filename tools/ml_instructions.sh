@@ -45,7 +45,7 @@ for n in "$n1" "$n2"; do
   rm -f "$out/self.$n".*
   timeout 600 "$build/bin/bglrun" -np 2 --shape 2x1x1 --timeout 580 \
     valgrind --tool=callgrind --callgrind-out-file="$out/self.$n.%p" \
-    '--toggle-collect=bgl::msg::MessageLayer::post(*' '--toggle-collect=bgl::msg::MessageLayer::advance(*' \
+    '--toggle-collect=bgl::message_layer::MessageLayer::post(*' '--toggle-collect=bgl::message_layer::MessageLayer::advance(*' \
     "$build/bin/ml_pingpong" --only "$only" --protocol one_packet --rounds 1 --iterations "$n" \
     --warmup 0 --batch "$n" > "$out/self.$n.log" 2>&1
 done

@@ -9,16 +9,16 @@
 #include <string>
 #include <vector>
 
-#include "bgl/coll/library.hpp"
-#include "bgl/msg/c_session.hpp"
+#include "bgl/collectives/library.hpp"
+#include "bgl/message_layer/c_session.hpp"
 #include "idle_cap.hpp"
 #include "bgl_coll_hooks.h"
 
 using namespace bgl;
-using coll::Buffers;
-using coll::DataType;
-using coll::Params;
-using coll::ReduceOp;
+using collectives::Buffers;
+using collectives::DataType;
+using collectives::Params;
+using collectives::ReduceOp;
 
 namespace {
 
@@ -26,13 +26,13 @@ namespace {
 // bgl_coll_finalize.
 struct Hooks {
   bgl_coll_env_t env;
-  coll::Library library;
+  collectives::Library library;
 
-  explicit Hooks(const bgl_coll_env_t& e) : env(e), library(msg::session_of(e.session)) {
+  explicit Hooks(const bgl_coll_env_t& e) : env(e), library(message_layer::session_of(e.session)) {
     library.executor().set_progress(&Hooks::progress_round, this, &Hooks::meanwhile_round);
-    nm::set_pending_probe(&Hooks::injection_pending, this);
+    adi3_device::set_pending_probe(&Hooks::injection_pending, this);
   }
-  ~Hooks() { nm::set_pending_probe(nullptr, nullptr); }
+  ~Hooks() { adi3_device::set_pending_probe(nullptr, nullptr); }
   Hooks(const Hooks&) = delete;
   Hooks& operator=(const Hooks&) = delete;
 
@@ -51,7 +51,7 @@ struct Hooks {
   }
   // The same round inside a tree or global-interrupt wait, which idles itself (idle_cap.hpp).
   static bool meanwhile_round(void* self) {
-    const nm::IdleSleepSuppressed no_sleep;
+    const adi3_device::IdleSleepSuppressed no_sleep;
     return progress_round(self);
   }
 };
@@ -115,8 +115,8 @@ const bgl_coll_comm_t& checked(const bgl_coll_comm_t* c) {
   return *c;
 }
 
-coll::Group group_of(const bgl_coll_comm_t* c) {
-  coll::Group g;
+collectives::Group group_of(const bgl_coll_comm_t* c) {
+  collectives::Group g;
   g.id = c->id;
   g.size = static_cast<int>(c->size);
   g.rank = static_cast<int>(c->rank);
@@ -137,7 +137,7 @@ int hook(Body&& body) noexcept {
   try {
     return body() ? BGL_COLL_DONE : BGL_COLL_NOT_HANDLED;
   } catch (...) {
-    return msg::current_exception_status();
+    return message_layer::current_exception_status();
   }
 }
 

@@ -18,7 +18,7 @@
  *
  * Handlers BGL_HANDLER_COLL_FIRST .. BGL_MSG_MAX_HANDLERS-1 of the message layer belong to the
  * collectives library (register them in bgl_coll_init); the netmod uses those below it
- * (bgl/msg/bgl_ids.h).
+ * (bgl/message_layer/bgl_ids.h).
  *
  * libbglml's default implementation (bgl_coll_none.cpp) handles nothing. */
 #ifndef BGL_COLL_HOOKS_H
@@ -27,7 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bgl/msg/bgl_msg.h"
+#include "bgl/message_layer/bgl_msg.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -14,21 +14,21 @@
 #include <string>
 
 #include "bgl/env.hpp"
-#include "bgl/msg/bgl_msg.h"
-#include "bgl/pkt/machine.hpp"
-#include "bgl/pkt/segment.hpp"
-#include "bgl/torus/error.hpp"
+#include "bgl/message_layer/bgl_msg.h"
+#include "bgl/packet_layer/machine.hpp"
+#include "bgl/packet_layer/segment.hpp"
+#include "bgl/torus_emu/error.hpp"
 #include "idle_cap.hpp"
 #include "idle_machine.hpp"
 
 struct bgl_nm_idle {
-  bgl::pkt::Segment segment;
-  std::unique_ptr<bgl::pkt::Machine> machine;
+  bgl::packet_layer::Segment segment;
+  std::unique_ptr<bgl::packet_layer::Machine> machine;
   std::uint32_t rank = 0;
-  bgl::pkt::Doorbell* bell = nullptr;
+  bgl::packet_layer::Doorbell* bell = nullptr;
   // Views of the task's reception FIFOs; their consumer position is re-read from the shared head
   // that the task's endpoint publishes after every pop.
-  mutable std::array<bgl::pkt::ReceptionFifo, bgl::pkt::kReceptionFifos> fifos;
+  mutable std::array<bgl::packet_layer::ReceptionFifo, bgl::packet_layer::kReceptionFifos> fifos;
 };
 
 namespace {
@@ -37,7 +37,7 @@ thread_local std::string g_error;
 
 // Set once by the collective hooks at init and cleared at finalize, on the MPI thread that also
 // sleeps here.
-bgl::nm::PendingProbe g_pending_probe = nullptr;
+bgl::adi3_device::PendingProbe g_pending_probe = nullptr;
 void* g_pending_context = nullptr;
 thread_local int g_idle_sleep_suppressed = 0;
 
@@ -51,19 +51,19 @@ bool packet_waiting(const bgl_nm_idle& idle) {
 
 }  // namespace
 
-const bgl::pkt::Machine& bgl::nm::machine_of(const bgl_nm_idle_t& idle) {
+const bgl::packet_layer::Machine& bgl::adi3_device::machine_of(const bgl_nm_idle_t& idle) {
   return *idle.machine;
 }
 
-void bgl::nm::set_pending_probe(PendingProbe probe, void* context) {
+void bgl::adi3_device::set_pending_probe(PendingProbe probe, void* context) {
   g_pending_probe = probe;
   g_pending_context = context;
 }
 
-bgl::nm::IdleSleepSuppressed::IdleSleepSuppressed() {
+bgl::adi3_device::IdleSleepSuppressed::IdleSleepSuppressed() {
   ++g_idle_sleep_suppressed;
 }
-bgl::nm::IdleSleepSuppressed::~IdleSleepSuppressed() {
+bgl::adi3_device::IdleSleepSuppressed::~IdleSleepSuppressed() {
   --g_idle_sleep_suppressed;
 }
 
@@ -78,9 +78,9 @@ int bgl_nm_idle_open(uint32_t rank, bgl_nm_idle_t** out) {
     const auto name = bgl::env::get("BGL_SEGMENT");
     if (!name) throw bgl::ConfigError("BGL_SEGMENT is not set: start MPI programs with bglrun");
     auto idle = std::make_unique<bgl_nm_idle>();
-    idle->segment = bgl::pkt::Segment::attach(-1, *name);
-    idle->machine =
-        std::make_unique<bgl::pkt::Machine>(bgl::pkt::Machine::attach(idle->segment.bytes()));
+    idle->segment = bgl::packet_layer::Segment::attach(-1, *name);
+    idle->machine = std::make_unique<bgl::packet_layer::Machine>(
+        bgl::packet_layer::Machine::attach(idle->segment.bytes()));
     const auto& mapping = idle->machine->mapping();
     if (rank >= static_cast<std::uint32_t>(mapping.size()))
       throw bgl::ConfigError("rank " + std::to_string(rank) + " outside the job's " +
@@ -88,7 +88,7 @@ int bgl_nm_idle_open(uint32_t rank, bgl_nm_idle_t** out) {
     const auto loc = mapping.location(rank);
     idle->rank = rank;
     idle->bell = &idle->machine->doorbell(loc.node, loc.t);
-    for (int i = 0; i < bgl::pkt::kReceptionFifos; ++i)
+    for (int i = 0; i < bgl::packet_layer::kReceptionFifos; ++i)
       idle->fifos[static_cast<std::size_t>(i)] = idle->machine->fifo(loc.node, loc.t, i);
     // The launcher names a task that dies by its pid (the packet layer writes the same value again
     // when the task publishes its statistics at the end).
@@ -119,11 +119,11 @@ int bgl_nm_idle_wait(bgl_nm_idle_t* idle, uint32_t timeout_us) {
   const auto ready = [idle] { return packet_waiting(*idle); };
   auto timeout = std::chrono::microseconds(timeout_us);
   if (g_pending_probe && g_pending_probe(g_pending_context))
-    timeout = std::min(timeout, bgl::nm::kPendingSleepCap);
-  bgl::pkt::wait_record::asleep(idle->bell);
+    timeout = std::min(timeout, bgl::adi3_device::kPendingSleepCap);
+  bgl::packet_layer::wait_record::asleep(idle->bell);
   idle->bell->sleep_unless(ready, timeout);
   if (!ready()) return 0;
-  bgl::pkt::wait_record::awake();  // a packet came: the rank makes progress
+  bgl::packet_layer::wait_record::awake();  // a packet came: the rank makes progress
   return 1;
 }
 
@@ -132,9 +132,9 @@ int bgl_nm_processor_name(const bgl_nm_idle_t* idle, char* name, size_t bytes) {
   const auto c = m.mapping().coord(idle->rank);
   const auto& s = m.shape();
   const int n = std::snprintf(name, bytes, "BGL <%d,%d,%d,%d> in %dx%dx%d %s mode", c.x, c.y, c.z,
-                              m.mapping().location(idle->rank).t, s.extent(bgl::torus::Dim::x),
-                              s.extent(bgl::torus::Dim::y), s.extent(bgl::torus::Dim::z),
-                              std::string(bgl::pkt::to_string(m.config().mode)).c_str());
+                              m.mapping().location(idle->rank).t, s.extent(bgl::torus_emu::Dim::x),
+                              s.extent(bgl::torus_emu::Dim::y), s.extent(bgl::torus_emu::Dim::z),
+                              std::string(bgl::packet_layer::to_string(m.config().mode)).c_str());
   return n < 0 || static_cast<std::size_t>(n) >= bytes ? BGL_MSG_ERR_ARG : BGL_MSG_OK;
 }
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "bgl/msg/bgl_msg.h"
-#include "bgl/torus/error.hpp"
+#include "bgl/message_layer/bgl_msg.h"
+#include "bgl/torus_emu/error.hpp"
 #include "idle_machine.hpp"
 #include "topo_map.hpp"
 
@@ -15,10 +15,10 @@ namespace {
 
 thread_local std::string g_error;
 
-std::vector<bgl::nm::topo::Place> places_of(const bgl::pkt::Machine& m, int n,
-                                            const uint32_t tasks[]) {
+std::vector<bgl::adi3_device::topo::Place> places_of(const bgl::packet_layer::Machine& m, int n,
+                                                     const uint32_t tasks[]) {
   const auto& mapping = m.mapping();
-  std::vector<bgl::nm::topo::Place> places;
+  std::vector<bgl::adi3_device::topo::Place> places;
   places.reserve(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) {
     const auto task = tasks[i];
@@ -48,9 +48,10 @@ int guarded(F&& f) {
 extern "C" {
 
 int bgl_nm_topo_partition(const bgl_nm_idle_t* idle, bgl_nm_partition_t* out) {
-  const auto& m = bgl::nm::machine_of(*idle);
+  const auto& m = bgl::adi3_device::machine_of(*idle);
   const auto& s = m.shape();
-  constexpr bgl::torus::Dim dims[] = {bgl::torus::Dim::x, bgl::torus::Dim::y, bgl::torus::Dim::z};
+  constexpr bgl::torus_emu::Dim dims[] = {bgl::torus_emu::Dim::x, bgl::torus_emu::Dim::y,
+                                          bgl::torus_emu::Dim::z};
   for (int d = 0; d < 3; ++d) {
     out->extent[d] = s.extent(dims[d]);
     out->torus[d] = s.is_torus(dims[d]) ? 1 : 0;
@@ -62,7 +63,7 @@ int bgl_nm_topo_partition(const bgl_nm_idle_t* idle, bgl_nm_partition_t* out) {
 }
 
 int bgl_nm_topo_location(const bgl_nm_idle_t* idle, uint32_t task, int loc[4]) {
-  const auto& mapping = bgl::nm::machine_of(*idle).mapping();
+  const auto& mapping = bgl::adi3_device::machine_of(*idle).mapping();
   if (task >= static_cast<uint32_t>(mapping.size())) {
     g_error = "rank " + std::to_string(task) + " outside the job's " +
               std::to_string(mapping.size()) + " tasks";
@@ -77,9 +78,9 @@ int bgl_nm_topo_location(const bgl_nm_idle_t* idle, uint32_t task, int loc[4]) {
 }
 
 int bgl_nm_topo_task_at(const bgl_nm_idle_t* idle, const int loc[4], int* task) {
-  const auto& mapping = bgl::nm::machine_of(*idle).mapping();
+  const auto& mapping = bgl::adi3_device::machine_of(*idle).mapping();
   const auto& s = mapping.shape();
-  const bgl::torus::Coord c{loc[0], loc[1], loc[2]};
+  const bgl::torus_emu::Coord c{loc[0], loc[1], loc[2]};
   if (!s.contains(c) || loc[3] < 0 || loc[3] >= mapping.tasks_per_node()) {
     g_error = "coordinates <" + std::to_string(loc[0]) + "," + std::to_string(loc[1]) + "," +
               std::to_string(loc[2]) + "," + std::to_string(loc[3]) + "> outside the " +
@@ -95,11 +96,11 @@ int bgl_nm_topo_task_at(const bgl_nm_idle_t* idle, const int loc[4], int* task) 
 int bgl_nm_topo_cart_map(const bgl_nm_idle_t* idle, int n, const uint32_t tasks[], int ndims,
                          const int dims[], const int periods[], int rank_of_pos[]) {
   return guarded([&] {
-    const auto& m = bgl::nm::machine_of(*idle);
+    const auto& m = bgl::adi3_device::machine_of(*idle);
     const auto places = places_of(m, n, tasks);
-    const auto a =
-        bgl::nm::topo::cart_map(m.shape(), places, std::span(dims, static_cast<std::size_t>(ndims)),
-                                std::span(periods, static_cast<std::size_t>(ndims)));
+    const auto a = bgl::adi3_device::topo::cart_map(
+        m.shape(), places, std::span(dims, static_cast<std::size_t>(ndims)),
+        std::span(periods, static_cast<std::size_t>(ndims)));
     std::copy(a.begin(), a.end(), rank_of_pos);
     return BGL_MSG_OK;
   });
@@ -108,12 +109,12 @@ int bgl_nm_topo_cart_map(const bgl_nm_idle_t* idle, int n, const uint32_t tasks[
 int bgl_nm_topo_graph_map(const bgl_nm_idle_t* idle, int n, const uint32_t tasks[], int nnodes,
                           const int index[], const int edges[], int rank_of_pos[]) {
   return guarded([&] {
-    const auto& m = bgl::nm::machine_of(*idle);
+    const auto& m = bgl::adi3_device::machine_of(*idle);
     const auto places = places_of(m, n, tasks);
     const auto nedges = nnodes > 0 ? index[nnodes - 1] : 0;
-    const auto a = bgl::nm::topo::graph_map(m.shape(), places,
-                                            std::span(index, static_cast<std::size_t>(nnodes)),
-                                            std::span(edges, static_cast<std::size_t>(nedges)));
+    const auto a = bgl::adi3_device::topo::graph_map(
+        m.shape(), places, std::span(index, static_cast<std::size_t>(nnodes)),
+        std::span(edges, static_cast<std::size_t>(nedges)));
     std::copy(a.begin(), a.end(), rank_of_pos);
     return BGL_MSG_OK;
   });
@@ -122,9 +123,9 @@ int bgl_nm_topo_graph_map(const bgl_nm_idle_t* idle, int n, const uint32_t tasks
 int bgl_nm_topo_dims_create(const bgl_nm_idle_t* idle, int n, const uint32_t tasks[], int ndims,
                             int dims[]) {
   return guarded([&] {
-    const auto& m = bgl::nm::machine_of(*idle);
+    const auto& m = bgl::adi3_device::machine_of(*idle);
     const auto places = places_of(m, n, tasks);
-    const auto filled = bgl::nm::topo::torus_dims(
+    const auto filled = bgl::adi3_device::topo::torus_dims(
         m.shape(), places, std::span<const int>(dims, static_cast<std::size_t>(ndims)));
     if (!filled) return 0;
     std::copy(filled->begin(), filled->end(), dims);

@@ -10,7 +10,7 @@
 // sleeps at most kPendingSleepCap, as in the packet layer's own wait.
 #include <chrono>
 
-namespace bgl::nm {
+namespace bgl::adi3_device {
 
 inline constexpr std::chrono::microseconds kPendingSleepCap{200};
 
@@ -32,4 +32,4 @@ class IdleSleepSuppressed {
   IdleSleepSuppressed& operator=(const IdleSleepSuppressed&) = delete;
 };
 
-}  // namespace bgl::nm
+}  // namespace bgl::adi3_device

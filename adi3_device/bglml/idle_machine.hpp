@@ -2,9 +2,9 @@
 // helpers of libbglml that need the job's shape, mode and mapping.
 #pragma once
 
-#include "bgl/pkt/machine.hpp"
+#include "bgl/packet_layer/machine.hpp"
 #include "bgl_nm_idle.h"
 
-namespace bgl::nm {
-const pkt::Machine& machine_of(const bgl_nm_idle_t& idle);
-}  // namespace bgl::nm
+namespace bgl::adi3_device {
+const packet_layer::Machine& machine_of(const bgl_nm_idle_t& idle);
+}  // namespace bgl::adi3_device

@@ -8,14 +8,14 @@
 #include <numeric>
 #include <queue>
 
-#include "bgl/torus/comm_matrix.hpp"
-#include "bgl/torus/distance.hpp"
-#include "bgl/torus/mapping_optimizer.hpp"
+#include "bgl/torus_emu/comm_matrix.hpp"
+#include "bgl/torus_emu/distance.hpp"
+#include "bgl/torus_emu/mapping_optimizer.hpp"
 
-namespace bgl::nm::topo {
+namespace bgl::adi3_device::topo {
 namespace {
 
-using torus::Dim;
+using torus_emu::Dim;
 
 constexpr std::array<Dim, 3> kDims = {Dim::x, Dim::y, Dim::z};
 constexpr int kT = 3;  // index of the processor slot in a physical "dimension" list
@@ -40,7 +40,7 @@ struct Box {
   std::vector<int> rank_of_slot;  // (node * 2 + t) -> index into places, -1 if none
 };
 
-std::optional<Box> filled_box(const torus::Shape& shape, std::span<const Place> places) {
+std::optional<Box> filled_box(const torus_emu::Shape& shape, std::span<const Place> places) {
   if (places.empty()) return std::nullopt;
   Box box;
   std::array<int, 3> hi{};
@@ -90,7 +90,7 @@ void snake_digits(int c, std::span<const int> extents, std::span<int> digits) {
 // A folding: for every Cartesian dimension the physical dimensions (inner first) it runs along.
 using Folding = std::vector<std::vector<PhysDim>>;
 
-std::vector<int> fold_assignment(const torus::Shape& shape, const Box& box,
+std::vector<int> fold_assignment(const torus_emu::Shape& shape, const Box& box,
                                  std::span<const int> dims, const Folding& folding) {
   const int ndims = static_cast<int>(dims.size());
   const int m = std::accumulate(dims.begin(), dims.end(), 1, std::multiplies<>());
@@ -114,7 +114,7 @@ std::vector<int> fold_assignment(const torus::Shape& shape, const Box& box,
       for (std::size_t j = 0; j < group.size(); ++j)
         phys[static_cast<std::size_t>(group[j].which)] = digits[j];
     }
-    const torus::Coord node{box.lo[0] + phys[0], box.lo[1] + phys[1], box.lo[2] + phys[2]};
+    const torus_emu::Coord node{box.lo[0] + phys[0], box.lo[1] + phys[1], box.lo[2] + phys[2]};
     const int t = box.ts[static_cast<std::size_t>(phys[kT])];
     assignment[static_cast<std::size_t>(p)] =
         box.rank_of_slot[static_cast<std::size_t>(shape.node_id(node)) * 2 +
@@ -162,7 +162,7 @@ void for_each_order(Folding& folding, std::size_t i, const std::function<void()>
   } while (std::next_permutation(group.begin(), group.end(), less));
 }
 
-std::vector<std::vector<int>> foldings(const torus::Shape& shape, std::span<const Place> places,
+std::vector<std::vector<int>> foldings(const torus_emu::Shape& shape, std::span<const Place> places,
                                        std::span<const int> dims) {
   std::vector<std::vector<int>> result;
   const auto box = filled_box(shape, places);
@@ -178,7 +178,7 @@ std::vector<std::vector<int>> foldings(const torus::Shape& shape, std::span<cons
 }
 
 // Physical order of the places (z, y, x, t slowest to fastest): where a greedy component starts.
-std::vector<int> physical_order(const torus::Shape& shape, std::span<const Place> places) {
+std::vector<int> physical_order(const torus_emu::Shape& shape, std::span<const Place> places) {
   std::vector<int> order(places.size());
   std::iota(order.begin(), order.end(), 0);
   const auto key = [&](int i) {
@@ -232,7 +232,8 @@ std::vector<std::vector<int>> undirected(const Graph& g) {
 // Places positions in breadth-first order, each on the free rank with the fewest hops to its
 // neighbours placed so far (ties: the first in physical order); a new component starts at the
 // first free rank in physical order.
-std::vector<int> greedy(const torus::Shape& shape, const Graph& g, std::span<const Place> places) {
+std::vector<int> greedy(const torus_emu::Shape& shape, const Graph& g,
+                        std::span<const Place> places) {
   const auto order = physical_order(shape, places);
   const auto adj = undirected(g);
   std::vector<int> assignment(static_cast<std::size_t>(g.size()), -1);
@@ -253,8 +254,8 @@ std::vector<int> greedy(const torus::Shape& shape, const Graph& g, std::span<con
       for (const int v : adj[static_cast<std::size_t>(u)]) {
         const int r = assignment[static_cast<std::size_t>(v)];
         if (r >= 0)
-          cost += torus::distance(shape, places[static_cast<std::size_t>(i)].node,
-                                  places[static_cast<std::size_t>(r)].node);
+          cost += torus_emu::distance(shape, places[static_cast<std::size_t>(i)].node,
+                                      places[static_cast<std::size_t>(r)].node);
       }
       if (cost < best_cost) {
         best_cost = cost;
@@ -277,7 +278,7 @@ constexpr long kSwapBudget = 4'000'000;
 // answer) and within kSwapBudget. The greedy embedding fixes each position for good once placed;
 // this undoes its early mistakes, e.g. a grid that should fold the node's two tasks into a
 // dimension.
-void improve_by_swaps(const torus::Shape& shape, const Graph& g, std::span<const Place> places,
+void improve_by_swaps(const torus_emu::Shape& shape, const Graph& g, std::span<const Place> places,
                       std::vector<int>& assignment) {
   const auto adj = undirected(g);
   const int m = g.size();
@@ -292,8 +293,8 @@ void improve_by_swaps(const torus::Shape& shape, const Graph& g, std::span<const
     long c = 0;
     for (const int v : adj[static_cast<std::size_t>(p)])
       if (v != p && v != partner)
-        c += torus::distance(shape, places[static_cast<std::size_t>(x)].node,
-                             places[static_cast<std::size_t>(at(v))].node);
+        c += torus_emu::distance(shape, places[static_cast<std::size_t>(x)].node,
+                                 places[static_cast<std::size_t>(at(v))].node);
     return c;
   };
   long budget = kSwapBudget;
@@ -326,7 +327,7 @@ constexpr std::size_t kOptimizerLimit = 512;
 // bglmap's mapping optimiser (greedy placement with lookahead, then a bounded annealing; no time
 // cap, so every rank gets the same answer) on the graph, when the places are every slot of the
 // partition (it chooses among all slots); nullopt otherwise.
-std::optional<std::vector<int>> optimised(const torus::Shape& shape, const Graph& g,
+std::optional<std::vector<int>> optimised(const torus_emu::Shape& shape, const Graph& g,
                                           std::span<const Place> places) {
   int tpn = 1;
   for (const auto& p : places)
@@ -335,7 +336,7 @@ std::optional<std::vector<int>> optimised(const torus::Shape& shape, const Graph
           static_cast<std::size_t>(shape.node_count()) * static_cast<std::size_t>(tpn) ||
       static_cast<std::size_t>(g.size()) != places.size())
     return std::nullopt;
-  std::vector<torus::TaskLocation> locations;
+  std::vector<torus_emu::TaskLocation> locations;
   std::vector<int> place_at(places.size(), -1);  // node * tpn + t -> index into places
   for (std::size_t i = 0; i < places.size(); ++i) {
     const auto node = shape.node_id(places[i].node);
@@ -343,20 +344,20 @@ std::optional<std::vector<int>> optimised(const torus::Shape& shape, const Graph
     place_at[static_cast<std::size_t>(node) * static_cast<std::size_t>(tpn) +
              static_cast<std::size_t>(places[i].t)] = static_cast<int>(i);
   }
-  torus::CommMatrix matrix(g.size());
+  torus_emu::CommMatrix matrix(g.size());
   for (int u = 0; u < g.size(); ++u)
     for (int e = g.index[static_cast<std::size_t>(u)]; e < g.index[static_cast<std::size_t>(u) + 1];
          ++e)
-      matrix.add(static_cast<torus::Rank>(u),
-                 static_cast<torus::Rank>(g.edges[static_cast<std::size_t>(e)]), 1);
-  torus::OptimizeOptions options;
+      matrix.add(static_cast<torus_emu::Rank>(u),
+                 static_cast<torus_emu::Rank>(g.edges[static_cast<std::size_t>(e)]), 1);
+  torus_emu::OptimizeOptions options;
   options.max_seconds = 1e9;
   options.moves_per_task = 2000;
-  const auto result = torus::optimize_mapping(
-      matrix, torus::Mapping::from_locations(shape, tpn, std::move(locations)), options);
+  const auto result = torus_emu::optimize_mapping(
+      matrix, torus_emu::Mapping::from_locations(shape, tpn, std::move(locations)), options);
   std::vector<int> assignment(places.size());
   for (int p = 0; p < g.size(); ++p) {
-    const auto l = result.mapping.location(static_cast<torus::Rank>(p));
+    const auto l = result.mapping.location(static_cast<torus_emu::Rank>(p));
     assignment[static_cast<std::size_t>(p)] =
         place_at[static_cast<std::size_t>(l.node) * static_cast<std::size_t>(tpn) +
                  static_cast<std::size_t>(l.t)];
@@ -364,7 +365,7 @@ std::optional<std::vector<int>> optimised(const torus::Shape& shape, const Graph
   return assignment;
 }
 
-int max_hops(const torus::Shape& shape, const Graph& g, std::span<const Place> places,
+int max_hops(const torus_emu::Shape& shape, const Graph& g, std::span<const Place> places,
              std::span<const int> assignment) {
   int worst = 0;
   for (int u = 0; u < g.size(); ++u)
@@ -372,7 +373,7 @@ int max_hops(const torus::Shape& shape, const Graph& g, std::span<const Place> p
          ++e)
       worst = std::max(
           worst,
-          torus::distance(
+          torus_emu::distance(
               shape, places[static_cast<std::size_t>(assignment[static_cast<std::size_t>(u)])].node,
               places[static_cast<std::size_t>(assignment[static_cast<std::size_t>(
                          g.edges[static_cast<std::size_t>(e)])])]
@@ -387,8 +388,8 @@ std::vector<int> identity(int m) {
 }
 
 // The candidate with the fewest hops; the first one (the identity) on ties.
-std::vector<int> best_of(const torus::Shape& shape, const Graph& g, std::span<const Place> places,
-                         std::vector<std::vector<int>> candidates) {
+std::vector<int> best_of(const torus_emu::Shape& shape, const Graph& g,
+                         std::span<const Place> places, std::vector<std::vector<int>> candidates) {
   std::size_t best = 0;
   long best_cost = std::numeric_limits<long>::max();
   for (std::size_t c = 0; c < candidates.size(); ++c) {
@@ -425,21 +426,21 @@ Graph cartesian_graph(std::span<const int> dims, std::span<const int> periods) {
   return g;
 }
 
-long total_hops(const torus::Shape& shape, const Graph& graph, std::span<const Place> places,
+long total_hops(const torus_emu::Shape& shape, const Graph& graph, std::span<const Place> places,
                 std::span<const int> assignment) {
   long hops = 0;
   for (int u = 0; u < graph.size(); ++u)
     for (int e = graph.index[static_cast<std::size_t>(u)];
          e < graph.index[static_cast<std::size_t>(u) + 1]; ++e) {
       const int v = graph.edges[static_cast<std::size_t>(e)];
-      hops += torus::distance(
+      hops += torus_emu::distance(
           shape, places[static_cast<std::size_t>(assignment[static_cast<std::size_t>(u)])].node,
           places[static_cast<std::size_t>(assignment[static_cast<std::size_t>(v)])].node);
     }
   return hops;
 }
 
-std::vector<int> cart_map(const torus::Shape& shape, std::span<const Place> places,
+std::vector<int> cart_map(const torus_emu::Shape& shape, std::span<const Place> places,
                           std::span<const int> dims, std::span<const int> periods) {
   const auto g = cartesian_graph(dims, periods);
   std::vector<std::vector<int>> candidates{identity(g.size())};
@@ -454,7 +455,7 @@ std::vector<int> cart_map(const torus::Shape& shape, std::span<const Place> plac
   return best_of(shape, g, places, std::move(candidates));
 }
 
-std::vector<int> graph_map(const torus::Shape& shape, std::span<const Place> places,
+std::vector<int> graph_map(const torus_emu::Shape& shape, std::span<const Place> places,
                            std::span<const int> index, std::span<const int> edges) {
   Graph g;
   g.index.push_back(0);
@@ -474,7 +475,8 @@ std::vector<int> graph_map(const torus::Shape& shape, std::span<const Place> pla
   return best_of(shape, g, places, {std::move(best), std::move(*a)});
 }
 
-std::optional<std::vector<int>> torus_dims(const torus::Shape& shape, std::span<const Place> places,
+std::optional<std::vector<int>> torus_dims(const torus_emu::Shape& shape,
+                                           std::span<const Place> places,
                                            std::span<const int> dims) {
   const auto box = filled_box(shape, places);
   if (!box || dims.empty()) return std::nullopt;
@@ -497,4 +499,4 @@ std::optional<std::vector<int>> torus_dims(const torus::Shape& shape, std::span<
   return best;
 }
 
-}  // namespace bgl::nm::topo
+}  // namespace bgl::adi3_device::topo

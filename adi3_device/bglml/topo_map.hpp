@@ -7,14 +7,14 @@
 #include <span>
 #include <vector>
 
-#include "bgl/torus/mapping.hpp"
-#include "bgl/torus/shape.hpp"
+#include "bgl/torus_emu/mapping.hpp"
+#include "bgl/torus_emu/shape.hpp"
 
-namespace bgl::nm::topo {
+namespace bgl::adi3_device::topo {
 
 // Where one rank of a communicator lives.
 struct Place {
-  torus::Coord node;
+  torus_emu::Coord node;
   int t = 0;
 };
 
@@ -31,7 +31,7 @@ struct Graph {
 Graph cartesian_graph(std::span<const int> dims, std::span<const int> periods);
 
 // Sum of torus hops over the graph's edges when position p runs on places[assignment[p]].
-long total_hops(const torus::Shape& shape, const Graph& graph, std::span<const Place> places,
+long total_hops(const torus_emu::Shape& shape, const Graph& graph, std::span<const Place> places,
                 std::span<const int> assignment);
 
 // Which of `places` (a communicator's ranks, by rank) runs each Cartesian position (row-major, the
@@ -39,22 +39,23 @@ long total_hops(const torus::Shape& shape, const Graph& graph, std::span<const P
 // folding of the box the ranks fill onto the Cartesian dimensions (snake order, so neighbours stay
 // neighbours) and a greedy embedding, and returns the one with the fewest hops summed over all
 // pairs of Cartesian neighbours (the identity on ties). prod(dims) <= places.size().
-std::vector<int> cart_map(const torus::Shape& shape, std::span<const Place> places,
+std::vector<int> cart_map(const torus_emu::Shape& shape, std::span<const Place> places,
                           std::span<const int> dims, std::span<const int> periods);
 
 // The same for an MPI graph (index/edges as MPI_Graph_create takes them) of nnodes <= places.size()
 // nodes: the identity, a greedy embedding improved by swaps (up to 1,024 ranks) or, when an edge
 // is still longer than one hop and the graph's nodes are every slot of the partition (up to 512),
-// bglmap's mapping optimiser (torus::optimize_mapping, fixed seed, no time cap); whichever has the
-// fewest hops over the graph's edges (the identity on ties).
-std::vector<int> graph_map(const torus::Shape& shape, std::span<const Place> places,
+// bglmap's mapping optimiser (torus_emu::optimize_mapping, fixed seed, no time cap); whichever has
+// the fewest hops over the graph's edges (the identity on ties).
+std::vector<int> graph_map(const torus_emu::Shape& shape, std::span<const Place> places,
                            std::span<const int> index, std::span<const int> edges);
 
 // MPI_Dims_create for a communicator of exactly the places given: dims whose zero entries are
 // filled so that the grid can be folded onto the box the places fill (every Cartesian neighbour a
 // torus neighbour or on the same node after cart_map), the most balanced such choice, the filled
 // entries non-increasing; nullopt when no such choice exists (or the places fill no box).
-std::optional<std::vector<int>> torus_dims(const torus::Shape& shape, std::span<const Place> places,
+std::optional<std::vector<int>> torus_dims(const torus_emu::Shape& shape,
+                                           std::span<const Place> places,
                                            std::span<const int> dims);
 
-}  // namespace bgl::nm::topo
+}  // namespace bgl::adi3_device::topo

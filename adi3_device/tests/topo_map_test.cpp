@@ -12,30 +12,31 @@
 #include <random>
 #include <set>
 
-#include "bgl/torus/distance.hpp"
+#include "bgl/torus_emu/distance.hpp"
 
-namespace bgl::nm::topo {
+namespace bgl::adi3_device::topo {
 namespace {
 
-std::vector<Place> places_of(const torus::Mapping& m) {
+std::vector<Place> places_of(const torus_emu::Mapping& m) {
   std::vector<Place> p;
   for (int r = 0; r < m.size(); ++r)
-    p.push_back({m.coord(static_cast<torus::Rank>(r)), m.location(static_cast<torus::Rank>(r)).t});
+    p.push_back(
+        {m.coord(static_cast<torus_emu::Rank>(r)), m.location(static_cast<torus_emu::Rank>(r)).t});
   return p;
 }
 
-torus::Mapping scattered(const torus::Shape& s, int tpn, unsigned seed) {
-  std::vector<torus::TaskLocation> locs;
+torus_emu::Mapping scattered(const torus_emu::Shape& s, int tpn, unsigned seed) {
+  std::vector<torus_emu::TaskLocation> locs;
   for (int n = 0; n < s.node_count(); ++n)
     for (int t = 0; t < tpn; ++t)
-      locs.push_back({static_cast<torus::NodeId>(n), t});
+      locs.push_back({static_cast<torus_emu::NodeId>(n), t});
   std::mt19937 rng(seed);
   std::shuffle(locs.begin(), locs.end(), rng);
-  return torus::Mapping::from_locations(s, tpn, std::move(locs));
+  return torus_emu::Mapping::from_locations(s, tpn, std::move(locs));
 }
 
 // Every Cartesian neighbour pair at most max_hops apart; returns the largest distance seen.
-int max_neighbour_hops(const torus::Shape& s, const std::vector<Place>& places,
+int max_neighbour_hops(const torus_emu::Shape& s, const std::vector<Place>& places,
                        const std::vector<int>& dims, const std::vector<int>& periods,
                        const std::vector<int>& assignment) {
   const auto g = cartesian_graph(dims, periods);
@@ -46,7 +47,7 @@ int max_neighbour_hops(const torus::Shape& s, const std::vector<Place>& places,
       const int v = g.edges[static_cast<std::size_t>(e)];
       worst = std::max(
           worst,
-          torus::distance(
+          torus_emu::distance(
               s, places[static_cast<std::size_t>(assignment[static_cast<std::size_t>(u)])].node,
               places[static_cast<std::size_t>(assignment[static_cast<std::size_t>(v)])].node));
     }
@@ -69,11 +70,11 @@ TEST(CartesianGraph, EdgesOfAPeriodicGrid) {
 }
 
 TEST(CartMap, EveryOrderAndScatteredMappingOn8x8x8IsAllNearestNeighbour) {
-  const auto s = torus::Shape::parse("8x8x8");
+  const auto s = torus_emu::Shape::parse("8x8x8");
   const std::vector<int> dims{8, 8, 8}, periods{1, 1, 1};
-  std::vector<torus::Mapping> mappings;
+  std::vector<torus_emu::Mapping> mappings;
   for (const char* order : {"XYZ", "ZYX", "YXZ", "ZXY"})
-    mappings.push_back(torus::Mapping::from_order(s, 1, order, 512));
+    mappings.push_back(torus_emu::Mapping::from_order(s, 1, order, 512));
   mappings.push_back(scattered(s, 1, 7));
   for (const auto& m : mappings) {
     const auto places = places_of(m);
@@ -85,10 +86,10 @@ TEST(CartMap, EveryOrderAndScatteredMappingOn8x8x8IsAllNearestNeighbour) {
 }
 
 TEST(CartMap, VirtualNodeModeFoldsTIntoADimension) {
-  const auto s = torus::Shape::parse("4x4x4");
+  const auto s = torus_emu::Shape::parse("4x4x4");
   const std::vector<int> dims{8, 4, 4}, periods{1, 1, 1};
   for (const char* order : {"XYZT", "TXYZ", "ZTYX"}) {
-    const auto m = torus::Mapping::from_order(s, 2, order, 128);
+    const auto m = torus_emu::Mapping::from_order(s, 2, order, 128);
     const auto places = places_of(m);
     const auto a = cart_map(s, places, dims, periods);
     expect_permutation(a, 128);
@@ -102,7 +103,7 @@ TEST(CartMap, VirtualNodeModeFoldsTIntoADimension) {
 
 TEST(CartMap, FoldsTwoTorusDimensionsIntoOneRing) {
   // 8x4x2: a 32 x 2 ring-of-rings: x (8) and y (4) snake into the 32-long ring.
-  const auto s = torus::Shape::parse("8x4x2");
+  const auto s = torus_emu::Shape::parse("8x4x2");
   const std::vector<int> dims{32, 2}, periods{1, 1};
   const auto m = scattered(s, 1, 11);
   const auto places = places_of(m);
@@ -111,7 +112,7 @@ TEST(CartMap, FoldsTwoTorusDimensionsIntoOneRing) {
 }
 
 TEST(CartMap, NeverWorseThanTheIdentityForNonMatchingShapes) {
-  const auto s = torus::Shape::parse("4x4x2");
+  const auto s = torus_emu::Shape::parse("4x4x2");
   for (const auto& dims : std::vector<std::vector<int>>{{5, 6}, {3, 3, 3}, {31}, {7, 2, 2}}) {
     const std::vector<int> periods(dims.size(), 1);
     const auto m = scattered(s, 1, 5);
@@ -128,7 +129,7 @@ TEST(CartMap, NeverWorseThanTheIdentityForNonMatchingShapes) {
 }
 
 TEST(CartMap, GreedyImprovesAScatteredMappingOfAPartialGrid) {
-  const auto s = torus::Shape::parse("4x4x4");
+  const auto s = torus_emu::Shape::parse("4x4x4");
   const std::vector<int> dims{6, 6}, periods{0, 0};
   const auto m = scattered(s, 1, 9);
   const auto places = places_of(m);
@@ -141,7 +142,7 @@ TEST(CartMap, GreedyImprovesAScatteredMappingOfAPartialGrid) {
 
 TEST(CartMap, GreedyAt1024RanksIsBoundedAndHelps) {
   // The largest communicator the greedy embedding runs for: every rank computes it once.
-  const auto s = torus::Shape::parse("8x8x16");
+  const auto s = torus_emu::Shape::parse("8x8x16");
   const std::vector<int> dims{31, 33}, periods{0, 0};
   const auto m = scattered(s, 1, 19);
   const auto places = places_of(m);
@@ -158,7 +159,7 @@ TEST(CartMap, GreedyAt1024RanksIsBoundedAndHelps) {
 }
 
 TEST(GraphMap, RingOnAScatteredTorusBecomesNearestNeighbour) {
-  const auto s = torus::Shape::parse("4x4x1");
+  const auto s = torus_emu::Shape::parse("4x4x1");
   const auto m = scattered(s, 1, 13);
   const auto places = places_of(m);
   // A 16-ring, each edge listed on both ends as MPI_Graph_create takes it.
@@ -202,7 +203,7 @@ TEST(GraphMap, StencilInVirtualNodeModeFoldsTheNodesTasks) {
   // third dimension (x and y neighbours one hop, the third dimension's 0 and 1 alternately: 320
   // hops over the edges as listed, both ends). The greedy embedding alone reached 1,296; with the
   // swap search after it 576.
-  const auto s = torus::Shape::parse("4x4x2");
+  const auto s = torus_emu::Shape::parse("4x4x2");
   const auto places = places_of(scattered(s, 2, 43));
   const auto [index, edges] = stencil_graph();
   const auto a = graph_map(s, places, index, edges);
@@ -216,7 +217,7 @@ TEST(GraphMap, StencilInVirtualNodeModeFoldsTheNodesTasks) {
 
 TEST(GraphMap, StencilOf512IsBoundedAndNearestNeighbour) {
   // Every rank computes the placement: at 512 ranks it must stay well under a second.
-  const auto s = torus::Shape::parse("8x8x8");
+  const auto s = torus_emu::Shape::parse("8x8x8");
   const auto places = places_of(scattered(s, 1, 7));
   const auto [index, edges] = stencil_graph(8);
   const auto start = std::chrono::steady_clock::now();
@@ -234,23 +235,24 @@ TEST(GraphMap, StencilOf512IsBoundedAndNearestNeighbour) {
 }
 
 TEST(TorusDims, MatchesThePartition) {
-  const auto s = torus::Shape::parse("8x4x2");
-  const auto m = torus::Mapping::from_order(s, 1, "XYZ", 64);
+  const auto s = torus_emu::Shape::parse("8x4x2");
+  const auto m = torus_emu::Mapping::from_order(s, 1, "XYZ", 64);
   const auto places = places_of(m);
   EXPECT_EQ(torus_dims(s, places, std::vector<int>{0, 0, 0}), (std::vector<int>{8, 4, 2}));
   EXPECT_EQ(torus_dims(s, places, std::vector<int>{0, 0}), (std::vector<int>{8, 8}));
   EXPECT_EQ(torus_dims(s, places, std::vector<int>{0, 2, 0}), (std::vector<int>{8, 2, 4}));
   EXPECT_EQ(torus_dims(s, places, std::vector<int>{3, 0}), std::nullopt);
-  const auto vn = torus::Mapping::from_order(torus::Shape::parse("4x4x4"), 2, "TXYZ", 128);
-  EXPECT_EQ(torus_dims(torus::Shape::parse("4x4x4"), places_of(vn), std::vector<int>{0, 0, 0, 0}),
-            (std::vector<int>{4, 4, 4, 2}));
+  const auto vn = torus_emu::Mapping::from_order(torus_emu::Shape::parse("4x4x4"), 2, "TXYZ", 128);
+  EXPECT_EQ(
+      torus_dims(torus_emu::Shape::parse("4x4x4"), places_of(vn), std::vector<int>{0, 0, 0, 0}),
+      (std::vector<int>{4, 4, 4, 2}));
 }
 
 TEST(TorusDims, NoneForTasksThatFillNoBox) {
-  const auto s = torus::Shape::parse("4x4x4");
-  const auto m = torus::Mapping::from_order(s, 1, "XYZ", 20);
+  const auto s = torus_emu::Shape::parse("4x4x4");
+  const auto m = torus_emu::Mapping::from_order(s, 1, "XYZ", 20);
   EXPECT_EQ(torus_dims(s, places_of(m), std::vector<int>{0, 0}), std::nullopt);
 }
 
 }  // namespace
-}  // namespace bgl::nm::topo
+}  // namespace bgl::adi3_device::topo

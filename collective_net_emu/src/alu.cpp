@@ -1,10 +1,10 @@
-#include "bgl/collnet/alu.hpp"
+#include "bgl/collective_net_emu/alu.hpp"
 
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
-namespace bgl::collnet {
+namespace bgl::collective_net_emu {
 namespace {
 
 // Loads both packets into local arrays (alias-safe, and the compiler vectorises the loop), applies
@@ -128,4 +128,4 @@ void combine(Op op, PacketSpan dst, ConstPacketSpan a, ConstPacketSpan b) {
   }
 }
 
-}  // namespace bgl::collnet
+}  // namespace bgl::collective_net_emu

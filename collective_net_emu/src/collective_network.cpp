@@ -1,10 +1,10 @@
-#include "bgl/collnet/collective_network.hpp"
+#include "bgl/collective_net_emu/collective_network.hpp"
 
 #include <stdexcept>
 
-#include "bgl/pkt/runtime.hpp"
+#include "bgl/packet_layer/runtime.hpp"
 
-namespace bgl::collnet {
+namespace bgl::collective_net_emu {
 namespace {
 
 std::size_t packets_for(std::size_t bytes) {
@@ -68,8 +68,8 @@ class FpCursor {
 
 }  // namespace
 
-CollectiveNetwork::CollectiveNetwork(const pkt::Machine& machine, torus::Rank rank,
-                                     const pkt::WaitPolicy& policy, RouteClass route)
+CollectiveNetwork::CollectiveNetwork(const packet_layer::Machine& machine, torus_emu::Rank rank,
+                                     const packet_layer::WaitPolicy& policy, RouteClass route)
     : route_(route),
       tree_(machine, rank, policy),
       interrupt_(machine, rank, policy),
@@ -78,7 +78,7 @@ CollectiveNetwork::CollectiveNetwork(const pkt::Machine& machine, torus::Rank ra
   if (route == RouteClass::to_root)
     throw std::invalid_argument("collectives need a combining class");
 }
-CollectiveNetwork::CollectiveNetwork(const pkt::Runtime& runtime, RouteClass route)
+CollectiveNetwork::CollectiveNetwork(const packet_layer::Runtime& runtime, RouteClass route)
     : CollectiveNetwork(runtime.machine(), runtime.rank(), runtime.wait_policy(), route) {}
 
 // Runs `packets` sequence numbers through the window: inject(seq, k) as far as the window (and the
@@ -109,7 +109,7 @@ Status CollectiveNetwork::allreduce(Op op, std::span<const std::byte> in,
   return reduce(tree_.rank(), op, in, out);  // every task keeps the result: each is "the root"
 }
 
-Status CollectiveNetwork::reduce(torus::Rank root, Op op, std::span<const std::byte> in,
+Status CollectiveNetwork::reduce(torus_emu::Rank root, Op op, std::span<const std::byte> in,
                                  std::span<std::byte> out) {
   const bool keep = root == tree_.rank();
   if (keep && out.size() != in.size()) throw std::invalid_argument("reduce: output size differs");
@@ -128,7 +128,7 @@ Status CollectiveNetwork::reduce(torus::Rank root, Op op, std::span<const std::b
   return status;
 }
 
-void CollectiveNetwork::broadcast(torus::Rank root, std::span<std::byte> buffer) {
+void CollectiveNetwork::broadcast(torus_emu::Rank root, std::span<std::byte> buffer) {
   const std::size_t packets = packets_for(buffer.size());
   if (root != tree_.rank()) {
     stream(
@@ -226,4 +226,4 @@ Status CollectiveNetwork::allreduce_min(std::span<const double> in, std::span<do
   return extremum(in, out, false);
 }
 
-}  // namespace bgl::collnet
+}  // namespace bgl::collective_net_emu

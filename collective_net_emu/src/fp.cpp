@@ -1,11 +1,11 @@
-#include "bgl/collnet/fp.hpp"
+#include "bgl/collective_net_emu/fp.hpp"
 
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
-namespace bgl::collnet::fp {
+namespace bgl::collective_net_emu::fp {
 namespace {
 
 __extension__ using u128 = unsigned __int128;
@@ -184,4 +184,4 @@ Status decode_keys(ConstPacketSpan in, bool nan_high, std::span<double> out) {
   return s;
 }
 
-}  // namespace bgl::collnet::fp
+}  // namespace bgl::collective_net_emu::fp

@@ -1,9 +1,9 @@
-#include "bgl/collnet/options.hpp"
+#include "bgl/collective_net_emu/options.hpp"
 
 #include "bgl/env.hpp"
-#include "bgl/torus/error.hpp"
+#include "bgl/torus_emu/error.hpp"
 
-namespace bgl::collnet {
+namespace bgl::collective_net_emu {
 namespace {
 
 bool power_of_two(std::uint32_t v) {
@@ -76,4 +76,4 @@ void Options::validate(std::string_view source) const {
                       " is not a power of two in [2, 1024]");
 }
 
-}  // namespace bgl::collnet
+}  // namespace bgl::collective_net_emu

@@ -1,15 +1,15 @@
-#include "bgl/collnet/region.hpp"
+#include "bgl/collective_net_emu/region.hpp"
 
 #include <algorithm>
 #include <cstring>
 #include <new>
 
-#include "bgl/collnet/layout.hpp"
-#include "bgl/collnet/tree.hpp"
+#include "bgl/collective_net_emu/layout.hpp"
+#include "bgl/collective_net_emu/tree.hpp"
 #include "bgl/log.hpp"
-#include "bgl/torus/error.hpp"
+#include "bgl/torus_emu/error.hpp"
 
-namespace bgl::collnet {
+namespace bgl::collective_net_emu {
 namespace {
 
 using namespace layout;
@@ -17,19 +17,20 @@ using namespace layout;
 // Where everything goes, computed identically by region_bytes and format.
 struct Plan {
   RegionHeader header{};
-  std::vector<pkt::NodeSlot> slot;  // node -> its NodeEntry (only nodes with tasks have one)
+  std::vector<packet_layer::NodeSlot>
+      slot;  // node -> its NodeEntry (only nodes with tasks have one)
   std::vector<NodeEntry> entries;
   std::vector<std::uint32_t> host_tasks;
   std::string description;
 
-  Plan(const pkt::JobConfig& config, const Options& options);
+  Plan(const packet_layer::JobConfig& config, const Options& options);
 
  private:
-  void fill_entries(const pkt::JobConfig& config, const Tree& tree);
-  NodeEntry& entry(torus::NodeId n) { return entries[slot[n]]; }
+  void fill_entries(const packet_layer::JobConfig& config, const Tree& tree);
+  NodeEntry& entry(torus_emu::NodeId n) { return entries[slot[n]]; }
 };
 
-Plan::Plan(const pkt::JobConfig& config, const Options& options) {
+Plan::Plan(const packet_layer::JobConfig& config, const Options& options) {
   options.validate();
   // Several hosts: a tree per host (no tree edge crosses hosts); the placement is the same on every
   // host, so every host computes the same plan.
@@ -42,7 +43,7 @@ Plan::Plan(const pkt::JobConfig& config, const Options& options) {
   h.magic = kMagic;
   h.version = kVersion;
   h.ntasks = static_cast<std::uint32_t>(config.ntasks());
-  slot = pkt::Machine::node_slots(config);
+  slot = packet_layer::Machine::node_slots(config);
   h.tree_nodes = static_cast<std::uint32_t>(tree.nodes().size());
   h.ring = options.ring_for(config.ntasks());
   h.inbox = options.inbox_packets;
@@ -52,7 +53,8 @@ Plan::Plan(const pkt::JobConfig& config, const Options& options) {
   host_tasks.assign(hosts, 0);
   for (int r = 0; r < config.ntasks(); ++r)
     if (hosts > 1)
-      ++host_tasks[placement.node_host[config.mapping.location(static_cast<torus::Rank>(r)).node]];
+      ++host_tasks[placement
+                       .node_host[config.mapping.location(static_cast<torus_emu::Rank>(r)).node]];
     else
       ++host_tasks[0];
   for (const auto n : host_tasks)
@@ -67,7 +69,7 @@ Plan::Plan(const pkt::JobConfig& config, const Options& options) {
   h.down_offset = align_up(h.wires_offset + kWireChannels * sizeof(WireState), 4096);
   h.down_stride = align_up(align_up(sizeof(DownControl), 64) + h.ring * sizeof(DownSlot), 4096);
   std::uint64_t ring_offset = 0;
-  for (const torus::NodeId n : tree.nodes()) {
+  for (const torus_emu::NodeId n : tree.nodes()) {
     NodeEntry& e = entry(n);
     e.slot_stride = static_cast<std::uint32_t>(up_slot_bytes(e.inputs));
     e.ring_offset = ring_offset;
@@ -91,9 +93,10 @@ Plan::Plan(const pkt::JobConfig& config, const Options& options) {
   h.total_bytes = end;
 }
 
-void Plan::fill_entries(const pkt::JobConfig& config, const Tree& tree) {
-  const auto occupied = static_cast<std::size_t>(std::count_if(
-      slot.begin(), slot.end(), [](pkt::NodeSlot s) { return s != pkt::kNoNodeSlot; }));
+void Plan::fill_entries(const packet_layer::JobConfig& config, const Tree& tree) {
+  const auto occupied = static_cast<std::size_t>(
+      std::count_if(slot.begin(), slot.end(),
+                    [](packet_layer::NodeSlot s) { return s != packet_layer::kNoNodeSlot; }));
   entries.assign(occupied, NodeEntry{});
   for (auto& e : entries) {
     e.parent = -1;
@@ -104,7 +107,7 @@ void Plan::fill_entries(const pkt::JobConfig& config, const Tree& tree) {
       r = -1;
   }
   const auto& mapping = config.mapping;
-  for (const torus::NodeId n : tree.nodes()) {
+  for (const torus_emu::NodeId n : tree.nodes()) {
     NodeEntry& e = entry(n);
     for (int t = 0; t < mapping.tasks_per_node(); ++t)
       if (const auto r = mapping.rank_at(n, t))
@@ -116,10 +119,10 @@ void Plan::fill_entries(const pkt::JobConfig& config, const Tree& tree) {
     e.inputs = static_cast<std::uint8_t>(e.locals + e.children);
     e.depth = tree.depth(n);
   }
-  for (const torus::NodeId n : tree.nodes()) {
+  for (const torus_emu::NodeId n : tree.nodes()) {
     const NodeEntry& e = entry(n);
     for (int k = 0; k < e.children; ++k) {
-      NodeEntry& c = entry(static_cast<torus::NodeId>(e.child[k]));
+      NodeEntry& c = entry(static_cast<torus_emu::NodeId>(e.child[k]));
       c.parent = static_cast<std::int32_t>(n);
       c.position = static_cast<std::uint8_t>(e.locals + k);
     }
@@ -157,19 +160,19 @@ void format_inbox(std::byte* base, std::uint32_t capacity) {
 
 }  // namespace
 
-std::size_t region_bytes(const pkt::JobConfig& config) {
+std::size_t region_bytes(const packet_layer::JobConfig& config) {
   return region_bytes(config, Options::from_environment());
 }
 
-std::size_t region_bytes(const pkt::JobConfig& config, const Options& options) {
+std::size_t region_bytes(const packet_layer::JobConfig& config, const Options& options) {
   return Plan(config, options).header.total_bytes;
 }
 
-void format(const pkt::Machine& machine) {
+void format(const packet_layer::Machine& machine) {
   format(machine, Options::from_environment());
 }
 
-void format(const pkt::Machine& machine, const Options& options) {
+void format(const packet_layer::Machine& machine, const Options& options) {
   const auto region = machine.region(kRegionName);
   const Plan plan(machine.config(), options);
   const RegionHeader& h = plan.header;
@@ -212,31 +215,32 @@ void format(const pkt::Machine& machine, const Options& options) {
                 h.total_bytes >> 10);
 }
 
-std::span<std::byte> attach_region(const pkt::Machine& machine) {
+std::span<std::byte> attach_region(const packet_layer::Machine& machine) {
   const auto region = machine.region(kRegionName);
   if (region.size() < sizeof(RegionHeader))
     throw ConfigError("this job has no collective network region ('" + std::string(kRegionName) +
                       "'); start it with bglrun");
   const auto* h = at<const RegionHeader>(region, 0);
   if (h->magic != kMagic || h->version != kVersion)
-    throw ConfigError("the job's collective network region is not formatted (collnet::format)");
+    throw ConfigError(
+        "the job's collective network region is not formatted (collective_net_emu::format)");
   if (h->total_bytes > region.size() ||
       h->ntasks != static_cast<std::uint32_t>(machine.config().ntasks()) ||
       h->node_slots != static_cast<std::uint32_t>(machine.occupied_nodes().size()) ||
       h->hosts != static_cast<std::uint32_t>(machine.placement().host_count()))
     throw ConfigError("the job's collective network region does not match the job");
-  if (h->hosts > 1 && (machine.placement().transport != pkt::Transport::ofi ||
+  if (h->hosts > 1 && (machine.placement().transport != packet_layer::Transport::ofi ||
                        machine.region_index(kRegionName) < 0))
     throw ConfigError("the collective network spans " + std::to_string(h->hosts) +
                       " hosts but the job has no libfabric transport to carry it");
   return region;
 }
 
-std::vector<pkt::ControlPart> constant_parts(const pkt::Machine& machine) {
+std::vector<packet_layer::ControlPart> constant_parts(const packet_layer::Machine& machine) {
   const auto region = machine.region(kRegionName);
   if (region.size() < sizeof(RegionHeader)) return {};
   const auto* h = at<const RegionHeader>(region, 0);
-  std::vector<pkt::ControlPart> parts{
+  std::vector<packet_layer::ControlPart> parts{
       {"collective network region header", region.first(sizeof(RegionHeader))}};
   if (h->nodes_offset <= h->wires_offset && h->wires_offset <= region.size())
     parts.push_back({"collective network tree table",
@@ -244,4 +248,4 @@ std::vector<pkt::ControlPart> constant_parts(const pkt::Machine& machine) {
   return parts;
 }
 
-}  // namespace bgl::collnet
+}  // namespace bgl::collective_net_emu

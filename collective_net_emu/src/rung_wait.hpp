@@ -4,29 +4,30 @@
 
 #include <cstdint>
 
-#include "bgl/collnet/meanwhile.hpp"
-#include "bgl/pkt/backoff.hpp"
+#include "bgl/collective_net_emu/meanwhile.hpp"
+#include "bgl/packet_layer/backoff.hpp"
 
-namespace bgl::collnet {
+namespace bgl::collective_net_emu {
 
 // Every wait of this component sleeps on a doorbell that the awaited event always rings (results,
 // released slots, inbox packets, barrier completion, wire edges), so the periodic re-check of
-// pkt::WaitPolicy is only a safety net here. Hundreds of sleepers re-checking every 10 ms would
-// take the cores away from the tasks that make progress (512 tasks on 2 cores), so it is slower.
-inline pkt::WaitPolicy rung_waits(pkt::WaitPolicy policy) {
+// packet_layer::WaitPolicy is only a safety net here. Hundreds of sleepers re-checking every 10 ms
+// would take the cores away from the tasks that make progress (512 tasks on 2 cores), so it is
+// slower.
+inline packet_layer::WaitPolicy rung_waits(packet_layer::WaitPolicy policy) {
   policy.max_sleep =
       std::max<std::chrono::microseconds>(policy.max_sleep, std::chrono::milliseconds(200));
   return policy;
 }
 
-// Waits until ready(): spins and yields (pkt::Backoff), then sleeps on `bell`. With `meanwhile`,
-// runs its round on every spin and yield round and right before each sleep, and sleeps on `bell`
-// and the round's doorbell at once (meanwhile.hpp). Returns how many sleeps it took (the
+// Waits until ready(): spins and yields (packet_layer::Backoff), then sleeps on `bell`. With
+// `meanwhile`, runs its round on every spin and yield round and right before each sleep, and sleeps
+// on `bell` and the round's doorbell at once (meanwhile.hpp). Returns how many sleeps it took (the
 // components' counters).
 template <class Ready>
-std::uint64_t wait_until(pkt::Doorbell& bell, Ready&& ready, const pkt::WaitPolicy& policy,
-                         const Meanwhile& meanwhile) {
-  pkt::Backoff backoff(policy);
+std::uint64_t wait_until(packet_layer::Doorbell& bell, Ready&& ready,
+                         const packet_layer::WaitPolicy& policy, const Meanwhile& meanwhile) {
+  packet_layer::Backoff backoff(policy);
   std::uint64_t sleeps = 0;
   if (!meanwhile) {
     while (!ready()) {
@@ -52,8 +53,8 @@ std::uint64_t wait_until(pkt::Doorbell& bell, Ready&& ready, const pkt::WaitPoli
     ++sleeps;
     worked = false;
     backoff.note_sleep(&bell);
-    pkt::sleep_on_either(bell, meanwhile.bell ? *meanwhile.bell : bell, ready_or_work,
-                         std::min<std::chrono::microseconds>(interval, policy.max_sleep));
+    packet_layer::sleep_on_either(bell, meanwhile.bell ? *meanwhile.bell : bell, ready_or_work,
+                                  std::min<std::chrono::microseconds>(interval, policy.max_sleep));
     if (worked) {
       backoff.reset();
       interval = meanwhile.first;
@@ -64,4 +65,4 @@ std::uint64_t wait_until(pkt::Doorbell& bell, Ready&& ready, const pkt::WaitPoli
   return sleeps;
 }
 
-}  // namespace bgl::collnet
+}  // namespace bgl::collective_net_emu

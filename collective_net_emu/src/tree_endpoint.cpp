@@ -1,4 +1,4 @@
-#include "bgl/collnet/tree_endpoint.hpp"
+#include "bgl/collective_net_emu/tree_endpoint.hpp"
 
 #include "bgl/virtual_time/collective_timing.hpp"
 
@@ -6,10 +6,10 @@
 #include <stdexcept>
 #include <string>
 
-#include "bgl/collnet/region.hpp"
+#include "bgl/collective_net_emu/region.hpp"
 #include "rung_wait.hpp"
 
-namespace bgl::collnet {
+namespace bgl::collective_net_emu {
 namespace {
 
 using namespace layout;
@@ -26,8 +26,8 @@ PacketSpan input(std::byte* slot, int index) {
 
 }  // namespace
 
-TreeEndpoint::TreeEndpoint(const pkt::Machine& machine, torus::Rank rank,
-                           const pkt::WaitPolicy& policy)
+TreeEndpoint::TreeEndpoint(const packet_layer::Machine& machine, torus_emu::Rank rank,
+                           const packet_layer::WaitPolicy& policy)
     : machine_(&machine), rank_(rank), policy_(rung_waits(policy)) {
   const auto region = attach_region(machine);
   region_ = region.data();
@@ -42,12 +42,12 @@ TreeEndpoint::TreeEndpoint(const pkt::Machine& machine, torus::Rank rank,
   int position = e->local_rank[0] == static_cast<std::int32_t>(rank) ? 0 : 1;
   while (e->inputs == 1 && e->parent >= 0) {
     position = e->position;
-    node = static_cast<torus::NodeId>(e->parent);
+    node = static_cast<torus_emu::NodeId>(e->parent);
     e = &nodes[machine.node_slot(node)];
   }
   entry_position_ = static_cast<std::uint8_t>(position);
   direct_ = e->inputs == 1;
-  for (; !direct_; e = &nodes[machine.node_slot(static_cast<torus::NodeId>(e->parent))]) {
+  for (; !direct_; e = &nodes[machine.node_slot(static_cast<torus_emu::NodeId>(e->parent))]) {
     chain_.push_back({e->ring_offset, e->slot_stride, e->inputs, e->position});
     if (e->parent < 0) break;
   }
@@ -78,24 +78,24 @@ TreeEndpoint::TreeEndpoint(const pkt::Machine& machine, torus::Rank rank,
   }
 }
 
-std::uint32_t TreeEndpoint::host_of(torus::Rank r) const {
+std::uint32_t TreeEndpoint::host_of(torus_emu::Rank r) const {
   if (header_->hosts == 1) return 0;
   return machine_->placement().node_host[machine_->mapping().location(r).node];
 }
 
 void TreeEndpoint::forward(const void* from, std::size_t bytes,
                            const std::atomic<std::uint64_t>* word, std::uint64_t value,
-                           const pkt::Doorbell* bell) const {
-  const pkt::StoreRequest base{0,
-                               region_index_,
-                               bytes ? offset_of(from) : 0,
-                               word ? offset_of(word) : pkt::kNoOffset,
-                               value,
-                               bell ? offset_of(bell) : pkt::kNoOffset};
+                           const packet_layer::Doorbell* bell) const {
+  const packet_layer::StoreRequest base{0,
+                                        region_index_,
+                                        bytes ? offset_of(from) : 0,
+                                        word ? offset_of(word) : packet_layer::kNoOffset,
+                                        value,
+                                        bell ? offset_of(bell) : packet_layer::kNoOffset};
   const std::span<const std::byte> data(static_cast<const std::byte*>(from), bytes);
   for (const std::uint32_t h : task_hosts_) {
     if (h == host_) continue;
-    pkt::StoreRequest r = base;
+    packet_layer::StoreRequest r = base;
     r.host = static_cast<std::uint16_t>(h);
     machine_->remote_store(rank_, r, data, policy_);
   }
@@ -360,7 +360,7 @@ void TreeEndpoint::commit_broadcast(RouteClass c, Seq seq) {
     for (const std::uint32_t h : task_hosts_) {
       if (h == host_) continue;
       d.readers_left.store(host_tasks[h], std::memory_order_relaxed);
-      pkt::StoreRequest r{
+      packet_layer::StoreRequest r{
           static_cast<std::uint16_t>(h), region_index_, offset_of(image),
           offset_of(&d.published),       seq + 1,       offset_of(&s.control->results)};
       machine_->remote_store(rank_, r, {image, bytes}, policy_);
@@ -412,8 +412,8 @@ void TreeEndpoint::release(RouteClass c, Seq seq) {
 }
 
 template <class Ready>
-void TreeEndpoint::block(pkt::Doorbell& bell, Ready&& ready) {
-  const pkt::wait_record::Reason reason(pkt::WaitKind::tree, 0);
+void TreeEndpoint::block(packet_layer::Doorbell& bell, Ready&& ready) {
+  const packet_layer::wait_record::Reason reason(packet_layer::WaitKind::tree, 0);
   counters_.sleeps += wait_until(bell, ready, policy_, meanwhile_);
 }
 
@@ -434,7 +434,7 @@ void TreeEndpoint::wait_writable(ClassState& s, Seq seq) {
 // Each task's inbox is a bounded multi-producer single-consumer ring (D. Vyukov's, as the packet
 // layer's reception FIFO): a sequence number per slot, producers claim slots with a CAS.
 
-TreeEndpoint::Inbox TreeEndpoint::inbox(torus::Rank r, std::uint32_t lane) const {
+TreeEndpoint::Inbox TreeEndpoint::inbox(torus_emu::Rank r, std::uint32_t lane) const {
   std::byte* base = region_ + header_->inbox_offset +
                     (std::uint64_t{r} * header_->hosts + lane) * header_->inbox_stride;
   Inbox in;
@@ -450,7 +450,7 @@ TreeEndpoint::Inbox TreeEndpoint::inbox(torus::Rank r, std::uint32_t lane) const
 // slots in their own host's replica (where that lane's tail lives), and the packet and the slot's
 // sequence number are forwarded to the receiver's host; the receiver's pop is forwarded back.
 // Sequence numbers only grow, as remote stores require. With one host there is one lane.
-InjectStatus TreeEndpoint::send(torus::Rank dest, std::uint32_t tag,
+InjectStatus TreeEndpoint::send(torus_emu::Rank dest, std::uint32_t tag,
                                 std::span<const std::byte> data) {
   if (dest >= header_->ntasks) throw std::invalid_argument("destination rank outside the job");
   if (dest != root_rank() && rank_ != root_rank())
@@ -479,12 +479,12 @@ InjectStatus TreeEndpoint::send(torus::Rank dest, std::uint32_t tag,
   const std::uint32_t dest_host = host_of(dest);
   if (dest_host != host_) {
     // The receiver sleeps on the bell of its own host's lane.
-    const pkt::StoreRequest r{static_cast<std::uint16_t>(dest_host),
-                              region_index_,
-                              offset_of(&slot),
-                              offset_of(&in.seq[pos & mask]),
-                              pos + 1,
-                              offset_of(&inbox(dest, dest_host).control->bell)};
+    const packet_layer::StoreRequest r{static_cast<std::uint16_t>(dest_host),
+                                       region_index_,
+                                       offset_of(&slot),
+                                       offset_of(&in.seq[pos & mask]),
+                                       pos + 1,
+                                       offset_of(&inbox(dest, dest_host).control->bell)};
     machine_->remote_store(
         rank_, r,
         {reinterpret_cast<const std::byte*>(&slot), offsetof(InboxSlot, data) + data.size()},
@@ -539,13 +539,13 @@ void TreeEndpoint::pop_inbox() {
 }
 
 void TreeEndpoint::forward_to(std::uint32_t host, const std::atomic<std::uint64_t>* word,
-                              std::uint64_t value, const pkt::Doorbell* bell) const {
-  const pkt::StoreRequest r{
+                              std::uint64_t value, const packet_layer::Doorbell* bell) const {
+  const packet_layer::StoreRequest r{
       static_cast<std::uint16_t>(host), region_index_, 0, offset_of(word), value, offset_of(bell)};
   machine_->remote_store(rank_, r, {}, policy_);
 }
 
-void TreeEndpoint::wait_send_space(torus::Rank dest) {
+void TreeEndpoint::wait_send_space(torus_emu::Rank dest) {
   const Inbox in = inbox(dest, host_);
   const std::uint64_t mask = header_->inbox - 1;
   block(in.control->bell, [&] {
@@ -558,4 +558,4 @@ void TreeEndpoint::wait_inbox() {
   block(my_lanes_[host_].control->bell, [&] { return peek_inbox().has_value(); });
 }
 
-}  // namespace bgl::collnet
+}  // namespace bgl::collective_net_emu

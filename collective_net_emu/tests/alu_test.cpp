@@ -1,4 +1,4 @@
-#include "bgl/collnet/alu.hpp"
+#include "bgl/collective_net_emu/alu.hpp"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-namespace bgl::collnet {
+namespace bgl::collective_net_emu {
 namespace {
 
 using Packet = std::array<std::byte, kPacketBytes>;
@@ -209,4 +209,4 @@ TEST(Alu, ValidityAndNames) {
 }
 
 }  // namespace
-}  // namespace bgl::collnet
+}  // namespace bgl::collective_net_emu

@@ -30,16 +30,16 @@
 #include <string_view>
 #include <vector>
 
-#include "bgl/collnet/collective_network.hpp"
-#include "bgl/pkt/runtime.hpp"
-#include "bgl/torus/error.hpp"
+#include "bgl/collective_net_emu/collective_network.hpp"
+#include "bgl/packet_layer/runtime.hpp"
+#include "bgl/torus_emu/error.hpp"
 #include "exact_sum.hpp"
 #include "rank_check.hpp"
 
 namespace {
 
 using namespace bgl;
-using namespace bgl::collnet;
+using namespace bgl::collective_net_emu;
 
 std::uint64_t mix(std::uint64_t z) {
   z += 0x9e3779b97f4a7c15ULL;
@@ -49,13 +49,13 @@ std::uint64_t mix(std::uint64_t z) {
 }
 
 struct Context {
-  pkt::Runtime& rt;
+  packet_layer::Runtime& rt;
   CollectiveNetwork net;
   int me, size;
   std::uint64_t delay_state;
   int max_delay_us;
 
-  Context(pkt::Runtime& r, std::uint64_t delay_seed, int delay_us)
+  Context(packet_layer::Runtime& r, std::uint64_t delay_seed, int delay_us)
       : rt(r),
         net(r),
         me(static_cast<int>(r.rank())),
@@ -166,7 +166,7 @@ int ops(Context& c, std::uint64_t seed) {
   }
   // Reduce to a root (the others discard), roots spread over the job.
   for (int k = 0; k < 3; ++k) {
-    const auto root = static_cast<torus::Rank>((k * 7) % c.size);
+    const auto root = static_cast<torus_emu::Rank>((k * 7) % c.size);
     const Op op{AluOp::add, Lane::i64};
     ++index;
     c.delay();
@@ -251,7 +251,7 @@ int fp(Context& c, std::uint64_t data_seed, std::size_t n) {
   c.delay();
   BGL_CHECK(c.net.allreduce_sum(in, out) == Status::ok, c.me);
   for (std::size_t i = 0; i < n; ++i) {
-    collnet::test::ExactSum s;
+    collective_net_emu::test::ExactSum s;
     for (int r = 0; r < c.size; ++r)
       s.add(fp_input(data_seed, r, i, 39));
     BGL_CHECK(std::bit_cast<std::uint64_t>(out[i]) == std::bit_cast<std::uint64_t>(s.to_double()),
@@ -331,7 +331,7 @@ int long_messages(Context& c, std::size_t mib) {
     if (c.me == root)
       for (std::size_t i = 0; i < words; ++i)
         b[i] = mix(i ^ static_cast<std::uint64_t>(root));
-    c.net.broadcast(static_cast<torus::Rank>(root), std::as_writable_bytes(std::span(b)));
+    c.net.broadcast(static_cast<torus_emu::Rank>(root), std::as_writable_bytes(std::span(b)));
     for (std::size_t i = 0; i < words; ++i)
       BGL_CHECK(b[i] == mix(i ^ static_cast<std::uint64_t>(root)), c.me);
   }
@@ -348,7 +348,7 @@ int bcast(Context& c, std::uint64_t seed) {
       c.delay();
       std::vector<std::byte> b(n, std::byte{0});
       if (c.me == root) b = input_bytes(seed, root, n, n);
-      c.net.broadcast(static_cast<torus::Rank>(root), b);
+      c.net.broadcast(static_cast<torus_emu::Rank>(root), b);
       BGL_CHECK(b == input_bytes(seed, root, n, n), c.me);
       ++count;
     }
@@ -409,7 +409,7 @@ int wires(Context& c) {
 
 int p2p(Context& c, std::uint32_t n) {
   auto& tree = c.net.tree();
-  const torus::Rank root = tree.root_rank();
+  const torus_emu::Rank root = tree.root_rank();
   if (c.rt.rank() == root) {
     std::vector<std::uint32_t> next(static_cast<std::size_t>(c.size), 0);
     for (std::uint64_t got = 0; got < std::uint64_t{n} * static_cast<std::uint64_t>(c.size - 1);
@@ -421,7 +421,7 @@ int p2p(Context& c, std::uint32_t n) {
       BGL_CHECK(in.data[0] == static_cast<std::byte>(in.source) &&
                     in.data[255] == static_cast<std::byte>(in.tag),
                 c.me);
-      const torus::Rank to = in.source;
+      const torus_emu::Rank to = in.source;
       const std::uint32_t tag = in.tag;
       tree.pop_inbox();
       if (tag % 10 == 9) {
@@ -481,7 +481,7 @@ int run(int argc, char** argv) {
     throw ConfigError(
         "usage: collnet_scenarios "
         "ops|stream|fp|special|long|bcast|barrier|wires|p2p|classes|endless ...");
-  auto rt = pkt::Runtime::from_environment();
+  auto rt = packet_layer::Runtime::from_environment();
   const std::string_view what = argv[1];
   const auto arg = [&](int i, std::uint64_t fallback) {
     return argc > i ? static_cast<std::uint64_t>(std::stoull(argv[i])) : fallback;

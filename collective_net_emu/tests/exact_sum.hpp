@@ -7,7 +7,7 @@
 #include <cmath>
 #include <cstdint>
 
-namespace bgl::collnet::test {
+namespace bgl::collective_net_emu::test {
 
 class ExactSum {
  public:
@@ -85,4 +85,4 @@ class ExactSum {
   std::array<std::uint64_t, kWords> w_{};
 };
 
-}  // namespace bgl::collnet::test
+}  // namespace bgl::collective_net_emu::test

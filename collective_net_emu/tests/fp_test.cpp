@@ -1,4 +1,4 @@
-#include "bgl/collnet/fp.hpp"
+#include "bgl/collective_net_emu/fp.hpp"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 
 #include "exact_sum.hpp"
 
-namespace bgl::collnet::fp {
+namespace bgl::collective_net_emu::fp {
 namespace {
 
 using test::ExactSum;
@@ -235,4 +235,4 @@ TEST(Fp, PacketCodecsKeepPositionsAndReportNaN) {
 }
 
 }  // namespace
-}  // namespace bgl::collnet::fp
+}  // namespace bgl::collective_net_emu::fp

@@ -10,18 +10,18 @@
 #include <random>
 #include <vector>
 
-#include "bgl/collnet/collective_network.hpp"
+#include "bgl/collective_net_emu/collective_network.hpp"
 #include "in_process_hosts.hpp"
 #include "in_process_job.hpp"
 
-namespace bgl::collnet {
+namespace bgl::collective_net_emu {
 namespace {
 
 using test::InProcessHosts;
 using test::InProcessJob;
 constexpr auto kClass = RouteClass::combine1;  // CollectiveNetwork uses combine0
 
-std::vector<std::uint64_t> input_of(torus::Rank rank, std::size_t n) {
+std::vector<std::uint64_t> input_of(torus_emu::Rank rank, std::size_t n) {
   std::mt19937_64 rng(rank * 7919 + 5);
   std::vector<std::uint64_t> v(n);
   for (auto& x : v)
@@ -29,7 +29,7 @@ std::vector<std::uint64_t> input_of(torus::Rank rank, std::size_t n) {
   return v;
 }
 
-std::vector<double> doubles_of(torus::Rank rank, std::size_t n) {
+std::vector<double> doubles_of(torus_emu::Rank rank, std::size_t n) {
   std::mt19937_64 rng(rank * 104729 + 11);
   std::uniform_real_distribution<double> mantissa(-1, 1);
   std::uniform_int_distribution<int> exponent(-30, 30);
@@ -44,7 +44,7 @@ TEST(Hosts, IntegerAndFloatingPointResultsEqualOneHost) {
   constexpr std::size_t kWords = 1000, kDoubles = 700;
   std::vector<std::uint64_t> sum(kWords, 0), max(kWords, 0);
   for (int r = 0; r < kTasks; ++r) {
-    const auto in = input_of(static_cast<torus::Rank>(r), kWords);
+    const auto in = input_of(static_cast<torus_emu::Rank>(r), kWords);
     for (std::size_t i = 0; i < kWords; ++i) {
       sum[i] += in[i];
       max[i] = std::max(max[i], in[i]);
@@ -54,7 +54,7 @@ TEST(Hosts, IntegerAndFloatingPointResultsEqualOneHost) {
   std::vector<double> one_host(kDoubles);
   {
     InProcessJob job(kTasks, "2x2x2");
-    job.run([&](torus::Rank rank) {
+    job.run([&](torus_emu::Rank rank) {
       CollectiveNetwork net(job.machine(), rank, job.policy());
       std::vector<double> out(kDoubles);
       EXPECT_EQ(net.allreduce_sum(doubles_of(rank, kDoubles), out), Status::ok);
@@ -65,7 +65,7 @@ TEST(Hosts, IntegerAndFloatingPointResultsEqualOneHost) {
     SCOPED_TRACE(std::to_string(hosts) + " hosts");
     InProcessHosts job(kTasks, "2x2x2", hosts);
     std::atomic<int> failures{0};
-    job.run([&](torus::Rank rank) {
+    job.run([&](torus_emu::Rank rank) {
       CollectiveNetwork net(job.machine(rank), rank, job.policy());
       const auto in = input_of(rank, kWords);
       std::vector<std::uint64_t> out(kWords);
@@ -86,12 +86,12 @@ TEST(Hosts, StreamingBroadcastBarrierWiresAndPointToPoint) {
   Options options;
   options.ring_packets = 4;  // the window and the partial rings wrap many times
   options.inbox_packets = 2;
-  pkt::OfiOptions ofi;
+  packet_layer::OfiOptions ofi;
   ofi.credits = 2;
   ofi.batch = 1;
   InProcessHosts job(6, "3x2x1", 2, options, ofi);
   std::atomic<int> failures{0};
-  job.run([&](torus::Rank rank) {
+  job.run([&](torus_emu::Rank rank) {
     CollectiveNetwork net(job.machine(rank), rank, job.policy());
     TreeEndpoint& tree = net.tree();
     // 200 packets streamed through the 4-deep window: each packet's sum of ranks + seq.
@@ -111,7 +111,7 @@ TEST(Hosts, StreamingBroadcastBarrierWiresAndPointToPoint) {
       }
     }
     // Broadcasts from every rank.
-    for (torus::Rank root = 0; root < 6; ++root) {
+    for (torus_emu::Rank root = 0; root < 6; ++root) {
       std::vector<std::uint64_t> b(100, rank == root ? root * 1000 + 7 : 0);
       net.broadcast(root, std::as_writable_bytes(std::span(b)));
       if (b != std::vector<std::uint64_t>(100, root * 1000 + 7)) ++failures;
@@ -156,4 +156,4 @@ TEST(Hosts, StreamingBroadcastBarrierWiresAndPointToPoint) {
 }
 
 }  // namespace
-}  // namespace bgl::collnet
+}  // namespace bgl::collective_net_emu

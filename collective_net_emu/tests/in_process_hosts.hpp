@@ -11,33 +11,33 @@
 #include <thread>
 #include <vector>
 
-#include "bgl/collnet/region.hpp"
-#include "bgl/pkt/machine.hpp"
-#include "bgl/pkt/ofi_agent.hpp"
+#include "bgl/collective_net_emu/region.hpp"
+#include "bgl/packet_layer/machine.hpp"
+#include "bgl/packet_layer/ofi_agent.hpp"
 #include "in_process_job.hpp"
 
-namespace bgl::collnet::test {
+namespace bgl::collective_net_emu::test {
 
 class InProcessHosts {
  public:
   InProcessHosts(int ntasks, const std::string& shape, int hosts, const Options& options = {},
-                 pkt::OfiOptions ofi = {})
-      : policy_(pkt::WaitPolicy::for_job(ntasks)) {
+                 packet_layer::OfiOptions ofi = {})
+      : policy_(packet_layer::WaitPolicy::for_job(ntasks)) {
     std::vector<std::vector<std::byte>> addresses;
     for (int h = 0; h < hosts; ++h) {
-      pkt::JobOptions o;
+      packet_layer::JobOptions o;
       o.ntasks = ntasks;
       o.shape = shape;
       o.hosts = hosts;
       o.host_index = h;
-      auto config = pkt::JobConfig::resolve(o);
+      auto config = packet_layer::JobConfig::resolve(o);
       config.regions.push_back({std::string(kRegionName), region_bytes(config, options)});
       Host& host = hosts_.emplace_back();
       host.job = std::make_unique<test_support::InProcessMachine>(std::move(config), policy_);
       format(host.job->machine, options);
       ofi.timeout = std::chrono::milliseconds(60'000);
-      host.agent =
-          std::make_unique<pkt::OfiAgent>(host.job->machine, host.job->config.placement, ofi);
+      host.agent = std::make_unique<packet_layer::OfiAgent>(host.job->machine,
+                                                            host.job->config.placement, ofi);
       addresses.push_back(host.agent->address());
     }
     for (auto& host : hosts_)
@@ -54,17 +54,17 @@ class InProcessHosts {
   }
 
   // The machine (segment) of `rank`'s host.
-  const pkt::Machine& machine(torus::Rank rank) const {
+  const packet_layer::Machine& machine(torus_emu::Rank rank) const {
     const auto& c = hosts_.front().job->config;
     return hosts_[c.placement.node_host[c.mapping.location(rank).node]].job->machine;
   }
-  const pkt::WaitPolicy& policy() const { return policy_; }
+  const packet_layer::WaitPolicy& policy() const { return policy_; }
   int ntasks() const { return hosts_.front().job->ntasks(); }
-  pkt::OfiStats stats(int host) const {
+  packet_layer::OfiStats stats(int host) const {
     return hosts_[static_cast<std::size_t>(host)].agent->stats();
   }
 
-  void run(const std::function<void(torus::Rank)>& task) const { run_threads(ntasks(), task); }
+  void run(const std::function<void(torus_emu::Rank)>& task) const { run_threads(ntasks(), task); }
 
   // Ends every agent (each waits for the others' goodbyes); the first fault, if any.
   std::optional<std::string> finish() {
@@ -83,12 +83,12 @@ class InProcessHosts {
  private:
   struct Host {
     std::unique_ptr<test_support::InProcessMachine> job;
-    std::unique_ptr<pkt::OfiAgent> agent;  // goes first
+    std::unique_ptr<packet_layer::OfiAgent> agent;  // goes first
   };
   std::vector<Host> hosts_;
-  pkt::WaitPolicy policy_;
+  packet_layer::WaitPolicy policy_;
   bool finished_ = false;
   std::optional<std::string> fault_;
 };
 
-}  // namespace bgl::collnet::test
+}  // namespace bgl::collective_net_emu::test

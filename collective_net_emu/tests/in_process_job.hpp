@@ -9,17 +9,17 @@
 #include <thread>
 #include <vector>
 
-#include "bgl/collnet/region.hpp"
-#include "bgl/pkt/machine.hpp"
+#include "bgl/collective_net_emu/region.hpp"
+#include "bgl/packet_layer/machine.hpp"
 #include "bgl/test_support/in_process_machine.hpp"
 
-namespace bgl::collnet::test {
+namespace bgl::collective_net_emu::test {
 
 // Runs task(rank) for ranks 0..ntasks-1, one thread each, and joins them.
-inline void run_threads(int ntasks, const std::function<void(torus::Rank)>& task) {
+inline void run_threads(int ntasks, const std::function<void(torus_emu::Rank)>& task) {
   std::vector<std::thread> threads;
   for (int r = 0; r < ntasks; ++r)
-    threads.emplace_back(task, static_cast<torus::Rank>(r));
+    threads.emplace_back(task, static_cast<torus_emu::Rank>(r));
   for (auto& t : threads)
     t.join();
 }
@@ -28,25 +28,25 @@ class InProcessJob {
  public:
   InProcessJob(int ntasks, const std::string& shape, const std::string& mode = "heater",
                const Options& options = {})
-      : job_(make_config(ntasks, shape, mode, options), pkt::WaitPolicy::for_job(ntasks)) {
+      : job_(make_config(ntasks, shape, mode, options), packet_layer::WaitPolicy::for_job(ntasks)) {
     format(job_.machine, options);
   }
 
-  const pkt::Machine& machine() const { return job_.machine; }
-  const pkt::WaitPolicy& policy() const { return job_.policy; }
+  const packet_layer::Machine& machine() const { return job_.machine; }
+  const packet_layer::WaitPolicy& policy() const { return job_.policy; }
   int ntasks() const { return job_.ntasks(); }
 
   // Runs task(rank) on one thread per task and joins them.
-  void run(const std::function<void(torus::Rank)>& task) const { run_threads(ntasks(), task); }
+  void run(const std::function<void(torus_emu::Rank)>& task) const { run_threads(ntasks(), task); }
 
  private:
-  static pkt::JobConfig make_config(int ntasks, const std::string& shape, const std::string& mode,
-                                    const Options& options) {
-    pkt::JobOptions o;
+  static packet_layer::JobConfig make_config(int ntasks, const std::string& shape,
+                                             const std::string& mode, const Options& options) {
+    packet_layer::JobOptions o;
     o.ntasks = ntasks;
     o.shape = shape;
     o.mode = mode;
-    auto config = pkt::JobConfig::resolve(o);
+    auto config = packet_layer::JobConfig::resolve(o);
     config.regions.push_back({std::string(kRegionName), region_bytes(config, options)});
     return config;
   }
@@ -54,4 +54,4 @@ class InProcessJob {
   test_support::InProcessMachine job_;
 };
 
-}  // namespace bgl::collnet::test
+}  // namespace bgl::collective_net_emu::test

@@ -13,13 +13,13 @@
 #include <thread>
 #include <vector>
 
-#include "bgl/collnet/collective_network.hpp"
-#include "bgl/pkt/endpoint.hpp"
-#include "bgl/torus/error.hpp"
+#include "bgl/collective_net_emu/collective_network.hpp"
+#include "bgl/packet_layer/endpoint.hpp"
+#include "bgl/torus_emu/error.hpp"
 #include "exact_sum.hpp"
 #include "in_process_job.hpp"
 
-namespace bgl::collnet {
+namespace bgl::collective_net_emu {
 namespace {
 
 using test::InProcessJob;
@@ -38,7 +38,7 @@ std::uint64_t word_of(std::span<const std::byte> b) {
   return v;
 }
 
-std::vector<std::uint64_t> input_of(torus::Rank rank, std::size_t n, std::uint64_t salt = 0) {
+std::vector<std::uint64_t> input_of(torus_emu::Rank rank, std::size_t n, std::uint64_t salt = 0) {
   std::mt19937_64 rng(rank * 7919 + salt);
   std::vector<std::uint64_t> v(n);
   for (auto& x : v)
@@ -58,14 +58,14 @@ TEST(Stream, AllreduceMatchesTheSequentialReference) {
     constexpr std::size_t kWords = 1000;  // 32 packets, the last one partial
     std::vector<std::uint64_t> expect(kWords, 0), expect_max(kWords, 0);
     for (int r = 0; r < n; ++r) {
-      const auto in = input_of(static_cast<torus::Rank>(r), kWords);
+      const auto in = input_of(static_cast<torus_emu::Rank>(r), kWords);
       for (std::size_t i = 0; i < kWords; ++i) {
         expect[i] += in[i];
         expect_max[i] = std::max(expect_max[i], in[i]);
       }
     }
     std::atomic<int> failures{0};
-    job.run([&](torus::Rank rank) {
+    job.run([&](torus_emu::Rank rank) {
       CollectiveNetwork net(job.machine(), rank, job.policy());
       const auto in = input_of(rank, kWords);
       std::vector<std::uint64_t> out(kWords);
@@ -131,7 +131,7 @@ TEST(Stream, MisuseIsRejected) {
 TEST(Stream, OperationsTheTasksDisagreeOnAreReportedNotMixed) {
   InProcessJob job(3, "3x1x1");
   std::atomic<int> mismatches{0};
-  job.run([&](torus::Rank rank) {
+  job.run([&](torus_emu::Rank rank) {
     TreeEndpoint ep(job.machine(), rank, job.policy());
     const Op op{rank == 2 ? AluOp::max : AluOp::add, Lane::u64};
     ASSERT_EQ(ep.inject(kClass, 0, op, bytes_of(rank)), InjectStatus::ok);
@@ -150,14 +150,14 @@ TEST(Stream, SlowContributorsCauseBackpressureNotLoss) {
   InProcessJob job(6, "3x2x1", "heater", options);
   constexpr std::size_t kWords = 32 * 200;  // 200 packets through an 8-deep ring
   std::vector<std::uint64_t> expect(kWords, 0);
-  for (torus::Rank r = 0; r < 6; ++r) {
+  for (torus_emu::Rank r = 0; r < 6; ++r) {
     const auto in = input_of(r, kWords, 5);
     for (std::size_t i = 0; i < kWords; ++i)
       expect[i] ^= in[i];
   }
   std::atomic<int> failures{0};
   std::atomic<std::uint64_t> fast_full{0};
-  job.run([&](torus::Rank rank) {
+  job.run([&](torus_emu::Rank rank) {
     TreeEndpoint ep(job.machine(), rank, job.policy());
     const auto in = input_of(rank, kWords, 5);
     std::vector<std::uint64_t> out(kWords);
@@ -195,9 +195,9 @@ TEST(Stream, BroadcastFromEveryRootWithASleepyReader) {
   options.ring_packets = 4;
   InProcessJob job(5, "5x1x1", "heater", options);
   std::atomic<int> failures{0};
-  job.run([&](torus::Rank rank) {
+  job.run([&](torus_emu::Rank rank) {
     CollectiveNetwork net(job.machine(), rank, job.policy());
-    for (torus::Rank root = 0; root < 5; ++root) {
+    for (torus_emu::Rank root = 0; root < 5; ++root) {
       std::vector<std::uint64_t> buf(32 * 20 + 3);  // 21 packets through a 4-deep ring
       if (rank == root) buf = input_of(root, buf.size(), 9);
       if (rank == 3) std::this_thread::sleep_for(2ms);
@@ -211,7 +211,7 @@ TEST(Stream, BroadcastFromEveryRootWithASleepyReader) {
 TEST(Stream, FloatingPointSumIsBitIdenticalEverywhereAndCorrectlyRounded) {
   InProcessJob job(6, "3x2x1");
   constexpr std::size_t kCount = 64 * 20 + 17;  // 21 groups: more than the lookahead
-  const auto input = [](torus::Rank r) {
+  const auto input = [](torus_emu::Rank r) {
     std::mt19937_64 rng(r + 11);
     std::vector<double> v(kCount);
     for (auto& x : v)
@@ -222,19 +222,19 @@ TEST(Stream, FloatingPointSumIsBitIdenticalEverywhereAndCorrectlyRounded) {
   std::vector<double> expect(kCount);
   for (std::size_t i = 0; i < kCount; ++i) {
     test::ExactSum s;
-    for (torus::Rank r = 0; r < 6; ++r)
+    for (torus_emu::Rank r = 0; r < 6; ++r)
       s.add(input(r)[i]);
     expect[i] = s.to_double();
   }
   std::vector<std::vector<double>> results(6);
-  job.run([&](torus::Rank rank) {
+  job.run([&](torus_emu::Rank rank) {
     CollectiveNetwork net(job.machine(), rank, job.policy());
     auto v = input(rank);
     if (rank % 2) std::this_thread::sleep_for(std::chrono::milliseconds(rank));
     ASSERT_EQ(net.allreduce_sum(v, v), Status::ok);  // in place
     results[rank] = v;
   });
-  for (torus::Rank r = 0; r < 6; ++r)
+  for (torus_emu::Rank r = 0; r < 6; ++r)
     for (std::size_t i = 0; i < kCount; ++i)
       ASSERT_EQ(std::bit_cast<std::uint64_t>(results[r][i]),
                 std::bit_cast<std::uint64_t>(expect[i]))
@@ -246,7 +246,7 @@ TEST(Stream, FloatingPointScheduleWorksWithTheSmallestRing) {
   options.ring_packets = 2;  // phase 2 of a group waits for its phase-1 result every time
   InProcessJob job(3, "3x1x1", "heater", options);
   std::vector<std::vector<double>> results(3);
-  job.run([&](torus::Rank rank) {
+  job.run([&](torus_emu::Rank rank) {
     CollectiveNetwork net(job.machine(), rank, job.policy());
     std::vector<double> v(300);
     for (std::size_t i = 0; i < v.size(); ++i)
@@ -263,7 +263,7 @@ TEST(Stream, FloatingPointScheduleWorksWithTheSmallestRing) {
 
 TEST(Stream, FloatingPointSpecialValuesComeBackWithAStatus) {
   InProcessJob job(3, "3x1x1");
-  job.run([&](torus::Rank rank) {
+  job.run([&](torus_emu::Rank rank) {
     CollectiveNetwork net(job.machine(), rank, job.policy());
     std::vector<double> v{1.0, 2.0, 3.0};
     if (rank == 1) v[1] = std::numeric_limits<double>::infinity();
@@ -287,7 +287,7 @@ TEST(GlobalInterruptTest, BarrierHoldsEveryoneUntilAllArrive) {
   constexpr int kRounds = 300;
   std::vector<std::atomic<int>> arrived(kRounds);
   std::atomic<int> failures{0};
-  job.run([&](torus::Rank rank) {
+  job.run([&](torus_emu::Rank rank) {
     GlobalInterrupt gi(job.machine(), rank, job.policy());
     std::mt19937 rng(rank);
     for (int k = 0; k < kRounds; ++k) {
@@ -317,7 +317,7 @@ TEST(GlobalInterruptTest, SplitPhaseBarrier) {
 TEST(GlobalInterruptTest, WiresReadOrAndAnd) {
   InProcessJob job(3, "3x1x1");
   std::vector<std::unique_ptr<GlobalInterrupt>> gi;
-  for (torus::Rank r = 0; r < 3; ++r)
+  for (torus_emu::Rank r = 0; r < 3; ++r)
     gi.push_back(std::make_unique<GlobalInterrupt>(job.machine(), r, job.policy()));
   EXPECT_FALSE(gi[0]->wire_any(1));
   gi[1]->set_wire(1, true);
@@ -344,25 +344,25 @@ TEST(GlobalInterruptTest, WiresReadOrAndAnd) {
 // wake it in time.
 TEST(GlobalInterruptTest, AWaitingTaskAnswersPacketsAsTheyArrive) {
   InProcessJob job(2, "2x1x1");
-  pkt::WaitPolicy sleepy;
+  packet_layer::WaitPolicy sleepy;
   sleepy.spin_rounds = 0;
   sleepy.yield_rounds = 0;
   sleepy.max_sleep = 30s;
   constexpr int kPings = 20;
   std::atomic<int> late{0};
-  job.run([&](torus::Rank rank) {
-    pkt::Endpoint ep(job.machine(), rank, 0, job.policy());
+  job.run([&](torus_emu::Rank rank) {
+    packet_layer::Endpoint ep(job.machine(), rank, 0, job.policy());
     GlobalInterrupt gi(job.machine(), rank, sleepy);
     const std::array<std::byte, 8> payload{};
-    const pkt::PacketSpec to_peer{ep.destination_of(1 - rank)};
+    const packet_layer::PacketSpec to_peer{ep.destination_of(1 - rank)};
     if (rank == 0) {
       const auto answer = [](void* context) {
-        auto& e = *static_cast<pkt::Endpoint*>(context);
+        auto& e = *static_cast<packet_layer::Endpoint*>(context);
         const auto f = e.poll();
         if (!f) return false;
         e.discard(*f);
         const std::array<std::byte, 8> pong{};
-        while (e.inject(0, {e.destination_of(1)}, pong) == pkt::InjectStatus::full)
+        while (e.inject(0, {e.destination_of(1)}, pong) == packet_layer::InjectStatus::full)
           e.advance();
         return true;
       };
@@ -372,10 +372,10 @@ TEST(GlobalInterruptTest, AWaitingTaskAnswersPacketsAsTheyArrive) {
     }
     for (int i = 0; i < kPings && late == 0; ++i) {
       std::this_thread::sleep_for(i == 0 ? 100ms : 5ms);  // the waiting task falls asleep
-      while (ep.inject(0, to_peer, payload) == pkt::InjectStatus::full)
+      while (ep.inject(0, to_peer, payload) == packet_layer::InjectStatus::full)
         ep.advance();
       const auto sent = std::chrono::steady_clock::now();
-      std::optional<pkt::FifoRef> f;
+      std::optional<packet_layer::FifoRef> f;
       while (!(f = ep.poll()) && late == 0) {
         if (std::chrono::steady_clock::now() - sent > 10s) ++late;
         ep.wait();
@@ -393,9 +393,9 @@ TEST(PointToPoint, TasksTalkToTheRootAndBack) {
   InProcessJob job(6, "3x2x1", "heater", options);
   constexpr std::uint32_t kPerTask = 50;
   std::atomic<int> failures{0};
-  job.run([&](torus::Rank rank) {
+  job.run([&](torus_emu::Rank rank) {
     TreeEndpoint ep(job.machine(), rank, job.policy());
-    const torus::Rank root = ep.root_rank();
+    const torus_emu::Rank root = ep.root_rank();
     if (rank == root) {
       std::vector<std::uint32_t> next(6, 0);
       for (std::uint32_t got = 0; got < kPerTask * 5; ++got) {
@@ -405,7 +405,7 @@ TEST(PointToPoint, TasksTalkToTheRootAndBack) {
         if (in.tag != next[in.source]++ || word_of(in.data) != in.source * 1000u + in.tag)
           ++failures;
         const auto reply = bytes_of(in.tag * 2);
-        const torus::Rank to = in.source;
+        const torus_emu::Rank to = in.source;
         ep.pop_inbox();
         while (ep.send(to, in.tag, reply) == InjectStatus::full)
           ep.wait_send_space(to);
@@ -426,15 +426,16 @@ TEST(PointToPoint, TasksTalkToTheRootAndBack) {
 }
 
 TEST(Region, JobsWithoutTheRegionGetAClearError) {
-  pkt::JobOptions o;
+  packet_layer::JobOptions o;
   o.ntasks = 2;
-  const auto config = pkt::JobConfig::resolve(o);
-  std::vector<std::byte> memory(pkt::Machine::segment_bytes(config) + 4096);
+  const auto config = packet_layer::JobConfig::resolve(o);
+  std::vector<std::byte> memory(packet_layer::Machine::segment_bytes(config) + 4096);
   auto* aligned = reinterpret_cast<std::byte*>(
       (reinterpret_cast<std::uintptr_t>(memory.data()) + 4095) & ~std::uintptr_t{4095});
-  const auto machine = pkt::Machine::format({aligned, pkt::Machine::segment_bytes(config)}, config);
+  const auto machine = packet_layer::Machine::format(
+      {aligned, packet_layer::Machine::segment_bytes(config)}, config);
   try {
-    TreeEndpoint ep(machine, 0, pkt::WaitPolicy{});
+    TreeEndpoint ep(machine, 0, packet_layer::WaitPolicy{});
     ADD_FAILURE();
   } catch (const ConfigError& e) {
     EXPECT_THAT(e.what(), ::testing::HasSubstr("no collective network region"));
@@ -442,4 +443,4 @@ TEST(Region, JobsWithoutTheRegionGetAClearError) {
 }
 
 }  // namespace
-}  // namespace bgl::collnet
+}  // namespace bgl::collective_net_emu

@@ -1,4 +1,4 @@
-#include "bgl/collnet/tree.hpp"
+#include "bgl/collective_net_emu/tree.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -6,36 +6,36 @@
 #include <cstdlib>
 #include <set>
 
-#include "bgl/collnet/options.hpp"
-#include "bgl/torus/distance.hpp"
-#include "bgl/torus/error.hpp"
+#include "bgl/collective_net_emu/options.hpp"
+#include "bgl/torus_emu/distance.hpp"
+#include "bgl/torus_emu/error.hpp"
 
-namespace bgl::collnet {
+namespace bgl::collective_net_emu {
 namespace {
 
 using ::testing::HasSubstr;
 
-torus::Mapping mapping_of(const std::string& shape, int tasks_per_node, int ntasks,
-                          const std::string& mesh = "") {
-  return torus::Mapping::from_order(torus::Shape::parse(shape, mesh), tasks_per_node,
-                                    tasks_per_node == 2 ? "XYZT" : "XYZ", ntasks);
+torus_emu::Mapping mapping_of(const std::string& shape, int tasks_per_node, int ntasks,
+                              const std::string& mesh = "") {
+  return torus_emu::Mapping::from_order(torus_emu::Shape::parse(shape, mesh), tasks_per_node,
+                                        tasks_per_node == 2 ? "XYZT" : "XYZ", ntasks);
 }
 
 // Spanning, acyclic, fan-out respected, depths consistent, children listed once.
-void expect_valid(const Tree& t, const torus::Mapping& m, int fanout) {
-  std::set<torus::NodeId> occupied;
+void expect_valid(const Tree& t, const torus_emu::Mapping& m, int fanout) {
+  std::set<torus_emu::NodeId> occupied;
   for (const auto& loc : m.locations())
     occupied.insert(loc.node);
   ASSERT_EQ(t.nodes().size(), occupied.size());
   EXPECT_EQ(t.root(), m.location(0).node);
   EXPECT_FALSE(t.parent(t.root()));
-  std::set<torus::NodeId> seen;
+  std::set<torus_emu::NodeId> seen;
   int height = 0;
-  for (const torus::NodeId n : t.nodes()) {
+  for (const torus_emu::NodeId n : t.nodes()) {
     ASSERT_TRUE(occupied.count(n)) << n;
     ASSERT_TRUE(seen.insert(n).second) << "node " << n << " twice";
     EXPECT_LE(t.children(n).size(), static_cast<std::size_t>(fanout));
-    for (const torus::NodeId c : t.children(n)) {
+    for (const torus_emu::NodeId c : t.children(n)) {
       ASSERT_EQ(t.parent(c), n);
       EXPECT_EQ(t.depth(c), t.depth(n) + 1);
     }
@@ -54,23 +54,23 @@ TEST(Tree, SeveralHostsGetOneTreeEachAndNoEdgeCrossesHosts) {
   for (const char* order : {"XYZ", "ZYX"}) {
     for (const auto& spec : {TreeSpec{}, TreeSpec::parse("kary:2", "test")}) {
       SCOPED_TRACE(std::string(order) + " " + spec.to_string());
-      const torus::Shape shape = torus::Shape::parse("4x4x4");
-      const auto m = torus::Mapping::from_order(shape, 1, order, 64);
+      const torus_emu::Shape shape = torus_emu::Shape::parse("4x4x4");
+      const auto m = torus_emu::Mapping::from_order(shape, 1, order, 64);
       std::vector<std::uint16_t> host(64);
-      for (torus::NodeId n = 0; n < 64; ++n)
+      for (torus_emu::NodeId n = 0; n < 64; ++n)
         host[n] = static_cast<std::uint16_t>(shape.coord(n).z);
       const Tree t = Tree::build(m, spec, host);
       ASSERT_EQ(t.nodes().size(), 64u);
       ASSERT_EQ(t.roots().size(), 4u);
       EXPECT_EQ(t.root(), m.location(0).node);
       std::set<std::uint16_t> root_hosts;
-      for (const torus::NodeId r : t.roots()) {
+      for (const torus_emu::NodeId r : t.roots()) {
         EXPECT_FALSE(t.parent(r));
         EXPECT_EQ(t.depth(r), 0);
         root_hosts.insert(host[r]);
       }
       EXPECT_EQ(root_hosts.size(), 4u);
-      for (const torus::NodeId n : t.nodes()) {
+      for (const torus_emu::NodeId n : t.nodes()) {
         EXPECT_LE(t.children(n).size(), static_cast<std::size_t>(spec.fanout));
         if (const auto p = t.parent(n)) {
           EXPECT_EQ(host[*p], host[n]) << n;
@@ -91,13 +91,13 @@ TEST(Tree, TorusTreeSpansEveryShapeWithAtMostThreeChildren) {
   for (const char* shape : {"1x1x1", "2x1x1", "3x1x1", "2x2x2", "3x3x3", "4x4x4", "4x4x2", "8x8x8",
                             "5x3x2", "64x2x1"}) {
     SCOPED_TRACE(shape);
-    const auto m = mapping_of(shape, 1, torus::Shape::parse(shape).node_count());
+    const auto m = mapping_of(shape, 1, torus_emu::Shape::parse(shape).node_count());
     const Tree t = Tree::build(m, TreeSpec{});
     expect_valid(t, m, 3);
     // Fully occupied: every tree edge is a torus link.
-    for (const torus::NodeId n : t.nodes())
+    for (const torus_emu::NodeId n : t.nodes())
       if (auto p = t.parent(n)) {
-        EXPECT_EQ(torus::distance(m.shape(), m.shape().coord(n), m.shape().coord(*p)), 1);
+        EXPECT_EQ(torus_emu::distance(m.shape(), m.shape().coord(n), m.shape().coord(*p)), 1);
       }
   }
 }
@@ -114,7 +114,7 @@ TEST(Tree, IsDeterministic) {
   const Tree a = Tree::build(m, TreeSpec{});
   const Tree b = Tree::build(m, TreeSpec{});
   ASSERT_TRUE(std::equal(a.nodes().begin(), a.nodes().end(), b.nodes().begin(), b.nodes().end()));
-  for (const torus::NodeId n : a.nodes())
+  for (const torus_emu::NodeId n : a.nodes())
     EXPECT_TRUE(std::equal(a.children(n).begin(), a.children(n).end(), b.children(n).begin(),
                            b.children(n).end()));
 }
@@ -134,15 +134,15 @@ TEST(Tree, MeshesPartialPartitionsAndVirtualNodeMode) {
 
 TEST(Tree, SparseMappingsAreAttachedToTheNearestNodeWithRoom) {
   // Tasks on x = 0, 3, 7 of an 8-node mesh line: no two are torus neighbours.
-  const torus::Shape shape = torus::Shape::parse("8x1x1", "x");
-  const auto m = torus::Mapping::from_locations(shape, 1, {{0, 0}, {3, 0}, {7, 0}});
+  const torus_emu::Shape shape = torus_emu::Shape::parse("8x1x1", "x");
+  const auto m = torus_emu::Mapping::from_locations(shape, 1, {{0, 0}, {3, 0}, {7, 0}});
   const Tree t = Tree::build(m, TreeSpec{});
   expect_valid(t, m, 3);
   EXPECT_EQ(t.parent(3), 0u);
   EXPECT_EQ(t.parent(7), 3u);  // 4 hops from node 3, 7 from node 0
   // Root elsewhere than node 0 (rank 0 sits on node 5).
-  const auto r = torus::Mapping::from_locations(torus::Shape::parse("3x3x1"), 1,
-                                                {{5, 0}, {0, 0}, {8, 0}, {4, 0}});
+  const auto r = torus_emu::Mapping::from_locations(torus_emu::Shape::parse("3x3x1"), 1,
+                                                    {{5, 0}, {0, 0}, {8, 0}, {4, 0}});
   const Tree rt = Tree::build(r, {TreeKind::torus, 1});
   expect_valid(rt, r, 1);
   EXPECT_EQ(rt.root(), 5u);
@@ -204,4 +204,4 @@ TEST(TreeOptions, EnvironmentOverridesDefaults) {
 }
 
 }  // namespace
-}  // namespace bgl::collnet
+}  // namespace bgl::collective_net_emu

@@ -1,4 +1,4 @@
-#include "bgl/coll/cost_model.hpp"
+#include "bgl/collectives/cost_model.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -6,10 +6,10 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "bgl/torus/distance.hpp"
-#include "bgl/torus/link_counters.hpp"
+#include "bgl/torus_emu/distance.hpp"
+#include "bgl/torus_emu/link_counters.hpp"
 
-namespace bgl::coll {
+namespace bgl::collectives {
 
 namespace {
 
@@ -26,9 +26,9 @@ std::uint64_t wire_bytes(std::uint64_t bytes, const CostConstants& c) {
   return w;
 }
 
-int tree_depth(const torus::Shape& s) {
+int tree_depth(const torus_emu::Shape& s) {
   int d = 0;
-  for (torus::Dim dim : {torus::Dim::x, torus::Dim::y, torus::Dim::z})
+  for (torus_emu::Dim dim : {torus_emu::Dim::x, torus_emu::Dim::y, torus_emu::Dim::z})
     d += s.is_torus(dim) ? s.extent(dim) / 2 : s.extent(dim) - 1;
   return std::max(d, 1);
 }
@@ -41,11 +41,11 @@ CostReport estimate_cost(const Schedule& schedule, const Params& params, const V
     throw std::invalid_argument("cost model: parameters carry no rank mapping (topology.mapping)");
   if (!trace.ok)
     throw std::invalid_argument("cost model: the schedule did not verify:\n" + trace.summary());
-  const torus::Mapping& m = *params.topology.mapping;
-  const torus::Shape& shape = m.shape();
+  const torus_emu::Mapping& m = *params.topology.mapping;
+  const torus_emu::Shape& shape = m.shape();
   CostReport out;
   out.rounds = trace.rounds;
-  torus::LinkCounters total(shape);
+  torus_emu::LinkCounters total(shape);
   std::vector<std::uint64_t> out_bytes(static_cast<std::size_t>(params.p), 0);
   const double cycle_ns = 1e9 / c.cpu_hz;
 
@@ -57,8 +57,8 @@ CostReport estimate_cost(const Schedule& schedule, const Params& params, const V
     double hw_ns = 0;
   };
   std::map<int, Level> levels;
-  auto link_key = [](const torus::Link& l) {
-    return static_cast<std::size_t>(l.node) * torus::kDirections + torus::index_of(l.dir);
+  auto link_key = [](const torus_emu::Link& l) {
+    return static_cast<std::size_t>(l.node) * torus_emu::kDirections + torus_emu::index_of(l.dir);
   };
 
   for (const Transfer& t : trace.transfers) {
@@ -79,25 +79,25 @@ CostReport estimate_cost(const Schedule& schedule, const Params& params, const V
       continue;
     }
     ++out.messages;
-    const torus::NodeId src = params.topology.node(t.source);
-    torus::Route route(src);
+    const torus_emu::NodeId src = params.topology.node(t.source);
+    torus_emu::Route route(src);
     if (t.kind == StepKind::line_send) {
-      const torus::NodeId dst = params.topology.node(t.receivers.back());
-      const auto line = torus::make_line(shape, src, dst, t.dir);
+      const torus_emu::NodeId dst = params.topology.node(t.receivers.back());
+      const auto line = torus_emu::make_line(shape, src, dst, t.dir);
       if (!line.line)
         throw std::invalid_argument("cost model: line from rank " + std::to_string(t.source) +
                                     ": " + line.error);
-      route = torus::line_route(shape, *line.line);
+      route = torus_emu::line_route(shape, *line.line);
       // Every receiver must be on the line, in order.
-      std::vector<torus::NodeId> on{};
-      torus::NodeId at = src;
-      for (torus::Direction d : route.steps()) {
+      std::vector<torus_emu::NodeId> on{};
+      torus_emu::NodeId at = src;
+      for (torus_emu::Direction d : route.steps()) {
         at = *shape.neighbour(at, d);
         on.push_back(at);
       }
       std::size_t k = 0;
       for (int r : t.receivers) {
-        const torus::NodeId n = params.topology.node(r);
+        const torus_emu::NodeId n = params.topology.node(r);
         while (k < on.size() && on[k] != n)
           ++k;
         if (k == on.size())
@@ -106,11 +106,11 @@ CostReport estimate_cost(const Schedule& schedule, const Params& params, const V
                                       " (in order)");
       }
     } else {
-      route = torus::deterministic_route(shape, src, params.topology.node(t.receivers[0]));
+      route = torus_emu::deterministic_route(shape, src, params.topology.node(t.receivers[0]));
     }
     const std::uint64_t wire = wire_bytes(t.bytes, c);
     const std::uint64_t pk = packets_for(t.bytes, c);
-    route.for_each_link(shape, [&](const torus::Link& l) {
+    route.for_each_link(shape, [&](const torus_emu::Link& l) {
       total.add(l, {pk, t.bytes});
       lv.link_wire[link_key(l)] += wire;
     });
@@ -143,12 +143,12 @@ CostReport estimate_cost(const Schedule& schedule, const Params& params, const V
   return out;
 }
 
-double alltoall_bisection_bound_us(const torus::Shape& shape, int ranks, std::uint64_t block,
+double alltoall_bisection_bound_us(const torus_emu::Shape& shape, int ranks, std::uint64_t block,
                                    const CostConstants& c) {
   // Cut the largest dimension in half; links crossing the cut per direction: the product of the
   // other extents, doubled on a torus (the wrap-around links cross the cut too).
-  torus::Dim big = torus::Dim::x;
-  for (torus::Dim d : {torus::Dim::y, torus::Dim::z})
+  torus_emu::Dim big = torus_emu::Dim::x;
+  for (torus_emu::Dim d : {torus_emu::Dim::y, torus_emu::Dim::z})
     if (shape.extent(d) > shape.extent(big)) big = d;
   double links = static_cast<double>(shape.node_count()) / shape.extent(big);
   if (shape.is_torus(big) && shape.extent(big) > 2) links *= 2;
@@ -169,4 +169,4 @@ std::string CostReport::to_json() const {
   return o.str();
 }
 
-}  // namespace bgl::coll
+}  // namespace bgl::collectives

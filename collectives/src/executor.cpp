@@ -1,4 +1,4 @@
-#include "bgl/coll/executor.hpp"
+#include "bgl/collectives/executor.hpp"
 
 #include <array>
 #include <climits>
@@ -8,44 +8,44 @@
 #include <stdexcept>
 #include <string>
 
-#include "bgl/coll/reduce_ops.hpp"
-#include "bgl/collnet/collective_network.hpp"
+#include "bgl/collective_net_emu/collective_network.hpp"
+#include "bgl/collectives/reduce_ops.hpp"
 #include "bgl/log.hpp"
 #include "tree_ops.hpp"
 
-namespace bgl::coll {
+namespace bgl::collectives {
 
-std::optional<collnet::Op> tree_integer_op(DataType t, ReduceOp op) {
-  collnet::Lane lane;
+std::optional<collective_net_emu::Op> tree_integer_op(DataType t, ReduceOp op) {
+  collective_net_emu::Lane lane;
   switch (t) {
     case DataType::i32:
-      lane = collnet::Lane::i32;
+      lane = collective_net_emu::Lane::i32;
       break;
     case DataType::u32:
-      lane = collnet::Lane::u32;
+      lane = collective_net_emu::Lane::u32;
       break;
     case DataType::i64:
-      lane = collnet::Lane::i64;
+      lane = collective_net_emu::Lane::i64;
       break;
     case DataType::u64:
-      lane = collnet::Lane::u64;
+      lane = collective_net_emu::Lane::u64;
       break;
     default:
       return std::nullopt;
   }
   switch (op) {
     case ReduceOp::sum:
-      return collnet::Op{collnet::AluOp::add, lane};
+      return collective_net_emu::Op{collective_net_emu::AluOp::add, lane};
     case ReduceOp::max:
-      return collnet::Op{collnet::AluOp::max, lane};
+      return collective_net_emu::Op{collective_net_emu::AluOp::max, lane};
     case ReduceOp::min:
-      return collnet::Op{collnet::AluOp::min, lane};
+      return collective_net_emu::Op{collective_net_emu::AluOp::min, lane};
     case ReduceOp::band:
-      return collnet::Op{collnet::AluOp::bit_and, lane};
+      return collective_net_emu::Op{collective_net_emu::AluOp::bit_and, lane};
     case ReduceOp::bor:
-      return collnet::Op{collnet::AluOp::bit_or, lane};
+      return collective_net_emu::Op{collective_net_emu::AluOp::bit_or, lane};
     case ReduceOp::bxor:
-      return collnet::Op{collnet::AluOp::bit_xor, lane};
+      return collective_net_emu::Op{collective_net_emu::AluOp::bit_xor, lane};
     case ReduceOp::prod:  // the ALU has no multiplier
     case ReduceOp::land:  // logical operations need their inputs normalised to 0/1 first
     case ReduceOp::lor:
@@ -77,7 +77,7 @@ struct WireHeader {
 struct LineHeader {
   std::uint32_t context, seq, tag, offset;
 };
-constexpr std::size_t kLineData = pkt::kMaxPayloadBytes - sizeof(LineHeader);
+constexpr std::size_t kLineData = packet_layer::kMaxPayloadBytes - sizeof(LineHeader);
 
 std::string describe(const Executor::Key& k) {
   return "from rank " + std::to_string(k.source) + " (context " + std::to_string(k.context) +
@@ -85,7 +85,7 @@ std::string describe(const Executor::Key& k) {
 }
 }  // namespace
 
-Executor::Executor(msg::MessageLayer& layer, collnet::CollectiveNetwork* net)
+Executor::Executor(message_layer::MessageLayer& layer, collective_net_emu::CollectiveNetwork* net)
     : layer_(layer), net_(net) {
   layer_.register_handler(kHandler, &Executor::arrival, this);
   layer_.register_packet_handler(kLineDispatch, &Executor::line_packet, this);
@@ -100,7 +100,7 @@ Executor::Executor(msg::MessageLayer& layer, collnet::CollectiveNetwork* net)
 // packet that contradicts its part (too short, bytes outside it, more bytes than it has) is
 // discarded and counted: a peer's packet never decides what this task allocates or writes beyond
 // what it announced and this task agreed to.
-void Executor::line_packet(void* self, const pkt::PacketHeader& h,
+void Executor::line_packet(void* self, const packet_layer::PacketHeader& h,
                            std::span<const std::byte> payload) {
   auto& e = *static_cast<Executor*>(self);
   LineHeader lh{};
@@ -141,13 +141,13 @@ void Executor::line_packet(void* self, const pkt::PacketHeader& h,
   if (!data.empty()) std::memcpy(s.buffer.data() + lh.offset, data.data(), data.size());
   s.got += data.size();
   if (s.got != total) return;
-  const msg::RecvDone done = s.done;
+  const message_layer::RecvDone done = s.done;
   void* context = s.context;
   e.slots_.erase(it);
   done(context, key.source, total);
 }
 
-void Executor::malformed(const pkt::PacketHeader& h, const std::string& why) {
+void Executor::malformed(const packet_layer::PacketHeader& h, const std::string& why) {
   ++malformed_packets_;
   malformed_log_.report(layer_.rank(), ": collectives", malformed_packets_, [&] {
     spdlog::error("rank {}: collectives: discarding a packet from rank {}: {}", layer_.rank(),
@@ -159,12 +159,13 @@ void Executor::set_progress(ProgressRound round, void* context, ProgressRound me
   progress_round_ = round;
   progress_context_ = context;
   if (!net_) return;
-  pkt::Doorbell* packets = &layer_.endpoint().doorbell();
+  packet_layer::Doorbell* packets = &layer_.endpoint().doorbell();
   if (round)
     net_->set_meanwhile({meanwhile ? meanwhile : round, context, packets});
   else
     net_->set_meanwhile(
-        {[](void* l) { return static_cast<msg::MessageLayer*>(l)->advance(); }, &layer_, packets});
+        {[](void* l) { return static_cast<message_layer::MessageLayer*>(l)->advance(); }, &layer_,
+         packets});
 }
 
 void Executor::progress(bool busy) {
@@ -195,7 +196,7 @@ std::size_t Executor::unexpected() const {
   return n;
 }
 
-msg::RecvTarget Executor::arrival(void* self, const msg::Arrival& a) {
+message_layer::RecvTarget Executor::arrival(void* self, const message_layer::Arrival& a) {
   auto& e = *static_cast<Executor*>(self);
   WireHeader h{};
   if (a.header.size() != sizeof h)
@@ -210,7 +211,7 @@ msg::RecvTarget Executor::arrival(void* self, const msg::Arrival& a) {
     s.handle = a.handle;
     s.bytes = a.bytes;
     e.slots_.emplace(key, s);
-    return msg::RecvTarget::later();
+    return message_layer::RecvTarget::later();
   }
   if (it->second.line)
     throw std::runtime_error("collectives: message " + describe(key) +
@@ -223,10 +224,10 @@ msg::RecvTarget Executor::arrival(void* self, const msg::Arrival& a) {
                              std::to_string(h.context) + ", collective " + std::to_string(h.seq) +
                              ", tag " + std::to_string(h.tag) + ") for a " +
                              std::to_string(s.buffer.size()) + "-byte receive");
-  return msg::RecvTarget::into(s.buffer, s.done, s.context);
+  return message_layer::RecvTarget::into(s.buffer, s.done, s.context);
 }
 
-void Executor::expect(const Key& key, std::span<std::byte> buffer, msg::RecvDone done,
+void Executor::expect(const Key& key, std::span<std::byte> buffer, message_layer::RecvDone done,
                       void* context) {
   auto it = slots_.find(key);
   if (it == slots_.end()) {
@@ -273,7 +274,7 @@ void Executor::expect(const Key& key, std::span<std::byte> buffer, msg::RecvDone
                              "-byte message from rank " + std::to_string(key.source) + " (tag " +
                              std::to_string(key.tag) + ") for a " + std::to_string(buffer.size()) +
                              "-byte receive");
-  layer_.accept(s.handle, msg::RecvTarget::into(buffer, done, context));
+  layer_.accept(s.handle, message_layer::RecvTarget::into(buffer, done, context));
 }
 
 // ---- Communicator
@@ -337,9 +338,9 @@ class Run {
         const StepId id = deferred_.front();
         deferred_.erase(deferred_.begin());
         // A hardware step waits on the collective network and serves the message layer only
-        // between its sleeps (collnet::Meanwhile). A send's done() means only that its buffer
-        // may be reused: its last packets (and acks or fins this task owes) may still wait in
-        // the injection FIFOs. A peer still in an earlier collective needs them to get here:
+        // between its sleeps (collective_net_emu::Meanwhile). A send's done() means only that its
+        // buffer may be reused: its last packets (and acks or fins this task owes) may still wait
+        // in the injection FIFOs. A peer still in an earlier collective needs them to get here:
         // hand everything to the network first rather than on the next wake-up.
         c_.executor().flush();
         const std::uint64_t start = trace() ? trace()->now() : 0;
@@ -358,7 +359,7 @@ class Run {
 
  private:
   struct SendRec {
-    msg::SendMessage m;
+    message_layer::SendMessage m;
     WireHeader h;
     Run* run;
     StepId id;
@@ -370,7 +371,7 @@ class Run {
   // A deposit-bit line being injected: `data` from `offset` on is still to go.
   struct LineRec {
     StepId id;
-    pkt::PacketSpec spec;
+    packet_layer::PacketSpec spec;
     std::span<const std::byte> data;
     std::size_t offset;
     bool first;  // nothing injected yet (a 0-byte part still sends one packet)
@@ -416,21 +417,21 @@ class Run {
   // The packet spec of a real deposit-bit line for step `s`, when its receivers are exactly the
   // nodes met along the line from this node (one task each, all in the same FIFO group, as
   // deposit copies land in the same group on every node); nullopt otherwise.
-  std::optional<pkt::PacketSpec> line_spec(const Step& s) {
+  std::optional<packet_layer::PacketSpec> line_spec(const Step& s) {
     if (!c_.executor().line_multicast() || s.peers.empty() || s.src.bytes > UINT32_MAX)
       return std::nullopt;
-    pkt::Endpoint& ep = c_.executor().layer().endpoint();
-    const torus::Shape& shape = ep.machine().shape();
-    const pkt::Destination last = ep.destination_of(world(s.peers.back()));
-    torus::NodeId at = ep.node();
+    packet_layer::Endpoint& ep = c_.executor().layer().endpoint();
+    const torus_emu::Shape& shape = ep.machine().shape();
+    const packet_layer::Destination last = ep.destination_of(world(s.peers.back()));
+    torus_emu::NodeId at = ep.node();
     for (int q : s.peers) {
       const auto next = shape.neighbour(at, s.dir);
-      const pkt::Destination d = ep.destination_of(world(q));
+      const packet_layer::Destination d = ep.destination_of(world(q));
       if (!next || d.node != *next || d.group != last.group || d.node == ep.node())
         return std::nullopt;
       at = *next;
     }
-    pkt::PacketSpec spec;
+    packet_layer::PacketSpec spec;
     spec.dest = last;
     spec.dispatch = kLineDispatch;
     spec.word = static_cast<std::uint32_t>(s.src.bytes);
@@ -442,16 +443,16 @@ class Run {
   // completes the lines that are out. True when anything was injected.
   bool pump_lines() {
     bool progress = false;
-    pkt::Endpoint& ep = c_.executor().layer().endpoint();
+    packet_layer::Endpoint& ep = c_.executor().layer().endpoint();
     for (std::size_t i = 0; i < lines_.size();) {
       LineRec& l = lines_[i];
       // One injection FIFO per direction, as BG/L's lines leave through their direction's link.
-      const int fifo = static_cast<int>(torus::index_of(*l.spec.deposit_line));
+      const int fifo = static_cast<int>(torus_emu::index_of(*l.spec.deposit_line));
       while (l.first || l.offset < l.data.size()) {
         const std::size_t n = std::min(kLineData, l.data.size() - l.offset);
         const LineHeader h{context_, seq_, l.tag, static_cast<std::uint32_t>(l.offset)};
         if (ep.inject(fifo, l.spec, std::as_bytes(std::span(&h, 1)), l.data.subspan(l.offset, n)) ==
-            pkt::InjectStatus::full)
+            packet_layer::InjectStatus::full)
           break;
         l.offset += n;
         l.first = false;
@@ -468,7 +469,7 @@ class Run {
     return progress;
   }
 
-  static void send_done(msg::SendMessage& m) {
+  static void send_done(message_layer::SendMessage& m) {
     auto* s = static_cast<SendRec*>(m.context);
     s->run->sub_done(s->id);
   }
@@ -499,24 +500,24 @@ class Run {
   // bglrun --trace: steps that wait for the network are spans from start to completion (they
   // overlap, so they are matched by an id: this run's sequence number and the step's); local
   // and collective-network steps are spans of the task's own timeline.
-  pkt::Trace* trace() { return c_.executor().layer().endpoint().trace(); }
+  packet_layer::Trace* trace() { return c_.executor().layer().endpoint().trace(); }
   std::uint64_t trace_id(StepId id) const {
     return std::uint64_t{context_} << 48 ^ std::uint64_t{seq_} << 24 ^ id;
   }
   [[gnu::cold, gnu::noinline]] void trace_step(StepId id, bool begin) {
     const Step& s = prog_.step(id);
-    pkt::Trace& t = *trace();
+    packet_layer::Trace& t = *trace();
     const auto name = t.intern(to_string(s.kind));
-    if (!begin) return t.end(pkt::TraceCategory::step, name, trace_id(id));
+    if (!begin) return t.end(packet_layer::TraceCategory::step, name, trace_id(id));
     const auto peer = s.kind == StepKind::line_send || s.peer < 0
                           ? std::int64_t{-1}
                           : static_cast<std::int64_t>(world(s.peer));
-    t.begin(pkt::TraceCategory::step, name, trace_id(id),
+    t.begin(packet_layer::TraceCategory::step, name, trace_id(id),
             {peer, s.kind == StepKind::recv ? s.dst.bytes : s.src.bytes});
   }
   [[gnu::cold, gnu::noinline]] void trace_local(StepId id, std::uint64_t start) {
     const Step& s = prog_.step(id);
-    trace()->span(pkt::TraceCategory::step, trace()->intern(to_string(s.kind)), start,
+    trace()->span(packet_layer::TraceCategory::step, trace()->intern(to_string(s.kind)), start,
                   {-1, s.src.bytes});
   }
   static bool networked(StepKind k) {
@@ -573,7 +574,7 @@ class Run {
 
   void hardware(StepId id) {
     const Step& s = prog_.step(id);
-    collnet::CollectiveNetwork* net = c_.executor().network();
+    collective_net_emu::CollectiveNetwork* net = c_.executor().network();
     if (!net)
       throw std::logic_error(
           "collectives: a collective-network step, but the executor has no collective network");
@@ -669,13 +670,13 @@ int root_of(const Params& x) {
 }  // namespace
 
 void Communicator::run(const Program& program, const Params& params, Buffers buffers) {
-  pkt::CallSites* sites = executor_.layer().endpoint().call_sites();
+  packet_layer::CallSites* sites = executor_.layer().endpoint().call_sites();
   if (!sites) [[likely]] {
     execute(program, params, buffers);
     return;
   }
-  const std::uintptr_t site =
-      pkt::CallSites::program_caller(reinterpret_cast<std::uintptr_t>(__builtin_return_address(0)));
+  const std::uintptr_t site = packet_layer::CallSites::program_caller(
+      reinterpret_cast<std::uintptr_t>(__builtin_return_address(0)));
   const auto start = sites->start();
   execute(program, params, buffers);
   const std::string_view algorithm = program.algorithm().empty() ? "program" : program.algorithm();
@@ -702,13 +703,13 @@ void Communicator::execute(const Program& program, const Params& params, Buffers
   Run run(*this, program, params, buffers,
           std::span(scratch_).first(static_cast<std::size_t>(program.scratch_bytes)), context_,
           seq_++);
-  pkt::Trace* trace = executor_.layer().endpoint().trace();
+  packet_layer::Trace* trace = executor_.layer().endpoint().trace();
   const std::uint64_t start = trace ? trace->now() : 0;
   run.go();
   // bglrun --trace: the whole run as one span around its steps.
   if (trace) [[unlikely]]
-    trace->span(pkt::TraceCategory::collective, trace->intern(to_string(params.op)), start,
+    trace->span(packet_layer::TraceCategory::collective, trace->intern(to_string(params.op)), start,
                 {-1, params.bytes()});
 }
 
-}  // namespace bgl::coll
+}  // namespace bgl::collectives

@@ -4,10 +4,10 @@
 #include <cstdint>
 #include <string>
 
-#include "bgl/coll/params.hpp"
-#include "bgl/coll/schedule.hpp"
+#include "bgl/collectives/params.hpp"
+#include "bgl/collectives/schedule.hpp"
 
-namespace bgl::coll::gen {
+namespace bgl::collectives::gen {
 
 // Rank relative to the root (the root is 0) and back.
 inline int rel(int rank, int root, int p) {
@@ -41,4 +41,4 @@ inline std::string always(const Params&) {
   return {};
 }
 
-}  // namespace bgl::coll::gen
+}  // namespace bgl::collectives::gen

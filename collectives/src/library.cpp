@@ -1,4 +1,4 @@
-#include "bgl/coll/library.hpp"
+#include "bgl/collectives/library.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -7,17 +7,18 @@
 #include <stdexcept>
 #include <string>
 
-#include "bgl/coll/select.hpp"
-#include "bgl/collnet/collective_network.hpp"
-#include "bgl/msg/session.hpp"
+#include "bgl/collective_net_emu/collective_network.hpp"
+#include "bgl/collectives/select.hpp"
+#include "bgl/message_layer/session.hpp"
 
-namespace bgl::coll {
+namespace bgl::collectives {
 
 namespace {
 
-std::unique_ptr<collnet::CollectiveNetwork> network_of(msg::Session& s) {
+std::unique_ptr<collective_net_emu::CollectiveNetwork> network_of(message_layer::Session& s) {
   try {
-    return std::make_unique<collnet::CollectiveNetwork>(s.runtime(), collnet::RouteClass::combine1);
+    return std::make_unique<collective_net_emu::CollectiveNetwork>(
+        s.runtime(), collective_net_emu::RouteClass::combine1);
   } catch (const std::exception& e) {
     spdlog::debug("collectives: no collective network ({}); torus algorithms only", e.what());
     return nullptr;
@@ -58,7 +59,7 @@ struct Library::Member {
   }
 };
 
-Library::Library(msg::Session& session)
+Library::Library(message_layer::Session& session)
     : session_(session), net_(network_of(session)), executor_(session.layer(), net_.get()) {}
 
 Library::~Library() = default;
@@ -106,15 +107,15 @@ bool Library::run(const Group& group, Params x, Buffers b) {
   if (!s.algorithm) return false;
   spdlog::trace("collectives: {} {} B on communicator {}: {} ({})", to_string(x.op), x.bytes(),
                 group.id, s.algorithm->name, s.reason);
-  pkt::Trace* trace = executor_.layer().endpoint().trace();
+  packet_layer::Trace* trace = executor_.layer().endpoint().trace();
   const std::uint64_t start = trace ? trace->now() : 0;
-  pkt::CallSites* sites = executor_.layer().endpoint().call_sites();
+  packet_layer::CallSites* sites = executor_.layer().endpoint().call_sites();
   // The program's call site: above the MPI library and the device's hooks when they called us.
   const std::uintptr_t site =
-      sites ? pkt::CallSites::program_caller(
+      sites ? packet_layer::CallSites::program_caller(
                   reinterpret_cast<std::uintptr_t>(__builtin_return_address(0)))
             : 0;
-  const auto site_start = sites ? sites->start() : pkt::CallSites::Start{};
+  const auto site_start = sites ? sites->start() : packet_layer::CallSites::Start{};
   m.comm.execute(m.program(*s.algorithm, x), x, b);
   if (sites) [[unlikely]]
     sites->record({site, to_string(x.op), s.algorithm->name, s.reason, group.size, x.bytes(),
@@ -123,7 +124,7 @@ bool Library::run(const Group& group, Params x, Buffers b) {
   // bglrun --trace: the call as one span named by the collective and the algorithm chosen, with
   // the selection rule that chose it (around the executor's span of the run).
   if (trace) [[unlikely]]
-    trace->span(pkt::TraceCategory::collective,
+    trace->span(packet_layer::TraceCategory::collective,
                 trace->intern(std::string(to_string(x.op)) + ": " + std::string(s.algorithm->name)),
                 start, {-1, x.bytes(), trace->intern(s.reason)});
   return true;
@@ -139,4 +140,4 @@ std::span<const std::byte> Library::stage(std::span<const std::byte> input) {
   return staging_;
 }
 
-}  // namespace bgl::coll
+}  // namespace bgl::collectives

@@ -1,10 +1,10 @@
-#include "bgl/coll/params.hpp"
+#include "bgl/collectives/params.hpp"
 
 #include <cmath>
 #include <numeric>
 #include <string>
 
-namespace bgl::coll {
+namespace bgl::collectives {
 
 std::uint64_t Params::bytes() const {
   switch (op) {
@@ -199,4 +199,4 @@ Params Params::barrier(int p) {
   return x;
 }
 
-}  // namespace bgl::coll
+}  // namespace bgl::collectives

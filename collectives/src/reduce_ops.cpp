@@ -1,4 +1,4 @@
-#include "bgl/coll/reduce_ops.hpp"
+#include "bgl/collectives/reduce_ops.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -7,7 +7,7 @@
 #include <string>
 #include <type_traits>
 
-namespace bgl::coll {
+namespace bgl::collectives {
 
 namespace {
 
@@ -108,4 +108,4 @@ void apply_reduce(DataType type, ReduceOp op, std::span<std::byte> dst,
   }
 }
 
-}  // namespace bgl::coll
+}  // namespace bgl::collectives

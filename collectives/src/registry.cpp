@@ -1,9 +1,9 @@
-#include "bgl/coll/registry.hpp"
+#include "bgl/collectives/registry.hpp"
 
 #include <stdexcept>
 #include <string>
 
-namespace bgl::coll {
+namespace bgl::collectives {
 
 void Registry::add(Algorithm algorithm) {
   for (const Algorithm& a : list_)
@@ -17,7 +17,7 @@ std::span<const Algorithm> all_algorithms() {
   static const Registry registry = [] {
     Registry r;
     register_baselines(r);
-    register_bgl_algorithms(r);
+    register_hardware_algorithms(r);
     register_seed_algorithms(r);
     return r;
   }();
@@ -60,4 +60,4 @@ Schedule build_schedule(const Algorithm& algorithm, const Params& params) {
   return s;
 }
 
-}  // namespace bgl::coll
+}  // namespace bgl::collectives

@@ -1,9 +1,9 @@
-#include "bgl/coll/schedule.hpp"
+#include "bgl/collectives/schedule.hpp"
 
 #include <array>
 #include <sstream>
 
-namespace bgl::coll {
+namespace bgl::collectives {
 
 std::string_view to_string(Buffer b) {
   constexpr std::array<std::string_view, 3> names{"send", "recv", "scratch"};
@@ -71,7 +71,7 @@ StepId Program::copy(Region dst, Region src, std::span<const StepId> deps) {
   return add(std::move(s));
 }
 
-StepId Program::line_send(torus::Direction dir, std::vector<int> receivers, Region src, Tag tag,
+StepId Program::line_send(torus_emu::Direction dir, std::vector<int> receivers, Region src, Tag tag,
                           std::span<const StepId> deps) {
   Step s;
   s.kind = StepKind::line_send;
@@ -138,7 +138,7 @@ std::string to_string(const Step& s) {
       put(o, s.dst);
       break;
     case StepKind::line_send:
-      o << ' ' << torus::to_string(s.dir) << " to";
+      o << ' ' << torus_emu::to_string(s.dir) << " to";
       for (int r : s.peers)
         o << ' ' << r;
       o << " tag " << s.tag << ' ';
@@ -172,4 +172,4 @@ std::string to_string(const Program& program) {
   return o.str();
 }
 
-}  // namespace bgl::coll
+}  // namespace bgl::collectives

@@ -1,4 +1,4 @@
-#include "bgl/coll/select.hpp"
+#include "bgl/collectives/select.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -6,10 +6,10 @@
 #include <cctype>
 #include <cstdlib>
 
-#include "bgl/torus/error.hpp"
+#include "bgl/torus_emu/error.hpp"
 #include "gen_util.hpp"
 
-namespace bgl::coll {
+namespace bgl::collectives {
 
 std::string override_variable(Collective op) {
   std::string v = "BGL_COLL_";
@@ -131,4 +131,4 @@ Selection select_algorithm(const Params& x) {
   return by_default(x);
 }
 
-}  // namespace bgl::coll
+}  // namespace bgl::collectives

@@ -1,8 +1,8 @@
-#include "bgl/coll/types.hpp"
+#include "bgl/collectives/types.hpp"
 
 #include <array>
 
-namespace bgl::coll {
+namespace bgl::collectives {
 
 namespace {
 constexpr std::array<std::string_view, kCollectives> kCollectiveNames{
@@ -55,4 +55,4 @@ std::string_view to_string(ReduceOp op) {
   return names[static_cast<std::size_t>(op)];
 }
 
-}  // namespace bgl::coll
+}  // namespace bgl::collectives

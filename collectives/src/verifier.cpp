@@ -1,4 +1,4 @@
-#include "bgl/coll/verifier.hpp"
+#include "bgl/collectives/verifier.hpp"
 
 #include <algorithm>
 #include <array>
@@ -7,7 +7,7 @@
 #include <tuple>
 #include <unordered_map>
 
-namespace bgl::coll {
+namespace bgl::collectives {
 
 namespace {
 
@@ -776,4 +776,4 @@ VerifyResult verify(const Schedule& schedule, const Params& params, VerifyOption
   return Run(schedule, params, options).go();
 }
 
-}  // namespace bgl::coll
+}  // namespace bgl::collectives

@@ -2,11 +2,11 @@
 // uneven and zero counts, on the whole partition and (when it matters) on part of it.
 #include <gtest/gtest.h>
 
-#include "bgl/coll/registry.hpp"
-#include "bgl/coll/verifier.hpp"
+#include "bgl/collectives/registry.hpp"
+#include "bgl/collectives/verifier.hpp"
 #include "test_params.hpp"
 
-namespace bgl::coll {
+namespace bgl::collectives {
 namespace {
 
 struct Case {
@@ -80,9 +80,9 @@ TEST(Registry, BuildScheduleRejectsBadParameters) {
 }
 
 }  // namespace
-}  // namespace bgl::coll
+}  // namespace bgl::collectives
 
-namespace bgl::coll {
+namespace bgl::collectives {
 namespace {
 
 // The sweep above is only as good as the verifier's sensitivity: dropping any one step of a
@@ -125,4 +125,4 @@ TEST_P(AllAlgorithms, DroppingAnyStepIsCaught) {
 }
 
 }  // namespace
-}  // namespace bgl::coll
+}  // namespace bgl::collectives

@@ -9,10 +9,10 @@
 #include <cmath>
 #include <thread>
 
-#include "bgl/coll/seeds/arrival.hpp"
-#include "bgl/torus/error.hpp"
+#include "bgl/collectives/arrival_aware/arrival.hpp"
+#include "bgl/torus_emu/error.hpp"
 
-namespace bgl::coll::arrival {
+namespace bgl::collectives::arrival {
 namespace {
 
 using ::testing::HasSubstr;
@@ -121,9 +121,9 @@ TEST(Predictor, CoordinatorSealsWithAFallbackWhenARankIsSilent) {
 }
 
 }  // namespace
-}  // namespace bgl::coll::arrival
+}  // namespace bgl::collectives::arrival
 
-namespace bgl::coll::arrival {
+namespace bgl::collectives::arrival {
 namespace {
 
 std::string shm_name(const char* what) {
@@ -205,4 +205,4 @@ TEST(ShmBoard, SealedWaitIsBoundedAndSlotsAreReused) {
 }
 
 }  // namespace
-}  // namespace bgl::coll::arrival
+}  // namespace bgl::collectives::arrival

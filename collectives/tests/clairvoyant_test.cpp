@@ -5,11 +5,11 @@
 #include <random>
 #include <set>
 
-#include "bgl/coll/registry.hpp"
-#include "bgl/coll/seeds/clairvoyant.hpp"
-#include "bgl/coll/verifier.hpp"
+#include "bgl/collectives/arrival_aware/clairvoyant.hpp"
+#include "bgl/collectives/registry.hpp"
+#include "bgl/collectives/verifier.hpp"
 
-namespace bgl::coll::clv {
+namespace bgl::collectives::clv {
 namespace {
 
 // Replays a schedule on sets of contributions: receivers that hold a segment combine (the sets
@@ -170,9 +170,9 @@ TEST(Clairvoyant, QuantizeIsRelativeToTheEarliestArrival) {
 }
 
 }  // namespace
-}  // namespace bgl::coll::clv
+}  // namespace bgl::collectives::clv
 
-namespace bgl::coll {
+namespace bgl::collectives {
 namespace {
 
 TEST(ClairvoyantReduce, VerifiesUnderImbalancedArrivals) {
@@ -216,4 +216,4 @@ TEST(ClairvoyantReduce, VerifiesUnderImbalancedArrivals) {
 }
 
 }  // namespace
-}  // namespace bgl::coll
+}  // namespace bgl::collectives

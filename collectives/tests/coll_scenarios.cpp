@@ -1,16 +1,16 @@
 // Task program for the collectives' multi-process tests, run by bglrun (driven from
-// coll_launcher_test.cpp). Every task starts through msg::Session::from_launcher() and runs every
-// applicable algorithm of the requested collectives through the executor, comparing each result
-// with a reference computed locally from the deterministic inputs of all ranks.
+// coll_launcher_test.cpp). Every task starts through message_layer::Session::from_launcher() and
+// runs every applicable algorithm of the requested collectives through the executor, comparing each
+// result with a reference computed locally from the deterministic inputs of all ranks.
 //
 //   coll_scenarios world [OPS]   the job's communicator (whole partition: tree/barrier steps too)
 //   coll_scenarios lines         deposit-bit line steps on their own (see lines())
 //   coll_scenarios split [OPS]   two concurrent communicators (even and odd job ranks, contexts 1
 //                                and 2, reversed rank order in the odd one): torus algorithms
 //   coll_scenarios sites [N]     call sites for bglrun --stats: 5 allreduces and 3 broadcasts
-//                                through coll::Library in sites_through_library(), 4 binomial
-//                                broadcasts through Communicator::run in sites_direct(), then N
-//                                broadcasts of N different sizes in sites_many() (default 0)
+//                                through collectives::Library in sites_through_library(), 4
+//                                binomial broadcasts through Communicator::run in sites_direct(),
+//                                then N broadcasts of N different sizes in sites_many() (default 0)
 // OPS: comma-separated collectives (default: all). Prints "coll: <op> <algorithm> ok (<n> runs)".
 // A failed check prints the rank and what differs, and exits 1.
 #include <algorithm>
@@ -27,16 +27,16 @@
 #include <thread>
 #include <vector>
 
-#include "bgl/coll/executor.hpp"
-#include "bgl/coll/library.hpp"
-#include "bgl/coll/registry.hpp"
-#include "bgl/collnet/collective_network.hpp"
-#include "bgl/msg/session.hpp"
+#include "bgl/collective_net_emu/collective_network.hpp"
+#include "bgl/collectives/executor.hpp"
+#include "bgl/collectives/library.hpp"
+#include "bgl/collectives/registry.hpp"
+#include "bgl/message_layer/session.hpp"
 
 namespace {
 
 using namespace bgl;
-using namespace bgl::coll;
+using namespace bgl::collectives;
 
 unsigned g_rank = 0;
 
@@ -193,22 +193,22 @@ std::vector<std::byte> expected(const Params& x, int r) {
 // delivers copies), a line that skips a node (the executor falls back to messages: no copies),
 // and a wrapping line in X-; each for several sizes, with receivers that post late (the packets
 // wait in the executor) or early. Every receiver checks its data; rank 0 checks the copies.
-void lines(const msg::Session& session, Communicator& comm) {
+void lines(const message_layer::Session& session, Communicator& comm) {
   const int p = comm.size(), rank = comm.rank();
-  const torus::Shape& shape = session.mapping().shape();
-  if (shape.extent(torus::Dim::x) < 3 || p != shape.node_count())
+  const torus_emu::Shape& shape = session.mapping().shape();
+  if (shape.extent(torus_emu::Dim::x) < 3 || p != shape.node_count())
     fail("lines needs one task per node and at least 3 nodes along X");
-  auto node_rank = [&](int x) { return static_cast<int>(x % shape.extent(torus::Dim::x)); };
-  const int xe = shape.extent(torus::Dim::x);
+  auto node_rank = [&](int x) { return static_cast<int>(x % shape.extent(torus_emu::Dim::x)); };
+  const int xe = shape.extent(torus_emu::Dim::x);
   struct LineCase {
-    torus::Direction dir;
+    torus_emu::Direction dir;
     std::vector<int> receivers;
     bool multicast;
   };
   const std::vector<LineCase> line_cases{
-      {torus::Direction::x_plus, {node_rank(1), node_rank(2)}, true},
-      {torus::Direction::x_plus, {node_rank(2)}, false},
-      {torus::Direction::x_minus, {node_rank(xe - 1), node_rank(xe - 2)}, true}};
+      {torus_emu::Direction::x_plus, {node_rank(1), node_rank(2)}, true},
+      {torus_emu::Direction::x_plus, {node_rank(2)}, false},
+      {torus_emu::Direction::x_minus, {node_rank(xe - 1), node_rank(xe - 2)}, true}};
   const auto& counters = comm.executor().layer().endpoint().counters();
   int runs = 0;
   for (const LineCase& lc : line_cases)
@@ -235,7 +235,7 @@ void lines(const msg::Session& session, Communicator& comm) {
                    std::to_string(bytes) + " bytes: byte " + std::to_string(i) + " differs");
         // Copies beyond the line's destination: one per packet and intermediate receiver. The
         // step completed when its packets were in the injection FIFOs; count once they are out.
-        msg::MessageLayer& ml = comm.executor().layer();
+        message_layer::MessageLayer& ml = comm.executor().layer();
         ml.progress_until([&] { return ml.flushed(); });
         const std::uint64_t copies = counters.deposit_copies - before;
         const std::uint64_t packets = std::max<std::uint64_t>(1, (bytes + 223) / 224);
@@ -285,7 +285,7 @@ void lines(const msg::Session& session, Communicator& comm) {
   }
 }
 
-int sites(msg::Session& session, int many) {
+int sites(message_layer::Session& session, int many) {
   Library library(session);
   const Group group{0, session.size(), static_cast<int>(g_rank), {}, true};
   sites_through_library(library, group);
@@ -301,7 +301,7 @@ int sites(msg::Session& session, int many) {
 }
 
 int run(int argc, char** argv) {
-  auto session = msg::Session::from_launcher();
+  auto session = message_layer::Session::from_launcher();
   g_rank = session->rank();
   const int world = session->size();
   const std::string mode = argc > 1 ? argv[1] : "world";
@@ -319,10 +319,10 @@ int run(int argc, char** argv) {
       ops.push_back(static_cast<Collective>(i));
   }
 
-  std::unique_ptr<collnet::CollectiveNetwork> net;
+  std::unique_ptr<collective_net_emu::CollectiveNetwork> net;
   if (mode == "world")
-    net = std::make_unique<collnet::CollectiveNetwork>(session->runtime(),
-                                                       collnet::RouteClass::combine1);
+    net = std::make_unique<collective_net_emu::CollectiveNetwork>(
+        session->runtime(), collective_net_emu::RouteClass::combine1);
   Executor executor(session->layer(), net.get());
 
   Topology topo;

@@ -1,20 +1,20 @@
 // The torus cost model against hand-computed link loads.
 #include <gtest/gtest.h>
 
-#include "bgl/coll/cost_model.hpp"
-#include "bgl/coll/registry.hpp"
-#include "bgl/coll/verifier.hpp"
+#include "bgl/collectives/cost_model.hpp"
+#include "bgl/collectives/registry.hpp"
+#include "bgl/collectives/verifier.hpp"
 
-namespace bgl::coll {
+namespace bgl::collectives {
 namespace {
 
 struct Fixture {
-  torus::Mapping mapping;
+  torus_emu::Mapping mapping;
   Fixture(std::string_view shape, int p)
-      : mapping(torus::Mapping::from_order(torus::Shape::parse(shape), 1, "XYZ", p)) {}
+      : mapping(torus_emu::Mapping::from_order(torus_emu::Shape::parse(shape), 1, "XYZ", p)) {}
 };
 
-CostReport cost_of(std::string_view algo, Params x, const torus::Mapping& m) {
+CostReport cost_of(std::string_view algo, Params x, const torus_emu::Mapping& m) {
   x.topology.mapping = &m;
   x.topology.whole_partition = m.size() == m.shape().node_count();
   const Schedule s = build_schedule(*find_algorithm(x.op, algo), x);
@@ -34,7 +34,7 @@ TEST(CostModel, RingAllgatherOnARing) {
   EXPECT_EQ(c.hop_bytes, 8u * 7u * 1000u);
   EXPECT_EQ(c.messages, 56u);
   EXPECT_EQ(c.rounds, 7);
-  EXPECT_EQ(c.busiest.dir, torus::Direction::x_plus);
+  EXPECT_EQ(c.busiest.dir, torus_emu::Direction::x_plus);
   // 7 rounds of 1000 B (5 packets: 4 full + one of 40 B) on one link each, plus hop latency.
   EXPECT_GT(c.time_us, 7 * 1000 / 175.0);
   EXPECT_LT(c.time_us, 7 * (1000 / 150.0 + 5.0));
@@ -56,7 +56,7 @@ TEST(CostModel, LineSendLoadsEachLinkOnce) {
   Schedule s;
   for (int r = 0; r < 4; ++r)
     s.programs.emplace_back(r);
-  s.programs[0].line_send(torus::Direction::x_plus, {1, 2, 3}, recv_buf(0, 240), 0);
+  s.programs[0].line_send(torus_emu::Direction::x_plus, {1, 2, 3}, recv_buf(0, 240), 0);
   for (int r = 1; r < 4; ++r)
     s.programs[static_cast<std::size_t>(r)].recv(0, recv_buf(0, 240), 0);
   const VerifyResult v = verify(s, x);
@@ -66,7 +66,7 @@ TEST(CostModel, LineSendLoadsEachLinkOnce) {
   EXPECT_EQ(c.hop_bytes, 720u);
   // A receiver off the line is rejected with an explanation.
   s.programs[0] = Program(0);
-  s.programs[0].line_send(torus::Direction::x_plus, {2, 1, 3}, recv_buf(0, 240), 0);
+  s.programs[0].line_send(torus_emu::Direction::x_plus, {2, 1, 3}, recv_buf(0, 240), 0);
   const VerifyResult w = verify(s, x);
   ASSERT_TRUE(w.ok);
   EXPECT_THROW(estimate_cost(s, x, w), std::invalid_argument);
@@ -84,21 +84,21 @@ TEST(CostModel, NeedsAMapping) {
 
 TEST(CostModel, AlltoallBisectionBound) {
   // 8x8x8 torus, 512 ranks, 1 KiB blocks: 256*256*1024 B over 2*64 links at 155.6 MB/s.
-  const double t = alltoall_bisection_bound_us(torus::Shape::parse("8x8x8"), 512, 1024);
+  const double t = alltoall_bisection_bound_us(torus_emu::Shape::parse("8x8x8"), 512, 1024);
   EXPECT_NEAR(t, 256.0 * 256 * 1024 / (128 * 175e6 * 240 / 270) * 1e6, 1e-6);
 }
 
 }  // namespace
-}  // namespace bgl::coll
+}  // namespace bgl::collectives
 
-namespace bgl::coll {
+namespace bgl::collectives {
 namespace {
 
 // BG/L's claim: the three edge-disjoint deposit-bit routes load the busiest link at most a
 // third as much as a binomial tree (which sends the whole message over some links several times).
 TEST(CostModel, Torus3BroadcastVersusBinomial) {
   for (const char* shape : {"4x4x4", "4x4x2", "8x4x2"}) {
-    Fixture f(shape, torus::Shape::parse(shape).node_count());
+    Fixture f(shape, torus_emu::Shape::parse(shape).node_count());
     const std::uint64_t n = 3u << 20;
     Params x = Params::bcast(f.mapping.size(), 5, n);
     const CostReport t3 = cost_of("torus3", x, f.mapping);
@@ -121,4 +121,4 @@ TEST(CostModel, ControlledAlltoallNearBisectionBound) {
 }
 
 }  // namespace
-}  // namespace bgl::coll
+}  // namespace bgl::collectives

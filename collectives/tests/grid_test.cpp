@@ -13,16 +13,16 @@
 #include <map>
 #include <set>
 
-#include "bgl/coll/grid/grid_baselines.hpp"
-#include "bgl/coll/grid/host_network.hpp"
-#include "bgl/coll/grid/min3.hpp"
-#include "bgl/coll/grid/pool_tree.hpp"
-#include "bgl/coll/grid/transfer_model.hpp"
-#include "bgl/coll/registry.hpp"
-#include "bgl/coll/verifier.hpp"
-#include "bgl/torus/error.hpp"
+#include "bgl/collectives/registry.hpp"
+#include "bgl/collectives/verifier.hpp"
+#include "bgl/collectives/wide_area/grid_baselines.hpp"
+#include "bgl/collectives/wide_area/host_network.hpp"
+#include "bgl/collectives/wide_area/min3.hpp"
+#include "bgl/collectives/wide_area/pool_tree.hpp"
+#include "bgl/collectives/wide_area/transfer_model.hpp"
+#include "bgl/torus_emu/error.hpp"
 
-namespace bgl::coll::grid {
+namespace bgl::collectives::wide_area {
 namespace {
 
 using ::testing::HasSubstr;
@@ -338,9 +338,9 @@ TEST(GridBaselines, Min3WinsOnTheThreeSiteGridForLargeBlocks) {
 }
 
 }  // namespace
-}  // namespace bgl::coll::grid
+}  // namespace bgl::collectives::wide_area
 
-namespace bgl::coll {
+namespace bgl::collectives {
 namespace {
 
 // BGL_COLL_GRID_NETWORK set for the scope of one test.
@@ -362,7 +362,7 @@ class GridEnv {
 };
 
 TEST(GridAllgather, PaperGridScheduleVerifiesAndCrossesEachWanOncePerBlock) {
-  GridEnv env(grid::paper_grid_text(), "bgl_grid_paper.txt");
+  GridEnv env(wide_area::paper_grid_text(), "bgl_grid_paper.txt");
   const Algorithm* a = find_algorithm(Collective::allgather, "min3");
   ASSERT_NE(a, nullptr);
   std::vector<std::uint64_t> uneven;
@@ -426,11 +426,11 @@ TEST(GridAllgather, NetworkFilesThatAreNotFilesOrTooLargeAreRefused) {
     setenv("BGL_COLL_GRID_NETWORK", path.c_str(), 1);
     EXPECT_EQ(a->applicable(Params::allgather({8, 8})),
               "BGL_COLL_GRID_NETWORK: cannot read host network file " + path + ": " + problem);
-    EXPECT_THROW(grid::HostNetwork::from_file(path), ConfigError);
+    EXPECT_THROW(wide_area::HostNetwork::from_file(path), ConfigError);
   }
   unsetenv("BGL_COLL_GRID_NETWORK");
   std::filesystem::remove_all(dir);
 }
 
 }  // namespace
-}  // namespace bgl::coll
+}  // namespace bgl::collectives

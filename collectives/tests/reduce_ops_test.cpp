@@ -8,9 +8,9 @@
 #include <stdexcept>
 #include <vector>
 
-#include "bgl/coll/reduce_ops.hpp"
+#include "bgl/collectives/reduce_ops.hpp"
 
-namespace bgl::coll {
+namespace bgl::collectives {
 namespace {
 
 template <class T>
@@ -68,4 +68,4 @@ TEST(ReduceOps, UndefinedCombinationsAndSizesAreErrors) {
 }
 
 }  // namespace
-}  // namespace bgl::coll
+}  // namespace bgl::collectives

@@ -4,15 +4,15 @@
 
 #include <random>
 
-#include "bgl/coll/cost_model.hpp"
-#include "bgl/coll/registry.hpp"
-#include "bgl/coll/seeds/logical_ring.hpp"
-#include "bgl/coll/verifier.hpp"
-#include "bgl/torus/distance.hpp"
-#include "bgl/torus/link_counters.hpp"
-#include "bgl/torus/route.hpp"
+#include "bgl/collectives/cost_model.hpp"
+#include "bgl/collectives/registry.hpp"
+#include "bgl/collectives/topology_aware/logical_ring.hpp"
+#include "bgl/collectives/verifier.hpp"
+#include "bgl/torus_emu/distance.hpp"
+#include "bgl/torus_emu/link_counters.hpp"
+#include "bgl/torus_emu/route.hpp"
 
-namespace bgl::coll {
+namespace bgl::collectives {
 namespace {
 
 TEST(LogicalRing, DfsOfTheTwoSwitchTopologyIsContentionFree) {
@@ -68,19 +68,19 @@ TEST(LogicalRing, DfsOfRandomTreesIsContentionFree) {
 
 // Max packets on one directed torus link when every ring member sends one packet to its
 // successor along the deterministic route (the ring's steps are all like that).
-std::uint64_t torus_ring_link_load(const torus::Mapping& m, const std::vector<int>& ring) {
-  torus::LinkCounters counters(m.shape());
+std::uint64_t torus_ring_link_load(const torus_emu::Mapping& m, const std::vector<int>& ring) {
+  torus_emu::LinkCounters counters(m.shape());
   for (std::size_t i = 0; i < ring.size() && ring.size() > 1; ++i) {
-    const auto a = m.location(static_cast<torus::Rank>(ring[i])).node;
-    const auto b = m.location(static_cast<torus::Rank>(ring[(i + 1) % ring.size()])).node;
-    counters.account(torus::deterministic_route(m.shape(), a, b), 1);
+    const auto a = m.location(static_cast<torus_emu::Rank>(ring[i])).node;
+    const auto b = m.location(static_cast<torus_emu::Rank>(ring[(i + 1) % ring.size()])).node;
+    counters.account(torus_emu::deterministic_route(m.shape(), a, b), 1);
   }
   return counters.busiest().packets;
 }
 
 TEST(LogicalRing, TorusSnakeIsANearestNeighbourCycle) {
   for (const char* s : {"4x4x4", "4x4x2", "8x8x8", "2x2x2", "3x5x4", "3x5x7", "1x1x6", "5x1x1"}) {
-    const auto shape = torus::Shape::parse(s);
+    const auto shape = torus_emu::Shape::parse(s);
     const auto cycle = ring::snake_cycle(shape);
     if (std::string(s) == "3x5x7") {
       EXPECT_TRUE(cycle.empty()) << "no snake closes when every extent is odd";
@@ -93,7 +93,7 @@ TEST(LogicalRing, TorusSnakeIsANearestNeighbourCycle) {
       seen[cycle[i]] = true;
       const auto next = cycle[(i + 1) % cycle.size()];
       if (cycle.size() > 1) {
-        EXPECT_EQ(torus::distance(shape, shape.coord(cycle[i]), shape.coord(next)), 1)
+        EXPECT_EQ(torus_emu::distance(shape, shape.coord(cycle[i]), shape.coord(next)), 1)
             << s << " at " << i;
       }
     }
@@ -104,22 +104,22 @@ TEST(LogicalRing, RingAllreduceIsContentionFreeOnTheTorus) {
   // The ring the generator uses loads every directed link with at most one message per step,
   // also in the fallback when every extent is odd (the XYZ identity ring).
   for (const char* s : {"4x4x4", "4x4x2", "8x8x8", "3x5x7", "3x5x4"}) {
-    const auto shape = torus::Shape::parse(s);
+    const auto shape = torus_emu::Shape::parse(s);
     const int p = shape.node_count();
-    const auto m = torus::Mapping::from_order(shape, 1, "XYZ", p);
+    const auto m = torus_emu::Mapping::from_order(shape, 1, "XYZ", p);
     Params x = Params::allreduce(p, 1024, DataType::f32, ReduceOp::sum);
     x.topology.mapping = &m;
     const auto r = ring::torus_ring(x);
     EXPECT_EQ(torus_ring_link_load(m, r), 1u) << s;
   }
   // Part of a partition, virtual-node mode with T fastest: both tasks of a node are adjacent.
-  const auto shape = torus::Shape::parse("4x4x2");
-  const auto m = torus::Mapping::from_order(shape, 2, "TXYZ", 64);
+  const auto shape = torus_emu::Shape::parse("4x4x2");
+  const auto m = torus_emu::Mapping::from_order(shape, 2, "TXYZ", 64);
   Params x = Params::allreduce(64, 100, DataType::i32, ReduceOp::sum);
   x.topology.mapping = &m;
   EXPECT_EQ(torus_ring_link_load(m, ring::torus_ring(x)), 1u);
   // With XYZT order the identity ring would be loaded twice; the snake ring sorts by node first.
-  const auto m2 = torus::Mapping::from_order(shape, 2, "XYZT", 64);
+  const auto m2 = torus_emu::Mapping::from_order(shape, 2, "XYZT", 64);
   x.topology.mapping = &m2;
   EXPECT_EQ(torus_ring_link_load(m2, ring::torus_ring(x)), 1u);
   std::vector<int> identity(64);
@@ -159,9 +159,9 @@ TEST(RingAllreduce, MessagesAndBytesMatchTheTheorem) {
 }
 
 }  // namespace
-}  // namespace bgl::coll
+}  // namespace bgl::collectives
 
-namespace bgl::coll {
+namespace bgl::collectives {
 namespace {
 
 TEST(RingAllreduce, CostModelConfirmsContentionFreedom) {
@@ -170,9 +170,9 @@ TEST(RingAllreduce, CostModelConfirmsContentionFreedom) {
   const Algorithm* a = find_algorithm(Collective::allreduce, "py_ring");
   ASSERT_NE(a, nullptr);
   for (const char* s : {"4x4x2", "4x4x4", "3x5x3"}) {
-    const auto shape = torus::Shape::parse(s);
+    const auto shape = torus_emu::Shape::parse(s);
     const int p = shape.node_count();
-    const auto m = torus::Mapping::from_order(shape, 1, "XYZ", p);
+    const auto m = torus_emu::Mapping::from_order(shape, 1, "XYZ", p);
     Params x =
         Params::allreduce(p, static_cast<std::uint64_t>(p) * 16, DataType::f32, ReduceOp::sum);
     x.topology.mapping = &m;
@@ -190,4 +190,4 @@ TEST(RingAllreduce, CostModelConfirmsContentionFreedom) {
 }
 
 }  // namespace
-}  // namespace bgl::coll
+}  // namespace bgl::collectives

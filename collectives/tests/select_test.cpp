@@ -4,10 +4,10 @@
 
 #include <cstdlib>
 
-#include "bgl/coll/select.hpp"
-#include "bgl/torus/error.hpp"
+#include "bgl/collectives/select.hpp"
+#include "bgl/torus_emu/error.hpp"
 
-namespace bgl::coll {
+namespace bgl::collectives {
 namespace {
 
 // MPICH 4.0.2, src/maint/tuning/coll/mpir/generic.json (intra-communicator, no node hierarchy).
@@ -69,4 +69,4 @@ TEST(Select, OverrideNamesTheValidAlgorithms) {
 }
 
 }  // namespace
-}  // namespace bgl::coll
+}  // namespace bgl::collectives

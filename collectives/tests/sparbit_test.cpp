@@ -3,13 +3,13 @@
 
 #include <set>
 
-#include "bgl/coll/registry.hpp"
-#include "bgl/coll/seeds/sparbit.hpp"
-#include "bgl/coll/verifier.hpp"
-#include "bgl/torus/distance.hpp"
-#include "bgl/torus/mapping.hpp"
+#include "bgl/collectives/registry.hpp"
+#include "bgl/collectives/topology_aware/sparbit.hpp"
+#include "bgl/collectives/verifier.hpp"
+#include "bgl/torus_emu/distance.hpp"
+#include "bgl/torus_emu/mapping.hpp"
 
-namespace bgl::coll {
+namespace bgl::collectives {
 namespace {
 
 int ceil_div(int a, int b) {
@@ -115,16 +115,16 @@ TEST(Sparbit, VerifiesInCeilLog2Rounds) {
 TEST(Sparbit, LastStepIsLocalUnderSequentialMapping) {
   // 4x4x4 torus, XYZ order: the distance-1 step is one hop along X except at row ends, where it
   // is an X wrap plus a Y (and at plane ends a Z) hop.
-  const torus::Shape shape({4, 4, 4}, {true, true, true});
-  const auto m = torus::Mapping::from_order(shape, 1, "XYZ", 64);
+  const torus_emu::Shape shape({4, 4, 4}, {true, true, true});
+  const auto m = torus_emu::Mapping::from_order(shape, 1, "XYZ", 64);
   const auto steps = sparbit::plan(64);
   const auto& last = steps.back();
   ASSERT_EQ(last.distance, 1);
   int one_hop = 0;
   for (int r = 0; r < 64; ++r) {
     const int to = (r + 1) % 64;
-    const int hops = torus::distance(shape, m.coord(static_cast<torus::Rank>(r)),
-                                     m.coord(static_cast<torus::Rank>(to)));
+    const int hops = torus_emu::distance(shape, m.coord(static_cast<torus_emu::Rank>(r)),
+                                         m.coord(static_cast<torus_emu::Rank>(to)));
     EXPECT_LE(hops, 3);
     one_hop += hops == 1;
   }
@@ -132,4 +132,4 @@ TEST(Sparbit, LastStepIsLocalUnderSequentialMapping) {
 }
 
 }  // namespace
-}  // namespace bgl::coll
+}  // namespace bgl::collectives

@@ -4,14 +4,14 @@
 #include <memory>
 #include <vector>
 
-#include "bgl/coll/params.hpp"
-#include "bgl/torus/mapping.hpp"
+#include "bgl/collectives/params.hpp"
+#include "bgl/torus_emu/mapping.hpp"
 
-namespace bgl::coll::testing {
+namespace bgl::collectives::testing {
 
 // A partition that holds p tasks, one per node, filled in XYZ order (the whole partition exactly
 // when p fills the shape).
-inline std::shared_ptr<torus::Mapping> mapping_for(int p) {
+inline std::shared_ptr<torus_emu::Mapping> mapping_for(int p) {
   std::array<int, 3> e{1, 1, 1};
   // Grow x, y, z in turn by doubling until the shape holds p nodes.
   int d = 0;
@@ -19,8 +19,8 @@ inline std::shared_ptr<torus::Mapping> mapping_for(int p) {
     e[static_cast<std::size_t>(d)] *= 2;
     d = (d + 1) % 3;
   }
-  torus::Shape shape(e, {true, true, true});
-  return std::make_shared<torus::Mapping>(torus::Mapping::from_order(shape, 1, "XYZ", p));
+  torus_emu::Shape shape(e, {true, true, true});
+  return std::make_shared<torus_emu::Mapping>(torus_emu::Mapping::from_order(shape, 1, "XYZ", p));
 }
 
 // Release builds sweep every p up to 64 and a few larger ones. Sanitized builds (several times
@@ -95,4 +95,4 @@ inline std::vector<Params> params_for(Collective op, int p) {
   return out;
 }
 
-}  // namespace bgl::coll::testing
+}  // namespace bgl::collectives::testing

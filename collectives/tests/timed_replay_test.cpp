@@ -5,11 +5,11 @@
 
 #include <algorithm>
 
-#include "bgl/coll/registry.hpp"
-#include "bgl/coll/seeds/arrival.hpp"
-#include "bgl/coll/seeds/timed_replay.hpp"
+#include "bgl/collectives/arrival_aware/arrival.hpp"
+#include "bgl/collectives/arrival_aware/timed_replay.hpp"
+#include "bgl/collectives/registry.hpp"
 
-namespace bgl::coll {
+namespace bgl::collectives {
 namespace {
 
 TEST(TimedReplay, TwoRanksEagerSend) {
@@ -63,4 +63,4 @@ TEST(TimedReplay, ClairvoyantBeatsBinomialUnderImbalancedArrival) {
 }
 
 }  // namespace
-}  // namespace bgl::coll
+}  // namespace bgl::collectives

@@ -3,9 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "bgl/coll/verifier.hpp"
+#include "bgl/collectives/verifier.hpp"
 
-namespace bgl::coll {
+namespace bgl::collectives {
 namespace {
 
 using ::testing::HasSubstr;
@@ -199,7 +199,7 @@ TEST(Verifier, TreeAllreduceCombinesEveryone) {
 TEST(Verifier, LineSendDeliversToEveryReceiver) {
   const Params x = Params::bcast(4, 0, 8);
   Schedule s = empty(4);
-  s.programs[0].line_send(torus::Direction::x_plus, {1, 2, 3}, recv_buf(0, 8), 0);
+  s.programs[0].line_send(torus_emu::Direction::x_plus, {1, 2, 3}, recv_buf(0, 8), 0);
   for (int r = 1; r < 4; ++r)
     s.programs[static_cast<std::size_t>(r)].recv(0, recv_buf(0, 8), 0);
   const VerifyResult r = verify(s, x);
@@ -209,4 +209,4 @@ TEST(Verifier, LineSendDeliversToEveryReceiver) {
 }
 
 }  // namespace
-}  // namespace bgl::coll
+}  // namespace bgl::collectives

@@ -1,12 +1,12 @@
-// The C ABI (bgl/msg/bgl_msg.h) over Session and MessageLayer. Exceptions never cross it: they
-// become status codes with the message kept for bgl_msg_last_error().
+// The C ABI (bgl/message_layer/bgl_msg.h) over Session and MessageLayer. Exceptions never cross it:
+// they become status codes with the message kept for bgl_msg_last_error().
 #include <new>
 #include <string>
 
-#include "bgl/msg/bgl_msg.h"
-#include "bgl/msg/c_session.hpp"
-#include "bgl/msg/session.hpp"
-#include "bgl/torus/error.hpp"
+#include "bgl/message_layer/bgl_msg.h"
+#include "bgl/message_layer/c_session.hpp"
+#include "bgl/message_layer/session.hpp"
+#include "bgl/torus_emu/error.hpp"
 
 struct CHandler {
   bgl_msg_arrival_fn fn = nullptr;
@@ -14,13 +14,13 @@ struct CHandler {
 };
 
 struct bgl_msg_session {
-  std::unique_ptr<bgl::msg::Session> session;
+  std::unique_ptr<bgl::message_layer::Session> session;
   CHandler handlers[BGL_MSG_MAX_HANDLERS];
 };
 
 namespace {
 
-using namespace bgl::msg;
+using namespace bgl::message_layer;
 
 thread_local std::string g_last_error;
 
@@ -138,7 +138,8 @@ int bgl_msg_coords(const bgl_msg_session_t* s, uint32_t rank, int xyzt[4]) {
 }
 
 size_t bgl_msg_max_one_packet(size_t header_bytes) {
-  return header_bytes > kMaxUserHeader ? 0 : bgl::pkt::kMaxPayloadBytes - 12 - header_bytes;
+  return header_bytes > kMaxUserHeader ? 0
+                                       : bgl::packet_layer::kMaxPayloadBytes - 12 - header_bytes;
 }
 
 int bgl_msg_register(bgl_msg_session_t* s, uint8_t handler, bgl_msg_arrival_fn fn, void* context) {
@@ -225,7 +226,7 @@ int bgl_msg_cojoin(bgl_msg_session_t* s, uint32_t ticket, int* result) {
 
 }  // extern "C"
 
-int bgl::msg::current_exception_status() noexcept {
+int bgl::message_layer::current_exception_status() noexcept {
   try {
     throw;
   } catch (const bgl::ConfigError& e) {
@@ -243,6 +244,6 @@ int bgl::msg::current_exception_status() noexcept {
   }
 }
 
-bgl::msg::Session& bgl::msg::session_of(bgl_msg_session_t* s) {
+bgl::message_layer::Session& bgl::message_layer::session_of(bgl_msg_session_t* s) {
   return *s->session;
 }

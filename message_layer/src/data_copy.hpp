@@ -9,7 +9,7 @@
 #include <cstring>
 #include <span>
 
-namespace bgl::msg {
+namespace bgl::message_layer {
 
 inline std::size_t copy_into(std::span<std::byte> dst, std::size_t offset,
                              std::span<const std::byte> src) {
@@ -62,4 +62,4 @@ inline std::size_t iov_bytes(std::span<const iovec> iov) {
   return n;
 }
 
-}  // namespace bgl::msg
+}  // namespace bgl::message_layer

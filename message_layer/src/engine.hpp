@@ -12,25 +12,25 @@
 #include <optional>
 #include <vector>
 
-#include "bgl/msg/message_layer.hpp"
-#include "bgl/pkt/traffic_matrix.hpp"
+#include "bgl/message_layer/message_layer.hpp"
+#include "bgl/packet_layer/traffic_matrix.hpp"
 #include "bgl/rate_limit.hpp"
 #include "slot_table.hpp"
 #include "wire.hpp"
 
-namespace bgl::msg {
+namespace bgl::message_layer {
 
 struct PacketOps;
 
 class MessageLayer::Engine {
  public:
-  Engine(pkt::Endpoint& endpoint, Config config);
+  Engine(packet_layer::Endpoint& endpoint, Config config);
 
   Rank rank() const { return ep_.rank(); }
   int size() const { return size_; }
   void register_handler(HandlerId id, ArrivalHandler handler, void* context);
   void register_packet_handler(std::uint8_t dispatch, PacketHandler handler, void* context);
-  pkt::Endpoint& endpoint() { return ep_; }
+  packet_layer::Endpoint& endpoint() { return ep_; }
   void post(SendMessage& m);
   void accept(RecvHandle handle, const RecvTarget& target);
   bool advance();
@@ -40,7 +40,7 @@ class MessageLayer::Engine {
   Protocol choose(const SendMessage& m) const;
   Protocol choose(const SendMessage& m, std::size_t bytes) const;
   const Statistics& statistics() const;
-  std::span<const pkt::PairTraffic> traffic() const { return traffic_; }
+  std::span<const packet_layer::PairTraffic> traffic() const { return traffic_; }
   const Config& config() const { return config_; }
   Coprocessor* coprocessor() { return coprocessor_.get(); }
   ~Engine();
@@ -59,8 +59,8 @@ class MessageLayer::Engine {
     bool parity = false;  // adaptive eager: parity bit of the next message
     bool active = false;  // listed in active_
     std::uint16_t next_seq = 0;
-    pkt::Destination where;  // the destination's node and FIFO group, looked up once
-    std::uint8_t fifo = 0;   // its injection FIFO (ordered_fifo)
+    packet_layer::Destination where;  // the destination's node and FIFO group, looked up once
+    std::uint8_t fifo = 0;            // its injection FIFO (ordered_fifo)
   };
   struct RzvSend {
     SendMessage* message = nullptr;
@@ -153,7 +153,7 @@ class MessageLayer::Engine {
     bool parity = false;             // adaptive eager: parity of the next first packet
     std::uint16_t expected_seq = 0;  // number of the next message to match
     // An adaptive-eager first packet that overtook earlier (ordered) messages waits here.
-    std::optional<pkt::Packet> held;
+    std::optional<packet_layer::Packet> held;
     std::uint64_t held_vt_origin = 0;
     // The stall queue (indices into hold_, oldest first): a first packet that lacked a receive
     // entry or pool space, and every packet of this source that must follow it. Taking them out of
@@ -172,24 +172,27 @@ class MessageLayer::Engine {
   // hold: keep it in the source's stall queue (its message waits for resources).
   enum class Taken : std::uint8_t { consumed, blocked, hold };
   struct HeldPacket {
-    pkt::Packet packet;
+    packet_layer::Packet packet;
     std::uint32_t next = kNone;
     std::uint64_t vt_origin = 0;
   };
 
   bool receive_some(bool arrived_only = false);
-  Taken take(const pkt::PacketHeader& h, std::span<const std::byte> payload);
+  Taken take(const packet_layer::PacketHeader& h, std::span<const std::byte> payload);
   Taken unexpected(std::uint32_t id, RecvState& r, SourceState& src,
                    std::span<const std::byte> chunk);
-  bool joins_stall(const pkt::PacketHeader& h, std::span<const std::byte> payload,
+  bool joins_stall(const packet_layer::PacketHeader& h, std::span<const std::byte> payload,
                    const SourceState& src) const;
-  bool hold_packet(Rank source, const pkt::PacketHeader& h, std::span<const std::byte> payload);
+  bool hold_packet(Rank source, const packet_layer::PacketHeader& h,
+                   std::span<const std::byte> payload);
   void pop_held(SourceState& src);
-  Taken dispatch(const pkt::PacketHeader& h, std::span<const std::byte> payload, bool from_queue);
-  Taken on_first(const pkt::PacketHeader& h, std::span<const std::byte> payload, bool from_queue);
-  Taken match(const pkt::PacketHeader& h, std::span<const std::byte> payload,
+  Taken dispatch(const packet_layer::PacketHeader& h, std::span<const std::byte> payload,
+                 bool from_queue);
+  Taken on_first(const packet_layer::PacketHeader& h, std::span<const std::byte> payload,
+                 bool from_queue);
+  Taken match(const packet_layer::PacketHeader& h, std::span<const std::byte> payload,
               const wire::First& first, bool from_queue);
-  Taken resume(SourceState& src, const pkt::Packet& p);
+  Taken resume(SourceState& src, const packet_layer::Packet& p);
   bool charge_pool(RecvState& r);
   bool release_held();
   bool release_stalled();
@@ -198,8 +201,8 @@ class MessageLayer::Engine {
                     std::span<const std::byte> data);
   void complete(std::uint32_t id, RecvState& r);
   void finish_receive(std::uint32_t id, RecvState& r);
-  void malformed(const pkt::PacketHeader& h, const char* why);
-  void malformed(Rank source, const char* why, const pkt::PacketHeader* h);
+  void malformed(const packet_layer::PacketHeader& h, const char* why);
+  void malformed(Rank source, const char* why, const packet_layer::PacketHeader* h);
   // Whether `n` bytes at `offset` fit in the message and in what it still expects.
   static bool fits(const RecvState& r, std::uint64_t offset, std::size_t n) {
     return offset <= r.bytes && n <= r.bytes - offset && n <= r.bytes - r.received;
@@ -218,12 +221,12 @@ class MessageLayer::Engine {
   [[gnu::cold, gnu::noinline]] void trace_send(const SendMessage& m, bool begin);
   [[gnu::cold, gnu::noinline]] void trace_receive(Rank source, std::uint64_t bytes, Protocol p);
 
-  pkt::Endpoint& ep_;
+  packet_layer::Endpoint& ep_;
   const virtual_time::Params* vt_;  // nullptr: virtual time off
-  pkt::Trace* trace_;               // nullptr: tracing off
+  packet_layer::Trace* trace_;      // nullptr: tracing off
   struct TraceNames {
-    pkt::Trace::Name send = 0, recv = 0;
-    std::array<pkt::Trace::Name, kProtocols> protocol{};
+    packet_layer::Trace::Name send = 0, recv = 0;
+    std::array<packet_layer::Trace::Name, kProtocols> protocol{};
   } trace_names_;
   Config config_;
   int size_;
@@ -241,7 +244,7 @@ class MessageLayer::Engine {
       packet_handlers_{};
 
   std::vector<DestState> dests_;
-  std::vector<pkt::PairTraffic> traffic_;  // per destination: messages and bytes sent
+  std::vector<packet_layer::PairTraffic> traffic_;  // per destination: messages and bytes sent
   std::vector<Rank> active_;
   std::vector<Rank> visiting_;
   std::size_t queued_ = 0;  // posted messages not yet out of their destination queue
@@ -264,10 +267,11 @@ class MessageLayer::Engine {
   std::vector<std::uint32_t> hold_free_;
   std::vector<Rank> stalled_;  // sources with a non-empty stall queue
 
-  pkt::WaitPolicy co_policy_;
-  std::unique_ptr<pkt::Endpoint> co_endpoint_;  // FIFO group 1, used by the coprocessor only
-  std::unique_ptr<CoReceive[]> co_table_;       // indexed like recvs_
-  std::vector<std::uint32_t> co_active_;        // main task: receives on the coprocessor
+  packet_layer::WaitPolicy co_policy_;
+  std::unique_ptr<packet_layer::Endpoint>
+      co_endpoint_;                        // FIFO group 1, used by the coprocessor only
+  std::unique_ptr<CoReceive[]> co_table_;  // indexed like recvs_
+  std::vector<std::uint32_t> co_active_;   // main task: receives on the coprocessor
   std::atomic<std::uint64_t> co_packets_{0};
   std::size_t co_unit_ = 0;  // the communication unit's index among the permanent units
   std::unique_ptr<Coprocessor> coprocessor_;  // last: its thread uses the members above
@@ -279,8 +283,8 @@ class MessageLayer::Engine {
   // The coprocessor's own (it runs on another thread): counted here, added up by statistics().
   std::atomic<std::uint64_t> co_malformed_{0};
   log::RateLimit co_malformed_log_;
-  void co_malformed(const pkt::PacketHeader& h, const char* why);
+  void co_malformed(const packet_layer::PacketHeader& h, const char* why);
   mutable Statistics stats_;  // statistics() brings the malformed-packet count up to date
 };
 
-}  // namespace bgl::msg
+}  // namespace bgl::message_layer

@@ -7,7 +7,7 @@
 #include "bgl/log.hpp"
 #include "engine.hpp"
 
-namespace bgl::msg {
+namespace bgl::message_layer {
 namespace {
 
 constexpr std::uint32_t slot_index(std::uint32_t id) {
@@ -25,7 +25,7 @@ const Statistics& MessageLayer::Engine::statistics() const {
 }
 
 // malformed() for the coprocessor's thread: its own count and log limit.
-void MessageLayer::Engine::co_malformed(const pkt::PacketHeader& h, const char* why) {
+void MessageLayer::Engine::co_malformed(const packet_layer::PacketHeader& h, const char* why) {
   const std::uint64_t count = co_malformed_.fetch_add(1, std::memory_order_relaxed) + 1;
   co_malformed_log_.report(rank(), " (coprocessor)", count, [&] {
     spdlog::error("rank {} (coprocessor): discarding packet from rank {}: {} [{}]", rank(),
@@ -35,13 +35,13 @@ void MessageLayer::Engine::co_malformed(const pkt::PacketHeader& h, const char* 
 
 void MessageLayer::Engine::start_coprocessor() {
   const auto& machine = ep_.machine();
-  co_policy_ = pkt::WaitPolicy::for_job(size_ + 1);
+  co_policy_ = packet_layer::WaitPolicy::for_job(size_ + 1);
   co_table_ = std::make_unique<CoReceive[]>(config_.max_receives);
   co_active_.reserve(config_.max_receives);
   auto& bell = machine.doorbell(ep_.node(), 1);
   coprocessor_ = std::make_unique<Coprocessor>(bell, co_policy_);
   if (!config_.coprocessor_receive) return;
-  co_endpoint_ = std::make_unique<pkt::Endpoint>(machine, ep_.rank(), 1, co_policy_);
+  co_endpoint_ = std::make_unique<packet_layer::Endpoint>(machine, ep_.rank(), 1, co_policy_);
   co_unit_ = coprocessor_->add_permanent(
       [](void* self) { return static_cast<Engine*>(self)->coprocessor_receive(); },
       [](void* self) { return static_cast<Engine*>(self)->co_endpoint_->poll_ready(); }, this);
@@ -84,7 +84,7 @@ bool MessageLayer::Engine::coprocessor_receive() {
   for (int budget = kBudget; budget > 0; --budget) {
     const auto f = co_endpoint_->poll();
     if (!f) break;
-    const pkt::PacketHeader& h = co_endpoint_->peek(*f);
+    const packet_layer::PacketHeader& h = co_endpoint_->peek(*f);
     const auto payload = co_endpoint_->payload(*f);
     CoReceive* d = h.dispatch == wire::kRzvData && payload.size() >= wire::kRzvIndexBytes &&
                            slot_index(h.word) < config_.max_receives
@@ -154,4 +154,4 @@ bool MessageLayer::Engine::coprocessor_complete() {
   return progress;
 }
 
-}  // namespace bgl::msg
+}  // namespace bgl::message_layer

@@ -11,14 +11,14 @@
 #include "engine.hpp"
 #include "protocols/protocol_ops.hpp"
 
-namespace bgl::msg {
+namespace bgl::message_layer {
 // Held adaptive-eager first packets whose predecessors have been matched now.
 bool MessageLayer::Engine::release_held() {
   bool progress = false;
   for (std::size_t i = 0; i < held_sources_.size();) {
     const Rank source = held_sources_[i];
     SourceState& src = sources_[source];
-    const pkt::Packet& p = *src.held;
+    const packet_layer::Packet& p = *src.held;
     const std::span<const std::byte> payload(p.payload.data(), p.header.payload_bytes);
     vt_origin_ = src.held_vt_origin;
     const auto first = wire::load<wire::First>(payload);
@@ -46,7 +46,7 @@ bool MessageLayer::Engine::release_stalled() {
   for (std::size_t i = 0; i < stalled_.size();) {
     SourceState& src = sources_[stalled_[i]];
     while (src.stall_head != kNone) {
-      const pkt::Packet& p = hold_[src.stall_head].packet;
+      const packet_layer::Packet& p = hold_[src.stall_head].packet;
       vt_origin_ = hold_[src.stall_head].vt_origin;
       const Taken t = src.resume != kNone
                           ? resume(src, p)
@@ -73,11 +73,11 @@ bool MessageLayer::Engine::receive_some(bool arrived_only) {
   // Up to kBudget packets, but back to the caller as soon as a message was delivered: its
   // progress loop may be waiting for just that (one reception poll less on the latency path).
   for (int budget = kBudget; budget > 0 && delivered_ == delivered; --budget) {
-    pkt::FifoRef f;
-    const pkt::Packet* packet = ep_.next(f, blocked_fifos_, arrived_only);
+    packet_layer::FifoRef f;
+    const packet_layer::Packet* packet = ep_.next(f, blocked_fifos_, arrived_only);
     if (!packet) break;
-    const pkt::Packet& p = *packet;
-    const pkt::PacketHeader& h = p.header;
+    const packet_layer::Packet& p = *packet;
+    const packet_layer::PacketHeader& h = p.header;
     const std::span<const std::byte> payload(p.payload.data(), h.payload_bytes);
     if (vt_) [[unlikely]]
       vt_origin_ = ep_.stamp_of(f, p).origin;
@@ -99,7 +99,7 @@ bool MessageLayer::Engine::receive_some(bool arrived_only) {
 
 // A packet from a reception FIFO. Packets of a source with a stall queue that must stay in order
 // behind it join the queue; a first packet whose message must wait starts one.
-MessageLayer::Engine::Taken MessageLayer::Engine::take(const pkt::PacketHeader& h,
+MessageLayer::Engine::Taken MessageLayer::Engine::take(const packet_layer::PacketHeader& h,
                                                        std::span<const std::byte> payload) {
   const Rank source = h.source_rank();
   if (source >= static_cast<std::uint32_t>(size_)) {
@@ -116,7 +116,7 @@ MessageLayer::Engine::Taken MessageLayer::Engine::take(const pkt::PacketHeader& 
 // The packets that must not overtake a stalled message of their source: its ordered stream (first
 // packets and ordered data), and an overtaking first packet whose turn it is (a later one waits
 // in `held`). Data of acknowledged messages, acks, fins and tokens never depend on it.
-bool MessageLayer::Engine::joins_stall(const pkt::PacketHeader& h,
+bool MessageLayer::Engine::joins_stall(const packet_layer::PacketHeader& h,
                                        std::span<const std::byte> payload,
                                        const SourceState& src) const {
   if (h.dispatch >= kForeignDispatchFirst) return false;
@@ -128,7 +128,7 @@ bool MessageLayer::Engine::joins_stall(const pkt::PacketHeader& h,
   return packet_ops_[h.dispatch] && packet_ops_[h.dispatch]->ordered;
 }
 
-bool MessageLayer::Engine::hold_packet(Rank source, const pkt::PacketHeader& h,
+bool MessageLayer::Engine::hold_packet(Rank source, const packet_layer::PacketHeader& h,
                                        std::span<const std::byte> payload) {
   if (hold_free_.empty()) {
     ++stats_.hold_full_waits;
@@ -162,7 +162,7 @@ void MessageLayer::Engine::pop_held(SourceState& src) {
   blocked_fifos_ = 0;  // room to hold packets again
 }
 
-MessageLayer::Engine::Taken MessageLayer::Engine::dispatch(const pkt::PacketHeader& h,
+MessageLayer::Engine::Taken MessageLayer::Engine::dispatch(const packet_layer::PacketHeader& h,
                                                            std::span<const std::byte> payload,
                                                            bool from_queue) {
   if (h.dispatch < kForeignDispatchFirst) {
@@ -182,7 +182,7 @@ MessageLayer::Engine::Taken MessageLayer::Engine::dispatch(const pkt::PacketHead
   return Taken::consumed;
 }
 
-MessageLayer::Engine::Taken MessageLayer::Engine::on_first(const pkt::PacketHeader& h,
+MessageLayer::Engine::Taken MessageLayer::Engine::on_first(const packet_layer::PacketHeader& h,
                                                            std::span<const std::byte> payload,
                                                            bool from_queue) {
   if (payload.size() < wire::kFirstBytes)
@@ -218,7 +218,7 @@ MessageLayer::Engine::Taken MessageLayer::Engine::on_first(const pkt::PacketHead
 // The handler is asked first: a message it gives a destination needs no pool. Only a message
 // answered "later" is charged to the pool; without room it waits in its source's stall queue
 // (backpressure for that source alone) until pool space frees up or accept() names a destination.
-MessageLayer::Engine::Taken MessageLayer::Engine::match(const pkt::PacketHeader& h,
+MessageLayer::Engine::Taken MessageLayer::Engine::match(const packet_layer::PacketHeader& h,
                                                         std::span<const std::byte> payload,
                                                         const wire::First& first, bool from_queue) {
   // A packet still in its FIFO may have to be held: without room for that it stays in the FIFO.
@@ -281,7 +281,8 @@ MessageLayer::Engine::Taken MessageLayer::Engine::unexpected(std::uint32_t id, R
 }
 
 // The stall queue's head is the first packet of a matched message that waited for pool space.
-MessageLayer::Engine::Taken MessageLayer::Engine::resume(SourceState& src, const pkt::Packet& p) {
+MessageLayer::Engine::Taken MessageLayer::Engine::resume(SourceState& src,
+                                                         const packet_layer::Packet& p) {
   const std::uint32_t id = src.resume;
   RecvState& r = *recvs_.find(id);
   if (r.pool_wait) {
@@ -372,12 +373,13 @@ void MessageLayer::Engine::release_pool(RecvState& r) {
   blocked_fifos_ = 0;
 }
 
-void MessageLayer::Engine::malformed(const pkt::PacketHeader& h, const char* why) {
+void MessageLayer::Engine::malformed(const packet_layer::PacketHeader& h, const char* why) {
   malformed(h.source_rank(), why, &h);
 }
 
 // Logged at a limited rate (a faulty or hostile peer can send millions), always counted.
-void MessageLayer::Engine::malformed(Rank source, const char* why, const pkt::PacketHeader* h) {
+void MessageLayer::Engine::malformed(Rank source, const char* why,
+                                     const packet_layer::PacketHeader* h) {
   ++malformed_packets_;
   malformed_log_.report(rank(), "", malformed_packets_, [&] {
     spdlog::error("rank {}: discarding packet from rank {}: {}{}", rank(), source, why,
@@ -395,4 +397,4 @@ bool MessageLayer::Engine::advance() {
   return received || sent;
 }
 
-}  // namespace bgl::msg
+}  // namespace bgl::message_layer

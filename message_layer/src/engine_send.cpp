@@ -7,21 +7,21 @@
 #include <string>
 
 #include "bgl/log.hpp"
-#include "bgl/torus/route.hpp"
+#include "bgl/torus_emu/route.hpp"
 #include "data_copy.hpp"
 #include "engine.hpp"
 #include "protocols/protocol_ops.hpp"
 
-namespace bgl::msg {
+namespace bgl::message_layer {
 namespace {
 
 std::size_t one_packet_capacity(std::size_t header_bytes) {
-  return pkt::kMaxPayloadBytes - wire::kFirstBytes - header_bytes;
+  return packet_layer::kMaxPayloadBytes - wire::kFirstBytes - header_bytes;
 }
 
 }  // namespace
 
-MessageLayer::Engine::Engine(pkt::Endpoint& endpoint, Config config)
+MessageLayer::Engine::Engine(packet_layer::Endpoint& endpoint, Config config)
     : ep_(endpoint),
       vt_(endpoint.vt_params()),
       trace_(endpoint.trace()),
@@ -53,8 +53,8 @@ MessageLayer::Engine::Engine(pkt::Endpoint& endpoint, Config config)
           trace_->intern(to_string(static_cast<Protocol>(p)));
   }
   const auto& machine = endpoint.machine();
-  if (machine.config().mode == pkt::NodeMode::coprocessor) start_coprocessor();
-  if (machine.config().mode == pkt::NodeMode::virtual_node) {
+  if (machine.config().mode == packet_layer::NodeMode::coprocessor) start_coprocessor();
+  if (machine.config().mode == packet_layer::NodeMode::virtual_node) {
     const auto here = machine.mapping().location(endpoint.rank());
     sibling_ = machine.mapping().rank_at(here.node, 1 - here.t);
     // The two tasks of a node share its memory: each buffers half of the node's unexpected data.
@@ -80,8 +80,9 @@ MessageLayer::Engine::Engine(pkt::Endpoint& endpoint, Config config)
   for (Rank r = 0; r < static_cast<Rank>(size_); ++r) {
     DestState& d = dests_[r];
     d.where = endpoint.destination_of(r);
-    const auto route = torus::deterministic_route(shape, endpoint.node(), d.where.node);
-    d.fifo = static_cast<std::uint8_t>(route.hops() ? torus::index_of(route.steps()[0]) : r % 6);
+    const auto route = torus_emu::deterministic_route(shape, endpoint.node(), d.where.node);
+    d.fifo =
+        static_cast<std::uint8_t>(route.hops() ? torus_emu::index_of(route.steps()[0]) : r % 6);
   }
 }
 
@@ -286,14 +287,14 @@ void MessageLayer::Engine::finish_send(SendMessage& m) {
 
 void MessageLayer::Engine::trace_send(const SendMessage& m, bool begin) {
   const auto id = reinterpret_cast<std::uintptr_t>(&m);
-  if (!begin) return trace_->end(pkt::TraceCategory::message, trace_names_.send, id);
-  trace_->begin(pkt::TraceCategory::message, trace_names_.send, id,
+  if (!begin) return trace_->end(packet_layer::TraceCategory::message, trace_names_.send, id);
+  trace_->begin(packet_layer::TraceCategory::message, trace_names_.send, id,
                 {static_cast<std::int64_t>(m.dest), m.data.size(),
                  trace_names_.protocol[static_cast<std::size_t>(m.state.protocol)]});
 }
 
 void MessageLayer::Engine::trace_receive(Rank source, std::uint64_t bytes, Protocol p) {
-  trace_->instant(pkt::TraceCategory::message, trace_names_.recv,
+  trace_->instant(packet_layer::TraceCategory::message, trace_names_.recv,
                   {static_cast<std::int64_t>(source), bytes,
                    trace_names_.protocol[static_cast<std::size_t>(p)]});
 }
@@ -310,14 +311,14 @@ void MessageLayer::Engine::send_control(const Control& c) {
 }
 
 bool MessageLayer::Engine::inject_control(const Control& c) {
-  const pkt::PacketSpec spec{
+  const packet_layer::PacketSpec spec{
       .dest = ep_.destination_of(c.dest),
       .dispatch = c.type,
       .word = c.word,
       .vt_cycles = c.type == wire::kAeToken ? cost(&virtual_time::Params::token_cycles) : 0};
   const std::span<const std::byte> ack(reinterpret_cast<const std::byte*>(&c.ack), sizeof c.ack);
   const auto payload = c.type == wire::kRzvAck ? ack : std::span<const std::byte>{};
-  return ep_.inject(kControlFifo, spec, payload) == pkt::InjectStatus::ok;
+  return ep_.inject(kControlFifo, spec, payload) == packet_layer::InjectStatus::ok;
 }
 
 bool MessageLayer::Engine::flush_controls() {
@@ -344,4 +345,4 @@ bool MessageLayer::Engine::idle() const {
          ep_.injection_idle();
 }
 
-}  // namespace bgl::msg
+}  // namespace bgl::message_layer

@@ -1,13 +1,13 @@
-#include "bgl/msg/message_layer.hpp"
+#include "bgl/message_layer/message_layer.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include "bgl/env.hpp"
-#include "bgl/torus/error.hpp"
+#include "bgl/torus_emu/error.hpp"
 #include "data_copy.hpp"
 #include "engine.hpp"
 
-namespace bgl::msg {
+namespace bgl::message_layer {
 
 ProtocolLimits ProtocolLimits::from_environment() {
   ProtocolLimits l;
@@ -45,7 +45,7 @@ std::string Statistics::to_json() const {
   nlohmann::json p = nlohmann::json::object();
   for (int i = 0; i < kProtocols; ++i) {
     const auto& c = protocol[static_cast<std::size_t>(i)];
-    p[std::string(msg::to_string(static_cast<Protocol>(i)))] = {
+    p[std::string(message_layer::to_string(static_cast<Protocol>(i)))] = {
         {"messages_sent", c.messages_sent},
         {"packets_sent", c.packets_sent},
         {"bytes_sent", c.bytes_sent},
@@ -82,14 +82,14 @@ std::string Statistics::to_json() const {
     nlohmann::json buckets = nlohmann::json::array();
     for (int b = 0; b < virtual_time::LatencyHistogram::kBuckets; ++b)
       if (h.bucket(b) != 0) buckets.push_back({b, h.bucket(b)});
-    latencies[std::string(msg::to_string(static_cast<Protocol>(i)))] = {
+    latencies[std::string(message_layer::to_string(static_cast<Protocol>(i)))] = {
         {"min", h.min()}, {"max", h.max()}, {"sum", h.sum()}, {"buckets", std::move(buckets)}};
   }
   if (!latencies.empty()) out["latency_cycles"] = std::move(latencies);
   return out.dump();
 }
 
-MessageLayer::MessageLayer(pkt::Endpoint& endpoint, Config config)
+MessageLayer::MessageLayer(packet_layer::Endpoint& endpoint, Config config)
     : engine_(std::make_unique<Engine>(endpoint, config)), metered_(endpoint.metered()) {}
 MessageLayer::~MessageLayer() = default;
 Rank MessageLayer::rank() const {
@@ -104,25 +104,25 @@ void MessageLayer::register_handler(HandlerId id, ArrivalHandler h, void* ctx) {
 void MessageLayer::register_packet_handler(std::uint8_t dispatch, PacketHandler h, void* ctx) {
   engine_->register_packet_handler(dispatch, h, ctx);
 }
-pkt::Endpoint& MessageLayer::endpoint() {
+packet_layer::Endpoint& MessageLayer::endpoint() {
   return engine_->endpoint();
 }
 namespace {
 // Time the program spends between calls is its own computation (virtual time's CPU factor).
 class InStack {
  public:
-  explicit InStack(pkt::Endpoint& ep) : ep_(ep) { ep_.enter_stack(); }
+  explicit InStack(packet_layer::Endpoint& ep) : ep_(ep) { ep_.enter_stack(); }
   InStack(const InStack&) = delete;
   InStack& operator=(const InStack&) = delete;
   ~InStack() { ep_.leave_stack(); }
 
  private:
-  pkt::Endpoint& ep_;
+  packet_layer::Endpoint& ep_;
 };
 
 // The guard only when metering, out of line: the common calls stay plain jumps into the engine.
 template <class F>
-[[gnu::noinline]] auto metered(pkt::Endpoint& ep, F&& call) {
+[[gnu::noinline]] auto metered(packet_layer::Endpoint& ep, F&& call) {
   const InStack in(ep);
   return call();
 }
@@ -160,7 +160,7 @@ Protocol MessageLayer::choose(const SendMessage& m) const {
 const Statistics& MessageLayer::statistics() const {
   return engine_->statistics();
 }
-std::span<const pkt::PairTraffic> MessageLayer::traffic() const {
+std::span<const packet_layer::PairTraffic> MessageLayer::traffic() const {
   return engine_->traffic();
 }
 const Config& MessageLayer::config() const {
@@ -170,4 +170,4 @@ Coprocessor* MessageLayer::coprocessor() {
   return engine_->coprocessor();
 }
 
-}  // namespace bgl::msg
+}  // namespace bgl::message_layer

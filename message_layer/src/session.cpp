@@ -1,4 +1,4 @@
-#include "bgl/msg/session.hpp"
+#include "bgl/message_layer/session.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -6,11 +6,11 @@
 
 #include "bgl/env.hpp"
 #include "bgl/log.hpp"
-#include "bgl/pkt/job_barrier.hpp"
-#include "bgl/torus/error.hpp"
+#include "bgl/packet_layer/job_barrier.hpp"
+#include "bgl/torus_emu/error.hpp"
 #include "bgl/virtual_time/collective_timing.hpp"
 
-namespace bgl::msg {
+namespace bgl::message_layer {
 
 HostBootstrap::HostBootstrap(const HostCallbacks& callbacks) : cb_(callbacks) {
   if (!cb_.barrier || !cb_.allgather || cb_.size <= 0)
@@ -27,7 +27,7 @@ void HostBootstrap::allgather(std::span<const std::byte> mine, std::span<std::by
 }
 
 std::unique_ptr<Session> Session::from_launcher(const Config& config) {
-  auto runtime = pkt::Runtime::from_environment();
+  auto runtime = packet_layer::Runtime::from_environment();
   auto session = std::unique_ptr<Session>(new Session(std::move(runtime), nullptr, config));
   session->bootstrap_ = std::make_unique<LauncherBootstrap>(session->runtime_);
   session->launcher_ = true;
@@ -37,7 +37,7 @@ std::unique_ptr<Session> Session::from_launcher(const Config& config) {
 
 std::unique_ptr<Session> Session::with_bootstrap(std::unique_ptr<Bootstrap> host,
                                                  const Config& config) {
-  auto runtime = pkt::Runtime::from_environment(host->rank());
+  auto runtime = packet_layer::Runtime::from_environment(host->rank());
   if (runtime.size() != host->size())
     throw ConfigError("the process manager started " + std::to_string(host->size()) +
                       " processes but the emulated job has " + std::to_string(runtime.size()) +
@@ -47,7 +47,8 @@ std::unique_ptr<Session> Session::with_bootstrap(std::unique_ptr<Bootstrap> host
   return session;
 }
 
-Session::Session(pkt::Runtime runtime, std::unique_ptr<Bootstrap> bootstrap, const Config& config)
+Session::Session(packet_layer::Runtime runtime, std::unique_ptr<Bootstrap> bootstrap,
+                 const Config& config)
     : runtime_(std::move(runtime)), bootstrap_(std::move(bootstrap)) {
   layer_ = std::make_unique<MessageLayer>(runtime_.endpoint(), config);
 }
@@ -72,9 +73,9 @@ void Session::barrier() {
     bootstrap_->barrier();
     return;
   }
-  const pkt::Machine& machine = runtime_.machine();
-  pkt::JobBarrier& job = machine.barrier();
-  pkt::Endpoint& ep = runtime_.endpoint();
+  const packet_layer::Machine& machine = runtime_.machine();
+  packet_layer::JobBarrier& job = machine.barrier();
+  packet_layer::Endpoint& ep = runtime_.endpoint();
   bool last = false;
   const std::uint32_t generation =
       job.arrive(static_cast<std::uint32_t>(size()), last, ep.timed() ? ep.clock().now() : 0);
@@ -92,9 +93,9 @@ void Session::barrier() {
     }
     return leave();
   }
-  pkt::Doorbell& bell = machine.doorbell(ep.node(), ep.group());
-  const pkt::wait_record::Reason reason(pkt::WaitKind::job_barrier, generation);
-  pkt::Backoff backoff(runtime_.wait_policy());
+  packet_layer::Doorbell& bell = machine.doorbell(ep.node(), ep.group());
+  const packet_layer::wait_record::Reason reason(packet_layer::WaitKind::job_barrier, generation);
+  packet_layer::Backoff backoff(runtime_.wait_policy());
   const auto ready = [&] { return job.passed(generation) || ep.poll_ready(); };
   // Packets still waiting in the injection FIFOs move only when this task calls the layer: sleep
   // briefly then (the doorbell rings for arrivals, not for room in a peer's FIFO).
@@ -130,8 +131,8 @@ void Session::finalize(std::chrono::milliseconds patience) {
 
 // The row of the job's communication matrix, when bglrun asked for one (--stats, --report).
 void Session::publish_traffic() const {
-  const auto row = pkt::traffic_row(runtime_.machine().region(pkt::kTrafficRegion), size(),
-                                    static_cast<int>(rank()));
+  const auto row = packet_layer::traffic_row(
+      runtime_.machine().region(packet_layer::kTrafficRegion), size(), static_cast<int>(rank()));
   const auto mine = layer_->traffic();
   if (!row.empty() && mine.size() == row.size()) std::copy(mine.begin(), mine.end(), row.begin());
 }
@@ -147,4 +148,4 @@ Session::~Session() {
   layer_.reset();
 }
 
-}  // namespace bgl::msg
+}  // namespace bgl::message_layer

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace bgl::msg {
+namespace bgl::message_layer {
 
 template <class T>
 class SlotTable {
@@ -67,4 +67,4 @@ class SlotTable {
   std::uint32_t free_count_ = 0;
 };
 
-}  // namespace bgl::msg
+}  // namespace bgl::message_layer

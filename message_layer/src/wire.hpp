@@ -5,12 +5,12 @@
 #include <cstring>
 #include <span>
 
-#include "bgl/msg/bgl_ids.h"
-#include "bgl/pkt/header.hpp"
+#include "bgl/message_layer/bgl_ids.h"
+#include "bgl/packet_layer/header.hpp"
 
-namespace bgl::msg::wire {
+namespace bgl::message_layer::wire {
 
-// Packet-header dispatch ids owned by the message layer (its range: bgl/msg/bgl_ids.h).
+// Packet-header dispatch ids owned by the message layer (its range: bgl/message_layer/bgl_ids.h).
 enum Type : std::uint8_t {
   kOnePacket = 1,   // [First][user header][data]                          ordered
   kEagerFirst = 2,  // [First][user header][data...]                       ordered, word = 0
@@ -58,7 +58,7 @@ struct VnSource {
 
 inline constexpr std::size_t kFirstBytes = sizeof(First);
 inline constexpr std::size_t kRzvIndexBytes = 4;
-inline constexpr std::size_t kRzvChunk = pkt::kMaxPayloadBytes - kRzvIndexBytes;  // 236
+inline constexpr std::size_t kRzvChunk = packet_layer::kMaxPayloadBytes - kRzvIndexBytes;  // 236
 inline constexpr std::uint32_t kParityBit = 1u << 31;
 
 template <class T>
@@ -68,4 +68,4 @@ T load(std::span<const std::byte> p) {
   return v;
 }
 
-}  // namespace bgl::msg::wire
+}  // namespace bgl::message_layer::wire

@@ -1,4 +1,4 @@
-/* Task program for the message layer's C ABI (bgl/msg/bgl_msg.h), compiled as C11 and run by
+/* Task program for the message layer's C ABI (bgl/message_layer/bgl_msg.h), compiled as C11 and run by
  * bglrun from ml_launcher_test.cpp.
  *
  *   c_api_test null        bgl_msg_init(NULL): the program was started by bglrun
@@ -28,7 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bgl/msg/bgl_msg.h"
+#include "bgl/message_layer/bgl_msg.h"
 
 static unsigned g_rank;
 

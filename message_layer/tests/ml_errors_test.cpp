@@ -17,7 +17,7 @@
 #include "ml_in_process.hpp"
 #include "wire.hpp"
 
-namespace bgl::msg::test {
+namespace bgl::message_layer::test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -208,9 +208,9 @@ class Forger {
  public:
   Forger(InProcessJob& job, Rank from, Rank to) : job_(job), from_(from), to_(to) {}
   void send(std::uint8_t type, std::uint32_t word, std::span<const std::byte> payload = {}) {
-    pkt::PacketSpec spec{
+    packet_layer::PacketSpec spec{
         .dest = job_.ep(from_).destination_of(to_), .dispatch = type, .word = word};
-    while (job_.ep(from_).inject(0, spec, payload) == pkt::InjectStatus::full)
+    while (job_.ep(from_).inject(0, spec, payload) == packet_layer::InjectStatus::full)
       job_.advance_all();
   }
   void first(std::uint8_t type, std::uint32_t word, wire::First f, std::size_t header,
@@ -592,7 +592,7 @@ TEST(MlForeignPackets, RegisteredDispatchIdsReachTheirHandlerOnEveryNodeOfALine)
     std::uint32_t source = 99;
   };
   Got got[3];
-  const MessageLayer::PacketHandler take = [](void* ctx, const pkt::PacketHeader& h,
+  const MessageLayer::PacketHandler take = [](void* ctx, const packet_layer::PacketHeader& h,
                                               std::span<const std::byte> payload) {
     auto& g = *static_cast<Got*>(ctx);
     g.source = h.source_rank();
@@ -606,15 +606,15 @@ TEST(MlForeignPackets, RegisteredDispatchIdsReachTheirHandlerOnEveryNodeOfALine)
   for (Rank r : {1u, 2u})
     job.ml(r).register_packet_handler(MessageLayer::kForeignDispatchFirst, take, &got[r]);
 
-  pkt::Endpoint& ep = job.ml(0).endpoint();
+  packet_layer::Endpoint& ep = job.ml(0).endpoint();
   EXPECT_EQ(&ep, &job.ep(0));
   const std::byte data[3] = {std::byte{1}, std::byte{2}, std::byte{3}};
   // A deposit-bit line from node 0 through node 1 to node 2, and an unregistered id to node 1.
-  pkt::PacketSpec line{.dest = ep.destination_of(2), .dispatch = 16, .word = 42};
-  line.deposit_line = torus::Direction::x_plus;
-  ASSERT_EQ(ep.inject(0, line, data), pkt::InjectStatus::ok);
-  const pkt::PacketSpec stray{.dest = ep.destination_of(1), .dispatch = 17, .word = 7};
-  ASSERT_EQ(ep.inject(0, stray, data), pkt::InjectStatus::ok);
+  packet_layer::PacketSpec line{.dest = ep.destination_of(2), .dispatch = 16, .word = 42};
+  line.deposit_line = torus_emu::Direction::x_plus;
+  ASSERT_EQ(ep.inject(0, line, data), packet_layer::InjectStatus::ok);
+  const packet_layer::PacketSpec stray{.dest = ep.destination_of(1), .dispatch = 17, .word = 7};
+  ASSERT_EQ(ep.inject(0, stray, data), packet_layer::InjectStatus::ok);
   ASSERT_TRUE(
       job.run_until([&] { return got[1].packets.size() == 1 && got[2].packets.size() == 1; }));
   job.settle();
@@ -634,4 +634,4 @@ TEST(MlForeignPackets, RegisteredDispatchIdsReachTheirHandlerOnEveryNodeOfALine)
 }
 
 }  // namespace
-}  // namespace bgl::msg::test
+}  // namespace bgl::message_layer::test

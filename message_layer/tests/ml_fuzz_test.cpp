@@ -21,12 +21,12 @@
 #include <string>
 #include <vector>
 
-#include "bgl/coll/executor.hpp"
+#include "bgl/collectives/executor.hpp"
 #include "ml_harness.hpp"
 #include "ml_in_process.hpp"
 #include "wire.hpp"
 
-namespace bgl::msg::test {
+namespace bgl::message_layer::test {
 namespace {
 
 // Resident set size of this process in bytes.
@@ -47,12 +47,12 @@ class Forger {
  public:
   Forger(InProcessJob& job, Rank from, Rank to) : job_(job), from_(from), to_(to) {}
   void send(std::uint8_t type, std::uint32_t word, std::span<const std::byte> payload = {},
-            pkt::Routing routing = pkt::Routing::deterministic) {
-    pkt::PacketSpec spec{.dest = job_.ep(from_).destination_of(to_),
-                         .dispatch = type,
-                         .word = word,
-                         .routing = routing};
-    while (job_.ep(from_).inject(0, spec, payload) == pkt::InjectStatus::full)
+            packet_layer::Routing routing = packet_layer::Routing::deterministic) {
+    packet_layer::PacketSpec spec{.dest = job_.ep(from_).destination_of(to_),
+                                  .dispatch = type,
+                                  .word = word,
+                                  .routing = routing};
+    while (job_.ep(from_).inject(0, spec, payload) == packet_layer::InjectStatus::full)
       job_.advance_all();
   }
 
@@ -138,8 +138,8 @@ class PacketFuzzer {
       else if (type == wire::kOnePacket && pick(2))
         rest = f.header_bytes + (b < 200 ? b : 0);
       else
-        rest = pick(pkt::kMaxPayloadBytes - sizeof f + 1);
-      rest = std::min(rest, pkt::kMaxPayloadBytes - sizeof f);
+        rest = pick(packet_layer::kMaxPayloadBytes - sizeof f + 1);
+      rest = std::min(rest, packet_layer::kMaxPayloadBytes - sizeof f);
       fill(p, rest);
     } else if (type == wire::kRzvAck && pick(4) != 0) {
       const wire::Ack a{static_cast<std::uint32_t>(pick(64)), word(),
@@ -157,9 +157,9 @@ class PacketFuzzer {
                                      static_cast<std::uint32_t>(pick(3)), word()};
       p.resize(sizeof line);
       std::memcpy(p.data(), line, sizeof line);
-      fill(p, pick(pkt::kMaxPayloadBytes - sizeof line + 1));
+      fill(p, pick(packet_layer::kMaxPayloadBytes - sizeof line + 1));
     } else {
-      fill(p, pick(pkt::kMaxPayloadBytes + 1));
+      fill(p, pick(packet_layer::kMaxPayloadBytes + 1));
     }
     // A few random bytes flipped anywhere.
     for (int flips = pick(3) == 0 ? static_cast<int>(pick(4)) : 0; flips > 0 && !p.empty(); --flips)
@@ -178,7 +178,7 @@ class PacketFuzzer {
 
 // Receiving side of the collectives' line packets: a stand-in that, like the collectives' engine,
 // is registered for the foreign id so that forged line packets reach a handler.
-void ignore_line(void*, const pkt::PacketHeader&, std::span<const std::byte>) {}
+void ignore_line(void*, const packet_layer::PacketHeader&, std::span<const std::byte>) {}
 
 TEST(MlFuzz, ForgedPacketsOfEveryTypeKeepMemoryAndTimeBoundedAndRealTrafficIntact) {
   QuietLog quiet;
@@ -209,7 +209,7 @@ TEST(MlFuzz, ForgedPacketsOfEveryTypeKeepMemoryAndTimeBoundedAndRealTrafficIntac
     const std::uint8_t type = fuzz.type();
     const auto payload = fuzz.payload(type, seq);
     forge.send(type, fuzz.word(), payload,
-               i % 2 ? pkt::Routing::adaptive : pkt::Routing::deterministic);
+               i % 2 ? packet_layer::Routing::adaptive : packet_layer::Routing::deterministic);
     if (i % 100 == 0) {
       // Real messages of every protocol both ways, the forged packets in between.
       const Protocol p = std::array{Protocol::one_packet, Protocol::eager, Protocol::rendezvous,
@@ -270,7 +270,7 @@ TEST(MlFuzz, EarlyAdaptiveEagerPacketWithAHugeOffsetCostsNoMemory) {
   const std::uint64_t rss_before = rss_bytes();
   for (std::uint32_t k = 0; k < 8; ++k)
     forge.send(wire::kAeData, (wire::kParityBit - 1024 * 1024 * (k + 1)), data,
-               pkt::Routing::adaptive);
+               packet_layer::Routing::adaptive);
   job.settle();
   EXPECT_LT(rss_bytes(), rss_before + (64u << 20)) << "the staging buffer followed the offset";
   const Statistics& s = job.ml(1).statistics();
@@ -295,7 +295,8 @@ TEST(MlFuzz, AFloodOfMalformedPacketsIsLoggedAsACount) {
   const std::vector<std::byte> data(240, std::byte{0x5a});
   constexpr std::uint32_t kPackets = 2000;
   for (std::uint32_t k = 0; k < kPackets; ++k)
-    forge.send(wire::kAeData, wire::kParityBit - 65536 * (k + 1), data, pkt::Routing::adaptive);
+    forge.send(wire::kAeData, wire::kParityBit - 65536 * (k + 1), data,
+               packet_layer::Routing::adaptive);
   // The forger has no layer to move its last packets on: its endpoint does.
   const bool sent = job.run_until([&] { return job.ep(2).advance(); });
   job.settle();
@@ -323,21 +324,21 @@ TEST(MlFuzz, EarlyFinAndEarlyTokenFromTheReceiverAreDiscarded) {
   rzv.protocol = Protocol::rendezvous;
   rzv.notify_remote = true;
   Outgoing& r = out.post(job.ml(0), 1, 0, 1000, message_key(0, 1, 0), rzv);
-  pkt::Endpoint& ep = job.ep(1);
+  packet_layer::Endpoint& ep = job.ep(1);
   Forger reply(job, 1, 0);
   auto next = [&](std::uint8_t type) {
     for (int round = 0; round < 100000; ++round) {
       job.advance_all();
       if (auto f = ep.poll()) {
-        const pkt::PacketHeader h = ep.peek(*f);
+        const packet_layer::PacketHeader h = ep.peek(*f);
         ep.discard(*f);
         if (h.dispatch == type) return h;
       }
     }
     ADD_FAILURE() << "no packet of type " << int(type);
-    return pkt::PacketHeader{};
+    return packet_layer::PacketHeader{};
   };
-  const pkt::PacketHeader scout = next(wire::kScout);
+  const packet_layer::PacketHeader scout = next(wire::kScout);
   reply.send(wire::kRzvFin, scout.word);  // before the ack
   job.settle();
   EXPECT_EQ(r.done, 0) << "a fin before the ack ended the rendezvous";
@@ -371,9 +372,9 @@ TEST(MlFuzz, EarlyFinAndEarlyTokenFromTheReceiverAreDiscarded) {
 }
 
 }  // namespace
-}  // namespace bgl::msg::test
+}  // namespace bgl::message_layer::test
 
-namespace bgl::msg::test {
+namespace bgl::message_layer::test {
 namespace {
 
 struct LinePacket {
@@ -392,24 +393,26 @@ std::vector<std::byte> line_packet(const LinePacket& h, std::size_t data, std::b
 TEST(MlFuzz, CollectivesLinePacketsAreCheckedAgainstTheirPart) {
   QuietLog quiet;
   InProcessJob job({.ntasks = 3, .shape = "3x1x1"}, Config{}, std::vector<Rank>{0, 1});
-  coll::Executor executor(job.ml(1));
+  collectives::Executor executor(job.ml(1));
   Forger forge(job, 2, 1);
   const std::byte five[5] = {};
-  forge.send(coll::kLineDispatch, 100, five);  // shorter than the line header
-  forge.send(coll::kLineDispatch, 100, line_packet({1, 0, 5, 0xffffff00u}, 10, std::byte{1}));
+  forge.send(collectives::kLineDispatch, 100, five);  // shorter than the line header
+  forge.send(collectives::kLineDispatch, 100,
+             line_packet({1, 0, 5, 0xffffff00u}, 10, std::byte{1}));
   job.settle();
   EXPECT_EQ(executor.malformed_packets(), 2u);
   const std::uint64_t rss_before = rss_bytes();
   for (std::uint32_t tag = 10; tag < 18; ++tag)  // parts claiming 4 GiB
-    forge.send(coll::kLineDispatch, ~0u, line_packet({1, 0, tag, 1u << 31}, 200, std::byte{2}));
+    forge.send(collectives::kLineDispatch, ~0u,
+               line_packet({1, 0, tag, 1u << 31}, 200, std::byte{2}));
   job.settle();
   EXPECT_LT(rss_bytes(), rss_before + (64u << 20)) << "early line parts followed the claimed size";
   EXPECT_EQ(executor.unexpected(), 8u);
 
   // A 300-byte part in two packets before its receive, then a packet too many: delivered intact,
   // the extra one discarded.
-  forge.send(coll::kLineDispatch, 300, line_packet({1, 0, 7, 224}, 76, std::byte{0x22}));
-  forge.send(coll::kLineDispatch, 300, line_packet({1, 0, 7, 0}, 224, std::byte{0x11}));
+  forge.send(collectives::kLineDispatch, 300, line_packet({1, 0, 7, 224}, 76, std::byte{0x22}));
+  forge.send(collectives::kLineDispatch, 300, line_packet({1, 0, 7, 0}, 224, std::byte{0x11}));
   job.settle();
   std::vector<std::byte> buffer(300);
   int done = 0;
@@ -426,15 +429,15 @@ TEST(MlFuzz, CollectivesLinePacketsAreCheckedAgainstTheirPart) {
   executor.expect(
       {1, 0, 2, 8}, second, [](void* c, std::uint32_t, std::size_t) { ++*static_cast<int*>(c); },
       &done);
-  forge.send(coll::kLineDispatch, 100, line_packet({1, 0, 8, 0}, 60, std::byte{3}));
-  forge.send(coll::kLineDispatch, 100, line_packet({1, 0, 8, 0}, 60, std::byte{3}));
+  forge.send(collectives::kLineDispatch, 100, line_packet({1, 0, 8, 0}, 60, std::byte{3}));
+  forge.send(collectives::kLineDispatch, 100, line_packet({1, 0, 8, 0}, 60, std::byte{3}));
   job.settle();
   EXPECT_EQ(executor.malformed_packets(), 3u);
   EXPECT_EQ(done, 1);
-  forge.send(coll::kLineDispatch, 100, line_packet({1, 0, 8, 60}, 40, std::byte{4}));
+  forge.send(collectives::kLineDispatch, 100, line_packet({1, 0, 8, 60}, 40, std::byte{4}));
   job.settle();
   EXPECT_EQ(done, 2);
 }
 
 }  // namespace
-}  // namespace bgl::msg::test
+}  // namespace bgl::message_layer::test

@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "bgl/msg/message_layer.hpp"
+#include "bgl/message_layer/message_layer.hpp"
 #include "ml_test_data.hpp"
 
-namespace bgl::msg::test {
+namespace bgl::message_layer::test {
 
 // The user header of every test message: which message this is.
 struct TestHeader {
@@ -251,4 +251,4 @@ inline std::string describe(const Delivery& d) {
          std::to_string(d.bytes) + " bytes, " + std::string(to_string(d.protocol)) + ")";
 }
 
-}  // namespace bgl::msg::test
+}  // namespace bgl::message_layer::test

@@ -14,13 +14,13 @@
 #include <vector>
 
 #include "bgl/log.hpp"
-#include "bgl/msg/message_layer.hpp"
-#include "bgl/pkt/endpoint.hpp"
-#include "bgl/pkt/machine.hpp"
+#include "bgl/message_layer/message_layer.hpp"
+#include "bgl/packet_layer/endpoint.hpp"
+#include "bgl/packet_layer/machine.hpp"
 #include "bgl/test_support/environment.hpp"
 #include "bgl/test_support/in_process_machine.hpp"
 
-namespace bgl::msg::test {
+namespace bgl::message_layer::test {
 
 // ML_TEST_NODE_MODE (coprocessor or vn), set by ctest for the second and third run of this suite,
 // replaces the default mode: every test that does not ask for a mode runs in all three. In
@@ -63,10 +63,10 @@ class InProcessJob {
   InProcessJob& operator=(const InProcessJob&) = delete;
 
   int size() const { return job_.ntasks(); }
-  const pkt::Machine& machine() const { return job_.machine; }
+  const packet_layer::Machine& machine() const { return job_.machine; }
   MessageLayer& ml(Rank r) { return *layers_.at(r); }
   bool has_layer(Rank r) const { return layers_.at(r) != nullptr; }
-  pkt::Endpoint& ep(Rank r) { return job_.ep(r); }
+  packet_layer::Endpoint& ep(Rank r) { return job_.ep(r); }
 
   // One advance() of every layer; true if any of them did something.
   bool advance_all() {
@@ -99,21 +99,21 @@ class InProcessJob {
   }
 
  private:
-  static pkt::JobConfig make_config(const JobSpec& s) {
-    pkt::JobOptions o;
+  static packet_layer::JobConfig make_config(const JobSpec& s) {
+    packet_layer::JobOptions o;
     o.ntasks = s.ntasks;
     o.shape = s.shape;
     o.mode = s.mode;
     if (!s.mesh.empty()) o.mesh = s.mesh;
     o.fifo_packets = s.fifo_packets;
     o.seed = s.seed;
-    auto c = pkt::JobConfig::resolve(o);
+    auto c = packet_layer::JobConfig::resolve(o);
     if (s.mapping_text) {
       std::string text = *s.mapping_text;
       // A one-task-per-node mapping run in virtual-node mode by ML_TEST_NODE_MODE: t = 0.
-      if (c.mode == pkt::NodeMode::virtual_node) text = with_t0(text);
-      c.mapping = torus::Mapping::from_text(c.shape, pkt::tasks_per_node(c.mode), text,
-                                            "test mapping", s.ntasks);
+      if (c.mode == packet_layer::NodeMode::virtual_node) text = with_t0(text);
+      c.mapping = torus_emu::Mapping::from_text(c.shape, packet_layer::tasks_per_node(c.mode), text,
+                                                "test mapping", s.ntasks);
       c.mapping_source = "test mapping";
     }
     return c;
@@ -140,4 +140,4 @@ class InProcessJob {
 using test_support::QuietLog;
 using test_support::ScopedEnv;
 
-}  // namespace bgl::msg::test
+}  // namespace bgl::message_layer::test

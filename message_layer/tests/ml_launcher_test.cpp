@@ -574,11 +574,11 @@ TEST(MlCApiHost, HostBootstrapThatDisagreesWithTheJobIsAConfigurationError) {
   EXPECT_THAT(rank.output, HasSubstr("rank 3 is outside the job's 2 tasks"));
 }
 
-// A process could not start a second session after bgl_msg_finalize(): pkt::Segment::attach
-// took ownership of the descriptor inherited from bglrun (BGL_SEGMENT_FD) and closed it on
-// release, so the next attach failed with "Bad file descriptor" (fixed: attach duplicates it).
-// A deadlock in the message layer (receives nobody matches, a barrier that cannot complete) is
-// reported by the launcher in seconds, in every node mode.
+// A process could not start a second session after bgl_msg_finalize():
+// packet_layer::Segment::attach took ownership of the descriptor inherited from bglrun
+// (BGL_SEGMENT_FD) and closed it on release, so the next attach failed with "Bad file descriptor"
+// (fixed: attach duplicates it). A deadlock in the message layer (receives nobody matches, a
+// barrier that cannot complete) is reported by the launcher in seconds, in every node mode.
 TEST(MlLauncher, DeadlockIsReportedInEveryMode) {
   for (const char* mode : {"heater", "coprocessor", "vn"}) {
     const auto r = bglrun({"-np", "8", "--mode", mode, kScenarios, "deadlock"}, 120);

@@ -13,7 +13,7 @@
 #include "ml_harness.hpp"
 #include "ml_in_process.hpp"
 
-namespace bgl::msg::test {
+namespace bgl::message_layer::test {
 namespace {
 
 constexpr Protocol kAllProtocols[] = {Protocol::one_packet, Protocol::eager, Protocol::rendezvous,
@@ -519,4 +519,4 @@ TEST(MlCallbacks, RendezvousDoneThenRemoteDone) {
 }
 
 }  // namespace
-}  // namespace bgl::msg::test
+}  // namespace bgl::message_layer::test

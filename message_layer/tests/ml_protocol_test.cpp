@@ -8,13 +8,13 @@
 #include <string>
 #include <vector>
 
-#include "bgl/msg/bgl_msg.h"
-#include "bgl/msg/message_layer.hpp"
-#include "bgl/torus/error.hpp"
+#include "bgl/message_layer/bgl_msg.h"
+#include "bgl/message_layer/message_layer.hpp"
+#include "bgl/torus_emu/error.hpp"
 #include "ml_in_process.hpp"
 #include "protocols/protocol_ops.hpp"
 
-namespace bgl::msg::test {
+namespace bgl::message_layer::test {
 namespace {
 
 using ::testing::HasSubstr;
@@ -344,7 +344,7 @@ TEST(MlStatisticsJson, JsonCarriesEveryCounterUnderItsName) {
   // Fits the launcher's per-task report slot even with large counters.
   for (auto& p : s.protocol)
     p.bytes_received = ~0ULL;
-  EXPECT_LT(s.to_json().size(), pkt::TaskSlot{}.report.size());
+  EXPECT_LT(s.to_json().size(), packet_layer::TaskSlot{}.report.size());
 }
 
 TEST(MlStatisticsJson, FreshLayerReportsZeros) {
@@ -362,4 +362,4 @@ TEST(MlStatisticsJson, FreshLayerReportsZeros) {
 }
 
 }  // namespace
-}  // namespace bgl::msg::test
+}  // namespace bgl::message_layer::test

@@ -1,7 +1,7 @@
 // Task program for the message layer's multi-process tests, run by bglrun (driven from
-// ml_launcher_test.cpp). Every task initialises through msg::Session::from_launcher(), the real
-// start-up path; a failed check prints the rank, file:line and what failed, and exits 1 (bglrun
-// then stops the job and names the rank).
+// ml_launcher_test.cpp). Every task initialises through message_layer::Session::from_launcher(),
+// the real start-up path; a failed check prints the rank, file:line and what failed, and exits 1
+// (bglrun then stops the job and names the rank).
 //
 //   ml_scenarios pingpong SIZES     rank 0 and the last rank exchange messages of every boundary
 //                                   size at every alignment pair (SIZES: small = up to 1500 bytes,
@@ -38,17 +38,17 @@
 #include <thread>
 #include <vector>
 
-#include "bgl/msg/session.hpp"
-#include "bgl/torus/distance.hpp"
-#include "bgl/torus/error.hpp"
+#include "bgl/message_layer/session.hpp"
+#include "bgl/torus_emu/distance.hpp"
+#include "bgl/torus_emu/error.hpp"
 #include "ml_harness.hpp"
 #include "scenario_support.hpp"
 
 namespace {
 
 using namespace bgl;
-using namespace bgl::msg;
-using namespace bgl::msg::test;
+using namespace bgl::message_layer;
+using namespace bgl::message_layer::test;
 using Clock = std::chrono::steady_clock;
 
 StallWatchdog* g_watchdog = nullptr;
@@ -83,7 +83,7 @@ std::vector<Protocol> valid_protocols(const Session& s, Rank me, Rank peer, std:
   if (bytes <= 228 - header) v.push_back(Protocol::one_packet);
   v.insert(v.end(), {Protocol::eager, Protocol::rendezvous, Protocol::adaptive_eager});
   const auto a = s.mapping().location(me), b = s.mapping().location(peer);
-  if (s.mode() == pkt::NodeMode::virtual_node && a.node == b.node && a.t != b.t)
+  if (s.mode() == packet_layer::NodeMode::virtual_node && a.node == b.node && a.t != b.t)
     v.push_back(Protocol::virtual_node);
   return v;
 }
@@ -111,11 +111,12 @@ int pingpong(Session& s, const std::string& sizeset) {
   MessageLayer& ml = s.layer();
   const Rank me = s.rank(), a = 0, b = static_cast<Rank>(s.size() - 1);
   const auto& map = s.mapping();
-  const int hops = torus::distance(map.shape(), map.coord(a), map.coord(b));
+  const int hops = torus_emu::distance(map.shape(), map.coord(a), map.coord(b));
   const bool same_node = map.location(a).node == map.location(b).node;
   if (me == a)
     std::printf("pingpong: ranks %u and %u, distance %d hops%s, %s mode\n", a, b, hops,
-                same_node ? " (same node)" : "", std::string(pkt::to_string(s.mode())).c_str());
+                same_node ? " (same node)" : "",
+                std::string(packet_layer::to_string(s.mode())).c_str());
 
   struct Item {
     std::size_t size, so, ro;  // send offset at rank a (and the echo's receive offset), at rank b

@@ -13,7 +13,7 @@
 #include <span>
 #include <vector>
 
-namespace bgl::msg::test {
+namespace bgl::message_layer::test {
 
 // The offsets from a 32-byte boundary that alignment tests place buffers at.
 inline constexpr std::array<std::size_t, 7> kAlignments = {0, 1, 3, 7, 15, 16, 31};
@@ -150,4 +150,4 @@ inline std::vector<std::size_t> boundary_sizes(std::size_t header, std::size_t m
   return s;
 }
 
-}  // namespace bgl::msg::test
+}  // namespace bgl::message_layer::test

@@ -11,11 +11,11 @@
 #include <tuple>
 #include <vector>
 
-#include "bgl/torus/distance.hpp"
+#include "bgl/torus_emu/distance.hpp"
 #include "ml_harness.hpp"
 #include "ml_in_process.hpp"
 
-namespace bgl::msg::test {
+namespace bgl::message_layer::test {
 namespace {
 
 constexpr Protocol kAllProtocols[] = {Protocol::one_packet, Protocol::eager, Protocol::rendezvous,
@@ -49,7 +49,7 @@ const Placement kPlacements[] = {
 
 int distance_between(const InProcessJob& job, Rank a, Rank b) {
   const auto& m = job.machine().mapping();
-  return torus::distance(job.machine().shape(), m.coord(a), m.coord(b));
+  return torus_emu::distance(job.machine().shape(), m.coord(a), m.coord(b));
 }
 
 // Packets a message of `bytes` data bytes takes (8-byte header).
@@ -636,4 +636,4 @@ INSTANTIATE_TEST_SUITE_P(, MlTruncation, ::testing::ValuesIn(kAllProtocols),
                          [](const auto& info) { return std::string(to_string(info.param)); });
 
 }  // namespace
-}  // namespace bgl::msg::test
+}  // namespace bgl::message_layer::test

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bgl/msg/bgl_msg.h"
+#include "bgl/message_layer/bgl_msg.h"
 
 static unsigned g_rank;
 static int g_poll; /* NM_WAIT=poll: never call bgl_msg_wait (to tell waiting problems apart) */

@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "bgl/log.hpp"
-#include "bgl/msg/coprocessor.hpp"
+#include "bgl/message_layer/coprocessor.hpp"
 #include "bgl/test_support/environment.hpp"
 
-namespace bgl::msg {
+namespace bgl::message_layer {
 namespace {
 
 using ::testing::HasSubstr;
@@ -34,8 +34,8 @@ using test_support::QuietLog;
 
 class CoprocessorTest : public ::testing::Test {
  protected:
-  pkt::Doorbell bell_;
-  pkt::WaitPolicy policy_{.spin_rounds = 200, .yield_rounds = 10, .max_sleep = 1ms};
+  packet_layer::Doorbell bell_;
+  packet_layer::WaitPolicy policy_{.spin_rounds = 200, .yield_rounds = 10, .max_sleep = 1ms};
 };
 
 // --- costart / cojoin ------------------------------------------------------------------------
@@ -260,7 +260,7 @@ bool mail_pending(void* arg) {
 
 TEST_F(CoprocessorTest, RingingTheBellWakesASleepingCoprocessorForPermanentWork) {
   // The coprocessor would sleep 10 s between checks if nobody rang.
-  const pkt::WaitPolicy sleepy{.spin_rounds = 10, .yield_rounds = 2, .max_sleep = 10s};
+  const packet_layer::WaitPolicy sleepy{.spin_rounds = 10, .yield_rounds = 2, .max_sleep = 10s};
   Mailbox m;
   Coprocessor co(bell_, sleepy);
   co.add_permanent(&take_mail, &mail_pending, &m);
@@ -277,7 +277,7 @@ TEST_F(CoprocessorTest, RingingTheBellWakesASleepingCoprocessorForPermanentWork)
 }
 
 TEST_F(CoprocessorTest, CostartWakesASleepingCoprocessorAndDestructionDoesNotWaitForTheTimeout) {
-  const pkt::WaitPolicy sleepy{.spin_rounds = 10, .yield_rounds = 2, .max_sleep = 10s};
+  const packet_layer::WaitPolicy sleepy{.spin_rounds = 10, .yield_rounds = 2, .max_sleep = 10s};
   auto start = Clock::now();
   {
     Coprocessor co(bell_, sleepy);
@@ -446,4 +446,4 @@ TEST_F(CoprocessorTest, WindowOfOutstandingUnitsBesidePermanentUnits) {
 }
 
 }  // namespace
-}  // namespace bgl::msg
+}  // namespace bgl::message_layer

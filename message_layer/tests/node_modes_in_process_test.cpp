@@ -18,13 +18,13 @@
 #include <vector>
 
 #include "bgl/log.hpp"
-#include "bgl/msg/message_layer.hpp"
-#include "bgl/pkt/endpoint.hpp"
-#include "bgl/pkt/machine.hpp"
+#include "bgl/message_layer/message_layer.hpp"
+#include "bgl/packet_layer/endpoint.hpp"
+#include "bgl/packet_layer/machine.hpp"
 #include "ml_in_process.hpp"
 #include "node_modes_test_util.hpp"
 
-namespace bgl::msg {
+namespace bgl::message_layer {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -36,7 +36,7 @@ class Job : public test::InProcessJob {
   Job(int ntasks, const std::string& shape, const std::string& mode, const Config& config)
       : InProcessJob({.ntasks = ntasks, .shape = shape, .mode = mode}, config) {}
 
-  const torus::Mapping& mapping() const { return machine().mapping(); }
+  const torus_emu::Mapping& mapping() const { return machine().mapping(); }
   // Advances every layer until pred() holds; false when nothing moved for `stall` seconds (the
   // coprocessor threads move data that advance() does not report, hence time, not rounds).
   template <class Pred>
@@ -254,9 +254,10 @@ TEST(CoprocessorPathConcurrent, MixedTargetsInFlightTogether) {
 }
 
 // MessageLayer::wait() must return when the coprocessor completes a receive, though no packet
-// arrives for the main task. Regression (found at c0d0ff5, fixed in ea220c0): pkt::Endpoint::wait()
-// re-checked only its reception FIFOs after the coprocessor's doorbell ring and slept again, so a
-// task waiting for such a message hung until an unrelated packet came.
+// arrives for the main task. Regression (found at c0d0ff5, fixed in ea220c0):
+// packet_layer::Endpoint::wait() re-checked only its reception FIFOs after the coprocessor's
+// doorbell ring and slept again, so a task waiting for such a message hung until an unrelated
+// packet came.
 TEST(CoprocessorWait, WaitReturnsWhenTheCoprocessorCompletesAReceive) {
   Job job(2, "2x1x1", "coprocessor", Config{});
   std::vector<Receiver> rx(2);
@@ -563,4 +564,4 @@ INSTANTIATE_TEST_SUITE_P(Copy, IntraNode,
                          [](const auto& info) { return info.param.name; });
 
 }  // namespace
-}  // namespace bgl::msg
+}  // namespace bgl::message_layer

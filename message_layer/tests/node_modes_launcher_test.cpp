@@ -108,9 +108,9 @@ INSTANTIATE_TEST_SUITE_P(Modes, ModeVisible,
 // cases' declared destinations: contiguous, offset 0, big enough, data, rendezvous).
 std::uint64_t eligible_path_cases() {
   std::uint64_t n = 0;
-  for (const auto& c : msg::node_modes::path_cases()) {
-    const bool rendezvous = c.protocol ? *c.protocol == msg::Protocol::rendezvous
-                                       : c.bytes > msg::ProtocolLimits{}.eager_limit;
+  for (const auto& c : message_layer::node_modes::path_cases()) {
+    const bool rendezvous = c.protocol ? *c.protocol == message_layer::Protocol::rendezvous
+                                       : c.bytes > message_layer::ProtocolLimits{}.eager_limit;
     n += rendezvous && c.bytes > 0 && c.scatter.empty() && c.offset == 0 &&
          c.capacity.value_or(c.bytes) >= c.bytes;
   }

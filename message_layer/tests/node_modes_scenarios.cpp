@@ -58,18 +58,18 @@
 #include <thread>
 #include <vector>
 
-#include "bgl/msg/session.hpp"
-#include "bgl/pkt/runtime.hpp"
-#include "bgl/torus/error.hpp"
+#include "bgl/message_layer/session.hpp"
+#include "bgl/packet_layer/runtime.hpp"
+#include "bgl/torus_emu/error.hpp"
 #include "node_modes_test_util.hpp"
 #include "scenario_support.hpp"
 
 namespace {
 
 using namespace bgl;
-using namespace bgl::msg;
-using bgl::msg::test::g_rank;
-using bgl::msg::test::StallWatchdog;
+using namespace bgl::message_layer;
+using bgl::message_layer::test::g_rank;
+using bgl::message_layer::test::StallWatchdog;
 using Clock = std::chrono::steady_clock;
 
 StallWatchdog* g_watchdog = nullptr;
@@ -97,12 +97,12 @@ void drive(MessageLayer& ml, const char* what, Pred&& pred) {
   test::drive(ml, *g_watchdog, what, pred, [&ml] { idle_wait(ml); });
 }
 
-std::string mode_name(pkt::NodeMode m) {
-  return std::string(pkt::to_string(m));
+std::string mode_name(packet_layer::NodeMode m) {
+  return std::string(packet_layer::to_string(m));
 }
 
 std::optional<Rank> sibling_of(const Session& s, Rank r) {
-  if (s.mode() != pkt::NodeMode::virtual_node) return std::nullopt;
+  if (s.mode() != packet_layer::NodeMode::virtual_node) return std::nullopt;
   const auto loc = s.mapping().location(r);
   return s.mapping().rank_at(loc.node, 1 - loc.t);
 }
@@ -124,14 +124,14 @@ int unit_add(void* arg) {
 }
 
 int mode_check(Session& s, const std::string& name) {
-  const auto expected = pkt::parse_node_mode(name, "node_modes_scenarios mode");
+  const auto expected = packet_layer::parse_node_mode(name, "node_modes_scenarios mode");
   const Rank me = s.rank();
   const auto& map = s.mapping();
   CHECK_MSG(s.mode() == expected, "mode " + mode_name(s.mode()) + ", launched with " + name);
-  CHECK(map.tasks_per_node() == pkt::tasks_per_node(expected));
+  CHECK(map.tasks_per_node() == packet_layer::tasks_per_node(expected));
   CHECK(s.runtime().machine().config().mode == expected);
   Coprocessor* co = s.layer().coprocessor();
-  CHECK((co != nullptr) == (expected == pkt::NodeMode::coprocessor));
+  CHECK((co != nullptr) == (expected == packet_layer::NodeMode::coprocessor));
   if (co) {
     int v[3] = {20, 22, 0};
     CHECK(co->cojoin(co->costart(&unit_add, v)) == 5);
@@ -141,7 +141,7 @@ int mode_check(Session& s, const std::string& name) {
   auto& ep = s.runtime().endpoint();
   CHECK(ep.group() == loc.t);
   CHECK(ep.destination_of(me).group == loc.t);
-  if (expected == pkt::NodeMode::virtual_node) {
+  if (expected == packet_layer::NodeMode::virtual_node) {
     const auto sib = sibling_of(s, me);
     CHECK_MSG(sib.has_value(), "a task in virtual-node mode without a sibling");
     CHECK(*sib != me);
@@ -153,7 +153,7 @@ int mode_check(Session& s, const std::string& name) {
   }
   // Half of the node's memory per task in virtual-node mode: the unexpected-data pool too.
   const auto node_pool = Config::from_environment().pool_bytes;
-  const auto share = expected == pkt::NodeMode::virtual_node ? node_pool / 2 : node_pool;
+  const auto share = expected == packet_layer::NodeMode::virtual_node ? node_pool / 2 : node_pool;
   CHECK_MSG(s.layer().statistics().pool_bytes_limit == share,
             "pool_bytes_limit " + std::to_string(s.layer().statistics().pool_bytes_limit) +
                 ", expected " + std::to_string(share));
@@ -242,7 +242,7 @@ int copath(Session& s, std::vector<Rank> receivers) {
   if (receivers.empty())
     for (Rank r = 1; r < static_cast<Rank>(s.size()); ++r)
       receivers.push_back(r);
-  const bool co_mode = s.mode() == pkt::NodeMode::coprocessor;
+  const bool co_mode = s.mode() == packet_layer::NodeMode::coprocessor;
   const bool unit = ml.config().coprocessor_receive;
   const auto cases = node_modes::path_cases();
 
@@ -348,20 +348,20 @@ int copath(Session& s, std::vector<Rank> receivers) {
 // pktflood
 
 std::size_t flood_payload_size(std::uint32_t source, std::uint64_t seq) {
-  return static_cast<std::size_t>((seq * 37 + source * 11) % (pkt::kMaxPayloadBytes + 1));
+  return static_cast<std::size_t>((seq * 37 + source * 11) % (packet_layer::kMaxPayloadBytes + 1));
 }
 std::byte flood_byte(std::uint32_t source, std::uint64_t seq, std::size_t i) {
   return static_cast<std::byte>((source * 131u + seq * 7u + i * 13u) & 0xff);
 }
 
 int pktflood(std::uint64_t n, bool adaptive) {
-  auto rt = pkt::Runtime::from_environment();
+  auto rt = packet_layer::Runtime::from_environment();
   auto& ep = rt.endpoint();
   const Rank me = rt.rank();
   const int size = rt.size();
   const auto& machine = rt.machine();
   std::optional<Rank> sibling;
-  if (machine.config().mode == pkt::NodeMode::virtual_node) {
+  if (machine.config().mode == packet_layer::NodeMode::virtual_node) {
     const auto loc = machine.mapping().location(me);
     sibling = machine.mapping().rank_at(loc.node, 1 - loc.t);
     CHECK(sibling.has_value());
@@ -369,11 +369,12 @@ int pktflood(std::uint64_t n, bool adaptive) {
   std::vector<Rank> dests;
   for (int k = 1; k < size; ++k)
     dests.push_back(static_cast<Rank>((me + static_cast<Rank>(k)) % static_cast<Rank>(size)));
-  std::vector<pkt::PacketSpec> specs;
+  std::vector<packet_layer::PacketSpec> specs;
   for (const Rank d : dests)
     specs.push_back({.dest = ep.destination_of(d),
                      .dispatch = 42,
-                     .routing = adaptive ? pkt::Routing::adaptive : pkt::Routing::deterministic});
+                     .routing = adaptive ? packet_layer::Routing::adaptive
+                                         : packet_layer::Routing::deterministic});
   std::vector<std::uint64_t> sent(dests.size(), 0), next(static_cast<std::size_t>(size), 0);
   // Adaptive routing may reorder: each packet must arrive exactly once.
   std::vector<std::vector<bool>> seen(adaptive ? static_cast<std::size_t>(size) : 0);
@@ -381,10 +382,10 @@ int pktflood(std::uint64_t n, bool adaptive) {
     v.assign(n, false);
   const std::uint64_t expected = n * dests.size();
   std::uint64_t received = 0, through_virtual = 0;
-  std::byte out[pkt::kMaxPayloadBytes], in[pkt::kMaxPayloadBytes];
+  std::byte out[packet_layer::kMaxPayloadBytes], in[packet_layer::kMaxPayloadBytes];
 
-  const auto take = [&](pkt::FifoRef f) {
-    const pkt::PacketHeader h = ep.peek(f);
+  const auto take = [&](packet_layer::FifoRef f) {
+    const packet_layer::PacketHeader h = ep.peek(f);
     const Rank src = h.source_rank();
     CHECK(src < static_cast<Rank>(size) && src != me);
     CHECK(h.dispatch == 42);
@@ -401,7 +402,7 @@ int pktflood(std::uint64_t n, bool adaptive) {
     }
     CHECK_MSG(next[src] < n,
               "more than " + std::to_string(n) + " packets from rank " + std::to_string(src));
-    const bool virt = f.index == pkt::kVirtualFifo;
+    const bool virt = f.index == packet_layer::kVirtualFifo;
     CHECK_MSG(virt == (sibling && src == *sibling), "packet from rank " + std::to_string(src) +
                                                         " in reception FIFO " +
                                                         std::to_string(f.index));
@@ -431,8 +432,8 @@ int pktflood(std::uint64_t n, bool adaptive) {
           out[i] = flood_byte(me, seq, i);
         specs[d].word = static_cast<std::uint32_t>(seq);
         // One injection FIFO per destination keeps each destination's packets in order.
-        if (ep.inject(static_cast<int>(dests[d] % pkt::kInjectionFifos), specs[d], {out, bytes}) !=
-            pkt::InjectStatus::ok)
+        if (ep.inject(static_cast<int>(dests[d] % packet_layer::kInjectionFifos), specs[d],
+                      {out, bytes}) != packet_layer::InjectStatus::ok)
           break;
         ++sent[d];
         ++total_sent;
@@ -549,7 +550,7 @@ struct FloodReceiver {
       in.dest = node_modes::Destination::contiguous(a.bytes, offset);
     const auto& cfg = self.s->layer().config();
     in.eligible = node_modes::coprocessor_should_receive(
-        self.s->mode() == pkt::NodeMode::coprocessor, cfg.coprocessor_receive,
+        self.s->mode() == packet_layer::NodeMode::coprocessor, cfg.coprocessor_receive,
         a.protocol == Protocol::rendezvous, a.bytes, !in.dest.is_scatter(), in.dest.buffer.data(),
         in.dest.capacity());
     if (h.seq % 3 == 2) {
@@ -749,7 +750,7 @@ int sizes(Session& s, std::size_t max_bytes, bool refuse) {
     partner = me ^ 1u;
   }
   const auto plan = size_plan(max_bytes);
-  const bool co_mode = s.mode() == pkt::NodeMode::coprocessor;
+  const bool co_mode = s.mode() == packet_layer::NodeMode::coprocessor;
 
   struct In {
     std::optional<RecvHandle> pending;

@@ -17,10 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "bgl/msg/protocol.hpp"
+#include "bgl/message_layer/protocol.hpp"
 #include "ml_test_data.hpp"
 
-namespace bgl::msg::node_modes {
+namespace bgl::message_layer::node_modes {
 
 // What clear() leaves in a receive buffer: bytes a truncated receive must not touch.
 inline constexpr std::byte kUnwritten{0xee};
@@ -150,4 +150,4 @@ inline std::vector<PathCase> path_cases() {
   return v;
 }
 
-}  // namespace bgl::msg::node_modes
+}  // namespace bgl::message_layer::node_modes

@@ -11,9 +11,9 @@
 #include <string>
 #include <thread>
 
-#include "bgl/msg/message_layer.hpp"
+#include "bgl/message_layer/message_layer.hpp"
 
-namespace bgl::msg::test {
+namespace bgl::message_layer::test {
 
 // The task's rank, for failure reports (set once by main before any check).
 inline unsigned g_rank = 0;
@@ -89,14 +89,15 @@ void drive(MessageLayer& ml, StallWatchdog& watchdog, const char* what, Pred&& p
   watchdog.disarm();
 }
 
-}  // namespace bgl::msg::test
+}  // namespace bgl::message_layer::test
 
 // Checks in task programs (not gtest: a task reports and exits, and bglrun names it).
-#define CHECK(cond)                                                 \
-  do {                                                              \
-    if (!(cond)) ::bgl::msg::test::fail(__FILE__, __LINE__, #cond); \
+#define CHECK(cond)                                                           \
+  do {                                                                        \
+    if (!(cond)) ::bgl::message_layer::test::fail(__FILE__, __LINE__, #cond); \
   } while (0)
-#define CHECK_MSG(cond, text)                                                                    \
-  do {                                                                                           \
-    if (!(cond)) ::bgl::msg::test::fail(__FILE__, __LINE__, std::string(#cond) + ": " + (text)); \
+#define CHECK_MSG(cond, text)                                                                   \
+  do {                                                                                          \
+    if (!(cond))                                                                                \
+      ::bgl::message_layer::test::fail(__FILE__, __LINE__, std::string(#cond) + ": " + (text)); \
   } while (0)

@@ -1,4 +1,4 @@
-#include "bgl/pkt/asymmetric_fence.hpp"
+#include "bgl/packet_layer/asymmetric_fence.hpp"
 
 #include <linux/membarrier.h>
 #include <sys/syscall.h>
@@ -6,7 +6,7 @@
 
 #include <atomic>
 
-namespace bgl::pkt {
+namespace bgl::packet_layer {
 
 std::atomic<bool> g_asymmetric_fences{false};
 
@@ -39,4 +39,4 @@ void heavy_fence() {
   if (membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) != 0) membarrier(MEMBARRIER_CMD_GLOBAL);
 }
 
-}  // namespace bgl::pkt
+}  // namespace bgl::packet_layer

@@ -1,12 +1,12 @@
-#include "bgl/pkt/backoff.hpp"
+#include "bgl/packet_layer/backoff.hpp"
 
 #include <sched.h>
 #include <unistd.h>
 
 #include "bgl/env.hpp"
-#include "bgl/pkt/job_barrier.hpp"
+#include "bgl/packet_layer/job_barrier.hpp"
 
-namespace bgl::pkt {
+namespace bgl::packet_layer {
 
 void Backoff::yield() {
   sched_yield();
@@ -56,4 +56,4 @@ std::uint32_t JobBarrier::arrive_and_wait(std::uint32_t participants, const Wait
   return generation;
 }
 
-}  // namespace bgl::pkt
+}  // namespace bgl::packet_layer

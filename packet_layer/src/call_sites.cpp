@@ -1,4 +1,4 @@
-#include "bgl/pkt/call_sites.hpp"
+#include "bgl/packet_layer/call_sites.hpp"
 #include "json_string.hpp"
 
 #include <dlfcn.h>
@@ -16,7 +16,7 @@
 
 #include "bgl/env.hpp"
 
-namespace bgl::pkt {
+namespace bgl::packet_layer {
 namespace {
 
 std::uint64_t monotonic_ns() {
@@ -111,14 +111,14 @@ bool same_key(const CallSites::Row& a, const CallSites::Row& b) {
 
 }  // namespace
 
-std::unique_ptr<CallSites> CallSites::from_environment(torus::Rank rank,
+std::unique_ptr<CallSites> CallSites::from_environment(torus_emu::Rank rank,
                                                        const virtual_time::Clock* clock) {
   const auto dir = env::get("BGL_SITES_DIR");
   if (!dir || dir->empty()) return nullptr;
   return std::make_unique<CallSites>(rank, *dir, clock);
 }
 
-CallSites::CallSites(torus::Rank rank, std::string dir, const virtual_time::Clock* clock)
+CallSites::CallSites(torus_emu::Rank rank, std::string dir, const virtual_time::Clock* clock)
     : rank_(rank),
       dir_(std::move(dir)),
       clock_(clock),
@@ -259,4 +259,4 @@ bool CallSites::write() const {
   return ok && ::rename(temp.c_str(), path.c_str()) == 0;
 }
 
-}  // namespace bgl::pkt
+}  // namespace bgl::packet_layer

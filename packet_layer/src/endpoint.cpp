@@ -1,4 +1,4 @@
-#include "bgl/pkt/endpoint.hpp"
+#include "bgl/packet_layer/endpoint.hpp"
 
 #include <unistd.h>
 
@@ -8,9 +8,9 @@
 
 #include "bgl/env.hpp"
 #include "bgl/log.hpp"
-#include "bgl/torus/route.hpp"
+#include "bgl/torus_emu/route.hpp"
 
-namespace bgl::pkt {
+namespace bgl::packet_layer {
 namespace {
 
 // A task whose own packets wait for space elsewhere must not sleep long: nobody rings its bell
@@ -29,8 +29,8 @@ std::uint32_t injection_depth() {
 
 namespace {
 
-torus::Rank checked_rank(const Machine& machine, torus::Rank rank, int group) {
-  if (rank >= static_cast<torus::Rank>(machine.mapping().size()))
+torus_emu::Rank checked_rank(const Machine& machine, torus_emu::Rank rank, int group) {
+  if (rank >= static_cast<torus_emu::Rank>(machine.mapping().size()))
     throw std::invalid_argument("endpoint for rank " + std::to_string(rank) + " of a " +
                                 std::to_string(machine.mapping().size()) + "-task job");
   if (group < 0 || group >= kFifoGroups) throw std::invalid_argument("FIFO group must be 0 or 1");
@@ -39,7 +39,8 @@ torus::Rank checked_rank(const Machine& machine, torus::Rank rank, int group) {
 
 }  // namespace
 
-Endpoint::Endpoint(const Machine& machine, torus::Rank rank, int group, const WaitPolicy& policy)
+Endpoint::Endpoint(const Machine& machine, torus_emu::Rank rank, int group,
+                   const WaitPolicy& policy)
     : machine_(&machine),
       rank_(checked_rank(machine, rank, group)),
       node_(machine.mapping().location(rank).node),
@@ -62,13 +63,13 @@ Endpoint::Endpoint(const Machine& machine, torus::Rank rank, int group, const Wa
   if (ofi) ofi_.emplace(machine.outbound(rank), machine.agent_bell());
   peers_.resize(static_cast<std::size_t>(shape.node_count()));
   deterministic_traffic_.resize(peers_.size());
-  for (torus::NodeId n = 0; n < peers_.size(); ++n) {
+  for (torus_emu::NodeId n = 0; n < peers_.size(); ++n) {
     const auto c = shape.coord(n);
-    const auto last = torus::deterministic_route(shape, node_, n).last();
+    const auto last = torus_emu::deterministic_route(shape, node_, n).last();
     const NodeSlot slot = machine.node_slot(n);
     peers_[n] = Peer{{static_cast<std::uint8_t>(c.x), static_cast<std::uint8_t>(c.y),
                       static_cast<std::uint8_t>(c.z)},
-                     static_cast<std::uint8_t>(last ? torus::index_of(*last) : kLocalFifo),
+                     static_cast<std::uint8_t>(last ? torus_emu::index_of(*last) : kLocalFifo),
                      // With BGL_TRANSPORT=ofi on one host every other node goes through the agent
                      // (a loopback test of the libfabric path); the node itself never does.
                      ofi && n != node_ && (!placement.local(n) || placement.host_count() == 1),
@@ -127,14 +128,14 @@ void Endpoint::left_node(std::uint64_t when) {
   ++q.count;
 }
 
-std::uint64_t Endpoint::arrival_over(const torus::Route& route, std::uint32_t packet_bytes,
+std::uint64_t Endpoint::arrival_over(const torus_emu::Route& route, std::uint32_t packet_bytes,
                                      std::uint32_t software_cycles) {
   const auto t = timing_.transit(route, depart(software_cycles), packet_bytes);
   left_node(t.left);
   return t.arrival;
 }
 
-void Endpoint::time_line(const torus::Route& route, std::uint32_t packet_bytes,
+void Endpoint::time_line(const torus_emu::Route& route, std::uint32_t packet_bytes,
                          std::uint32_t software_cycles) {
   left_node(
       timing_.transit_line(route, depart(software_cycles), packet_bytes,
@@ -182,7 +183,7 @@ const Packet* Endpoint::next_in_virtual_order(FifoRef& f, std::uint32_t skip, bo
   }
 }
 
-Destination Endpoint::destination_of(torus::Rank rank) const {
+Destination Endpoint::destination_of(torus_emu::Rank rank) const {
   const auto loc = machine_->mapping().location(rank);
   return {loc.node, static_cast<std::uint8_t>(loc.t)};
 }
@@ -192,18 +193,18 @@ void Endpoint::check_spec(const PacketSpec& spec, std::size_t payload) const {
   if (payload > kMaxPayloadBytes)
     throw std::invalid_argument("packet payload of " + std::to_string(payload) +
                                 " bytes exceeds 240");
-  if (spec.dest.node >= static_cast<torus::NodeId>(shape.node_count()) ||
+  if (spec.dest.node >= static_cast<torus_emu::NodeId>(shape.node_count()) ||
       spec.dest.group >= kFifoGroups)
     throw std::invalid_argument("packet destination outside the partition");
   // A deposit-bit line may end at a node without tasks (its copies reach only nodes with tasks).
   if (!spec.deposit_line && peers_[spec.dest.node].groups == 0)
     throw std::invalid_argument("packet destination node " +
-                                torus::to_string(shape.coord(spec.dest.node)) +
+                                torus_emu::to_string(shape.coord(spec.dest.node)) +
                                 " hosts no task of the job");
   if (spec.deposit_line) {
     if (spec.routing != Routing::deterministic)
       throw std::invalid_argument("deposit-bit packets must be deterministically routed");
-    auto line = torus::make_line(shape, node_, spec.dest.node, *spec.deposit_line);
+    auto line = torus_emu::make_line(shape, node_, spec.dest.node, *spec.deposit_line);
     if (!line.line) throw std::invalid_argument(line.error);
   }
 }
@@ -214,8 +215,8 @@ void Endpoint::build_header(const PacketSpec& spec, std::size_t payload, PacketH
   h.flags = static_cast<std::uint8_t>(
       (spec.routing == Routing::adaptive ? PacketHeader::kAdaptive : 0) |
       (spec.high_priority ? PacketHeader::kHighPriority : 0) |
-      (spec.deposit_line ? PacketHeader::kDeposit |
-                               (torus::index_of(*spec.deposit_line) << PacketHeader::kLineDirShift)
+      (spec.deposit_line ? PacketHeader::kDeposit | (torus_emu::index_of(*spec.deposit_line)
+                                                     << PacketHeader::kLineDirShift)
                          : 0));
   h.chunks = chunks_for(payload);
   h.payload_bytes = static_cast<std::uint8_t>(payload);
@@ -243,17 +244,18 @@ std::uint8_t Endpoint::route_and_account(const PacketSpec& spec, std::uint8_t ch
     ++traffic.packets;
     traffic.bytes += bytes;
     if (timed())
-      arrival = arrival_over(torus::deterministic_route(machine_->shape(), node_, spec.dest.node),
-                             bytes, spec.vt_cycles);
+      arrival =
+          arrival_over(torus_emu::deterministic_route(machine_->shape(), node_, spec.dest.node),
+                       bytes, spec.vt_cycles);
     return spec.high_priority ? kHighPriorityFifo : peers_[spec.dest.node].deterministic_fifo;
   }
   const auto& shape = machine_->shape();
-  torus::Route route;
+  torus_emu::Route route;
   if (spec.deposit_line) {
-    route = torus::line_route(
-        shape, *torus::make_line(shape, node_, spec.dest.node, *spec.deposit_line).line);
+    route = torus_emu::line_route(
+        shape, *torus_emu::make_line(shape, node_, spec.dest.node, *spec.deposit_line).line);
   } else {
-    route = torus::adaptive_route(shape, node_, spec.dest.node, rng_);
+    route = torus_emu::adaptive_route(shape, node_, spec.dest.node, rng_);
   }
   links_.account(route, bytes);
   if (timed()) {
@@ -264,15 +266,15 @@ std::uint8_t Endpoint::route_and_account(const PacketSpec& spec, std::uint8_t ch
   }
   if (spec.high_priority) return kHighPriorityFifo;
   const auto last = route.last();
-  return last ? static_cast<std::uint8_t>(torus::index_of(*last)) : kLocalFifo;
+  return last ? static_cast<std::uint8_t>(torus_emu::index_of(*last)) : kLocalFifo;
 }
 
 void Endpoint::fold_deterministic_traffic() const {
   const auto& shape = machine_->shape();
-  for (torus::NodeId n = 0; n < deterministic_traffic_.size(); ++n) {
+  for (torus_emu::NodeId n = 0; n < deterministic_traffic_.size(); ++n) {
     auto& traffic = deterministic_traffic_[n];
     if (traffic.packets == 0) continue;
-    torus::deterministic_route(shape, node_, n).for_each_link(shape, [&](torus::Link l) {
+    torus_emu::deterministic_route(shape, node_, n).for_each_link(shape, [&](torus_emu::Link l) {
       links_.add(l, traffic);
     });
     traffic = {};
@@ -365,7 +367,7 @@ void Endpoint::enqueue(int fifo, const PacketHeader& h, std::span<const std::byt
   pending_mask_ |= 1u << fifo;
 }
 
-bool Endpoint::push(torus::NodeId node, std::uint8_t group, std::uint8_t index,
+bool Endpoint::push(torus_emu::NodeId node, std::uint8_t group, std::uint8_t index,
                     const PacketHeader& h, std::span<const std::byte> payload,
                     std::span<const std::byte> more, virtual_time::Stamp stamp) {
   if (index == kVirtualFifo) {
@@ -412,7 +414,7 @@ bool Endpoint::deliver_line(Pending& p) {
   const auto dir = h.line_direction();
   const auto dest = shape.node_id(h.destination());
   const std::span<const std::byte> payload(p.packet.payload.data(), h.payload_bytes);
-  torus::NodeId at = node_;
+  torus_emu::NodeId at = node_;
   for (int i = 0; i <= p.delivered; ++i)
     at = *shape.neighbour(at, dir);
   for (;;) {
@@ -609,4 +611,4 @@ void Endpoint::publish_statistics() {
   }
 }
 
-}  // namespace bgl::pkt
+}  // namespace bgl::packet_layer

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "bgl/torus/error.hpp"
-#include "bgl/torus/user_text.hpp"
+#include "bgl/torus_emu/error.hpp"
+#include "bgl/torus_emu/user_text.hpp"
 
 namespace bgl::env {
 

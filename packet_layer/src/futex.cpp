@@ -1,4 +1,4 @@
-#include "bgl/pkt/futex.hpp"
+#include "bgl/packet_layer/futex.hpp"
 
 #include <linux/futex.h>
 #include <sys/syscall.h>
@@ -10,7 +10,7 @@
 #include <climits>
 #include <ctime>
 
-namespace bgl::pkt {
+namespace bgl::packet_layer {
 namespace {
 
 long futex(std::atomic<std::uint32_t>& word, int op, std::uint32_t value, const timespec* timeout) {
@@ -60,4 +60,4 @@ void futex_wake_all(std::atomic<std::uint32_t>& word) {
   futex(word, FUTEX_WAKE, INT_MAX, nullptr);
 }
 
-}  // namespace bgl::pkt
+}  // namespace bgl::packet_layer

@@ -1,16 +1,16 @@
-#include "bgl/pkt/header.hpp"
+#include "bgl/packet_layer/header.hpp"
 
 #include <cstdio>
 
-namespace bgl::pkt {
+namespace bgl::packet_layer {
 
-PacketHeader::Problem PacketHeader::validate(const torus::Shape& shape, int groups) const {
+PacketHeader::Problem PacketHeader::validate(const torus_emu::Shape& shape, int groups) const {
   if (check != compute_check()) return Problem::check_byte;
   if (chunks < 1 || chunks > kMaxPacketBytes / kChunkBytes) return Problem::size;
   if (payload_bytes > packet_bytes() - kHeaderBytes) return Problem::payload_size;
   if (!shape.contains(destination())) return Problem::destination;
   if (dest_group >= groups) return Problem::group;
-  if (deposit() && (adaptive() || ((flags >> kLineDirShift) & 7u) >= torus::kDirections))
+  if (deposit() && (adaptive() || ((flags >> kLineDirShift) & 7u) >= torus_emu::kDirections))
     return Problem::deposit;
   return Problem::none;
 }
@@ -49,4 +49,4 @@ std::string PacketHeader::describe() const {
   return text;
 }
 
-}  // namespace bgl::pkt
+}  // namespace bgl::packet_layer

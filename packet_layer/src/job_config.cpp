@@ -1,4 +1,4 @@
-#include "bgl/pkt/job_config.hpp"
+#include "bgl/packet_layer/job_config.hpp"
 
 #include <algorithm>
 #include <array>
@@ -6,10 +6,10 @@
 #include <limits>
 
 #include "bgl/env.hpp"
-#include "bgl/torus/error.hpp"
-#include "bgl/torus/user_text.hpp"
+#include "bgl/torus_emu/error.hpp"
+#include "bgl/torus_emu/user_text.hpp"
 
-namespace bgl::pkt {
+namespace bgl::packet_layer {
 namespace {
 
 constexpr int kMaxFifoPackets = 1 << 16;
@@ -30,7 +30,7 @@ std::optional<std::string> checked(const char* variable, Check&& check) {
 
 std::optional<std::array<int, 3>> cubic_factors(int n) {
   std::optional<std::array<int, 3>> best;
-  for (int x = 1; x <= torus::Shape::kMaxExtent; ++x) {
+  for (int x = 1; x <= torus_emu::Shape::kMaxExtent; ++x) {
     if (n % x) continue;
     for (int y = 1; y <= x; ++y) {
       if ((n / x) % y) continue;
@@ -62,9 +62,11 @@ std::uint64_t parse_seed(std::string_view text, std::string_view source) {
 // variable. Both variables of a group set, with no flag, is the user's conflict and an error.
 void JobOptions::merge_environment() {
   if (!shape)
-    shape = checked("BGL_SHAPE", [](const std::string& v) { (void)torus::Shape::parse(v, ""); });
+    shape =
+        checked("BGL_SHAPE", [](const std::string& v) { (void)torus_emu::Shape::parse(v, ""); });
   if (!mesh)
-    mesh = checked("BGL_MESH", [](const std::string& v) { (void)torus::Shape::parse("1x1x1", v); });
+    mesh = checked("BGL_MESH",
+                   [](const std::string& v) { (void)torus_emu::Shape::parse("1x1x1", v); });
   if (!mode) {
     mode = env::get("BGL_MODE");
     if (mode) (void)parse_node_mode(*mode, "BGL_MODE");
@@ -72,7 +74,7 @@ void JobOptions::merge_environment() {
   if (!mapping && !mapfile) {
     mapping = checked("BGL_MAPPING", [](const std::string& v) {
       // The letters alone (one task per node lets T be left out; the mode is checked later).
-      (void)torus::Mapping::from_order(torus::Shape::parse("1x1x1"), 1, v, 1);
+      (void)torus_emu::Mapping::from_order(torus_emu::Shape::parse("1x1x1"), 1, v, 1);
     });
     mapfile = env::get("BGL_MAPFILE");
   }
@@ -112,9 +114,9 @@ double parse_cpu_factor(std::string_view text, std::string_view what) {
   return v;
 }
 
-torus::Shape JobConfig::default_shape(int nodes) {
+torus_emu::Shape JobConfig::default_shape(int nodes) {
   for (int n = std::max(nodes, 1);; ++n) {
-    if (auto f = cubic_factors(n)) return torus::Shape(*f, {true, true, true});
+    if (auto f = cubic_factors(n)) return torus_emu::Shape(*f, {true, true, true});
   }
 }
 
@@ -123,18 +125,18 @@ JobConfig JobConfig::resolve(const JobOptions& o) {
   const int ntasks = *o.ntasks;
   const NodeMode mode = o.mode ? parse_node_mode(*o.mode, "mode") : NodeMode::heater;
   const int tpn = tasks_per_node(mode);
-  const int max_tasks =
-      torus::Shape::kMaxExtent * torus::Shape::kMaxExtent * torus::Shape::kMaxExtent * tpn;
+  const int max_tasks = torus_emu::Shape::kMaxExtent * torus_emu::Shape::kMaxExtent *
+                        torus_emu::Shape::kMaxExtent * tpn;
   if (ntasks < 1 || ntasks > max_tasks)
     throw ConfigError("-np " + std::to_string(ntasks) + ": expected 1.." +
                       std::to_string(max_tasks));
 
-  std::optional<torus::Shape> shape;
+  std::optional<torus_emu::Shape> shape;
   if (o.shape) {
-    shape = torus::Shape::parse(*o.shape, o.mesh.value_or(""));
+    shape = torus_emu::Shape::parse(*o.shape, o.mesh.value_or(""));
   } else {
     shape = default_shape((ntasks + tpn - 1) / tpn);
-    if (o.mesh) shape = torus::Shape::parse(shape->to_string(), *o.mesh);
+    if (o.mesh) shape = torus_emu::Shape::parse(shape->to_string(), *o.mesh);
   }
   if (ntasks > shape->node_count() * tpn) {
     throw ConfigError(std::to_string(ntasks) + " tasks do not fit shape " + shape->to_string() +
@@ -152,14 +154,14 @@ JobConfig JobConfig::resolve(const JobOptions& o) {
                       std::to_string(kMaxFifoPackets) + "]");
 
   std::string source;
-  torus::Mapping mapping = [&] {
+  torus_emu::Mapping mapping = [&] {
     if (o.mapfile) {
       source = "file " + printable(*o.mapfile, 256);
-      return torus::Mapping::from_file(*shape, tpn, *o.mapfile, ntasks);
+      return torus_emu::Mapping::from_file(*shape, tpn, *o.mapfile, ntasks);
     }
     const std::string order = o.mapping.value_or("XYZT");
     source = "order " + order;
-    return torus::Mapping::from_order(*shape, tpn, order, ntasks);
+    return torus_emu::Mapping::from_order(*shape, tpn, order, ntasks);
   }();
   JobConfig config{
       *shape,
@@ -199,4 +201,4 @@ std::string JobConfig::summary() const {
          (virtual_time ? ", virtual time (" + vt_params_source + ")" : std::string());
 }
 
-}  // namespace bgl::pkt
+}  // namespace bgl::packet_layer

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace bgl::pkt {
+namespace bgl::packet_layer {
 
 inline void json_string(std::string& out, std::string_view s) {
   out += '"';
@@ -26,4 +26,4 @@ inline void json_string(std::string& out, std::string_view s) {
   out += '"';
 }
 
-}  // namespace bgl::pkt
+}  // namespace bgl::packet_layer

@@ -6,8 +6,8 @@
 #include <mutex>
 #include <string>
 
-#include "bgl/torus/error.hpp"
-#include "bgl/torus/user_text.hpp"
+#include "bgl/torus_emu/error.hpp"
+#include "bgl/torus_emu/user_text.hpp"
 
 namespace bgl::log {
 

@@ -1,4 +1,4 @@
-#include "bgl/pkt/machine.hpp"
+#include "bgl/packet_layer/machine.hpp"
 
 #include <boost/crc.hpp>
 
@@ -9,10 +9,10 @@
 #include <stdexcept>
 #include <string>
 
-#include "bgl/torus/distance.hpp"
-#include "bgl/torus/error.hpp"
+#include "bgl/torus_emu/distance.hpp"
+#include "bgl/torus_emu/error.hpp"
 
-namespace bgl::pkt {
+namespace bgl::packet_layer {
 namespace {
 
 constexpr std::uint64_t kMagic = 0x3130554d454c4742ULL;  // "BGLEMU01"
@@ -93,13 +93,13 @@ std::vector<ControlPart> description_parts(std::span<const std::byte> segment,
 // Which nodes have FIFO storage: those that host tasks, numbered in node-id order.
 struct NodeSlots {
   std::vector<NodeSlot> of_node;
-  std::vector<torus::NodeId> nodes;
+  std::vector<torus_emu::NodeId> nodes;
 
   explicit NodeSlots(const JobConfig& c)
       : of_node(static_cast<std::size_t>(c.shape.node_count()), kNoNodeSlot) {
     for (const auto& loc : c.mapping.locations())
       of_node[loc.node] = 0;
-    for (torus::NodeId n = 0; n < of_node.size(); ++n)
+    for (torus_emu::NodeId n = 0; n < of_node.size(); ++n)
       if (of_node[n] != kNoNodeSlot) {
         of_node[n] = static_cast<NodeSlot>(nodes.size());
         nodes.push_back(n);
@@ -120,40 +120,40 @@ struct LinkPlan {
     const auto& shape = c.shape;
     std::array<std::vector<bool>, 3> task_at, on_arc;
     for (int d = 0; d < 3; ++d) {
-      const auto k = static_cast<std::size_t>(shape.extent(static_cast<torus::Dim>(d)));
+      const auto k = static_cast<std::size_t>(shape.extent(static_cast<torus_emu::Dim>(d)));
       task_at[d].assign(k, false);
       on_arc[d].assign(k, false);
     }
     for (const auto& loc : c.mapping.locations()) {
       const auto at = shape.coord(loc.node);
       for (int d = 0; d < 3; ++d)
-        task_at[d][static_cast<std::size_t>(at[static_cast<torus::Dim>(d)])] = true;
+        task_at[d][static_cast<std::size_t>(at[static_cast<torus_emu::Dim>(d)])] = true;
     }
     for (int d = 0; d < 3; ++d) {
-      const auto dim = static_cast<torus::Dim>(d);
+      const auto dim = static_cast<torus_emu::Dim>(d);
       const int k = shape.extent(dim);
       for (int from = 0; from < k; ++from) {
         if (!task_at[d][static_cast<std::size_t>(from)]) continue;
         for (int to = 0; to < k; ++to) {
           if (!task_at[d][static_cast<std::size_t>(to)]) continue;
-          const auto o = torus::offset(shape, dim, from, to);
+          const auto o = torus_emu::offset(shape, dim, from, to);
           for (int i = 0, x = from; i <= o.hops; ++i, x = ((x + o.sign) % k + k) % k)
             on_arc[d][static_cast<std::size_t>(x)] = true;
         }
       }
     }
-    const auto links = static_cast<std::size_t>(shape.node_count()) * torus::kDirections;
+    const auto links = static_cast<std::size_t>(shape.node_count()) * torus_emu::kDirections;
     if (table) of_link.assign(links, kNoLink);
-    for (torus::NodeId n = 0; n < static_cast<torus::NodeId>(shape.node_count()); ++n) {
+    for (torus_emu::NodeId n = 0; n < static_cast<torus_emu::NodeId>(shape.node_count()); ++n) {
       const auto at = shape.coord(n);
       std::array<bool, 3> on{};
       for (int d = 0; d < 3; ++d)
-        on[d] = on_arc[d][static_cast<std::size_t>(at[static_cast<torus::Dim>(d)])];
-      for (int dir = 0; dir < torus::kDirections; ++dir) {
+        on[d] = on_arc[d][static_cast<std::size_t>(at[static_cast<torus_emu::Dim>(d)])];
+      for (int dir = 0; dir < torus_emu::kDirections; ++dir) {
         const int d = dir / 2;  // directions come in +/- pairs per dimension
         if (!on[(d + 1) % 3] || !on[(d + 2) % 3]) continue;
         if (table)
-          of_link[static_cast<std::size_t>(n) * torus::kDirections + dir] =
+          of_link[static_cast<std::size_t>(n) * torus_emu::kDirections + dir] =
               static_cast<std::uint32_t>(count);
         ++count;
       }
@@ -271,8 +271,8 @@ Machine Machine::format(std::span<std::byte> segment, const JobConfig& config) {
   h->header_bytes = sizeof(SegmentHeader);
   h->total_bytes = l.total;
   for (int d = 0; d < 3; ++d) {
-    h->extent[d] = c.shape.extent(static_cast<torus::Dim>(d));
-    h->torus[d] = c.shape.is_torus(static_cast<torus::Dim>(d));
+    h->extent[d] = c.shape.extent(static_cast<torus_emu::Dim>(d));
+    h->torus[d] = c.shape.is_torus(static_cast<torus_emu::Dim>(d));
   }
   h->mode = static_cast<std::uint8_t>(c.mode);
   h->ntasks = c.ntasks();
@@ -307,7 +307,7 @@ Machine Machine::format(std::span<std::byte> segment, const JobConfig& config) {
               c.placement.node_host.size() * sizeof(std::uint16_t));
   auto* table = reinterpret_cast<MappingEntry*>(segment.data() + l.mapping);
   for (int r = 0; r < c.ntasks(); ++r) {
-    const auto loc = c.mapping.location(static_cast<torus::Rank>(r));
+    const auto loc = c.mapping.location(static_cast<torus_emu::Rank>(r));
     table[r] = MappingEntry{loc.node, static_cast<std::uint32_t>(loc.t)};
   }
   Machine m(segment, c);
@@ -327,7 +327,7 @@ Machine Machine::format(std::span<std::byte> segment, const JobConfig& config) {
   for (auto& calendar : m.calendars())
     new (&calendar) virtual_time::LinkCalendar{};
   for (int r = 0; r < c.ntasks(); ++r)
-    new (&m.task(static_cast<torus::Rank>(r))) TaskSlot{};
+    new (&m.task(static_cast<torus_emu::Rank>(r))) TaskSlot{};
   if (c.mode == NodeMode::virtual_node) {
     auto* rings = reinterpret_cast<VirtualFifo*>(segment.data() + l.virtual_fifos);
     for (std::size_t i = 0; i < 2 * m.occupied_.size(); ++i)
@@ -335,9 +335,9 @@ Machine Machine::format(std::span<std::byte> segment, const JobConfig& config) {
   }
   if (c.placement.transport == Transport::ofi) {
     for (int r = 0; r < c.ntasks(); ++r)
-      new (&m.outbound(static_cast<torus::Rank>(r))) OutboundRing{};
+      new (&m.outbound(static_cast<torus_emu::Rank>(r))) OutboundRing{};
     for (int r = 0; r < c.ntasks(); ++r)
-      new (&m.store_ring(static_cast<torus::Rank>(r))) StoreRing{};
+      new (&m.store_ring(static_cast<torus_emu::Rank>(r))) StoreRing{};
   }
   h->local_tasks = static_cast<std::uint32_t>(m.local_tasks());
   h->control_crc = crc_of(m.description());
@@ -355,8 +355,8 @@ Machine Machine::attach(std::span<std::byte> segment) {
   if (h->version != kVersion || h->header_bytes != sizeof(SegmentHeader))
     throw ConfigError("shared-memory segment was made by another bglemu version");
   if (h->total_bytes > segment.size()) throw ConfigError("shared-memory segment is truncated");
-  const torus::Shape shape({h->extent[0], h->extent[1], h->extent[2]},
-                           {h->torus[0] != 0, h->torus[1] != 0, h->torus[2] != 0});
+  const torus_emu::Shape shape({h->extent[0], h->extent[1], h->extent[2]},
+                               {h->torus[0] != 0, h->torus[1] != 0, h->torus[2] != 0});
   // Everything below indexes memory with these numbers: check them before trusting any.
   if (h->mode > static_cast<std::uint8_t>(NodeMode::virtual_node))
     throw ConfigError("shared-memory segment has an unknown node mode");
@@ -372,10 +372,11 @@ Machine Machine::attach(std::span<std::byte> segment) {
       h->nodes_offset > h->total_bytes)
     throw ConfigError("shared-memory segment has a corrupt layout");
   const auto* table = reinterpret_cast<const MappingEntry*>(segment.data() + h->mapping_offset);
-  std::vector<torus::TaskLocation> locations(static_cast<std::size_t>(h->ntasks));
+  std::vector<torus_emu::TaskLocation> locations(static_cast<std::size_t>(h->ntasks));
   for (int r = 0; r < h->ntasks; ++r)
     locations[static_cast<std::size_t>(r)] = {table[r].node, static_cast<int>(table[r].t)};
-  auto mapping = torus::Mapping::from_locations(shape, tasks_per_node(mode), std::move(locations));
+  auto mapping =
+      torus_emu::Mapping::from_locations(shape, tasks_per_node(mode), std::move(locations));
   if (h->hosts < 1 || h->hosts > static_cast<std::uint32_t>(Placement::kMaxHosts) ||
       h->this_host >= h->hosts || h->transport > static_cast<std::uint32_t>(Transport::ofi) ||
       h->node_host_offset < h->mapping_offset ||
@@ -450,7 +451,7 @@ std::byte* Machine::group_region(NodeSlot slot, int group) const {
              group_stride_;
 }
 
-NodeSlot Machine::checked_slot(torus::NodeId node) const {
+NodeSlot Machine::checked_slot(torus_emu::NodeId node) const {
   const NodeSlot slot = node_slot(node);
   if (slot == kNoNodeSlot)
     throw std::invalid_argument("node " + std::to_string(node) +
@@ -468,18 +469,18 @@ Doorbell& Machine::doorbell_in_slot(NodeSlot slot, int group) const {
   return *std::launder(reinterpret_cast<Doorbell*>(group_region(slot, group)));
 }
 
-ReceptionFifo Machine::fifo(torus::NodeId node, int group, int index) const {
+ReceptionFifo Machine::fifo(torus_emu::NodeId node, int group, int index) const {
   return fifo_in_slot(checked_slot(node), group, index);
 }
 
-Doorbell& Machine::doorbell(torus::NodeId node, int group) const {
+Doorbell& Machine::doorbell(torus_emu::NodeId node, int group) const {
   return doorbell_in_slot(checked_slot(node), group);
 }
 
 int Machine::local_tasks() const {
   int n = 0;
   for (int r = 0; r < config_.ntasks(); ++r)
-    n += local(static_cast<torus::Rank>(r));
+    n += local(static_cast<torus_emu::Rank>(r));
   return n;
 }
 
@@ -488,15 +489,15 @@ std::uint32_t Machine::barrier_participants() const {
   return h->local_tasks + (config_.placement.host_count() > 1 ? 1u : 0u);
 }
 
-OutboundRing& Machine::outbound(torus::Rank rank) const {
+OutboundRing& Machine::outbound(torus_emu::Rank rank) const {
   return std::launder(reinterpret_cast<OutboundRing*>(segment_.data() + outbound_offset_))[rank];
 }
 
-StoreRing& Machine::store_ring(torus::Rank rank) const {
+StoreRing& Machine::store_ring(torus_emu::Rank rank) const {
   return std::launder(reinterpret_cast<StoreRing*>(segment_.data() + stores_offset_))[rank];
 }
 
-bool Machine::try_remote_store(torus::Rank from, const StoreRequest& r,
+bool Machine::try_remote_store(torus_emu::Rank from, const StoreRequest& r,
                                std::span<const std::byte> bytes) const {
   if (config_.placement.transport != Transport::ofi)
     throw std::invalid_argument("remote stores need the libfabric transport");
@@ -510,7 +511,7 @@ bool Machine::try_remote_store(torus::Rank from, const StoreRequest& r,
   return true;
 }
 
-void Machine::remote_store(torus::Rank from, const StoreRequest& r,
+void Machine::remote_store(torus_emu::Rank from, const StoreRequest& r,
                            std::span<const std::byte> bytes, const WaitPolicy& policy) const {
   StoreRing& ring = store_ring(from);
   Backoff backoff(policy);
@@ -562,7 +563,7 @@ std::span<std::byte> Machine::region(int index) const {
   return segment_.subspan(e.offset, e.bytes);
 }
 
-VirtualFifo& Machine::virtual_fifo(torus::NodeId node, int from) const {
+VirtualFifo& Machine::virtual_fifo(torus_emu::NodeId node, int from) const {
   auto* rings = std::launder(reinterpret_cast<VirtualFifo*>(segment_.data() + virtual_offset_));
   return rings[static_cast<std::size_t>(checked_slot(node)) * 2 + static_cast<std::size_t>(from)];
 }
@@ -574,8 +575,8 @@ std::span<virtual_time::LinkCalendar> Machine::calendars() const {
           link_count_};
 }
 
-TaskSlot& Machine::task(torus::Rank rank) const {
+TaskSlot& Machine::task(torus_emu::Rank rank) const {
   return std::launder(reinterpret_cast<TaskSlot*>(segment_.data() + tasks_offset_))[rank];
 }
 
-}  // namespace bgl::pkt
+}  // namespace bgl::packet_layer

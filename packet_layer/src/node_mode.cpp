@@ -1,11 +1,11 @@
-#include "bgl/pkt/node_mode.hpp"
+#include "bgl/packet_layer/node_mode.hpp"
 
 #include <string>
 
-#include "bgl/torus/error.hpp"
-#include "bgl/torus/user_text.hpp"
+#include "bgl/torus_emu/error.hpp"
+#include "bgl/torus_emu/user_text.hpp"
 
-namespace bgl::pkt {
+namespace bgl::packet_layer {
 
 std::string_view to_string(NodeMode m) {
   switch (m) {
@@ -28,4 +28,4 @@ NodeMode parse_node_mode(std::string_view text, std::string_view source) {
                     "': expected heater, coprocessor or vn");
 }
 
-}  // namespace bgl::pkt
+}  // namespace bgl::packet_layer

@@ -1,14 +1,14 @@
-#include "bgl/pkt/placement.hpp"
+#include "bgl/packet_layer/placement.hpp"
 
 #include <algorithm>
 #include <sstream>
 
 #include "bgl/env.hpp"
-#include "bgl/torus/error.hpp"
-#include "bgl/torus/input_file.hpp"
-#include "bgl/torus/user_text.hpp"
+#include "bgl/torus_emu/error.hpp"
+#include "bgl/torus_emu/input_file.hpp"
+#include "bgl/torus_emu/user_text.hpp"
 
-namespace bgl::pkt {
+namespace bgl::packet_layer {
 
 std::string_view to_string(Transport t) {
   return t == Transport::ofi ? "ofi" : "shm";
@@ -18,7 +18,7 @@ int Placement::local_nodes() const {
   return static_cast<int>(std::count(node_host.begin(), node_host.end(), this_host));
 }
 
-Placement Placement::single(const torus::Shape& shape) {
+Placement Placement::single(const torus_emu::Shape& shape) {
   Placement p;
   p.hosts.push_back({"localhost", "127.0.0.1", shape.node_count()});
   p.node_host.assign(static_cast<std::size_t>(shape.node_count()), 0);
@@ -80,7 +80,8 @@ std::vector<HostEntry> Placement::parse_hostfile(std::string_view text, std::str
   return hosts;
 }
 
-Placement Placement::resolve(const torus::Shape& shape, const std::optional<std::string>& hostfile,
+Placement Placement::resolve(const torus_emu::Shape& shape,
+                             const std::optional<std::string>& hostfile,
                              std::optional<int> host_count,
                              const std::optional<std::string>& transport, int this_host) {
   Placement p;
@@ -143,20 +144,20 @@ Placement Placement::resolve(const torus::Shape& shape, const std::optional<std:
   return p;
 }
 
-std::string Placement::report(const torus::Shape& shape) const {
+std::string Placement::report(const torus_emu::Shape& shape) const {
   std::string out;
-  torus::NodeId first = 0;
+  torus_emu::NodeId first = 0;
   for (int h = 0; h < host_count(); ++h) {
     const auto& e = hosts[static_cast<std::size_t>(h)];
-    const torus::NodeId last = first + static_cast<torus::NodeId>(e.nodes) - 1;
+    const torus_emu::NodeId last = first + static_cast<torus_emu::NodeId>(e.nodes) - 1;
     out += "host " + std::to_string(h) + " " + e.name + " (" + e.address +
            "): " + std::to_string(e.nodes) + " nodes, ids " + std::to_string(first) + ".." +
-           std::to_string(last) + " = " + torus::to_string(shape.coord(first)) + ".." +
-           torus::to_string(shape.coord(last)) + (e.netns.empty() ? "" : ", netns " + e.netns) +
+           std::to_string(last) + " = " + torus_emu::to_string(shape.coord(first)) + ".." +
+           torus_emu::to_string(shape.coord(last)) + (e.netns.empty() ? "" : ", netns " + e.netns) +
            (h == this_host ? "  <- this host" : "") + "\n";
     first = last + 1;
   }
   return out;
 }
 
-}  // namespace bgl::pkt
+}  // namespace bgl::packet_layer

@@ -1,9 +1,9 @@
-#include "bgl/pkt/reception_fifo.hpp"
+#include "bgl/packet_layer/reception_fifo.hpp"
 
 #include <cstring>
 #include <new>
 
-namespace bgl::pkt {
+namespace bgl::packet_layer {
 namespace {
 
 constexpr std::size_t align_up(std::size_t n, std::size_t a) {
@@ -49,4 +49,4 @@ const char* ReceptionFifo::check_consistency() const {
   return nullptr;
 }
 
-}  // namespace bgl::pkt
+}  // namespace bgl::packet_layer

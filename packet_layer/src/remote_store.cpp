@@ -1,6 +1,6 @@
-#include "bgl/pkt/remote_store.hpp"
+#include "bgl/packet_layer/remote_store.hpp"
 
-namespace bgl::pkt {
+namespace bgl::packet_layer {
 
 const char* check_store(const StoreRequest& r, std::size_t bytes, std::size_t region_bytes) {
   if (region_bytes == 0) return "no such region";
@@ -38,4 +38,4 @@ void apply_store(std::span<std::byte> region, const StoreRequest& r,
   if (r.bell != kNoOffset) reinterpret_cast<Doorbell*>(region.data() + r.bell)->ring();
 }
 
-}  // namespace bgl::pkt
+}  // namespace bgl::packet_layer

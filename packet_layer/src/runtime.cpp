@@ -1,4 +1,4 @@
-#include "bgl/pkt/runtime.hpp"
+#include "bgl/packet_layer/runtime.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -7,12 +7,12 @@
 
 #include "bgl/env.hpp"
 #include "bgl/log.hpp"
-#include "bgl/torus/error.hpp"
+#include "bgl/torus_emu/error.hpp"
 #include "bgl/virtual_time/collective_timing.hpp"
 
-namespace bgl::pkt {
+namespace bgl::packet_layer {
 
-Runtime Runtime::from_environment(std::optional<torus::Rank> host_rank) {
+Runtime Runtime::from_environment(std::optional<torus_emu::Rank> host_rank) {
   log::init("bgl");
   const auto name = env::get("BGL_SEGMENT");
   if (!name) {
@@ -34,7 +34,7 @@ Runtime Runtime::from_environment(std::optional<torus::Rank> host_rank) {
   if (auto declared = env::get_int("BGL_SIZE", 1, 1 << 24); declared && *declared != size)
     throw ConfigError("BGL_SIZE=" + std::to_string(*declared) + " does not match the job's " +
                       std::to_string(size) + " tasks");
-  rt.rank_ = static_cast<torus::Rank>(*rank);
+  rt.rank_ = static_cast<torus_emu::Rank>(*rank);
   if (!rt.machine_->local(rt.rank_))
     throw ConfigError(
         "rank " + std::to_string(*rank) + " lives on host " +
@@ -70,7 +70,7 @@ void Runtime::allgather(std::span<const std::byte> mine, std::span<std::byte> al
   std::copy(mine.begin(), mine.end(), machine_->task(rank_).exchange.begin());
   exchange_barrier();
   for (int r = 0; r < size(); ++r) {
-    const auto& slot = machine_->task(static_cast<torus::Rank>(r)).exchange;
+    const auto& slot = machine_->task(static_cast<torus_emu::Rank>(r)).exchange;
     std::copy_n(slot.begin(), mine.size(),
                 all.begin() + static_cast<std::ptrdiff_t>(r * mine.size()));
   }
@@ -93,4 +93,4 @@ void Runtime::barrier() {
       virtual_time::barrier_release(*endpoint_->vt_params(), job.latest_clock_of(generation)));
 }
 
-}  // namespace bgl::pkt
+}  // namespace bgl::packet_layer

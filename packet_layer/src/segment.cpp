@@ -1,4 +1,4 @@
-#include "bgl/pkt/segment.hpp"
+#include "bgl/packet_layer/segment.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -17,9 +17,9 @@
 #include <utility>
 #include <vector>
 
-#include "bgl/torus/error.hpp"
+#include "bgl/torus_emu/error.hpp"
 
-namespace bgl::pkt {
+namespace bgl::packet_layer {
 namespace {
 
 constexpr std::string_view kPrefix = "bglemu.";
@@ -203,4 +203,4 @@ void Segment::release() {
   fd_ = -1;
 }
 
-}  // namespace bgl::pkt
+}  // namespace bgl::packet_layer

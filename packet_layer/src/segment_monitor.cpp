@@ -1,9 +1,9 @@
-#include "bgl/pkt/segment_monitor.hpp"
+#include "bgl/packet_layer/segment_monitor.hpp"
 
 #include <algorithm>
 #include <cstring>
 
-namespace bgl::pkt {
+namespace bgl::packet_layer {
 namespace {
 
 // FIFO slots read per check: about a millisecond, however large the job.
@@ -11,7 +11,7 @@ constexpr std::size_t kSlotsPerCheck = 1 << 17;
 
 std::string fifo_name(int index) {
   if (index < kLinkFifos)
-    return std::string(torus::to_string(static_cast<torus::Direction>(index)));
+    return std::string(torus_emu::to_string(static_cast<torus_emu::Direction>(index)));
   return index == kLocalFifo ? "local" : "high priority";
 }
 
@@ -55,14 +55,14 @@ std::optional<std::string> SegmentMonitor::check_fifos(std::size_t budget) {
     const auto slot = static_cast<NodeSlot>(next_fifo_ / (kFifoGroups * kReceptionFifos));
     const int group = static_cast<int>(next_fifo_ / kReceptionFifos % kFifoGroups);
     const int index = static_cast<int>(next_fifo_ % kReceptionFifos);
-    const torus::NodeId node = nodes[slot];
+    const torus_emu::NodeId node = nodes[slot];
     if (!machine_.placement().local(node)) continue;  // another host's segment has it
     if (const char* why = machine_.fifo_in_slot(slot, group, index).check_consistency())
       return "reception FIFO " + fifo_name(index) + " of node " +
-             torus::to_string(shape.coord(node)) + " group " + std::to_string(group) + " (" + why +
-             ")";
+             torus_emu::to_string(shape.coord(node)) + " group " + std::to_string(group) + " (" +
+             why + ")";
   }
   return std::nullopt;
 }
 
-}  // namespace bgl::pkt
+}  // namespace bgl::packet_layer

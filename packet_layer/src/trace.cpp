@@ -1,4 +1,4 @@
-#include "bgl/pkt/trace.hpp"
+#include "bgl/packet_layer/trace.hpp"
 #include "json_string.hpp"
 
 #include <fcntl.h>
@@ -11,7 +11,7 @@
 
 #include "bgl/env.hpp"
 
-namespace bgl::pkt {
+namespace bgl::packet_layer {
 namespace {
 
 // Microseconds with nanosecond resolution, as Chrome's trace format wants them.
@@ -45,8 +45,8 @@ std::string_view to_string(TraceCategory c) {
   return "?";
 }
 
-std::unique_ptr<Trace> Trace::from_environment(torus::Rank rank, const virtual_time::Clock& clock,
-                                               double cpu_hz) {
+std::unique_ptr<Trace> Trace::from_environment(torus_emu::Rank rank,
+                                               const virtual_time::Clock& clock, double cpu_hz) {
   const auto dir = env::get("BGL_TRACE_DIR");
   if (!dir || dir->empty()) return nullptr;
   const auto capacity = env::get_int("BGL_TRACE_TASK_EVENTS", 1, 1LL << 32).value_or(100000);
@@ -56,7 +56,7 @@ std::unique_ptr<Trace> Trace::from_environment(torus::Rank rank, const virtual_t
                                  static_cast<std::uint64_t>(epoch), clock, cpu_hz);
 }
 
-Trace::Trace(torus::Rank rank, std::string dir, std::size_t capacity, bool virtual_clock,
+Trace::Trace(torus_emu::Rank rank, std::string dir, std::size_t capacity, bool virtual_clock,
              std::uint64_t epoch_ns, const virtual_time::Clock& clock, double cpu_hz)
     : rank_(rank),
       dir_(std::move(dir)),
@@ -213,4 +213,4 @@ bool Trace::write() const {
   return ok;
 }
 
-}  // namespace bgl::pkt
+}  // namespace bgl::packet_layer

@@ -1,6 +1,6 @@
-#include "bgl/pkt/wait_state.hpp"
+#include "bgl/packet_layer/wait_state.hpp"
 
-namespace bgl::pkt {
+namespace bgl::packet_layer {
 namespace {
 
 struct ThreadRecord {
@@ -75,4 +75,4 @@ WaitKind current_kind() {
 }
 
 }  // namespace wait_record
-}  // namespace bgl::pkt
+}  // namespace bgl::packet_layer

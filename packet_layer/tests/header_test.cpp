@@ -1,5 +1,5 @@
-#include "bgl/pkt/header.hpp"
-#include "bgl/pkt/reception_fifo.hpp"
+#include "bgl/packet_layer/header.hpp"
+#include "bgl/packet_layer/reception_fifo.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -10,7 +10,7 @@
 #include <string>
 #include <type_traits>
 
-namespace bgl::pkt {
+namespace bgl::packet_layer {
 
 // Lets GoogleTest print a Problem by name.
 [[maybe_unused]] static void PrintTo(PacketHeader::Problem p, std::ostream* os) {
@@ -23,7 +23,7 @@ using ::testing::HasSubstr;
 using Problem = PacketHeader::Problem;
 
 // A well-formed, sealed header for `shape` addressed to `c`.
-PacketHeader good_header(torus::Coord c, std::uint8_t payload = 100) {
+PacketHeader good_header(torus_emu::Coord c, std::uint8_t payload = 100) {
   PacketHeader h;
   h.dest = {static_cast<std::uint8_t>(c.x), static_cast<std::uint8_t>(c.y),
             static_cast<std::uint8_t>(c.z)};
@@ -122,14 +122,14 @@ TEST(PacketHeader, CheckByteIgnoresTheSoftwareHeader) {
 }
 
 TEST(PacketHeader, ValidateAcceptsASealedHeader) {
-  const torus::Shape shape = torus::Shape::parse("4x4x2");
+  const torus_emu::Shape shape = torus_emu::Shape::parse("4x4x2");
   EXPECT_EQ(good_header({3, 3, 1}).validate(shape, 2), Problem::none);
   EXPECT_EQ(good_header({0, 0, 0}, 0).validate(shape, 2), Problem::none);
   EXPECT_EQ(good_header({0, 0, 0}, 240).validate(shape, 2), Problem::none);
 }
 
 TEST(PacketHeader, ValidateRejectsCorruptedCheckByte) {
-  const torus::Shape shape = torus::Shape::parse("4x4x2");
+  const torus_emu::Shape shape = torus_emu::Shape::parse("4x4x2");
   PacketHeader h = good_header({1, 1, 1});
   h.check ^= 0x01;
   EXPECT_EQ(h.validate(shape, 2), Problem::check_byte);
@@ -144,7 +144,7 @@ TEST(PacketHeader, ValidateRejectsCorruptedCheckByte) {
 }
 
 TEST(PacketHeader, ValidateRejectsChunkCountsOutside1To8) {
-  const torus::Shape shape = torus::Shape::parse("4x4x2");
+  const torus_emu::Shape shape = torus_emu::Shape::parse("4x4x2");
   for (std::uint8_t chunks : {0, 9, 255}) {
     PacketHeader h = good_header({1, 1, 1}, 0);
     h.chunks = chunks;
@@ -160,7 +160,7 @@ TEST(PacketHeader, ValidateRejectsChunkCountsOutside1To8) {
 }
 
 TEST(PacketHeader, ValidateRejectsPayloadLargerThanThePacket) {
-  const torus::Shape shape = torus::Shape::parse("4x4x2");
+  const torus_emu::Shape shape = torus_emu::Shape::parse("4x4x2");
   PacketHeader h = good_header({1, 1, 1}, 16);
   EXPECT_EQ(h.chunks, 1);
   EXPECT_EQ(h.validate(shape, 2), Problem::none);
@@ -175,16 +175,16 @@ TEST(PacketHeader, ValidateRejectsPayloadLargerThanThePacket) {
 }
 
 TEST(PacketHeader, ValidateRejectsDestinationOutsideTheShape) {
-  const torus::Shape shape = torus::Shape::parse("4x4x2");
-  for (torus::Coord c : {torus::Coord{4, 0, 0}, torus::Coord{0, 4, 0}, torus::Coord{0, 0, 2},
-                         torus::Coord{255, 255, 255}}) {
-    EXPECT_EQ(good_header(c).validate(shape, 2), Problem::destination) << torus::to_string(c);
+  const torus_emu::Shape shape = torus_emu::Shape::parse("4x4x2");
+  for (torus_emu::Coord c : {torus_emu::Coord{4, 0, 0}, torus_emu::Coord{0, 4, 0},
+                             torus_emu::Coord{0, 0, 2}, torus_emu::Coord{255, 255, 255}}) {
+    EXPECT_EQ(good_header(c).validate(shape, 2), Problem::destination) << torus_emu::to_string(c);
   }
   EXPECT_EQ(good_header({3, 3, 1}).validate(shape, 2), Problem::none);
 }
 
 TEST(PacketHeader, ValidateRejectsFifoGroupOutOfRange) {
-  const torus::Shape shape = torus::Shape::parse("2x2x2");
+  const torus_emu::Shape shape = torus_emu::Shape::parse("2x2x2");
   PacketHeader h = good_header({1, 1, 1});
   h.dest_group = 2;
   h.seal();
@@ -196,14 +196,14 @@ TEST(PacketHeader, ValidateRejectsFifoGroupOutOfRange) {
 }
 
 TEST(PacketHeader, ValidateRejectsDepositTogetherWithAdaptive) {
-  const torus::Shape shape = torus::Shape::parse("8x1x1");
+  const torus_emu::Shape shape = torus_emu::Shape::parse("8x1x1");
   PacketHeader h = good_header({5, 0, 0});
   h.flags = PacketHeader::kDeposit |
-            (torus::index_of(torus::Direction::x_plus) << PacketHeader::kLineDirShift);
+            (torus_emu::index_of(torus_emu::Direction::x_plus) << PacketHeader::kLineDirShift);
   h.seal();
   EXPECT_EQ(h.validate(shape, 2), Problem::none);
   EXPECT_TRUE(h.deposit());
-  EXPECT_EQ(h.line_direction(), torus::Direction::x_plus);
+  EXPECT_EQ(h.line_direction(), torus_emu::Direction::x_plus);
 
   h.flags |= PacketHeader::kAdaptive;
   h.seal();
@@ -211,7 +211,7 @@ TEST(PacketHeader, ValidateRejectsDepositTogetherWithAdaptive) {
 }
 
 TEST(PacketHeader, ValidateRejectsDepositLineWithoutADirection) {
-  const torus::Shape shape = torus::Shape::parse("8x1x1");
+  const torus_emu::Shape shape = torus_emu::Shape::parse("8x1x1");
   for (unsigned dir : {6u, 7u}) {
     PacketHeader h = good_header({5, 0, 0});
     h.flags =
@@ -234,7 +234,7 @@ TEST(PacketHeader, ProblemsHaveReadableNames) {
 }
 
 TEST(PacketHeader, ValidateReportsTheFirstProblemInCheckOrder) {
-  const torus::Shape shape = torus::Shape::parse("2x2x2");
+  const torus_emu::Shape shape = torus_emu::Shape::parse("2x2x2");
   PacketHeader h = good_header({5, 5, 5});
   h.dest_group = 3;
   h.seal();
@@ -253,11 +253,11 @@ TEST(PacketHeader, FlagAccessorsReadTheirBits) {
   h.flags = PacketHeader::kHighPriority;
   EXPECT_TRUE(h.high_priority());
   EXPECT_FALSE(h.adaptive());
-  h.flags =
-      static_cast<std::uint8_t>(PacketHeader::kDeposit | (torus::index_of(torus::Direction::z_minus)
-                                                          << PacketHeader::kLineDirShift));
+  h.flags = static_cast<std::uint8_t>(
+      PacketHeader::kDeposit |
+      (torus_emu::index_of(torus_emu::Direction::z_minus) << PacketHeader::kLineDirShift));
   EXPECT_TRUE(h.deposit());
-  EXPECT_EQ(h.line_direction(), torus::Direction::z_minus);
+  EXPECT_EQ(h.line_direction(), torus_emu::Direction::z_minus);
   h.chunks = 3;
   EXPECT_EQ(h.packet_bytes(), 96u);
 }
@@ -295,4 +295,4 @@ TEST(PacketHeader, DescribeFitsTheLargestValues) {
 }
 
 }  // namespace
-}  // namespace bgl::pkt
+}  // namespace bgl::packet_layer

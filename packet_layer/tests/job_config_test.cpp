@@ -1,4 +1,4 @@
-#include "bgl/pkt/job_config.hpp"
+#include "bgl/packet_layer/job_config.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "bgl/env.hpp"
-#include "bgl/pkt/node_mode.hpp"
-#include "bgl/torus/error.hpp"
+#include "bgl/packet_layer/node_mode.hpp"
+#include "bgl/torus_emu/error.hpp"
 
-namespace bgl::pkt {
+namespace bgl::packet_layer {
 namespace {
 
 using ::testing::HasSubstr;
@@ -89,15 +89,16 @@ TEST_F(JobConfigTest, DefaultShapeIsTheMostCubicWithExactlyTheNodesNeeded) {
     EXPECT_EQ(c.shape.node_count(), n);
     EXPECT_EQ(c.ntasks(), n);
     EXPECT_EQ(c.mode, NodeMode::heater);
-    for (auto d : {torus::Dim::x, torus::Dim::y, torus::Dim::z})
+    for (auto d : {torus_emu::Dim::x, torus_emu::Dim::y, torus_emu::Dim::z})
       EXPECT_TRUE(c.shape.is_torus(d));
   }
 }
 
 TEST_F(JobConfigTest, DefaultShapeOrdersExtentsXAtLeastYAtLeastZ) {
   for (int n = 1; n <= 200; ++n) {
-    const torus::Shape s = JobConfig::default_shape(n);
-    const int x = s.extent(torus::Dim::x), y = s.extent(torus::Dim::y), z = s.extent(torus::Dim::z);
+    const torus_emu::Shape s = JobConfig::default_shape(n);
+    const int x = s.extent(torus_emu::Dim::x), y = s.extent(torus_emu::Dim::y),
+              z = s.extent(torus_emu::Dim::z);
     EXPECT_GE(x, y) << n;
     EXPECT_GE(y, z) << n;
     EXPECT_GE(s.node_count(), n);
@@ -130,7 +131,7 @@ TEST_F(JobConfigTest, ResolveFillsDefaults) {
   EXPECT_EQ(c.mapping_source, "order XYZT");
   EXPECT_EQ(c.seed, 0x5eedu);
   // XYZT: rank = x + X * (y + Y * z).
-  for (torus::Rank r = 0; r < 8; ++r)
+  for (torus_emu::Rank r = 0; r < 8; ++r)
     EXPECT_EQ(c.mapping.location(r).node, r);
   EXPECT_THAT(c.summary(), HasSubstr("8 tasks on 2x2x2"));
   EXPECT_THAT(c.summary(), HasSubstr("heater mode"));
@@ -158,8 +159,8 @@ TEST_F(JobConfigTest, MeshAppliesToExplicitAndDefaultShapes) {
   o.shape = "4x2x1";
   o.mesh = "x";
   JobConfig c = JobConfig::resolve(o);
-  EXPECT_FALSE(c.shape.is_torus(torus::Dim::x));
-  EXPECT_TRUE(c.shape.is_torus(torus::Dim::y));
+  EXPECT_FALSE(c.shape.is_torus(torus_emu::Dim::x));
+  EXPECT_TRUE(c.shape.is_torus(torus_emu::Dim::y));
   EXPECT_EQ(c.shape.to_string(), "4x2x1 mesh:x");
 
   JobOptions d = tasks(8);
@@ -245,8 +246,8 @@ TEST_F(JobConfigTest, UsesTheMappingOrderGiven) {
   const JobConfig c = JobConfig::resolve(o);
   EXPECT_EQ(c.mapping_source, "order ZYXT");
   // z fastest: rank 1 is (0,0,1), rank 4 is (1,0,0).
-  EXPECT_EQ(c.mapping.coord(1), (torus::Coord{0, 0, 1}));
-  EXPECT_EQ(c.mapping.coord(4), (torus::Coord{1, 0, 0}));
+  EXPECT_EQ(c.mapping.coord(1), (torus_emu::Coord{0, 0, 1}));
+  EXPECT_EQ(c.mapping.coord(4), (torus_emu::Coord{1, 0, 0}));
 
   o.mapping = "XYQ";
   EXPECT_THAT(config_error([&] { JobConfig::resolve(o); }), HasSubstr("Q"));
@@ -259,10 +260,10 @@ TEST_F(JobConfigTest, UsesAMappingFileAndNamesIt) {
   o.mapfile = path.string();
   const JobConfig c = JobConfig::resolve(o);
   EXPECT_EQ(c.mapping_source, "file " + path.string());
-  EXPECT_EQ(c.mapping.coord(0), (torus::Coord{1, 1, 0}));
-  EXPECT_EQ(c.mapping.coord(1), (torus::Coord{0, 1, 0}));
-  EXPECT_EQ(c.mapping.coord(2), (torus::Coord{1, 0, 0}));
-  EXPECT_EQ(c.mapping.coord(3), (torus::Coord{0, 0, 0}));
+  EXPECT_EQ(c.mapping.coord(0), (torus_emu::Coord{1, 1, 0}));
+  EXPECT_EQ(c.mapping.coord(1), (torus_emu::Coord{0, 1, 0}));
+  EXPECT_EQ(c.mapping.coord(2), (torus_emu::Coord{1, 0, 0}));
+  EXPECT_EQ(c.mapping.coord(3), (torus_emu::Coord{0, 0, 0}));
   EXPECT_THAT(c.summary(), HasSubstr("mapping file " + path.string()));
 }
 
@@ -313,7 +314,7 @@ TEST_F(JobConfigTest, MergeEnvironmentResolvesToTheConfiguredJob) {
   EXPECT_EQ(c.shape.to_string(), "4x2x1 mesh:y");
   EXPECT_EQ(c.mode, NodeMode::virtual_node);
   EXPECT_EQ(c.mapping_source, "order TXYZ");
-  EXPECT_EQ(c.mapping.location(1), (torus::TaskLocation{0, 1}));  // t varies fastest
+  EXPECT_EQ(c.mapping.location(1), (torus_emu::TaskLocation{0, 1}));  // t varies fastest
   EXPECT_EQ(c.fifo_packets, 16u);
   EXPECT_EQ(c.seed, 99u);
 }
@@ -435,4 +436,4 @@ TEST_F(JobConfigTest, EnvGetIntReadsAndValidatesAVariable) {
 }
 
 }  // namespace
-}  // namespace bgl::pkt
+}  // namespace bgl::packet_layer

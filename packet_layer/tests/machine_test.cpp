@@ -1,4 +1,4 @@
-#include "bgl/pkt/machine.hpp"
+#include "bgl/packet_layer/machine.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -22,19 +22,19 @@
 #include <vector>
 
 #include "bgl/log.hpp"
-#include "bgl/pkt/endpoint.hpp"
-#include "bgl/pkt/virtual_fifo.hpp"
+#include "bgl/packet_layer/endpoint.hpp"
+#include "bgl/packet_layer/virtual_fifo.hpp"
 #include "bgl/rate_limit.hpp"
 #include "bgl/test_support/environment.hpp"
 #include "bgl/test_support/in_process_machine.hpp"
-#include "bgl/torus/error.hpp"
-#include "bgl/torus/route.hpp"
+#include "bgl/torus_emu/error.hpp"
+#include "bgl/torus_emu/route.hpp"
 
-namespace bgl::pkt {
+namespace bgl::packet_layer {
 namespace {
 
 using ::testing::HasSubstr;
-using torus::Direction;
+using torus_emu::Direction;
 using namespace std::chrono_literals;
 
 #if defined(__SANITIZE_THREAD__)
@@ -85,9 +85,10 @@ PacketSpec to(Destination dest, std::uint32_t word = 0, std::uint8_t dispatch = 
   return s;
 }
 
-std::uint8_t last_hop_fifo(const torus::Shape& shape, torus::NodeId from, torus::NodeId dest) {
-  const auto last = torus::deterministic_route(shape, from, dest).last();
-  return last ? static_cast<std::uint8_t>(torus::index_of(*last)) : std::uint8_t{kLocalFifo};
+std::uint8_t last_hop_fifo(const torus_emu::Shape& shape, torus_emu::NodeId from,
+                           torus_emu::NodeId dest) {
+  const auto last = torus_emu::deterministic_route(shape, from, dest).last();
+  return last ? static_cast<std::uint8_t>(torus_emu::index_of(*last)) : std::uint8_t{kLocalFifo};
 }
 
 template <class F>
@@ -170,7 +171,7 @@ TEST(Machine, AttachReproducesAVirtualNodeJobOnAMesh) {
   EXPECT_EQ(view.mapping().tasks_per_node(), 2);
   EXPECT_EQ(view.mapping().size(), 15);
   EXPECT_EQ(view.mapping().locations(), job.config.mapping.locations());
-  EXPECT_EQ(view.mapping().location(1), (torus::TaskLocation{0, 1}));
+  EXPECT_EQ(view.mapping().location(1), (torus_emu::TaskLocation{0, 1}));
   EXPECT_EQ(view.config().fifo_packets, 8u);
 }
 
@@ -233,7 +234,7 @@ TEST(Machine, ReservesNamedRegionsForUpperLayers) {
   EXPECT_EQ(view.config().regions[1].bytes, 5000u);
   for (const auto& link : view.links())
     EXPECT_EQ(link.packets.load(), 0u);
-  for (torus::Rank r = 0; r < 8; ++r)
+  for (torus_emu::Rank r = 0; r < 8; ++r)
     EXPECT_EQ(view.task(r).published.load(), 0u);
   ReceptionFifo f = view.fifo(7, 1, kHighPriorityFifo);
   f.attach_consumer();
@@ -345,14 +346,14 @@ TEST_F(EndpointTest, InjectedPacketArrivesAtTheNeighbour) {
 
   const auto f = dst.poll();
   ASSERT_TRUE(f);
-  EXPECT_EQ(f->index, torus::index_of(Direction::x_plus));
+  EXPECT_EQ(f->index, torus_emu::index_of(Direction::x_plus));
   const PacketHeader& h = dst.peek(*f);
   EXPECT_EQ(h.word, 0xabcdef01u);
   EXPECT_EQ(h.dispatch, 42);
   EXPECT_EQ(h.source_rank(), 0u);
   EXPECT_EQ(h.payload_bytes, 100);
   EXPECT_EQ(h.chunks, chunks_for(100));
-  EXPECT_EQ(h.destination(), (torus::Coord{1, 0, 0}));
+  EXPECT_EQ(h.destination(), (torus_emu::Coord{1, 0, 0}));
   EXPECT_EQ(h.dest_group, 0);
   EXPECT_FALSE(h.adaptive());
   EXPECT_FALSE(h.high_priority());
@@ -446,14 +447,14 @@ TEST_F(EndpointTest, PollPassesOverSkippedFifos) {
   ASSERT_EQ(job.ep(1).inject(0, to({1, 0}, 3), kNoPayload), InjectStatus::ok);  // local FIFO
 
   constexpr std::uint32_t kSkipHigh = 1u << kHighPriorityFifo;
-  constexpr std::uint32_t kSkipX = 1u << torus::index_of(Direction::x_plus);
+  constexpr std::uint32_t kSkipX = 1u << torus_emu::index_of(Direction::x_plus);
   constexpr std::uint32_t kSkipLocal = 1u << kLocalFifo;
   auto f = dst.poll(kSkipHigh | kSkipX);
   ASSERT_TRUE(f);
   EXPECT_EQ(f->index, kLocalFifo);
   f = dst.poll(kSkipHigh | kSkipLocal);
   ASSERT_TRUE(f);
-  EXPECT_EQ(f->index, torus::index_of(Direction::x_plus));
+  EXPECT_EQ(f->index, torus_emu::index_of(Direction::x_plus));
   EXPECT_FALSE(dst.poll(kSkipHigh | kSkipX | kSkipLocal));
   EXPECT_FALSE(dst.poll(0xffu));
 
@@ -469,17 +470,17 @@ TEST_F(EndpointTest, PollPassesOverSkippedFifos) {
 
 TEST_F(EndpointTest, ReceptionFifoIsTheDirectionOfTheLastHop) {
   Job job(job_options(64, "4x4x4", "heater", 4));
-  const torus::Shape& shape = job.machine.shape();
+  const torus_emu::Shape& shape = job.machine.shape();
   std::map<int, int> fifos_seen;
-  for (torus::Rank from : {0u, 21u, 63u}) {
-    for (torus::Rank dest = 0; dest < 64; ++dest) {
+  for (torus_emu::Rank from : {0u, 21u, 63u}) {
+    for (torus_emu::Rank dest = 0; dest < 64; ++dest) {
       const auto d = job.ep(from).destination_of(dest);
       ASSERT_EQ(job.ep(from).inject(0, to(d, dest), bytes(dest, 8)), InjectStatus::ok);
       const auto f = job.ep(dest).poll();
       ASSERT_TRUE(f) << from << " -> " << dest;
       EXPECT_EQ(f->index, last_hop_fifo(shape, job.ep(from).node(), d.node))
-          << torus::to_string(shape.coord(job.ep(from).node())) << " -> "
-          << torus::to_string(shape.coord(d.node));
+          << torus_emu::to_string(shape.coord(job.ep(from).node())) << " -> "
+          << torus_emu::to_string(shape.coord(d.node));
       EXPECT_EQ(job.ep(dest).peek(*f).word, dest);
       EXPECT_EQ(job.ep(dest).peek(*f).source_rank(), from);
       ++fifos_seen[f->index];
@@ -497,12 +498,12 @@ TEST_F(EndpointTest, LastHopOfTheXYZRouteNamesTheFifo) {
   Job job(job_options(8, "2x2x2"));
   // (0,0,0) -> (1,1,0): +x then +y; the packet arrives on the y link.
   const auto dest = job.node({1, 1, 0});
-  const auto route = torus::deterministic_route(job.machine.shape(), 0, dest);
+  const auto route = torus_emu::deterministic_route(job.machine.shape(), 0, dest);
   ASSERT_EQ(route.last(), Direction::y_plus);
   ASSERT_EQ(job.ep(0).inject(0, to({dest, 0}), kNoPayload), InjectStatus::ok);
   const auto f = job.ep(dest).poll();
   ASSERT_TRUE(f);
-  EXPECT_EQ(f->index, torus::index_of(Direction::y_plus));
+  EXPECT_EQ(f->index, torus_emu::index_of(Direction::y_plus));
 }
 
 TEST_F(EndpointTest, PacketToOwnNodeLandsInTheLocalFifo) {
@@ -552,7 +553,7 @@ TEST_F(EndpointTest, VirtualNodeTasksOfOneNodeHaveSeparateFifoGroups) {
   EXPECT_FALSE(job.ep(1).poll()) << "the other task of node 1 sees nothing";
   f = job.ep(9).poll();
   ASSERT_TRUE(f);
-  EXPECT_EQ(f->index, torus::index_of(Direction::x_plus));
+  EXPECT_EQ(f->index, torus_emu::index_of(Direction::x_plus));
   EXPECT_EQ(job.ep(9).peek(*f).dest_group, 1);
   EXPECT_EQ(job.ep(9).peek(*f).word, 2u);
 }
@@ -630,7 +631,7 @@ TEST_F(EndpointTest, HighPriorityLandsInItsFifoAndPollReturnsItFirst) {
   for (std::uint32_t word : {1u, 2u}) {
     f = dst.poll();
     ASSERT_TRUE(f);
-    EXPECT_EQ(f->index, torus::index_of(Direction::x_plus));
+    EXPECT_EQ(f->index, torus_emu::index_of(Direction::x_plus));
     EXPECT_EQ(dst.peek(*f).word, word);
     dst.discard(*f);
   }
@@ -640,7 +641,7 @@ TEST_F(EndpointTest, HighPriorityLandsInItsFifoAndPollReturnsItFirst) {
 TEST_F(EndpointTest, HighPriorityOvertakesPacketsAlreadyWaiting) {
   Job job(job_options(8, "2x2x2"));
   Endpoint& dst = job.ep(0);
-  for (torus::Rank r = 1; r < 8; ++r)
+  for (torus_emu::Rank r = 1; r < 8; ++r)
     ASSERT_EQ(job.ep(r).inject(0, to({0, 0}, r), kNoPayload), InjectStatus::ok);
   auto f = dst.poll();
   ASSERT_TRUE(f);
@@ -668,8 +669,8 @@ TEST_F(EndpointTest, PollServesEveryFifoSoNoneStarves) {
     const std::uint32_t word = dst.peek(*f).word;
     const std::uint32_t source = word / 1000 * 1000;
     EXPECT_EQ(word, next[source]++) << "each FIFO in order";
-    EXPECT_EQ(f->index, source == 1000 ? torus::index_of(Direction::x_plus)
-                                       : torus::index_of(Direction::y_plus));
+    EXPECT_EQ(f->index, source == 1000 ? torus_emu::index_of(Direction::x_plus)
+                                       : torus_emu::index_of(Direction::y_plus));
     // Only runs taken while the other FIFO had packets waiting count as starving it.
     const bool other_waiting = left[source == 1000 ? 2000 : 1000] > 0;
     if (source == previous) {
@@ -781,7 +782,7 @@ TEST_F(EndpointTest, InjectRejectsMalformedRequests) {
   EXPECT_EQ(src.counters().packets_injected, 0u);
   EXPECT_EQ(src.link_counters().total_packet_hops(), 0u);
   EXPECT_TRUE(src.injection_idle());
-  for (torus::Rank r = 0; r < 8; ++r)
+  for (torus_emu::Rank r = 0; r < 8; ++r)
     EXPECT_FALSE(job.ep(r).poll()) << r;
 
   // 240 bytes is the largest payload.
@@ -810,9 +811,9 @@ TEST_F(EndpointTest, AdaptivePacketsTakeMinimalRoutesAndArriveOnAMinimalDirectio
     job.ep(dest).discard(*f);
   }
   for (const auto& [index, count] : seen) {
-    EXPECT_TRUE(index == torus::index_of(Direction::x_plus) ||
-                index == torus::index_of(Direction::y_plus) ||
-                index == torus::index_of(Direction::z_plus))
+    EXPECT_TRUE(index == torus_emu::index_of(Direction::x_plus) ||
+                index == torus_emu::index_of(Direction::y_plus) ||
+                index == torus_emu::index_of(Direction::z_plus))
         << index;
   }
   EXPECT_GT(seen.size(), 1u) << "adaptive routes vary";
@@ -901,7 +902,7 @@ TEST_F(EndpointTest, MalformedInjectionDepthVariableIsAConfigError) {
 std::vector<std::vector<std::uint32_t>> drain_all(Job& job, int ranks, int expect_fifo) {
   std::vector<std::vector<std::uint32_t>> got(static_cast<std::size_t>(ranks));
   for (int r = 0; r < ranks; ++r) {
-    Endpoint& ep = job.ep(static_cast<torus::Rank>(r));
+    Endpoint& ep = job.ep(static_cast<torus_emu::Rank>(r));
     while (auto f = ep.poll()) {
       EXPECT_EQ(f->index, expect_fifo) << "rank " << r;
       EXPECT_TRUE(ep.peek(*f).deposit());
@@ -918,14 +919,14 @@ TEST_F(EndpointTest, DepositLineDeliversOneCopyToEveryNodeUpToTheDestination) {
   spec.deposit_line = Direction::x_plus;
   ASSERT_EQ(job.ep(2).inject(0, spec, bytes(1, 20)), InjectStatus::ok);
   EXPECT_TRUE(job.ep(2).injection_idle());
-  const auto got = drain_all(job, 8, torus::index_of(Direction::x_plus));
+  const auto got = drain_all(job, 8, torus_emu::index_of(Direction::x_plus));
   for (int r = 0; r < 8; ++r) {
     const std::size_t copies = (r >= 3 && r <= 5) ? 1 : 0;
     EXPECT_EQ(got[static_cast<std::size_t>(r)].size(), copies) << "node " << r;
   }
   EXPECT_EQ(job.ep(2).counters().deposit_copies, 2u) << "copies besides the destination's";
   EXPECT_EQ(job.ep(2).counters().packets_injected, 1u);
-  for (torus::NodeId n : {2u, 3u, 4u})
+  for (torus_emu::NodeId n : {2u, 3u, 4u})
     EXPECT_EQ(job.ep(2).link_counters().at({n, Direction::x_plus}).packets, 1u) << n;
   EXPECT_EQ(job.ep(2).link_counters().total_packet_hops(), 3u);
 }
@@ -935,7 +936,7 @@ TEST_F(EndpointTest, DepositLineMayGoTheLongWayRoundTheTorus) {
   PacketSpec spec = to({5, 0}, 2);
   spec.deposit_line = Direction::x_minus;
   ASSERT_EQ(job.ep(2).inject(0, spec, kNoPayload), InjectStatus::ok);
-  const auto got = drain_all(job, 8, torus::index_of(Direction::x_minus));
+  const auto got = drain_all(job, 8, torus_emu::index_of(Direction::x_minus));
   for (int r = 0; r < 8; ++r) {
     const bool on_line = r == 1 || r == 0 || r == 7 || r == 6 || r == 5;
     EXPECT_EQ(got[static_cast<std::size_t>(r)].size(), on_line ? 1u : 0u) << "node " << r;
@@ -968,7 +969,7 @@ TEST_F(EndpointTest, DepositLineBlockedHalfwayResumesWithoutDuplicates) {
 
   // Node 1 takes its packets first: line 2 then reaches node 1 only (node 2 is still full).
   std::vector<std::vector<std::uint32_t>> got(4);
-  const auto take = [&](torus::Rank r) {
+  const auto take = [&](torus_emu::Rank r) {
     while (auto f = job.ep(r).poll()) {
       got[r].push_back(job.ep(r).peek(*f).word);
       job.ep(r).discard(*f);
@@ -989,9 +990,9 @@ TEST_F(EndpointTest, DepositLineBlockedHalfwayResumesWithoutDuplicates) {
   take(1);
   take(2);
   take(3);
-  for (torus::Rank r = 1; r <= 3; ++r)
+  for (torus_emu::Rank r = 1; r <= 3; ++r)
     EXPECT_EQ(got[r], (std::vector<std::uint32_t>{0, 1, 2, 3})) << "node " << r;
-  for (torus::Rank r : {4u, 5u, 6u, 7u, 0u})
+  for (torus_emu::Rank r : {4u, 5u, 6u, 7u, 0u})
     EXPECT_FALSE(job.ep(r).poll()) << r;
   EXPECT_EQ(src.counters().deposit_copies, 8u);
 }
@@ -1006,7 +1007,7 @@ TEST_F(EndpointTest, HighPriorityDepositCopiesLandInTheHighPriorityFifo) {
   spec.deposit_line = Direction::x_plus;
   spec.high_priority = true;
   ASSERT_EQ(job.ep(0).inject(0, spec, kNoPayload), InjectStatus::ok);
-  for (torus::Rank r : {1u, 2u, 3u}) {
+  for (torus_emu::Rank r : {1u, 2u, 3u}) {
     const auto f = job.ep(r).poll();
     ASSERT_TRUE(f) << r;
     EXPECT_EQ(f->index, kHighPriorityFifo) << "node " << r;
@@ -1019,16 +1020,16 @@ TEST_F(EndpointTest, HighPriorityDepositCopiesLandInTheHighPriorityFifo) {
 
 TEST_F(EndpointTest, LinkCountersShowThePacketOnEveryHopOfItsRoute) {
   Job job(job_options(64, "4x4x4", "heater", 4));
-  const torus::Shape& shape = job.machine.shape();
+  const torus_emu::Shape& shape = job.machine.shape();
   const auto dest = job.node({3, 2, 1});
   Endpoint& src = job.ep(0);
   ASSERT_EQ(src.inject(0, to({dest, 0}), bytes(0, 100)), InjectStatus::ok);
-  const auto route = torus::deterministic_route(shape, 0, dest);
+  const auto route = torus_emu::deterministic_route(shape, 0, dest);
   ASSERT_EQ(route.hops(), 4);  // -x, +y, +y, +z
   int hops = 0;
-  route.for_each_link(shape, [&](torus::Link link) {
+  route.for_each_link(shape, [&](torus_emu::Link link) {
     EXPECT_EQ(src.link_counters().at(link).packets, 1u)
-        << torus::to_string(shape.coord(link.node)) << " " << torus::to_string(link.dir);
+        << torus_emu::to_string(shape.coord(link.node)) << " " << torus_emu::to_string(link.dir);
     EXPECT_EQ(src.link_counters().at(link).bytes, 128u);
     ++hops;
   });
@@ -1106,7 +1107,8 @@ TEST_F(EndpointTest, MalformedPacketsAreSkippedAndCounted) {
   bad.word = 666;
   bad.seal();
   bad.check ^= 0x10;
-  ASSERT_TRUE(job.machine.fifo(1, 0, torus::index_of(Direction::x_plus)).try_push(bad, payload));
+  ASSERT_TRUE(
+      job.machine.fifo(1, 0, torus_emu::index_of(Direction::x_plus)).try_push(bad, payload));
   ASSERT_EQ(job.ep(0).inject(0, to({1, 0}, 7), payload), InjectStatus::ok);  // behind it
 
   auto f = dst.poll();
@@ -1174,7 +1176,8 @@ TEST_F(EndpointTest, PublishStatisticsWritesCountersAndLinkTotalsOnce) {
   std::uint64_t packets = 0, bytes_total = 0;
   const auto links = job.machine.links();
   for (std::size_t i = 0; i < links.size(); ++i) {
-    const torus::Link link{static_cast<torus::NodeId>(i / 6), static_cast<Direction>(i % 6)};
+    const torus_emu::Link link{static_cast<torus_emu::NodeId>(i / 6),
+                               static_cast<Direction>(i % 6)};
     EXPECT_EQ(links[i].packets.load(),
               a.link_counters().at(link).packets + b.link_counters().at(link).packets)
         << i;
@@ -1183,7 +1186,7 @@ TEST_F(EndpointTest, PublishStatisticsWritesCountersAndLinkTotalsOnce) {
   }
   EXPECT_EQ(packets, 3u * 3u + 3u);  // (0,0,0) <-> (1,1,1) is 3 hops each way
   EXPECT_EQ(bytes_total, 3u * 3u * 64u + 3u * 32u);
-  EXPECT_EQ(links[0 * 6 + torus::index_of(Direction::x_plus)].packets.load(), 3u);
+  EXPECT_EQ(links[0 * 6 + torus_emu::index_of(Direction::x_plus)].packets.load(), 3u);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1427,4 +1430,4 @@ TEST_F(EndpointTest, ThreadsExchangingPacketsUnderBackpressureLoseNothing) {
 }
 
 }  // namespace
-}  // namespace bgl::pkt
+}  // namespace bgl::packet_layer

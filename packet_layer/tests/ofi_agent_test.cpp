@@ -16,11 +16,11 @@
 #include <vector>
 
 #include "../src/ofi/wire.hpp"
-#include "bgl/pkt/job_config.hpp"
-#include "bgl/pkt/machine.hpp"
-#include "bgl/pkt/ofi_agent.hpp"
+#include "bgl/packet_layer/job_config.hpp"
+#include "bgl/packet_layer/machine.hpp"
+#include "bgl/packet_layer/ofi_agent.hpp"
 
-namespace bgl::pkt {
+namespace bgl::packet_layer {
 namespace {
 
 // A bare RDM endpoint on 127.0.0.1 that sends byte strings to one peer.
@@ -173,7 +173,7 @@ class Message {
   std::vector<std::byte> data_;
 };
 
-PacketHeader header_to(const torus::Shape& shape, torus::NodeId node, std::uint32_t source,
+PacketHeader header_to(const torus_emu::Shape& shape, torus_emu::NodeId node, std::uint32_t source,
                        std::size_t payload) {
   PacketHeader h;
   const auto c = shape.coord(node);
@@ -232,7 +232,7 @@ TEST(OfiAgent, ValidatesEveryInboundRecordAndDeliversOnlyValidOnes) {
   RawEndpoint& host1 = job.host1;
 
   // Node 1 = (1,0,0) is on host 0; rank 5 on node 5 = (1,0,1) on host 1; its last hop is +z.
-  constexpr torus::NodeId kNode = 1;
+  constexpr torus_emu::NodeId kNode = 1;
   constexpr std::uint8_t kFifo = 4;
   std::uint32_t seq = 0;
 
@@ -283,7 +283,7 @@ TEST(OfiAgent, ValidatesEveryInboundRecordAndDeliversOnlyValidOnes) {
     }
   }
   ASSERT_EQ(sizes, (std::vector<std::size_t>{100, 240}));
-  for (torus::NodeId n = 0; n < 4; ++n)
+  for (torus_emu::NodeId n = 0; n < 4; ++n)
     for (int g = 0; g < kFifoGroups; ++g)
       for (int i = 0; i < kReceptionFifos; ++i) {
         auto f = machine.fifo(n, g, i);
@@ -468,4 +468,4 @@ TEST(OfiAgent, HexAddressesRoundTripAndRejectGarbage) {
 }
 
 }  // namespace
-}  // namespace bgl::pkt
+}  // namespace bgl::packet_layer

@@ -1,4 +1,4 @@
-#include "bgl/pkt/reception_fifo.hpp"
+#include "bgl/packet_layer/reception_fifo.hpp"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-namespace bgl::pkt {
+namespace bgl::packet_layer {
 namespace {
 
 #if defined(__SANITIZE_THREAD__)
@@ -405,4 +405,4 @@ TEST(ReceptionFifo, ManyProducersOneConsumerLoseNothingAndKeepPerProducerOrder) 
 }
 
 }  // namespace
-}  // namespace bgl::pkt
+}  // namespace bgl::packet_layer

@@ -13,17 +13,17 @@
 #include <string>
 #include <vector>
 
-#include "bgl/pkt/endpoint.hpp"
-#include "bgl/pkt/machine.hpp"
+#include "bgl/packet_layer/endpoint.hpp"
+#include "bgl/packet_layer/machine.hpp"
 #include "bgl/test_support/shared_memory.hpp"
-#include "bgl/torus/route.hpp"
+#include "bgl/torus_emu/route.hpp"
 
-namespace bgl::pkt {
+namespace bgl::packet_layer {
 namespace {
 
 using ::testing::HasSubstr;
-using torus::Coord;
-using torus::Direction;
+using torus_emu::Coord;
+using torus_emu::Direction;
 
 constexpr std::size_t kMiB = std::size_t{1} << 20;
 
@@ -65,7 +65,7 @@ class Job {
       : config(JobConfig::resolve(o)),
         memory(Machine::segment_bytes(config)),
         machine(Machine::format(memory.span(), config)) {}
-  Endpoint& ep(torus::Rank r) {
+  Endpoint& ep(torus_emu::Rank r) {
     auto& e = endpoints_[r];
     if (!e) e = std::make_unique<Endpoint>(machine, r, 0, WaitPolicy{});
     return *e;
@@ -76,7 +76,7 @@ class Job {
   Machine machine;
 
  private:
-  std::map<torus::Rank, std::unique_ptr<Endpoint>> endpoints_;
+  std::map<torus_emu::Rank, std::unique_ptr<Endpoint>> endpoints_;
 };
 
 TEST(SparseSegment, SizeFollowsTheTasksNotTheShape) {
@@ -141,8 +141,8 @@ TEST(SparseSegment, PacketsCrossEmptyNodes) {
   const std::byte payload[40]{};
   std::uint32_t word = 0;
   std::vector<int> expected(at.size(), 0);
-  for (torus::Rank from = 0; from < at.size(); ++from) {
-    for (torus::Rank to = 0; to < at.size(); ++to) {
+  for (torus_emu::Rank from = 0; from < at.size(); ++from) {
+    for (torus_emu::Rank to = 0; to < at.size(); ++to) {
       for (const auto routing : {Routing::deterministic, Routing::adaptive}) {
         for (const bool high : {false, true}) {
           PacketSpec spec;
@@ -162,10 +162,10 @@ TEST(SparseSegment, PacketsCrossEmptyNodes) {
   line.deposit_line = Direction::x_plus;
   ASSERT_EQ(job.ep(0).inject(1, line, payload), InjectStatus::ok);
   ++expected[4];
-  for (torus::Rank r = 0; r < at.size(); ++r)
+  for (torus_emu::Rank r = 0; r < at.size(); ++r)
     EXPECT_TRUE(job.ep(r).advance()) << "rank " << r << " still has packets waiting";
   EXPECT_EQ(job.ep(0).counters().deposit_copies, 1u) << "copies delivered to empty nodes";
-  for (torus::Rank r = 0; r < at.size(); ++r) {
+  for (torus_emu::Rank r = 0; r < at.size(); ++r) {
     int got = 0;
     while (auto f = job.ep(r).poll()) {
       job.ep(r).discard(*f);
@@ -174,7 +174,7 @@ TEST(SparseSegment, PacketsCrossEmptyNodes) {
     EXPECT_EQ(got, expected[r]) << "rank " << r;
   }
   std::uint64_t hops = 0, totals = 0;
-  for (torus::Rank r = 0; r < at.size(); ++r) {
+  for (torus_emu::Rank r = 0; r < at.size(); ++r) {
     hops += job.ep(r).link_counters().total_packet_hops();
     job.ep(r).publish_statistics();
   }
@@ -214,36 +214,36 @@ TEST(SparseSegment, EveryLinkAPacketCanCrossHasStorage) {
     Job job(o);
     const auto& shape = job.machine.shape();
     const auto index = job.machine.link_index();
-    ASSERT_EQ(index.size(), static_cast<std::size_t>(shape.node_count()) * torus::kDirections);
+    ASSERT_EQ(index.size(), static_cast<std::size_t>(shape.node_count()) * torus_emu::kDirections);
     EXPECT_LE(job.machine.links().size(), c.most_links);
-    const auto check = [&](const torus::Route& route) {
-      route.for_each_link(shape, [&](torus::Link l) {
+    const auto check = [&](const torus_emu::Route& route) {
+      route.for_each_link(shape, [&](torus_emu::Link l) {
         const auto i =
-            static_cast<std::size_t>(l.node) * torus::kDirections + torus::index_of(l.dir);
-        ASSERT_NE(index[i], kNoLink) << "link from " << torus::to_string(shape.coord(l.node))
-                                     << " towards " << torus::to_string(l.dir);
+            static_cast<std::size_t>(l.node) * torus_emu::kDirections + torus_emu::index_of(l.dir);
+        ASSERT_NE(index[i], kNoLink) << "link from " << torus_emu::to_string(shape.coord(l.node))
+                                     << " towards " << torus_emu::to_string(l.dir);
         ASSERT_LT(index[i], job.machine.links().size());
       });
     };
-    std::vector<torus::NodeId> nodes;
+    std::vector<torus_emu::NodeId> nodes;
     for (const auto& t : c.tasks)
       nodes.push_back(shape.node_id(t));
-    torus::Rng rng(7);
+    torus_emu::Rng rng(7);
     for (const auto a : nodes) {
       for (const auto b : nodes) {
-        check(torus::deterministic_route(shape, a, b));
+        check(torus_emu::deterministic_route(shape, a, b));
         for (int k = 0; k < 20; ++k)
-          check(torus::adaptive_route(shape, a, b, rng));
+          check(torus_emu::adaptive_route(shape, a, b, rng));
       }
-      for (int d = 0; d < torus::kDirections; ++d) {
+      for (int d = 0; d < torus_emu::kDirections; ++d) {
         const auto dir = static_cast<Direction>(d);
-        for (torus::NodeId n = 0; n < static_cast<torus::NodeId>(shape.node_count()); ++n)
-          if (const auto line = torus::make_line(shape, a, n, dir).line)
-            check(torus::line_route(shape, *line));
+        for (torus_emu::NodeId n = 0; n < static_cast<torus_emu::NodeId>(shape.node_count()); ++n)
+          if (const auto line = torus_emu::make_line(shape, a, n, dir).line)
+            check(torus_emu::line_route(shape, *line));
       }
     }
   }
 }
 
 }  // namespace
-}  // namespace bgl::pkt
+}  // namespace bgl::packet_layer

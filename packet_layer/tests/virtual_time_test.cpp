@@ -8,12 +8,12 @@
 #include <memory>
 #include <stdexcept>
 
-#include "bgl/pkt/endpoint.hpp"
-#include "bgl/pkt/machine.hpp"
+#include "bgl/packet_layer/endpoint.hpp"
+#include "bgl/packet_layer/machine.hpp"
 #include "bgl/test_support/in_process_machine.hpp"
-#include "bgl/torus/error.hpp"
+#include "bgl/torus_emu/error.hpp"
 
-namespace bgl::pkt {
+namespace bgl::packet_layer {
 namespace {
 
 using ::testing::HasSubstr;
@@ -90,9 +90,9 @@ TEST(PacketVirtualTime, DepositLineCopiesArriveHopByHop) {
   TimedJob job(timed_options(8, "8x1x1"));
   std::array<std::byte, 240> payload{};
   PacketSpec s = to(job.ep(0).destination_of(4));
-  s.deposit_line = torus::Direction::x_plus;
+  s.deposit_line = torus_emu::Direction::x_plus;
   ASSERT_EQ(job.ep(0).inject(0, s, payload), InjectStatus::ok);
-  for (torus::Rank r = 1; r <= 4; ++r)
+  for (torus_emu::Rank r = 1; r <= 4; ++r)
     EXPECT_EQ(take(job.ep(r)), kWrite + r * kHop + kP.link_cycles(256) + kRead) << "rank " << r;
 }
 
@@ -157,4 +157,4 @@ TEST(PacketVirtualTime, OptionsNeedVirtualTimeAndOneHost) {
 }
 
 }  // namespace
-}  // namespace bgl::pkt
+}  // namespace bgl::packet_layer

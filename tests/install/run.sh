@@ -153,7 +153,7 @@ else
   done
   dpkg-deb -c "$deb" > "$scratch/contents"
   for f in usr/bin/bglrun usr/bin/bglmap usr/lib/libbglml.so.1 usr/lib/pkgconfig/bglemu.pc \
-           usr/lib/cmake/bglemu/bglemuConfig.cmake usr/include/bgl/msg/bgl_msg.h \
+           usr/lib/cmake/bglemu/bglemuConfig.cmake usr/include/bgl/message_layer/bgl_msg.h \
            usr/share/man/man1/bglrun.1 usr/libexec/bglemu/torus_demo \
            usr/share/bglemu/examples/CMakeLists.txt usr/share/doc/bglemu/README.md; do
     grep -q "\./$f" "$scratch/contents" || die "the package lacks /$f"

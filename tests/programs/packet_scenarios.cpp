@@ -22,20 +22,20 @@
 #include <string_view>
 #include <vector>
 
-#include "bgl/pkt/runtime.hpp"
-#include "bgl/torus/error.hpp"
+#include "bgl/packet_layer/runtime.hpp"
+#include "bgl/torus_emu/error.hpp"
 #include "rank_check.hpp"
 
 namespace {
 
 using namespace bgl;
-using pkt::Endpoint;
-using pkt::FifoRef;
-using pkt::PacketSpec;
+using packet_layer::Endpoint;
+using packet_layer::FifoRef;
+using packet_layer::PacketSpec;
 
 // Payload of packet `seq` from `source`: a size that varies with seq and bytes derived from both.
 std::size_t payload_size(std::uint32_t seq) {
-  return (seq * 37u) % (pkt::kMaxPayloadBytes + 1);
+  return (seq * 37u) % (packet_layer::kMaxPayloadBytes + 1);
 }
 std::byte pattern(std::uint32_t source, std::uint32_t seq, std::size_t i) {
   return static_cast<std::byte>((source * 131u + seq * 7u + i) & 0xff);
@@ -58,7 +58,7 @@ struct Receiver {
   int me;
   std::vector<std::uint32_t> next;  // per source: next expected sequence number
   std::uint64_t received = 0;
-  std::byte buffer[pkt::kMaxPayloadBytes];
+  std::byte buffer[packet_layer::kMaxPayloadBytes];
 
   void on_packet(FifoRef f) {
     const auto& h = ep.peek(f);
@@ -77,18 +77,18 @@ struct Receiver {
   }
 };
 
-int order(pkt::Runtime& rt, std::uint32_t n) {
+int order(packet_layer::Runtime& rt, std::uint32_t n) {
   auto& ep = rt.endpoint();
   const int me = static_cast<int>(rt.rank()), size = rt.size();
   Receiver rx{ep, me, std::vector<std::uint32_t>(static_cast<std::size_t>(size), 0)};
   const auto on_packet = [&](FifoRef f) { rx.on_packet(f); };
   for (std::uint32_t seq = 0; seq < n; ++seq) {
     for (int k = 1; k < size; ++k) {
-      const auto dest = static_cast<torus::Rank>((me + k) % size);
+      const auto dest = static_cast<torus_emu::Rank>((me + k) % size);
       PacketSpec spec{.dest = ep.destination_of(dest), .dispatch = 1, .word = seq};
       const auto payload = make_payload(static_cast<std::uint32_t>(me), seq);
-      test::inject_draining(ep, static_cast<int>(dest % pkt::kInjectionFifos), spec, payload,
-                            on_packet);
+      test::inject_draining(ep, static_cast<int>(dest % packet_layer::kInjectionFifos), spec,
+                            payload, on_packet);
     }
     rx.drain();
   }
@@ -106,30 +106,31 @@ int order(pkt::Runtime& rt, std::uint32_t n) {
   return 0;
 }
 
-int adaptive(pkt::Runtime& rt, std::uint32_t n) {
+int adaptive(packet_layer::Runtime& rt, std::uint32_t n) {
   auto& ep = rt.endpoint();
   const int me = static_cast<int>(rt.rank());
-  const auto last = static_cast<torus::Rank>(rt.size() - 1);
+  const auto last = static_cast<torus_emu::Rank>(rt.size() - 1);
   if (me == 0) {
-    for (const auto routing : {pkt::Routing::adaptive, pkt::Routing::deterministic}) {
+    for (const auto routing :
+         {packet_layer::Routing::adaptive, packet_layer::Routing::deterministic}) {
       for (std::uint32_t seq = 0; seq < n; ++seq) {
         PacketSpec spec{.dest = ep.destination_of(last), .word = seq, .routing = routing};
         const auto payload = make_payload(0, seq);
-        while (ep.inject(0, spec, payload) == pkt::InjectStatus::full)
+        while (ep.inject(0, spec, payload) == packet_layer::InjectStatus::full)
           ep.wait();
       }
       while (!ep.advance())
         ep.wait();
       rt.barrier();
     }
-  } else if (static_cast<torus::Rank>(me) == last) {
+  } else if (static_cast<torus_emu::Rank>(me) == last) {
     for (const bool expect_reordering : {true, false}) {
       // Let the FIFOs fill so that the reception order interleaves the paths.
       usleep(20'000);
       std::vector<bool> seen(n, false);
       std::uint32_t got = 0, inversions = 0, highest = 0;
       std::uint32_t fifo_mask = 0;
-      std::byte buffer[pkt::kMaxPayloadBytes];
+      std::byte buffer[packet_layer::kMaxPayloadBytes];
       while (got < n) {
         auto f = ep.poll();
         if (!f) {
@@ -166,40 +167,40 @@ int adaptive(pkt::Runtime& rt, std::uint32_t n) {
 
 // Lines from rank 0's node: along +x to the far end of its row, and along -x for half the row.
 struct LinePlan {
-  torus::NodeId dest;
-  torus::Direction dir;
+  torus_emu::NodeId dest;
+  torus_emu::Direction dir;
 };
 
-std::vector<LinePlan> lines(const torus::Shape& shape, torus::NodeId root) {
+std::vector<LinePlan> lines(const torus_emu::Shape& shape, torus_emu::NodeId root) {
   std::vector<LinePlan> plans;
   const auto c = shape.coord(root);
-  const int X = shape.extent(torus::Dim::x);
+  const int X = shape.extent(torus_emu::Dim::x);
   if (X < 2) return plans;
-  plans.push_back({shape.node_id({X - 1, c.y, c.z}), torus::Direction::x_plus});
-  if (shape.is_torus(torus::Dim::x) && X >= 3)
-    plans.push_back({shape.node_id({X / 2, c.y, c.z}), torus::Direction::x_minus});
+  plans.push_back({shape.node_id({X - 1, c.y, c.z}), torus_emu::Direction::x_plus});
+  if (shape.is_torus(torus_emu::Dim::x) && X >= 3)
+    plans.push_back({shape.node_id({X / 2, c.y, c.z}), torus_emu::Direction::x_minus});
   return plans;
 }
 
-int deposit(pkt::Runtime& rt, std::uint32_t n) {
+int deposit(packet_layer::Runtime& rt, std::uint32_t n) {
   auto& ep = rt.endpoint();
   const auto& shape = rt.machine().shape();
   const int me = static_cast<int>(rt.rank());
-  const torus::NodeId root = rt.machine().mapping().location(0).node;
+  const torus_emu::NodeId root = rt.machine().mapping().location(0).node;
   const auto plans = lines(shape, root);
   // How many copies this task's node must see: one per packet of every line that passes it.
   std::uint64_t expected = 0;
   for (const auto& p : plans) {
-    const auto line = torus::make_line(shape, root, p.dest, p.dir).line;
+    const auto line = torus_emu::make_line(shape, root, p.dest, p.dir).line;
     BGL_CHECK(line.has_value(), me);
-    torus::NodeId at = root;
+    torus_emu::NodeId at = root;
     for (int i = 0; i < line->length; ++i) {
       at = *shape.neighbour(at, p.dir);
       if (at == ep.node() && ep.group() == 0) expected += n;
     }
   }
   std::uint64_t got = 0;
-  std::byte buffer[pkt::kMaxPayloadBytes];
+  std::byte buffer[packet_layer::kMaxPayloadBytes];
   const auto receive = [&](FifoRef f) {
     const auto h = ep.peek(*&f);
     BGL_CHECK(h.deposit(), me);
@@ -230,7 +231,7 @@ int deposit(pkt::Runtime& rt, std::uint32_t n) {
   return 0;
 }
 
-int flood(pkt::Runtime& rt, std::uint32_t n) {
+int flood(packet_layer::Runtime& rt, std::uint32_t n) {
   auto& ep = rt.endpoint();
   const int me = static_cast<int>(rt.rank()), size = rt.size();
   if (me == 0) {
@@ -254,7 +255,7 @@ int flood(pkt::Runtime& rt, std::uint32_t n) {
     for (std::uint32_t seq = 0; seq < n; ++seq) {
       PacketSpec spec{.dest = ep.destination_of(0), .dispatch = 2, .word = seq};
       const auto payload = make_payload(static_cast<std::uint32_t>(me), seq);
-      while (ep.inject(0, spec, payload) == pkt::InjectStatus::full)
+      while (ep.inject(0, spec, payload) == packet_layer::InjectStatus::full)
         ep.wait();
     }
     while (!ep.advance())
@@ -264,13 +265,13 @@ int flood(pkt::Runtime& rt, std::uint32_t n) {
   return 0;
 }
 
-int alltoall(pkt::Runtime& rt, std::uint32_t n) {
+int alltoall(packet_layer::Runtime& rt, std::uint32_t n) {
   auto& ep = rt.endpoint();
   const int me = static_cast<int>(rt.rank()), size = rt.size();
   std::vector<std::uint32_t> count(static_cast<std::size_t>(size), 0);
   std::uint64_t got = 0;
   const std::uint64_t expected = std::uint64_t{n} * static_cast<std::uint64_t>(size - 1);
-  std::byte buffer[pkt::kMaxPayloadBytes];
+  std::byte buffer[packet_layer::kMaxPayloadBytes];
   const auto receive = [&](FifoRef f) {
     const auto h = ep.peek(f);
     ep.receive(f, buffer);
@@ -280,10 +281,10 @@ int alltoall(pkt::Runtime& rt, std::uint32_t n) {
   };
   for (std::uint32_t seq = 0; seq < n; ++seq) {
     for (int k = 1; k < size; ++k) {
-      const auto dest = static_cast<torus::Rank>((me + k) % size);
+      const auto dest = static_cast<torus_emu::Rank>((me + k) % size);
       PacketSpec spec{
-          .dest = ep.destination_of(dest), .word = seq, .routing = pkt::Routing::adaptive};
-      test::inject_draining(ep, k % pkt::kInjectionFifos, spec,
+          .dest = ep.destination_of(dest), .word = seq, .routing = packet_layer::Routing::adaptive};
+      test::inject_draining(ep, k % packet_layer::kInjectionFifos, spec,
                             make_payload(static_cast<std::uint32_t>(me), seq), receive);
     }
   }
@@ -302,7 +303,7 @@ int alltoall(pkt::Runtime& rt, std::uint32_t n) {
 
 // Runs for ever outside the runtime's waits (a task busy elsewhere, not a deadlock: the launcher
 // must not stop it as one).
-[[noreturn]] void hang(pkt::Runtime& rt) {
+[[noreturn]] void hang(packet_layer::Runtime& rt) {
   std::printf("pid %u %d\n", rt.rank(), static_cast<int>(getpid()));
   std::fflush(stdout);
   for (;;)
@@ -312,7 +313,7 @@ int alltoall(pkt::Runtime& rt, std::uint32_t n) {
 // A deadlock on purpose: rank `waiter` waits for a packet nobody sends, the others wait in the
 // job barrier for it; `busy` (when given) first computes for that many seconds, so that every
 // other task sleeps that long before the job is really stuck.
-[[noreturn]] void deadlock(pkt::Runtime& rt, std::uint32_t waiter, std::uint32_t busy) {
+[[noreturn]] void deadlock(packet_layer::Runtime& rt, std::uint32_t waiter, std::uint32_t busy) {
   std::printf("pid %u %d\n", rt.rank(), static_cast<int>(getpid()));
   std::fflush(stdout);
   if (rt.rank() == waiter) {
@@ -334,7 +335,7 @@ int run(int argc, char** argv) {
     throw ConfigError(
         "usage: packet_scenarios order|adaptive|deposit|flood|alltoall|hang|deadlock|fail|leave "
         "...");
-  auto rt = pkt::Runtime::from_environment();
+  auto rt = packet_layer::Runtime::from_environment();
   const std::string_view what = argv[1];
   const auto arg = [&](int i, std::uint32_t fallback) {
     return argc > i ? static_cast<std::uint32_t>(std::stoul(argv[i])) : fallback;

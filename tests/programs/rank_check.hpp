@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <span>
 
-#include "bgl/pkt/endpoint.hpp"
+#include "bgl/packet_layer/endpoint.hpp"
 
 namespace bgl::test {
 
@@ -18,9 +18,9 @@ namespace bgl::test {
 // Injects, moving the network and draining arrivals into `on_packet` while the injection FIFO is
 // full, so that two tasks flooding each other cannot deadlock.
 template <class OnPacket>
-void inject_draining(pkt::Endpoint& ep, int fifo, const pkt::PacketSpec& spec,
+void inject_draining(packet_layer::Endpoint& ep, int fifo, const packet_layer::PacketSpec& spec,
                      std::span<const std::byte> payload, OnPacket&& on_packet) {
-  while (ep.inject(fifo, spec, payload) == pkt::InjectStatus::full) {
+  while (ep.inject(fifo, spec, payload) == packet_layer::InjectStatus::full) {
     bool any = false;
     while (auto f = ep.poll()) {
       on_packet(*f);

@@ -15,11 +15,11 @@
 
 #include "bgl/env.hpp"
 #include "bgl/log.hpp"
-#include "bgl/pkt/job_config.hpp"
-#include "bgl/torus/distance.hpp"
-#include "bgl/torus/error.hpp"
-#include "bgl/torus/mapping_optimizer.hpp"
-#include "bgl/torus/user_text.hpp"
+#include "bgl/packet_layer/job_config.hpp"
+#include "bgl/torus_emu/distance.hpp"
+#include "bgl/torus_emu/error.hpp"
+#include "bgl/torus_emu/mapping_optimizer.hpp"
+#include "bgl/torus_emu/user_text.hpp"
 #include "bgl/virtual_time/matrix_prediction.hpp"
 #include "matrix_input.hpp"
 
@@ -82,10 +82,10 @@ std::string grouped(std::uint64_t v) {
   return out;
 }
 
-std::string link_name(const torus::Shape& shape, const torus::MappingRating& r) {
+std::string link_name(const torus_emu::Shape& shape, const torus_emu::MappingRating& r) {
   if (r.busiest_link_bytes == 0) return "-";
-  return torus::to_string(shape.coord(r.busiest_link.node)) +
-         std::string(torus::to_string(r.busiest_link.dir));
+  return torus_emu::to_string(shape.coord(r.busiest_link.node)) +
+         std::string(torus_emu::to_string(r.busiest_link.dir));
 }
 
 std::string microseconds(double us) {
@@ -106,7 +106,7 @@ std::string percent_over(std::uint64_t v, std::uint64_t bound) {
 // One mapping as the report shows it.
 struct Rated {
   std::string name;
-  torus::MappingRating rating;
+  torus_emu::MappingRating rating;
   virtual_time::Prediction predicted;
 };
 
@@ -132,15 +132,15 @@ Model model_of(std::optional<std::string> file) {
   return m;
 }
 
-Rated rated(std::string name, const torus::MappingRating& r, const map::MatrixInput& input,
-            const torus::Mapping& mapping, const Model& model) {
+Rated rated(std::string name, const torus_emu::MappingRating& r, const bglmap::MatrixInput& input,
+            const torus_emu::Mapping& mapping, const Model& model) {
   return {std::move(name), r,
           virtual_time::predict_time(input.matrix, mapping, model.params, model.options)};
 }
 
 // The rating table: one row per mapping (named last: file names can be long), then the lower
 // bounds, then what the predicted time is.
-std::string rating_table(const torus::Shape& shape, const std::vector<Rated>& rows,
+std::string rating_table(const torus_emu::Shape& shape, const std::vector<Rated>& rows,
                          const Model& model) {
   std::string out;
   char line[640];
@@ -199,10 +199,10 @@ void write_output(const std::optional<std::string>& path, const std::string& tex
 }
 
 int run(int argc, char** argv) {
-  pkt::JobOptions o;
+  packet_layer::JobOptions o;
   bool check = false, optimize = false;
   std::optional<std::string> matrix_file, rate_file, output, vt_params;
-  torus::OptimizeOptions search;
+  torus_emu::OptimizeOptions search;
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
     const auto value = [&]() -> std::string {
@@ -260,9 +260,9 @@ int run(int argc, char** argv) {
   if (rate_file && output) throw ConfigError("--rate writes no mapping; -o does not go with it");
   if (vt_params && !matrix_file)
     throw ConfigError("--vt-params is for the predicted time of --optimize or --rate");
-  std::optional<map::MatrixInput> input;
+  std::optional<bglmap::MatrixInput> input;
   if (matrix_file) {
-    input.emplace(map::read_matrix(*matrix_file));
+    input.emplace(bglmap::read_matrix(*matrix_file));
     const int tasks = input->matrix.tasks();
     if (o.ntasks && *o.ntasks != tasks)
       throw ConfigError("the communication matrix " + printable(*matrix_file, 256) + " has " +
@@ -271,7 +271,7 @@ int run(int argc, char** argv) {
   }
   if (rate_file) o.mapfile = rate_file;
   o.merge_environment();
-  const auto c = pkt::JobConfig::resolve(o);
+  const auto c = packet_layer::JobConfig::resolve(o);
   if (input) {
     const std::string from =
         printable(*matrix_file, 256) + (input->run ? " (run: " + *input->run + ")" : std::string());
@@ -280,7 +280,7 @@ int run(int argc, char** argv) {
                        grouped(input->matrix.total_bytes()) + " bytes\n";
     const Model model = model_of(vt_params);
     if (rate_file) {
-      const auto r = torus::rate_mapping(input->matrix, c.mapping);
+      const auto r = torus_emu::rate_mapping(input->matrix, c.mapping);
       std::fputs(
           (head +
            rating_table(c.shape, {rated(c.mapping_source, r, *input, c.mapping, model)}, model))
@@ -288,7 +288,7 @@ int run(int argc, char** argv) {
           stdout);
       return 0;
     }
-    const auto result = torus::optimize_mapping(input->matrix, c.mapping, search);
+    const auto result = torus_emu::optimize_mapping(input->matrix, c.mapping, search);
     const auto start = rated("start: " + c.mapping_source, result.before, *input, c.mapping, model);
     const auto best = rated("optimised", result.after, *input, result.mapping, model);
     char note[512];
@@ -302,7 +302,7 @@ int run(int argc, char** argv) {
                       ? ""
                       : "; nothing better than the starting mapping was found: it is kept");
     std::string text = "# bglmap --optimize for " + printable(*matrix_file, 256) + " on " +
-                       c.shape.to_string() + " " + std::string(pkt::to_string(c.mode)) +
+                       c.shape.to_string() + " " + std::string(packet_layer::to_string(c.mode)) +
                        ": hop-bytes " + std::to_string(result.after.hop_bytes) + " (start " +
                        std::to_string(result.before.hop_bytes) + "), busiest link " +
                        std::to_string(result.after.busiest_link_bytes) + " bytes (start " +
@@ -316,8 +316,8 @@ int run(int argc, char** argv) {
   long total = 0;
   int worst = 0;
   for (int r = 1; r < c.ntasks(); ++r) {
-    const int d = torus::distance(c.shape, c.mapping.coord(static_cast<torus::Rank>(r - 1)),
-                                  c.mapping.coord(static_cast<torus::Rank>(r)));
+    const int d = torus_emu::distance(c.shape, c.mapping.coord(static_cast<torus_emu::Rank>(r - 1)),
+                                      c.mapping.coord(static_cast<torus_emu::Rank>(r)));
     total += d;
     worst = std::max(worst, d);
   }

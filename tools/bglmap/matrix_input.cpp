@@ -3,11 +3,11 @@
 #include <nlohmann/json.hpp>
 
 #include "bgl/report/report.hpp"
-#include "bgl/torus/error.hpp"
-#include "bgl/torus/input_file.hpp"
-#include "bgl/torus/user_text.hpp"
+#include "bgl/torus_emu/error.hpp"
+#include "bgl/torus_emu/input_file.hpp"
+#include "bgl/torus_emu/user_text.hpp"
 
-namespace bgl::map {
+namespace bgl::bglmap {
 
 namespace {
 
@@ -34,7 +34,7 @@ std::string text_at(const json& object, const char* key, const std::string& name
   return printable(v->get_ref<const std::string&>(), 256);
 }
 
-torus::CommMatrix from_statistics(const json& stats, const std::string& name) {
+torus_emu::CommMatrix from_statistics(const json& stats, const std::string& name) {
   const auto t = stats.find("traffic");
   if (t == stats.end() || !t->is_object())
     throw ConfigError(name +
@@ -48,10 +48,10 @@ torus::CommMatrix from_statistics(const json& stats, const std::string& name) {
     throw ConfigError(name + ": /traffic: the run did not record its communication matrix (" +
                       text_at(*t, "reason", name, "/traffic/reason", "no reason given") + ")");
   const auto tasks = unsigned_at(t->value("tasks", json()), name, "/traffic/tasks");
-  if (tasks < 1 || tasks > static_cast<std::uint64_t>(torus::CommMatrix::kMaxTasks))
+  if (tasks < 1 || tasks > static_cast<std::uint64_t>(torus_emu::CommMatrix::kMaxTasks))
     throw ConfigError(name + ": /traffic/tasks: " + std::to_string(tasks) + " is out of range 1.." +
-                      std::to_string(torus::CommMatrix::kMaxTasks));
-  torus::CommMatrix m(static_cast<int>(tasks));
+                      std::to_string(torus_emu::CommMatrix::kMaxTasks));
+  torus_emu::CommMatrix m(static_cast<int>(tasks));
   const auto rows = t->find("rows");
   if (rows == t->end() || !rows->is_array())
     throw ConfigError(name + ": /traffic/rows: expected an array");
@@ -72,8 +72,8 @@ torus::CommMatrix from_statistics(const json& stats, const std::string& name) {
       if (source >= tasks || dest >= tasks)
         throw ConfigError(name + ": " + at + ": rank " + std::to_string(std::max(source, dest)) +
                           " is out of range 0.." + std::to_string(tasks - 1));
-      m.add(static_cast<torus::Rank>(source), static_cast<torus::Rank>(dest), bytes, messages,
-            name + ": " + at);
+      m.add(static_cast<torus_emu::Rank>(source), static_cast<torus_emu::Rank>(dest), bytes,
+            messages, name + ": " + at);
     }
   }
   return m;
@@ -94,7 +94,7 @@ MatrixInput parse_matrix(std::string_view text, std::string_view source_name) {
       throw ConfigError("cannot read communication matrix file " + name + ": it is " +
                         std::to_string(text.size()) + " bytes, more than the limit of " +
                         std::to_string(kMaxInputFileBytes) + " bytes for a plain matrix file");
-    return {torus::CommMatrix::from_text(text, source_name), std::nullopt};
+    return {torus_emu::CommMatrix::from_text(text, source_name), std::nullopt};
   }
   json stats;
   try {
@@ -111,4 +111,4 @@ MatrixInput parse_matrix(std::string_view text, std::string_view source_name) {
   return {std::move(matrix), run};
 }
 
-}  // namespace bgl::map
+}  // namespace bgl::bglmap

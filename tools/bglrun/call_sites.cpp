@@ -16,10 +16,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "bgl/torus/error.hpp"
-#include "bgl/torus/user_text.hpp"
+#include "bgl/torus_emu/error.hpp"
+#include "bgl/torus_emu/user_text.hpp"
 
-namespace bgl::run {
+namespace bgl::bglrun {
 namespace {
 
 using nlohmann::json;
@@ -58,7 +58,8 @@ std::string basename_of(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-// One task's row as written by pkt::CallSites::write(); nullopt when a field is missing or wrong.
+// One task's row as written by packet_layer::CallSites::write(); nullopt when a field is missing or
+// wrong.
 struct TaskRow {
   std::string module, symbol, op, algorithm, rule;
   std::uint64_t offset = 0, bytes = 0, calls = 0, host_ns = 0, host_ns_min = 0, host_ns_max = 0,
@@ -313,4 +314,4 @@ json CallSiteFiles::merge(int ntasks, double cpu_hz) const {
   return merge_call_sites(dir_, ntasks, cpu_hz);
 }
 
-}  // namespace bgl::run
+}  // namespace bgl::bglrun

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-namespace bgl::run {
+namespace bgl::bglrun {
 
 // Resolves a return address in a module (its path and the address in its file) to the function,
 // source file and line of the call before it. Caches the modules it opened.
@@ -55,4 +55,4 @@ class CallSiteFiles {
 // The merge of the tasks' files in `dir` (task.<rank>.sites), for tests.
 nlohmann::json merge_call_sites(const std::filesystem::path& dir, int ntasks, double cpu_hz);
 
-}  // namespace bgl::run
+}  // namespace bgl::bglrun

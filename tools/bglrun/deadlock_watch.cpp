@@ -6,9 +6,9 @@
 #include <map>
 #include <sstream>
 
-#include "bgl/torus/mapping.hpp"
+#include "bgl/torus_emu/mapping.hpp"
 
-namespace bgl::run {
+namespace bgl::bglrun {
 namespace {
 
 constexpr std::chrono::milliseconds kSampleEvery{100};
@@ -47,8 +47,8 @@ std::string rank_list(const std::vector<int>& ranks) {
 
 }  // namespace
 
-DeadlockWatch::DeadlockWatch(const pkt::Machine& machine, const pkt::Segment& segment,
-                             std::chrono::milliseconds window)
+DeadlockWatch::DeadlockWatch(const packet_layer::Machine& machine,
+                             const packet_layer::Segment& segment, std::chrono::milliseconds window)
     : machine_(machine), segment_(segment), window_(window) {}
 
 bool DeadlockWatch::all_asleep(const std::vector<pid_t>& pids) const {
@@ -56,7 +56,8 @@ bool DeadlockWatch::all_asleep(const std::vector<pid_t>& pids) const {
   for (std::size_t r = 0; r < pids.size(); ++r) {
     if (pids[r] <= 0) continue;
     any = true;
-    if (machine_.task(static_cast<torus::Rank>(r)).wait.asleep.load(std::memory_order_acquire) == 0)
+    if (machine_.task(static_cast<torus_emu::Rank>(r))
+            .wait.asleep.load(std::memory_order_acquire) == 0)
       return false;
   }
   return any;
@@ -74,7 +75,7 @@ std::optional<std::string> DeadlockWatch::check(Clock::time_point now,
     std::vector<Seen> seen(pids.size());
     for (std::size_t r = 0; r < pids.size(); ++r) {
       if (pids[r] <= 0) continue;
-      const auto& w = machine_.task(static_cast<torus::Rank>(r)).wait;
+      const auto& w = machine_.task(static_cast<torus_emu::Rank>(r)).wait;
       seen[r] = {w.sleeps.load(std::memory_order_acquire), w.wakes.load(std::memory_order_acquire),
                  cpu_ticks(pids[r])};
     }
@@ -88,9 +89,8 @@ std::optional<std::string> DeadlockWatch::check(Clock::time_point now,
   if (now - *since_ < window_) {
     // Any work seen starts the window again (cheap: no /proc reads).
     for (std::size_t r = 0; r < pids.size(); ++r)
-      if (pids[r] > 0 &&
-          machine_.task(static_cast<torus::Rank>(r)).wait.wakes.load(std::memory_order_acquire) !=
-              base_[r].wakes) {
+      if (pids[r] > 0 && machine_.task(static_cast<torus_emu::Rank>(r))
+                                 .wait.wakes.load(std::memory_order_acquire) != base_[r].wakes) {
         since_.reset();
         return std::nullopt;
       }
@@ -121,7 +121,7 @@ std::optional<std::string> DeadlockWatch::check(Clock::time_point now,
   return why.str();
 }
 
-std::string DeadlockWatch::describe_bell(std::uint64_t offset, torus::Rank rank) const {
+std::string DeadlockWatch::describe_bell(std::uint64_t offset, torus_emu::Rank rank) const {
   const std::byte* base = segment_.bytes().data();
   const auto at = [&](const void* p) {
     return static_cast<std::uint64_t>(static_cast<const std::byte*>(p) - base);
@@ -141,34 +141,34 @@ std::string DeadlockWatch::describe_bell(std::uint64_t offset, torus::Rank rank)
     for (int g = 0; g < 2; ++g)
       if (offset == at(&machine_.doorbell(node, g)))
         return "the doorbell of FIFO group " + std::to_string(g) + " of node " +
-               torus::to_string(machine_.shape().coord(node));
+               torus_emu::to_string(machine_.shape().coord(node));
   return "a doorbell at segment offset " + std::to_string(offset);
 }
 
-std::string DeadlockWatch::describe_wait(torus::Rank rank) const {
+std::string DeadlockWatch::describe_wait(torus_emu::Rank rank) const {
   const auto& w = machine_.task(rank).wait;
-  const auto kind = static_cast<pkt::WaitKind>(w.kind.load(std::memory_order_acquire));
+  const auto kind = static_cast<packet_layer::WaitKind>(w.kind.load(std::memory_order_acquire));
   const auto detail = w.detail.load(std::memory_order_acquire);
   const auto bell = describe_bell(w.bell.load(std::memory_order_acquire), rank);
   switch (kind) {
-    case pkt::WaitKind::packets:
+    case packet_layer::WaitKind::packets:
       return "packets (asleep on " + bell + ")";
-    case pkt::WaitKind::injection_room:
+    case packet_layer::WaitKind::injection_room:
       return "room in a peer's reception FIFO for the packets in its injection FIFOs (the peer "
              "does not receive)";
-    case pkt::WaitKind::job_barrier: {
+    case packet_layer::WaitKind::job_barrier: {
       const auto& b = machine_.barrier();
       return "the job barrier (generation " + std::to_string(detail) + "; " +
              std::to_string(b.arrived.load(std::memory_order_acquire)) + " of " +
              std::to_string(machine_.barrier_participants()) + " arrived)";
     }
-    case pkt::WaitKind::global_interrupt:
+    case packet_layer::WaitKind::global_interrupt:
       return "the global-interrupt barrier (its barrier number " + std::to_string(detail) + ")";
-    case pkt::WaitKind::wire:
+    case packet_layer::WaitKind::wire:
       return "global-interrupt wire " + std::to_string(detail);
-    case pkt::WaitKind::tree:
+    case packet_layer::WaitKind::tree:
       return "a collective-network (tree) operation";
-    case pkt::WaitKind::unspecified:
+    case packet_layer::WaitKind::unspecified:
       break;
   }
   return "a wake-up on " + bell;
@@ -178,7 +178,7 @@ std::string DeadlockWatch::states(const std::vector<pid_t>& pids) const {
   std::map<std::string, std::vector<int>> groups;
   for (std::size_t r = 0; r < pids.size(); ++r)
     if (pids[r] > 0)
-      groups[describe_wait(static_cast<torus::Rank>(r))].push_back(static_cast<int>(r));
+      groups[describe_wait(static_cast<torus_emu::Rank>(r))].push_back(static_cast<int>(r));
   std::string out;
   for (const auto& [what, ranks] : groups)
     out += std::string("  ") + (ranks.size() == 1 ? "rank " : "ranks ") + rank_list(ranks) +
@@ -187,4 +187,4 @@ std::string DeadlockWatch::states(const std::vector<pid_t>& pids) const {
   return out;
 }
 
-}  // namespace bgl::run
+}  // namespace bgl::bglrun

@@ -15,7 +15,7 @@
 #include "deadlock_watch.hpp"
 #include "supervise_util.hpp"
 
-namespace bgl::run {
+namespace bgl::bglrun {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -34,15 +34,16 @@ sigset_t launcher_signals() {
   return set;
 }
 
-JobRunner::JobRunner(const pkt::Machine& machine, const pkt::Segment& segment, RunSettings settings)
+JobRunner::JobRunner(const packet_layer::Machine& machine, const packet_layer::Segment& segment,
+                     RunSettings settings)
     : machine_(machine), segment_(segment), settings_(std::move(settings)) {
   tasks_.resize(static_cast<std::size_t>(machine.mapping().size()));
 }
 
 std::string JobRunner::describe(int rank) const {
   const auto& m = machine_.mapping();
-  const auto r = static_cast<torus::Rank>(rank);
-  return "rank " + std::to_string(rank) + " on node " + torus::to_string(m.coord(r)) +
+  const auto r = static_cast<torus_emu::Rank>(rank);
+  return "rank " + std::to_string(rank) + " on node " + torus_emu::to_string(m.coord(r)) +
          " t=" + std::to_string(m.location(r).t) + " (pid " + std::to_string(tasks_[r].pid) + ")";
 }
 
@@ -67,7 +68,7 @@ void JobRunner::start_tasks() {
 
   int started = 0;
   for (std::size_t r = 0; r < tasks_.size(); ++r) {
-    if (!machine_.local(static_cast<torus::Rank>(r))) continue;  // another host runs it
+    if (!machine_.local(static_cast<torus_emu::Rank>(r))) continue;  // another host runs it
     const std::string rank = std::to_string(r);
     const pid_t pid = fork();
     if (pid < 0) {
@@ -120,14 +121,14 @@ void JobRunner::stop(int signal, const std::string& why, bool task_failed) {
 void JobRunner::check_left_early() {
   if (stopping_ || left_early_.empty()) return;
   const auto unfinished = [&](std::size_t r) {
-    const auto& slot = machine_.task(static_cast<torus::Rank>(r));
+    const auto& slot = machine_.task(static_cast<torus_emu::Rank>(r));
     return slot.pid != 0 && slot.published.load(std::memory_order_acquire) == 0;
   };
   const int rank = left_early_.front();
   const bool itself = unfinished(static_cast<std::size_t>(rank));
   bool waiting = itself;
   for (std::size_t r = 0; r < tasks_.size() && !waiting; ++r)
-    waiting = machine_.local(static_cast<torus::Rank>(r)) && unfinished(r);
+    waiting = machine_.local(static_cast<torus_emu::Rank>(r)) && unfinished(r);
   if (!waiting) return;
   exit_status_ = 1;
   stop(SIGTERM,
@@ -147,7 +148,8 @@ void JobRunner::on_exit(pid_t pid, int status) {
   tasks_[static_cast<std::size_t>(rank)].running = false;
   const bool failed = !WIFEXITED(status) || WEXITSTATUS(status) != 0;
   if (!failed &&
-      machine_.task(static_cast<torus::Rank>(rank)).published.load(std::memory_order_acquire) == 0)
+      machine_.task(static_cast<torus_emu::Rank>(rank)).published.load(std::memory_order_acquire) ==
+          0)
     left_early_.push_back(rank);
   if (!failed || stopping_) return;
   if (WIFEXITED(status)) {
@@ -225,4 +227,4 @@ int JobRunner::run() {
   return exit_status_;
 }
 
-}  // namespace bgl::run
+}  // namespace bgl::bglrun

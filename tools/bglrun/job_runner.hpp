@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "bgl/pkt/machine.hpp"
-#include "bgl/pkt/segment.hpp"
+#include "bgl/packet_layer/machine.hpp"
+#include "bgl/packet_layer/segment.hpp"
 
-namespace bgl::run {
+namespace bgl::bglrun {
 
 // The signals the launcher handles itself; block them before creating anything to clean up.
 sigset_t launcher_signals();
@@ -37,7 +37,8 @@ struct RunSettings {
 
 class JobRunner {
  public:
-  JobRunner(const pkt::Machine& machine, const pkt::Segment& segment, RunSettings settings);
+  JobRunner(const packet_layer::Machine& machine, const packet_layer::Segment& segment,
+            RunSettings settings);
   // Returns the launcher's exit status: 0, the first failing task's exit code, 128 + signal, or
   // 124 for a timeout, 125 for a deadlock.
   int run();
@@ -55,8 +56,8 @@ class JobRunner {
   std::string describe(int rank) const;
   int running_count() const;
 
-  const pkt::Machine& machine_;
-  const pkt::Segment& segment_;
+  const packet_layer::Machine& machine_;
+  const packet_layer::Segment& segment_;
   RunSettings settings_;
   std::vector<Task> tasks_;
   std::vector<int> left_early_;  // ranks that exited 0 without finishing their runtime, in order
@@ -65,4 +66,4 @@ class JobRunner {
   int exit_status_ = 0;
 };
 
-}  // namespace bgl::run
+}  // namespace bgl::bglrun

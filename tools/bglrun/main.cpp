@@ -16,16 +16,16 @@
 #include <random>
 #include <string_view>
 
-#include "bgl/collnet/region.hpp"
+#include "bgl/collective_net_emu/region.hpp"
 #include "bgl/env.hpp"
 #include "bgl/log.hpp"
-#include "bgl/pkt/machine.hpp"
-#include "bgl/pkt/ofi_agent.hpp"
-#include "bgl/pkt/segment.hpp"
-#include "bgl/pkt/segment_monitor.hpp"
-#include "bgl/pkt/traffic_matrix.hpp"
-#include "bgl/torus/error.hpp"
-#include "bgl/torus/user_text.hpp"
+#include "bgl/packet_layer/machine.hpp"
+#include "bgl/packet_layer/ofi_agent.hpp"
+#include "bgl/packet_layer/segment.hpp"
+#include "bgl/packet_layer/segment_monitor.hpp"
+#include "bgl/packet_layer/traffic_matrix.hpp"
+#include "bgl/torus_emu/error.hpp"
+#include "bgl/torus_emu/user_text.hpp"
 #include "call_sites.hpp"
 #include "job_runner.hpp"
 #include "mpiexec_launch.hpp"
@@ -68,10 +68,10 @@ void confine_tasks(int cores) {
     spdlog::warn("cannot confine the tasks to {} core(s): {}", cores, std::strerror(errno));
 }
 
-void print_mapping(const pkt::JobConfig& c) {
+void print_mapping(const packet_layer::JobConfig& c) {
   std::printf("# %s\n# rank  x  y  z  t\n", c.summary().c_str());
   for (int r = 0; r < c.ntasks(); ++r) {
-    const auto rank = static_cast<torus::Rank>(r);
+    const auto rank = static_cast<torus_emu::Rank>(r);
     const auto p = c.mapping.coord(rank);
     std::printf("%6d %2d %2d %2d %2d\n", r, p.x, p.y, p.z, c.mapping.location(rank).t);
   }
@@ -81,7 +81,7 @@ void print_mapping(const pkt::JobConfig& c) {
 // formula); this host's part is allocated when the job starts.
 void print_segment_size(std::size_t bytes) {
   std::printf("# shared-memory segment: %zu MiB in /dev/shm (%zu MiB free)\n",
-              (bytes + (1u << 20) - 1) >> 20, pkt::Segment::free_bytes() >> 20);
+              (bytes + (1u << 20) - 1) >> 20, packet_layer::Segment::free_bytes() >> 20);
 }
 
 // A multi-host job started without a process manager: run one bglrun per host under Hydra's
@@ -91,7 +91,8 @@ void print_segment_size(std::size_t bytes) {
 // default launcher (ssh) on the hosts of the placement. -disable-auto-cleanup: when a host dies,
 // the others' agents notice and end the job with an error naming it, instead of Hydra killing
 // them silently.
-[[noreturn]] void relaunch_under_hydra(const pkt::Placement& placement, int argc, char** argv) {
+[[noreturn]] void relaunch_under_hydra(const packet_layer::Placement& placement, int argc,
+                                       char** argv) {
   const std::string hydra = env::get("BGL_HYDRA").value_or("mpiexec.hydra");
   char self_buf[4096];
   const ssize_t n = readlink("/proc/self/exe", self_buf, sizeof self_buf - 1);
@@ -104,9 +105,10 @@ void print_segment_size(std::size_t bytes) {
   // Emulated hosts (all on loopback, or in network namespaces of this machine) get a Hydra proxy
   // each, started by bglrun itself in place of ssh, so that one dying host takes down only its
   // own proxy, as on real hosts.
-  const bool emulated = std::all_of(
-      placement.hosts.begin(), placement.hosts.end(),
-      [](const pkt::HostEntry& h) { return h.address.starts_with("127.") || !h.netns.empty(); });
+  const bool emulated = std::all_of(placement.hosts.begin(), placement.hosts.end(),
+                                    [](const packet_layer::HostEntry& h) {
+                                      return h.address.starts_with("127.") || !h.netns.empty();
+                                    });
   if (emulated) {
     args.insert(args.end(), {"-launcher", "ssh", "-launcher-exec", self});
     setenv("HYDRA_LAUNCHER_EXTRA_ARGS", "--host-exec", 1);
@@ -172,11 +174,11 @@ void enter_netns(const std::string& name) {
 }
 
 int launch(int argc, char** argv) {
-  const auto o = run::parse_command_line(argc, argv);
+  const auto o = bglrun::parse_command_line(argc, argv);
   log::init("bglrun", o.log_level ? std::optional<std::string_view>(*o.log_level) : std::nullopt);
   if (o.help) {
-    std::fputs(run::usage(), stdout);
-    std::fputs(run::mpiexec_usage(), stdout);
+    std::fputs(bglrun::usage(), stdout);
+    std::fputs(bglrun::mpiexec_usage(), stdout);
     return 0;
   }
   if (o.version) {
@@ -184,31 +186,31 @@ int launch(int argc, char** argv) {
     return 0;
   }
   if (o.vt_params_list) {
-    std::fputs(run::parameter_listing(virtual_time::Params{}).c_str(), stdout);
+    std::fputs(bglrun::parameter_listing(virtual_time::Params{}).c_str(), stdout);
     return 0;
   }
   if (o.cleanup) {
     // For scripts that run many jobs and compare their output (MPICH's runtests): cleaning
     // before each job keeps the start-up warning below out of the program's output.
     std::printf("bglrun: removed %d shared-memory segments left by launchers that were killed\n",
-                pkt::Segment::remove_stale());
+                packet_layer::Segment::remove_stale());
     return 0;
   }
   // Reading the configuration (files included) leaves nothing to clean up: until it is done,
   // signals keep their default actions.
-  auto config = pkt::JobConfig::resolve(o.job);
+  auto config = packet_layer::JobConfig::resolve(o.job);
 
   // From here on, signals wait until the launcher can clean up after them.
-  sigset_t signals = run::launcher_signals();
+  sigset_t signals = bglrun::launcher_signals();
   // Hydra (-disable-auto-cleanup) tells the surviving processes of a job that one died with
   // SIGUSR1, whose default action would kill this host's launcher before its agent can name the
   // dead host. Blocked here (and in every thread started later); tasks unblock it.
   sigaddset(&signals, SIGUSR1);
   sigprocmask(SIG_BLOCK, &signals, nullptr);
   // Several hosts: this bglrun is one of them, started by a PMI process manager (Hydra).
-  std::optional<run::PmiClient> pmi;
+  std::optional<bglrun::PmiClient> pmi;
   if (config.placement.host_count() > 1 && !o.dry_run) {
-    if (auto client = run::PmiClient::from_environment()) pmi.emplace(std::move(*client));
+    if (auto client = bglrun::PmiClient::from_environment()) pmi.emplace(std::move(*client));
     if (!pmi) relaunch_under_hydra(config.placement, argc, argv);
     if (pmi->size() != config.placement.host_count())
       throw ConfigError("the placement (" + config.placement.source + ") has " +
@@ -217,65 +219,68 @@ int launch(int argc, char** argv) {
                         " bglrun processes; start exactly one per host");
     auto job = o.job;
     job.host_index = pmi->rank();
-    config = pkt::JobConfig::resolve(job);
+    config = packet_layer::JobConfig::resolve(job);
     spdlog::set_pattern("[bglrun@" + std::to_string(pmi->rank()) + " %^%l%$] %v");
   }
-  config.regions.push_back({std::string(collnet::kRegionName), collnet::region_bytes(config)});
+  config.regions.push_back(
+      {std::string(collective_net_emu::kRegionName), collective_net_emu::region_bytes(config)});
   // The communication matrix, for the statistics (one row per task, written when it ends).
-  if ((o.stats_file || o.report_file) && config.ntasks() <= pkt::kTrafficMaxTasks)
-    config.regions.push_back(
-        {std::string(pkt::kTrafficRegion), pkt::traffic_region_bytes(config.ntasks())});
+  if ((o.stats_file || o.report_file) && config.ntasks() <= packet_layer::kTrafficMaxTasks)
+    config.regions.push_back({std::string(packet_layer::kTrafficRegion),
+                              packet_layer::traffic_region_bytes(config.ntasks())});
   if (o.dry_run || o.show_mapping) print_mapping(config);
-  const auto extents = pkt::Machine::used_extents(config);
+  const auto extents = packet_layer::Machine::used_extents(config);
   if (o.dry_run) {
-    print_segment_size(pkt::Segment::allocated_bytes(pkt::Machine::segment_bytes(config), extents));
+    print_segment_size(packet_layer::Segment::allocated_bytes(
+        packet_layer::Machine::segment_bytes(config), extents));
     return 0;
   }
   if (!executable(o.command.front()))
     throw ConfigError("program '" + printable(o.command.front()) + "' not found or not executable");
   // Before anything runs: an unwritable statistics path fails the job now, not after it ran.
-  std::optional<run::StatsFile> stats, report;
+  std::optional<bglrun::StatsFile> stats, report;
   if (o.stats_file) stats.emplace(*o.stats_file);
   if (o.report_file) report.emplace(*o.report_file, "the report");
-  std::optional<run::TraceFile> trace;
+  std::optional<bglrun::TraceFile> trace;
   if (o.trace_file) {
-    auto clock =
-        config.virtual_time ? run::TraceFile::Clock::virtual_time : run::TraceFile::Clock::host;
+    auto clock = config.virtual_time ? bglrun::TraceFile::Clock::virtual_time
+                                     : bglrun::TraceFile::Clock::host;
     if (o.trace_time) {
-      clock = run::parse_trace_clock(*o.trace_time, "--trace-time (BGL_TRACE_TIME)");
-      if (clock == run::TraceFile::Clock::virtual_time && !config.virtual_time)
+      clock = bglrun::parse_trace_clock(*o.trace_time, "--trace-time (BGL_TRACE_TIME)");
+      if (clock == bglrun::TraceFile::Clock::virtual_time && !config.virtual_time)
         throw ConfigError("--trace-time virtual needs virtual time (--virtual-time)");
     }
-    trace.emplace(*o.trace_file, clock, o.trace_events.value_or(run::TraceFile::kDefaultEvents),
+    trace.emplace(*o.trace_file, clock, o.trace_events.value_or(bglrun::TraceFile::kDefaultEvents),
                   config.ntasks());
   }
   // The tasks count their collectives per call site whenever a result can show them.
-  std::optional<run::CallSiteFiles> call_sites;
+  std::optional<bglrun::CallSiteFiles> call_sites;
   if (o.stats_file || o.report_file || o.trace_file)
     call_sites.emplace(o.stats_file    ? *o.stats_file
                        : o.report_file ? *o.report_file
                                        : *o.trace_file);
-  const auto mpiexec = run::choose_mpiexec(o.launcher, o.mpich_prefix, o.command);
+  const auto mpiexec = bglrun::choose_mpiexec(o.launcher, o.mpich_prefix, o.command);
   if (mpiexec && config.placement.host_count() > 1)
     throw ConfigError(
         "MPI programs cannot span several hosts yet (the MPICH device's job start "
         "is single-host); run them on one host");
 
-  if (const int stale = pkt::Segment::remove_stale())
+  if (const int stale = packet_layer::Segment::remove_stale())
     spdlog::warn("removed {} shared-memory segments left by launchers that were killed", stale);
   config.job_id = pmi ? std::hash<std::string>{}(pmi->kvs_name())
                       : (std::uint64_t{std::random_device{}()} << 32 | std::random_device{}());
-  auto segment = pkt::Segment::create(pkt::Machine::segment_bytes(config), extents);
-  run::Watchdog watchdog(segment.name());
-  const auto machine = pkt::Machine::format(segment.bytes(), config);
-  collnet::format(machine);
+  auto segment =
+      packet_layer::Segment::create(packet_layer::Machine::segment_bytes(config), extents);
+  bglrun::Watchdog watchdog(segment.name());
+  const auto machine = packet_layer::Machine::format(segment.bytes(), config);
+  collective_net_emu::format(machine);
   spdlog::info("{}; segment {} ({} MiB virtual)", config.summary(), segment.name(),
                segment.bytes().size() >> 20);
   const auto& placement = config.placement;
-  if (placement.host_count() > 1 || placement.transport != pkt::Transport::shm) {
+  if (placement.host_count() > 1 || placement.transport != packet_layer::Transport::shm) {
     // Reported at start-up (once per job: by host 0): which nodes each host holds.
     const auto text = "placement (" + placement.source + ", transport " +
-                      std::string(pkt::to_string(placement.transport)) + "):\n" +
+                      std::string(packet_layer::to_string(placement.transport)) + "):\n" +
                       placement.report(config.shape);
     if (placement.this_host == 0)
       std::fprintf(stderr, "bglrun: %s", text.c_str());
@@ -283,20 +288,20 @@ int launch(int argc, char** argv) {
       spdlog::info("{}", text);
   }
 
-  std::unique_ptr<pkt::OfiAgent> agent;
+  std::unique_ptr<packet_layer::OfiAgent> agent;
   if (const auto& ns = placement.hosts[static_cast<std::size_t>(placement.this_host)].netns;
       !ns.empty())
     enter_netns(ns);
-  if (placement.transport == pkt::Transport::ofi) {
-    agent =
-        std::make_unique<pkt::OfiAgent>(machine, placement, pkt::OfiOptions::from_environment());
+  if (placement.transport == packet_layer::Transport::ofi) {
+    agent = std::make_unique<packet_layer::OfiAgent>(machine, placement,
+                                                     packet_layer::OfiOptions::from_environment());
     std::vector<std::vector<std::byte>> addresses{agent->address()};
     if (pmi) {
-      pmi->put("bgl-ofi-" + std::to_string(pmi->rank()), pkt::to_hex(addresses[0]));
+      pmi->put("bgl-ofi-" + std::to_string(pmi->rank()), packet_layer::to_hex(addresses[0]));
       pmi->barrier();
       addresses.clear();
       for (int h = 0; h < pmi->size(); ++h)
-        addresses.push_back(pkt::from_hex(pmi->get("bgl-ofi-" + std::to_string(h))));
+        addresses.push_back(packet_layer::from_hex(pmi->get("bgl-ofi-" + std::to_string(h))));
       // Done with the process manager: after PMI finalize, Hydra no longer treats one host's
       // death as a PMI abort that kills the others outright (with -disable-auto-cleanup), so the
       // surviving agents can name the dead host and end the job themselves.
@@ -311,14 +316,15 @@ int launch(int argc, char** argv) {
   // runs (setenv is not safe beside threads), when the zero stays where the trace was set up.
   if (trace && !agent) trace->mark_start();
   const auto started = std::chrono::steady_clock::now();
-  run::RunSettings settings{o.command, o.timeout_seconds, o.kill_grace_seconds, {}};
+  bglrun::RunSettings settings{o.command, o.timeout_seconds, o.kill_grace_seconds, {}};
   // Several hosts: a task may wait for another host's, which this host cannot see.
-  if (config.placement.host_count() == 1 && config.placement.transport == pkt::Transport::shm)
+  if (config.placement.host_count() == 1 &&
+      config.placement.transport == packet_layer::Transport::shm)
     settings.deadlock_seconds = o.deadlock_seconds;
   settings.on_process_group = [&watchdog](pid_t group) { watchdog.watch_group(group); };
   // Idle while the job runs, the launcher watches the segment's control structures: a stray
   // write into them stops the job with their name instead of hanging it.
-  pkt::SegmentMonitor monitor(machine, collnet::constant_parts(machine));
+  packet_layer::SegmentMonitor monitor(machine, collective_net_emu::constant_parts(machine));
   settings.external_fault = [&agent, &monitor]() -> std::optional<std::string> {
     if (agent)
       if (auto fault = agent->fault()) return fault;
@@ -326,8 +332,8 @@ int launch(int argc, char** argv) {
       return "the job's shared-memory segment is corrupt: " + *corrupt;
     return std::nullopt;
   };
-  int status = mpiexec ? run::run_with_mpiexec(machine, segment, settings, *mpiexec)
-                       : run::JobRunner(machine, segment, settings).run();
+  int status = mpiexec ? bglrun::run_with_mpiexec(machine, segment, settings, *mpiexec)
+                       : bglrun::JobRunner(machine, segment, settings).run();
   watchdog.disarm();  // the supervisors killed whatever was left of the job
   if (agent) {
     agent->finish(status);
@@ -345,18 +351,18 @@ int launch(int argc, char** argv) {
     agent.reset();
   }
 
-  spdlog::info("{}", run::statistics_summary(machine));
+  spdlog::info("{}", bglrun::statistics_summary(machine));
   const std::chrono::duration<double> host = std::chrono::steady_clock::now() - started;
   if (machine.vt_params())
-    std::fputs(run::virtual_time_summary(machine, host.count()).c_str(), stderr);
+    std::fputs(bglrun::virtual_time_summary(machine, host.count()).c_str(), stderr);
   std::optional<nlohmann::json> sites;
   if (call_sites)
     sites =
         call_sites->merge(config.ntasks(), machine.vt_params() ? machine.vt_params()->cpu_hz : 0);
   if (stats || report) {
-    const auto text = run::statistics_json(machine, host.count(), sites ? &*sites : nullptr);
+    const auto text = bglrun::statistics_json(machine, host.count(), sites ? &*sites : nullptr);
     if (stats && !stats->commit(text) && status == 0) status = 1;
-    if (!run::finish_report(text, report ? &*report : nullptr) && status == 0) status = 1;
+    if (!bglrun::finish_report(text, report ? &*report : nullptr) && status == 0) status = 1;
   }
   if (trace && !trace->commit(machine, sites ? &*sites : nullptr) && status == 0) status = 1;
   return status;

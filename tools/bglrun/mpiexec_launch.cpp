@@ -27,12 +27,12 @@
 
 #include "bgl/env.hpp"
 #include "bgl/log.hpp"
-#include "bgl/torus/error.hpp"
-#include "bgl/torus/user_text.hpp"
+#include "bgl/torus_emu/error.hpp"
+#include "bgl/torus_emu/user_text.hpp"
 #include "deadlock_watch.hpp"
 #include "supervise_util.hpp"
 
-namespace bgl::run {
+namespace bgl::bglrun {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -137,8 +137,8 @@ std::vector<pid_t> children() {
 
 class MpiexecJob {
  public:
-  MpiexecJob(const pkt::Machine& machine, const pkt::Segment& segment, const RunSettings& settings,
-             std::string mpiexec)
+  MpiexecJob(const packet_layer::Machine& machine, const packet_layer::Segment& segment,
+             const RunSettings& settings, std::string mpiexec)
       : machine_(machine),
         segment_(segment),
         settings_(settings),
@@ -166,8 +166,8 @@ class MpiexecJob {
   int report();
   std::string describe(int rank) const;
 
-  const pkt::Machine& machine_;
-  const pkt::Segment& segment_;
+  const packet_layer::Machine& machine_;
+  const packet_layer::Segment& segment_;
   const RunSettings& settings_;
   std::string mpiexec_;
   pid_t child_ = -1;
@@ -221,9 +221,9 @@ class MpiexecJob {
 
 std::string MpiexecJob::describe(int r) const {
   const auto& m = machine_.mapping();
-  const auto rank = static_cast<torus::Rank>(r);
+  const auto rank = static_cast<torus_emu::Rank>(r);
   const pid_t pid = machine_.task(rank).pid;
-  return "rank " + std::to_string(r) + " on node " + torus::to_string(m.coord(rank)) +
+  return "rank " + std::to_string(r) + " on node " + torus_emu::to_string(m.coord(rank)) +
          " t=" + std::to_string(m.location(rank).t) +
          (pid ? " (pid " + std::to_string(pid) + ")" : "");
 }
@@ -389,9 +389,9 @@ bool MpiexecJob::watch_ranks() {
   bool unknown = false;
   for (std::size_t r = 0; r < pidfds_.size(); ++r) {
     if (pidfds_[r] != -1) continue;
-    const pid_t pid = machine_.task(static_cast<torus::Rank>(r)).pid;
+    const pid_t pid = machine_.task(static_cast<torus_emu::Rank>(r)).pid;
     if (pid <= 0) {
-      unknown = unknown || machine_.local(static_cast<torus::Rank>(r));
+      unknown = unknown || machine_.local(static_cast<torus_emu::Rank>(r));
       continue;
     }
     const int fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
@@ -464,7 +464,7 @@ void MpiexecJob::take_ended_ranks() {
 }
 
 void MpiexecJob::rank_ended(int rank, bool watched) {
-  const auto& slot = machine_.task(static_cast<torus::Rank>(rank));
+  const auto& slot = machine_.task(static_cast<torus_emu::Rank>(rank));
   if (slot.published.load(std::memory_order_acquire) != 0) return;  // finished MPI normally
   if (first_failed_ >= 0) return;
   first_failed_ = rank;
@@ -664,7 +664,7 @@ int MpiexecJob::run() {
     // seen waiting.
     if (deadlock && !stopping_ && !unknown) {
       for (std::size_t r = 0; r < pidfds_.size(); ++r)
-        running[r] = pidfds_[r] >= 0 ? machine_.task(static_cast<torus::Rank>(r)).pid : 0;
+        running[r] = pidfds_[r] >= 0 ? machine_.task(static_cast<torus_emu::Rank>(r)).pid : 0;
       if (auto headline = deadlock->check(now, running)) {
         exit_status_ = 125;
         stopped_by_launcher_ = true;
@@ -823,9 +823,9 @@ std::optional<std::string> choose_mpiexec(const std::optional<std::string>& choi
                     "--mpich-prefix or set BGL_MPICH_PREFIX or BGL_MPIEXEC");
 }
 
-int run_with_mpiexec(const pkt::Machine& machine, const pkt::Segment& segment,
+int run_with_mpiexec(const packet_layer::Machine& machine, const packet_layer::Segment& segment,
                      const RunSettings& settings, const std::string& mpiexec) {
   return MpiexecJob(machine, segment, settings, mpiexec).run();
 }
 
-}  // namespace bgl::run
+}  // namespace bgl::bglrun

@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "bgl/pkt/machine.hpp"
-#include "bgl/pkt/segment.hpp"
+#include "bgl/packet_layer/machine.hpp"
+#include "bgl/packet_layer/segment.hpp"
 #include "job_runner.hpp"
 
-namespace bgl::run {
+namespace bgl::bglrun {
 
 // The help text for --launcher.
 const char* mpiexec_usage();
@@ -34,7 +34,7 @@ std::optional<std::string> choose_mpiexec(const std::optional<std::string>& choi
 
 // Runs the job through mpiexec; returns bglrun's exit status like JobRunner::run(): 0, the
 // failing rank's exit code, 128 + signal, or 124 for a timeout.
-int run_with_mpiexec(const pkt::Machine& machine, const pkt::Segment& segment,
+int run_with_mpiexec(const packet_layer::Machine& machine, const packet_layer::Segment& segment,
                      const RunSettings& settings, const std::string& mpiexec);
 
-}  // namespace bgl::run
+}  // namespace bgl::bglrun

@@ -4,10 +4,10 @@
 #include <string_view>
 
 #include "bgl/env.hpp"
-#include "bgl/torus/error.hpp"
-#include "bgl/torus/user_text.hpp"
+#include "bgl/torus_emu/error.hpp"
+#include "bgl/torus_emu/user_text.hpp"
 
-namespace bgl::run {
+namespace bgl::bglrun {
 namespace {
 
 // Flags that take a value, as "--flag value" or "--flag=value".
@@ -71,9 +71,9 @@ void apply(LauncherOptions& o, LauncherFlags& given, std::string_view flag,
   } else if (flag == "--kill-grace") {
     given.kill_grace_seconds = env::parse_seconds(value, flag);
   } else if (flag == "--fifo-packets") {
-    j.fifo_packets = pkt::parse_fifo_packets(value, flag);
+    j.fifo_packets = packet_layer::parse_fifo_packets(value, flag);
   } else if (flag == "--seed") {
-    j.seed = pkt::parse_seed(value, flag);
+    j.seed = packet_layer::parse_seed(value, flag);
   } else if (flag == "--stats") {
     o.stats_file = value;
   } else if (flag == "--report") {
@@ -91,13 +91,13 @@ void apply(LauncherOptions& o, LauncherFlags& given, std::string_view flag,
   } else if (flag == "--mpich-prefix") {
     o.mpich_prefix = value;
   } else if (flag == "--hosts") {
-    j.hosts = static_cast<int>(env::parse_int(value, flag, 1, pkt::Placement::kMaxHosts));
+    j.hosts = static_cast<int>(env::parse_int(value, flag, 1, packet_layer::Placement::kMaxHosts));
   } else if (flag == "--hostfile") {
     j.hostfile = value;
   } else if (flag == "--vt-params") {
     j.vt_params = std::string(value);
   } else if (flag == "--vt-cpu-factor") {
-    j.vt_cpu_factor = pkt::parse_cpu_factor(value, flag);
+    j.vt_cpu_factor = packet_layer::parse_cpu_factor(value, flag);
   } else if (flag == "--vt-cores") {
     o.vt_cores = static_cast<int>(env::parse_int(value, flag, 0, 4096));
   } else if (flag == "--transport") {
@@ -242,4 +242,4 @@ LauncherOptions parse_command_line(int argc, char** argv) {
   return o;
 }
 
-}  // namespace bgl::run
+}  // namespace bgl::bglrun

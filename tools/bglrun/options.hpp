@@ -4,12 +4,12 @@
 #include <string>
 #include <vector>
 
-#include "bgl/pkt/job_config.hpp"
+#include "bgl/packet_layer/job_config.hpp"
 
-namespace bgl::run {
+namespace bgl::bglrun {
 
 struct LauncherOptions {
-  pkt::JobOptions job;
+  packet_layer::JobOptions job;
   double timeout_seconds = 0;     // 0: none (a flag or variable may say 0 too)
   double kill_grace_seconds = 2;  // between SIGTERM and SIGKILL when stopping a job
   double deadlock_seconds = 3;    // --deadlock: stop a job whose tasks all wait this long; 0: never
@@ -37,4 +37,4 @@ LauncherOptions parse_command_line(int argc, char** argv);
 
 const char* usage();
 
-}  // namespace bgl::run
+}  // namespace bgl::bglrun

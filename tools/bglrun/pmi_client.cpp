@@ -7,9 +7,9 @@
 #include <utility>
 
 #include "bgl/env.hpp"
-#include "bgl/torus/error.hpp"
+#include "bgl/torus_emu/error.hpp"
 
-namespace bgl::run {
+namespace bgl::bglrun {
 
 std::optional<PmiClient> PmiClient::from_environment() {
   const auto fd = env::get_int("PMI_FD", 0, 1 << 20);
@@ -96,4 +96,4 @@ void PmiClient::finalize() {
   command("cmd=finalize\n", "finalize_ack");
 }
 
-}  // namespace bgl::run
+}  // namespace bgl::bglrun

@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-namespace bgl::run {
+namespace bgl::bglrun {
 
 class PmiClient {
  public:
@@ -40,4 +40,4 @@ class PmiClient {
   bool finalized_ = false;
 };
 
-}  // namespace bgl::run
+}  // namespace bgl::bglrun

@@ -6,7 +6,7 @@
 
 #include "bgl/report/report.hpp"
 
-namespace bgl::run {
+namespace bgl::bglrun {
 
 bool finish_report(std::string_view stats_text, StatsFile* report) {
   try {
@@ -24,4 +24,4 @@ bool finish_report(std::string_view stats_text, StatsFile* report) {
   }
 }
 
-}  // namespace bgl::run
+}  // namespace bgl::bglrun

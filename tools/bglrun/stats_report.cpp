@@ -12,21 +12,21 @@
 #include <map>
 #include <system_error>
 
-#include "bgl/pkt/traffic_matrix.hpp"
-#include "bgl/torus/error.hpp"
-#include "bgl/torus/user_text.hpp"
+#include "bgl/packet_layer/traffic_matrix.hpp"
+#include "bgl/torus_emu/error.hpp"
+#include "bgl/torus_emu/user_text.hpp"
 #include "bgl/virtual_time/latency_histogram.hpp"
 
-namespace bgl::run {
+namespace bgl::bglrun {
 namespace {
 
 using nlohmann::json;
 
-json coord(torus::Coord c) {
+json coord(torus_emu::Coord c) {
   return json::array({c.x, c.y, c.z});
 }
 
-json counters(const pkt::TaskCounters& c) {
+json counters(const packet_layer::TaskCounters& c) {
   return {{"packets_injected", c.packets_injected},
           {"bytes_injected", c.bytes_injected},
           {"packets_received", c.packets_received},
@@ -44,17 +44,17 @@ struct Prediction {
   std::uint64_t cycles = 0;
   int rank = -1;
 };
-Prediction predict(const pkt::Machine& m) {
+Prediction predict(const packet_layer::Machine& m) {
   Prediction p;
   for (int r = 0; r < m.config().ntasks(); ++r) {
-    const auto& slot = m.task(static_cast<torus::Rank>(r));
+    const auto& slot = m.task(static_cast<torus_emu::Rank>(r));
     if (slot.published.load() && (p.rank < 0 || slot.counters.vt_clock > p.cycles))
       p = {slot.counters.vt_clock, r};
   }
   return p;
 }
 
-json clock(const pkt::TaskCounters& c, const virtual_time::Params& p) {
+json clock(const packet_layer::TaskCounters& c, const virtual_time::Params& p) {
   return {{"cycles", c.vt_clock},
           {"seconds", p.seconds(c.vt_clock)},
           {"software_cycles", c.vt_software},
@@ -122,7 +122,7 @@ json protocol_latencies(const json& tasks, const virtual_time::Params& params) {
   return out;
 }
 
-json virtual_time_json(const pkt::Machine& m, const json& tasks) {
+json virtual_time_json(const packet_layer::Machine& m, const json& tasks) {
   const auto& params = *m.vt_params();
   const auto predicted = predict(m);
   json links = json::array();
@@ -130,13 +130,14 @@ json virtual_time_json(const pkt::Machine& m, const json& tasks) {
   const auto index = m.link_index();  // links no packet can cross have no calendar
   const auto& shape = m.shape();
   for (std::size_t i = 0; i < index.size(); ++i) {
-    if (index[i] == pkt::kNoLink) continue;
+    if (index[i] == packet_layer::kNoLink) continue;
     const auto& calendar = calendars[index[i]];
     if (calendar.packets() == 0) continue;
     const double busy = static_cast<double>(calendar.busy());
     links.push_back(
-        {{"node", coord(shape.coord(static_cast<torus::NodeId>(i / torus::kDirections)))},
-         {"dir", torus::to_string(static_cast<torus::Direction>(i % torus::kDirections))},
+        {{"node", coord(shape.coord(static_cast<torus_emu::NodeId>(i / torus_emu::kDirections)))},
+         {"dir",
+          torus_emu::to_string(static_cast<torus_emu::Direction>(i % torus_emu::kDirections))},
          {"packets", calendar.packets()},
          {"busy_cycles", calendar.busy()},
          {"utilisation", predicted.cycles ? busy / static_cast<double>(predicted.cycles) : 0.0}});
@@ -151,24 +152,25 @@ json virtual_time_json(const pkt::Machine& m, const json& tasks) {
 }
 
 std::string_view fifo_name(int f) {
-  if (f < pkt::kLinkFifos) return torus::to_string(static_cast<torus::Direction>(f));
-  return f == pkt::kLocalFifo ? "local" : "high";
+  if (f < packet_layer::kLinkFifos)
+    return torus_emu::to_string(static_cast<torus_emu::Direction>(f));
+  return f == packet_layer::kLocalFifo ? "local" : "high";
 }
 
 // The communication matrix: per source rank that sent anything, its destinations with the
 // messages and user data bytes it sent there (sparse rows: [dest, bytes, messages]).
-json traffic_json(const pkt::Machine& m) {
+json traffic_json(const packet_layer::Machine& m) {
   const int tasks = m.config().ntasks();
-  const auto region = m.region(pkt::kTrafficRegion);
+  const auto region = m.region(packet_layer::kTrafficRegion);
   if (region.empty())
     return {{"recorded", false},
-            {"reason", "more than " + std::to_string(pkt::kTrafficMaxTasks) + " tasks"}};
+            {"reason", "more than " + std::to_string(packet_layer::kTrafficMaxTasks) + " tasks"}};
   json rows = json::array();
   std::uint64_t bytes = 0, messages = 0, pairs = 0;
   for (int s = 0; s < tasks; ++s) {
     json row = json::array();
     for (int d = 0; d < tasks; ++d) {
-      const auto& p = pkt::traffic_row(region, tasks, s)[static_cast<std::size_t>(d)];
+      const auto& p = packet_layer::traffic_row(region, tasks, s)[static_cast<std::size_t>(d)];
       if (p.messages == 0) continue;
       row.push_back(json::array({d, p.bytes, p.messages}));
       bytes += p.bytes;
@@ -185,13 +187,13 @@ json traffic_json(const pkt::Machine& m) {
 
 }  // namespace
 
-std::string statistics_json(const pkt::Machine& m, double host_seconds,
+std::string statistics_json(const packet_layer::Machine& m, double host_seconds,
                             const nlohmann::json* collective_sites) {
   const auto& c = m.config();
   const auto& shape = m.shape();
   json tasks = json::array();
   for (int r = 0; r < c.ntasks(); ++r) {
-    const auto rank = static_cast<torus::Rank>(r);
+    const auto rank = static_cast<torus_emu::Rank>(r);
     const auto& slot = m.task(rank);
     json t = {
         {"rank", r}, {"node", coord(c.mapping.coord(rank))}, {"t", c.mapping.location(rank).t}};
@@ -212,17 +214,18 @@ std::string statistics_json(const pkt::Machine& m, double host_seconds,
   const auto totals = m.links();
   const auto index = m.link_index();
   for (std::size_t i = 0; i < index.size(); ++i) {
-    if (index[i] == pkt::kNoLink || totals[index[i]].packets.load() == 0) continue;
+    if (index[i] == packet_layer::kNoLink || totals[index[i]].packets.load() == 0) continue;
     links.push_back(
-        {{"node", coord(shape.coord(static_cast<torus::NodeId>(i / torus::kDirections)))},
-         {"dir", torus::to_string(static_cast<torus::Direction>(i % torus::kDirections))},
+        {{"node", coord(shape.coord(static_cast<torus_emu::NodeId>(i / torus_emu::kDirections)))},
+         {"dir",
+          torus_emu::to_string(static_cast<torus_emu::Direction>(i % torus_emu::kDirections))},
          {"packets", totals[index[i]].packets.load()},
          {"bytes", totals[index[i]].bytes.load()}});
   }
   json fifos = json::array();
-  for (const torus::NodeId n : m.occupied_nodes()) {  // nodes without tasks have no FIFOs
-    for (int g = 0; g < pkt::kFifoGroups; ++g) {
-      for (int f = 0; f < pkt::kReceptionFifos; ++f) {
+  for (const torus_emu::NodeId n : m.occupied_nodes()) {  // nodes without tasks have no FIFOs
+    for (int g = 0; g < packet_layer::kFifoGroups; ++g) {
+      for (int f = 0; f < packet_layer::kReceptionFifos; ++f) {
         const auto& ctl = m.fifo(n, g, f).control();
         if (ctl.head.load() == 0 && ctl.full_events.load() == 0) continue;
         fifos.push_back({{"node", coord(shape.coord(n))},
@@ -234,10 +237,13 @@ std::string statistics_json(const pkt::Machine& m, double host_seconds,
       }
     }
   }
-  const json job = {
-      {"shape", shape.to_string()},  {"mode", pkt::to_string(c.mode)}, {"tasks", c.ntasks()},
-      {"mapping", c.mapping_source}, {"fifo_packets", c.fifo_packets}, {"seed", c.seed},
-      {"host_seconds", host_seconds}};
+  const json job = {{"shape", shape.to_string()},
+                    {"mode", packet_layer::to_string(c.mode)},
+                    {"tasks", c.ntasks()},
+                    {"mapping", c.mapping_source},
+                    {"fifo_packets", c.fifo_packets},
+                    {"seed", c.seed},
+                    {"host_seconds", host_seconds}};
   json all{{"job", job}, {"tasks", tasks}, {"links", links}, {"fifos", fifos}};
   all["traffic"] = traffic_json(m);
   if (m.vt_params()) all["virtual_time"] = virtual_time_json(m, all["tasks"]);
@@ -245,7 +251,7 @@ std::string statistics_json(const pkt::Machine& m, double host_seconds,
   return all.dump(1) + "\n";
 }
 
-std::string virtual_time_summary(const pkt::Machine& m, double host_seconds) {
+std::string virtual_time_summary(const packet_layer::Machine& m, double host_seconds) {
   const auto& params = *m.vt_params();
   const auto predicted = predict(m);
   char line[512];
@@ -278,11 +284,11 @@ std::string parameter_listing(const virtual_time::Params& p) {
   return out;
 }
 
-std::string statistics_summary(const pkt::Machine& m) {
+std::string statistics_summary(const packet_layer::Machine& m) {
   std::uint64_t injected = 0, received = 0, stalls = 0, traversals = 0, busiest = 0;
   std::size_t busiest_index = 0;
   for (int r = 0; r < m.config().ntasks(); ++r) {
-    const auto& c = m.task(static_cast<torus::Rank>(r)).counters;
+    const auto& c = m.task(static_cast<torus_emu::Rank>(r)).counters;
     injected += c.packets_injected;
     received += c.packets_received;
     stalls += c.delivery_stalls;
@@ -290,7 +296,7 @@ std::string statistics_summary(const pkt::Machine& m) {
   const auto links = m.links();
   const auto index = m.link_index();
   for (std::size_t i = 0; i < index.size(); ++i) {
-    if (index[i] == pkt::kNoLink) continue;
+    if (index[i] == packet_layer::kNoLink) continue;
     const auto& link = links[index[i]];
     traversals += link.packets.load();
     if (link.bytes.load() > busiest) busiest = link.bytes.load(), busiest_index = i;
@@ -299,10 +305,10 @@ std::string statistics_summary(const pkt::Machine& m) {
                   " received, " + std::to_string(traversals) + " link traversals, " +
                   std::to_string(stalls) + " delivery stalls";
   if (busiest > 0) {
-    const auto node = static_cast<torus::NodeId>(busiest_index / torus::kDirections);
-    const auto dir = static_cast<torus::Direction>(busiest_index % torus::kDirections);
-    s += "; busiest link " + torus::to_string(m.shape().coord(node)) +
-         std::string(torus::to_string(dir)) + " carried " + std::to_string(busiest) + " bytes";
+    const auto node = static_cast<torus_emu::NodeId>(busiest_index / torus_emu::kDirections);
+    const auto dir = static_cast<torus_emu::Direction>(busiest_index % torus_emu::kDirections);
+    s += "; busiest link " + torus_emu::to_string(m.shape().coord(node)) +
+         std::string(torus_emu::to_string(dir)) + " carried " + std::to_string(busiest) + " bytes";
   }
   return s;
 }
@@ -361,4 +367,4 @@ bool StatsFile::commit(std::string_view text) {
   return true;
 }
 
-}  // namespace bgl::run
+}  // namespace bgl::bglrun

@@ -4,25 +4,25 @@
 #include <string>
 #include <string_view>
 
-#include "bgl/pkt/machine.hpp"
+#include "bgl/packet_layer/machine.hpp"
 
-namespace bgl::run {
+namespace bgl::bglrun {
 
 // The job's statistics as JSON: configuration, per-task packet counters, per-link traffic and
 // per-FIFO depth (high-water mark, full events). Read after all tasks have ended.
 // `host_seconds`: the job's wall-clock time on the host, from start to the last task's end.
 // `collective_sites`: the tasks' collective calls per call site (call_sites.hpp), if recorded.
-std::string statistics_json(const pkt::Machine& machine, double host_seconds,
+std::string statistics_json(const packet_layer::Machine& machine, double host_seconds,
                             const nlohmann::json* collective_sites = nullptr);
 
 // Virtual time: the predicted BG/L time (the slowest task's clock) next to the host time, and
 // the parameter set that produced it, as one line for the terminal.
-std::string virtual_time_summary(const pkt::Machine& machine, double host_seconds);
+std::string virtual_time_summary(const packet_layer::Machine& machine, double host_seconds);
 // The model's parameters as a "name = value # unit, source: meaning" file.
 std::string parameter_listing(const virtual_time::Params& params);
 
 // One human-readable paragraph (totals, busiest link) for the log.
-std::string statistics_summary(const pkt::Machine& machine);
+std::string statistics_summary(const packet_layer::Machine& machine);
 
 // The statistics file, made ready before the job starts so that an unwritable path is reported
 // before anything runs. The JSON goes to a new file in the same directory (created exclusively,
@@ -50,4 +50,4 @@ class StatsFile {
   int fd_ = -1;
 };
 
-}  // namespace bgl::run
+}  // namespace bgl::bglrun

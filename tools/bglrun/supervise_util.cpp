@@ -2,7 +2,7 @@
 
 #include <string.h>
 
-namespace bgl::run {
+namespace bgl::bglrun {
 
 std::string signal_name(int sig) {
   const char* abbrev = sigabbrev_np(sig);
@@ -16,4 +16,4 @@ std::chrono::steady_clock::duration seconds(double s) {
       std::chrono::duration<double>(s));
 }
 
-}  // namespace bgl::run
+}  // namespace bgl::bglrun

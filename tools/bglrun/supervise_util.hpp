@@ -4,7 +4,7 @@
 #include <chrono>
 #include <string>
 
-namespace bgl::run {
+namespace bgl::bglrun {
 
 // "signal 9 (SIGKILL: Killed)": number, abbreviation and description, as bglrun reports a rank
 // killed by a signal or a signal bglrun itself received.
@@ -13,4 +13,4 @@ std::string signal_name(int sig);
 // A duration in seconds (from --timeout / --kill-grace) on the steady clock.
 std::chrono::steady_clock::duration seconds(double s);
 
-}  // namespace bgl::run
+}  // namespace bgl::bglrun

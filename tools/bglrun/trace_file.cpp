@@ -12,11 +12,11 @@
 #include <nlohmann/json.hpp>
 
 #include "bgl/log.hpp"
-#include "bgl/pkt/trace.hpp"
-#include "bgl/torus/error.hpp"
-#include "bgl/torus/user_text.hpp"
+#include "bgl/packet_layer/trace.hpp"
+#include "bgl/torus_emu/error.hpp"
+#include "bgl/torus_emu/user_text.hpp"
 
-namespace bgl::run {
+namespace bgl::bglrun {
 namespace {
 
 // A task's file: "# bglemu trace: rank R events N dropped D unmatched U foreign F", then one event
@@ -77,7 +77,7 @@ TraceFile::TraceFile(std::filesystem::path path, Clock clock, std::uint64_t max_
 }
 
 void TraceFile::mark_start() {
-  ::setenv("BGL_TRACE_EPOCH_NS", std::to_string(pkt::Trace::monotonic_ns()).c_str(), 1);
+  ::setenv("BGL_TRACE_EPOCH_NS", std::to_string(packet_layer::Trace::monotonic_ns()).c_str(), 1);
 }
 
 TraceFile::~TraceFile() {
@@ -85,7 +85,8 @@ TraceFile::~TraceFile() {
   std::filesystem::remove_all(tasks_dir_, ignored);
 }
 
-bool TraceFile::commit(const pkt::Machine& machine, const nlohmann::json* collective_sites) {
+bool TraceFile::commit(const packet_layer::Machine& machine,
+                       const nlohmann::json* collective_sites) {
   const auto& c = machine.config();
   std::string out = "{\"traceEvents\":[\n";
   std::uint64_t events = 0, dropped = 0, unmatched = 0, foreign = 0;
@@ -99,7 +100,7 @@ bool TraceFile::commit(const pkt::Machine& machine, const nlohmann::json* collec
     out += line;
   };
   for (int r = 0; r < c.ntasks(); ++r) {
-    const auto rank = static_cast<torus::Rank>(r);
+    const auto rank = static_cast<torus_emu::Rank>(r);
     const auto xyz = c.mapping.coord(rank);
     char meta[256];
     std::snprintf(meta, sizeof meta,
@@ -165,4 +166,4 @@ bool TraceFile::commit(const pkt::Machine& machine, const nlohmann::json* collec
   return true;
 }
 
-}  // namespace bgl::run
+}  // namespace bgl::bglrun

@@ -4,10 +4,10 @@
 #include <optional>
 #include <string>
 
-#include "bgl/pkt/machine.hpp"
+#include "bgl/packet_layer/machine.hpp"
 #include "stats_report.hpp"
 
-namespace bgl::run {
+namespace bgl::bglrun {
 
 // bglrun --trace: every task records its timeline in memory and writes it to a file of its own in
 // a directory next to the trace when it ends (pkt/trace.hpp); after the job, commit() merges them
@@ -31,7 +31,8 @@ class TraceFile {
   // After the job: the merged trace. Says on stderr when the cap left events out or a task left
   // none; false (with a message) when the trace cannot be written.
   // `collective_sites` (call_sites.hpp), when given, goes into otherData.
-  bool commit(const pkt::Machine& machine, const nlohmann::json* collective_sites = nullptr);
+  bool commit(const packet_layer::Machine& machine,
+              const nlohmann::json* collective_sites = nullptr);
 
   std::uint64_t events_per_task() const { return per_task_; }
 
@@ -46,4 +47,4 @@ class TraceFile {
 // "host" or "virtual" (--trace-time, BGL_TRACE_TIME); ConfigError naming `where` otherwise.
 TraceFile::Clock parse_trace_clock(const std::string& text, const std::string& where);
 
-}  // namespace bgl::run
+}  // namespace bgl::bglrun

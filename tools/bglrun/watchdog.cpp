@@ -12,7 +12,7 @@
 
 #include "bgl/log.hpp"
 
-namespace bgl::run {
+namespace bgl::bglrun {
 namespace {
 
 constexpr int kMaxGroups = 16;
@@ -113,4 +113,4 @@ void Watchdog::send(pid_t value) {
   }
 }
 
-}  // namespace bgl::run
+}  // namespace bgl::bglrun

@@ -8,7 +8,7 @@
 
 #include <string>
 
-namespace bgl::run {
+namespace bgl::bglrun {
 
 class Watchdog {
  public:
@@ -31,4 +31,4 @@ class Watchdog {
   int fd_ = -1;  // the launcher's end of the socket (FD_CLOEXEC: the tasks never hold it)
 };
 
-}  // namespace bgl::run
+}  // namespace bgl::bglrun

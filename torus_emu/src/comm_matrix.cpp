@@ -1,15 +1,15 @@
-#include "bgl/torus/comm_matrix.hpp"
+#include "bgl/torus_emu/comm_matrix.hpp"
 
 #include <algorithm>
 #include <charconv>
 #include <limits>
 #include <optional>
 
-#include "bgl/torus/error.hpp"
-#include "bgl/torus/input_file.hpp"
-#include "bgl/torus/user_text.hpp"
+#include "bgl/torus_emu/error.hpp"
+#include "bgl/torus_emu/input_file.hpp"
+#include "bgl/torus_emu/user_text.hpp"
 
-namespace bgl::torus {
+namespace bgl::torus_emu {
 
 namespace {
 
@@ -153,4 +153,4 @@ std::string CommMatrix::to_text() const {
   return out;
 }
 
-}  // namespace bgl::torus
+}  // namespace bgl::torus_emu

@@ -1,8 +1,8 @@
-#include "bgl/torus/distance.hpp"
+#include "bgl/torus_emu/distance.hpp"
 
 #include <cstdlib>
 
-namespace bgl::torus {
+namespace bgl::torus_emu {
 
 Offset offset(const Shape& shape, Dim dim, int from, int to) {
   const int d = to - from;
@@ -21,4 +21,4 @@ int distance(const Shape& shape, Coord a, Coord b) {
          offset(shape, Dim::z, a.z, b.z).hops;
 }
 
-}  // namespace bgl::torus
+}  // namespace bgl::torus_emu

@@ -1,4 +1,4 @@
-#include "bgl/torus/input_file.hpp"
+#include "bgl/torus_emu/input_file.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -8,8 +8,8 @@
 #include <cerrno>
 #include <system_error>
 
-#include "bgl/torus/error.hpp"
-#include "bgl/torus/user_text.hpp"
+#include "bgl/torus_emu/error.hpp"
+#include "bgl/torus_emu/user_text.hpp"
 
 namespace bgl {
 namespace {

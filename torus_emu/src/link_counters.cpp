@@ -1,9 +1,9 @@
-#include "bgl/torus/link_counters.hpp"
+#include "bgl/torus_emu/link_counters.hpp"
 
 #include <algorithm>
 #include <stdexcept>
 
-namespace bgl::torus {
+namespace bgl::torus_emu {
 
 LinkCounters::LinkCounters(const Shape& shape)
     : shape_(shape), counts_(static_cast<std::size_t>(shape.node_count()) * kDirections) {}
@@ -84,4 +84,4 @@ std::string LinkCounters::to_json(const Shape& shape) const {
   return out;
 }
 
-}  // namespace bgl::torus
+}  // namespace bgl::torus_emu

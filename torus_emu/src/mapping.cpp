@@ -1,15 +1,15 @@
-#include "bgl/torus/mapping.hpp"
+#include "bgl/torus_emu/mapping.hpp"
 
 #include <array>
 #include <charconv>
 #include <limits>
 #include <span>
 
-#include "bgl/torus/error.hpp"
-#include "bgl/torus/input_file.hpp"
-#include "bgl/torus/user_text.hpp"
+#include "bgl/torus_emu/error.hpp"
+#include "bgl/torus_emu/input_file.hpp"
+#include "bgl/torus_emu/user_text.hpp"
 
-namespace bgl::torus {
+namespace bgl::torus_emu {
 
 namespace {
 
@@ -315,4 +315,4 @@ std::string Mapping::to_text() const {
   return out;
 }
 
-}  // namespace bgl::torus
+}  // namespace bgl::torus_emu

@@ -1,4 +1,4 @@
-#include "bgl/torus/mapping_optimizer.hpp"
+#include "bgl/torus_emu/mapping_optimizer.hpp"
 
 #include <algorithm>
 #include <array>
@@ -9,11 +9,11 @@
 #include <queue>
 #include <tuple>
 
-#include "bgl/torus/distance.hpp"
-#include "bgl/torus/error.hpp"
-#include "bgl/torus/rng.hpp"
+#include "bgl/torus_emu/distance.hpp"
+#include "bgl/torus_emu/error.hpp"
+#include "bgl/torus_emu/rng.hpp"
 
-namespace bgl::torus {
+namespace bgl::torus_emu {
 
 namespace {
 
@@ -704,4 +704,4 @@ OptimizeResult optimize_mapping(const CommMatrix& matrix, const Mapping& start,
   return o.run(start);
 }
 
-}  // namespace bgl::torus
+}  // namespace bgl::torus_emu

@@ -1,8 +1,8 @@
-#include "bgl/torus/route.hpp"
+#include "bgl/torus_emu/route.hpp"
 
-#include "bgl/torus/distance.hpp"
+#include "bgl/torus_emu/distance.hpp"
 
-namespace bgl::torus {
+namespace bgl::torus_emu {
 
 namespace {
 
@@ -111,4 +111,4 @@ Route line_route(const Shape& /*shape*/, const Line& line) {
   return route;
 }
 
-}  // namespace bgl::torus
+}  // namespace bgl::torus_emu

@@ -1,12 +1,12 @@
-#include "bgl/torus/shape.hpp"
+#include "bgl/torus_emu/shape.hpp"
 
 #include <charconv>
 #include <string>
 
-#include "bgl/torus/error.hpp"
-#include "bgl/torus/user_text.hpp"
+#include "bgl/torus_emu/error.hpp"
+#include "bgl/torus_emu/user_text.hpp"
 
-namespace bgl::torus {
+namespace bgl::torus_emu {
 
 namespace {
 
@@ -124,4 +124,4 @@ std::string Shape::to_string() const {
   return s;
 }
 
-}  // namespace bgl::torus
+}  // namespace bgl::torus_emu

@@ -1,4 +1,4 @@
-#include "bgl/torus/user_text.hpp"
+#include "bgl/torus_emu/user_text.hpp"
 
 #include <array>
 

@@ -1,4 +1,4 @@
-#include "bgl/torus/input_file.hpp"
+#include "bgl/torus_emu/input_file.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "bgl/torus/error.hpp"
-#include "bgl/torus/user_text.hpp"
+#include "bgl/torus_emu/error.hpp"
+#include "bgl/torus_emu/user_text.hpp"
 
 namespace bgl {
 namespace {

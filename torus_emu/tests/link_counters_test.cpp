@@ -1,10 +1,10 @@
-#include "bgl/torus/link_counters.hpp"
+#include "bgl/torus_emu/link_counters.hpp"
 
 #include <gtest/gtest.h>
 
 #include <stdexcept>
 
-namespace bgl::torus {
+namespace bgl::torus_emu {
 namespace {
 
 constexpr auto px = Direction::x_plus;
@@ -120,4 +120,4 @@ TEST(LinkCounters, JsonListsOnlyLinksWithTrafficInNodeOrder) {
 }
 
 }  // namespace
-}  // namespace bgl::torus
+}  // namespace bgl::torus_emu

@@ -1,4 +1,4 @@
-#include "bgl/torus/mapping_optimizer.hpp"
+#include "bgl/torus_emu/mapping_optimizer.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -8,9 +8,9 @@
 #include <numeric>
 #include <random>
 
-#include "bgl/torus/error.hpp"
+#include "bgl/torus_emu/error.hpp"
 
-namespace bgl::torus {
+namespace bgl::torus_emu {
 namespace {
 
 using ::testing::HasSubstr;
@@ -214,8 +214,8 @@ TEST(CommMatrixText, ReadsPairsAndAddsRepeatedOnes) {
 
 TEST(CommMatrixText, MessageCountsAreOptionalAndAddUp) {
   // a pair's count is known only when every line of it gives one
-  const auto m = CommMatrix::from_text(
-      "tasks 3\n0 1 100 2\n0 1 50 1\n1 2 7\n2 0 10 1\n2 0 5\n", "m.txt");
+  const auto m =
+      CommMatrix::from_text("tasks 3\n0 1 100 2\n0 1 50 1\n1 2 7\n2 0 10 1\n2 0 5\n", "m.txt");
   EXPECT_EQ(m.flows(), (std::vector<Flow>{{0, 1, 150, 3}, {1, 2, 7, 0}, {2, 0, 15, 0}}));
   EXPECT_EQ(CommMatrix::from_text(m.to_text(), "again").flows(), m.flows());
 }
@@ -243,4 +243,4 @@ TEST(CommMatrixText, MalformedFilesNameTheFileAndLine) {
 }
 
 }  // namespace
-}  // namespace bgl::torus
+}  // namespace bgl::torus_emu

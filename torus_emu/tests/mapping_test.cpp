@@ -1,4 +1,4 @@
-#include "bgl/torus/mapping.hpp"
+#include "bgl/torus_emu/mapping.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -10,9 +10,9 @@
 
 #include <unistd.h>
 
-#include "bgl/torus/error.hpp"
+#include "bgl/torus_emu/error.hpp"
 
-namespace bgl::torus {
+namespace bgl::torus_emu {
 namespace {
 
 using ::testing::AllOf;
@@ -391,4 +391,4 @@ TEST(MappingText, ToTextWritesTOnlyInVirtualNodeMode) {
 }
 
 }  // namespace
-}  // namespace bgl::torus
+}  // namespace bgl::torus_emu

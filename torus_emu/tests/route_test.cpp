@@ -1,4 +1,4 @@
-#include "bgl/torus/route.hpp"
+#include "bgl/torus_emu/route.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -6,9 +6,9 @@
 #include <set>
 #include <vector>
 
-#include "bgl/torus/distance.hpp"
+#include "bgl/torus_emu/distance.hpp"
 
-namespace bgl::torus {
+namespace bgl::torus_emu {
 namespace {
 
 using ::testing::ElementsAre;
@@ -353,4 +353,4 @@ TEST(Route, ForEachLinkVisitsEveryHopInOrder) {
 }
 
 }  // namespace
-}  // namespace bgl::torus
+}  // namespace bgl::torus_emu

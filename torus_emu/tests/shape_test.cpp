@@ -1,4 +1,4 @@
-#include "bgl/torus/shape.hpp"
+#include "bgl/torus_emu/shape.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "bgl/torus/direction.hpp"
-#include "bgl/torus/error.hpp"
+#include "bgl/torus_emu/direction.hpp"
+#include "bgl/torus_emu/error.hpp"
 
-namespace bgl::torus {
+namespace bgl::torus_emu {
 namespace {
 
 using ::testing::HasSubstr;
@@ -233,4 +233,4 @@ TEST(Shape, MeshHasFewerLinksThanTorus) {
 }
 
 }  // namespace
-}  // namespace bgl::torus
+}  // namespace bgl::torus_emu

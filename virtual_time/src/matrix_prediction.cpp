@@ -4,16 +4,17 @@
 #include <cmath>
 #include <vector>
 
-#include "bgl/torus/direction.hpp"
-#include "bgl/torus/error.hpp"
+#include "bgl/torus_emu/direction.hpp"
+#include "bgl/torus_emu/error.hpp"
 
 namespace bgl::virtual_time {
 
 namespace {
 
-// The packet layer's and message layer's packet formats (packet_layer/include/bgl/pkt/header.hpp,
-// message_layer/src/wire.hpp): 256-byte packets in 32-byte chunks, a 16-byte packet header, a
-// 12-byte message header in every first packet, a 4-byte index in every rendezvous data packet.
+// The packet layer's and message layer's packet formats
+// (packet_layer/include/bgl/packet_layer/header.hpp, message_layer/src/wire.hpp): 256-byte packets
+// in 32-byte chunks, a 16-byte packet header, a 12-byte message header in every first packet, a
+// 4-byte index in every rendezvous data packet.
 constexpr std::uint64_t kChunk = 32;
 constexpr std::uint64_t kPacketHeader = 16;
 constexpr std::uint64_t kMaxPayload = 256 - kPacketHeader;
@@ -94,19 +95,19 @@ class Costs {
 
 }  // namespace
 
-Prediction predict_time(const torus::CommMatrix& matrix, const torus::Mapping& mapping,
+Prediction predict_time(const torus_emu::CommMatrix& matrix, const torus_emu::Mapping& mapping,
                         const Params& params, const PredictOptions& options) {
   if (matrix.tasks() != mapping.size())
     throw ConfigError("the communication matrix has " + std::to_string(matrix.tasks()) +
                       " tasks, the mapping " + std::to_string(mapping.size()));
-  const torus::Shape& shape = mapping.shape();
+  const torus_emu::Shape& shape = mapping.shape();
   const Costs costs(params, options);
-  std::vector<double> link(static_cast<std::size_t>(shape.node_count()) * torus::kDirections);
+  std::vector<double> link(static_cast<std::size_t>(shape.node_count()) * torus_emu::kDirections);
   std::vector<double> task(static_cast<std::size_t>(matrix.tasks()));
   Prediction out;
   int longest = 0;
 
-  for (const torus::Flow& f : matrix.flows()) {
+  for (const torus_emu::Flow& f : matrix.flows()) {
     // unknown count: messages of the eager limit
     const std::uint64_t m =
         f.messages
@@ -116,8 +117,8 @@ Prediction predict_time(const torus::CommMatrix& matrix, const torus::Mapping& m
     out.rounds = std::max(out.rounds, m);
     const auto from = mapping.location(f.source), to = mapping.location(f.dest);
     const bool same_node = from.node == to.node && f.source != f.dest;
-    const auto forward = torus::deterministic_route(shape, from.node, to.node);
-    const auto backward = torus::deterministic_route(shape, to.node, from.node);
+    const auto forward = torus_emu::deterministic_route(shape, from.node, to.node);
+    const auto backward = torus_emu::deterministic_route(shape, to.node, from.node);
     longest = std::max(longest, forward.hops());
     // m messages of the average size: the remainder spread one byte each over the first ones
     const std::uint64_t small = f.bytes / m, large_count = f.bytes % m;
@@ -130,20 +131,20 @@ Prediction predict_time(const torus::CommMatrix& matrix, const torus::Mapping& m
       task[f.dest] += k * c.recv_cycles;
       out.packets += count * c.packets;
       if (same_node) continue;
-      forward.for_each_link(shape, [&](const torus::Link& l) {
-        link[l.node * torus::kDirections + torus::index_of(l.dir)] += k * c.forward_wire;
+      forward.for_each_link(shape, [&](const torus_emu::Link& l) {
+        link[l.node * torus_emu::kDirections + torus_emu::index_of(l.dir)] += k * c.forward_wire;
       });
       if (c.backward_wire > 0)
-        backward.for_each_link(shape, [&](const torus::Link& l) {
-          link[l.node * torus::kDirections + torus::index_of(l.dir)] += k * c.backward_wire;
+        backward.for_each_link(shape, [&](const torus_emu::Link& l) {
+          link[l.node * torus_emu::kDirections + torus_emu::index_of(l.dir)] += k * c.backward_wire;
         });
     }
   }
   for (std::size_t i = 0; i < link.size(); ++i)
     if (link[i] > out.link_cycles) {
       out.link_cycles = link[i];
-      out.busiest_link = {static_cast<torus::NodeId>(i / torus::kDirections),
-                          static_cast<torus::Direction>(i % torus::kDirections)};
+      out.busiest_link = {static_cast<torus_emu::NodeId>(i / torus_emu::kDirections),
+                          static_cast<torus_emu::Direction>(i % torus_emu::kDirections)};
     }
   for (std::size_t t = 0; t < task.size(); ++t)
     if (task[t] > out.task_cycles) {

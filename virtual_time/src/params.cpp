@@ -4,9 +4,9 @@
 #include <cmath>
 #include <sstream>
 
-#include "bgl/torus/error.hpp"
-#include "bgl/torus/input_file.hpp"
-#include "bgl/torus/user_text.hpp"
+#include "bgl/torus_emu/error.hpp"
+#include "bgl/torus_emu/input_file.hpp"
+#include "bgl/torus_emu/user_text.hpp"
 
 namespace bgl::virtual_time {
 namespace {

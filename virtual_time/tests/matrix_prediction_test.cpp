@@ -2,24 +2,24 @@
 
 #include <gtest/gtest.h>
 
-#include "bgl/torus/error.hpp"
+#include "bgl/torus_emu/error.hpp"
 
 namespace bgl::virtual_time {
 namespace {
 
-torus::Mapping xyzt(const std::string& shape, int tpn, int tasks) {
-  return torus::Mapping::from_order(torus::Shape::parse(shape), tpn, "XYZT", tasks);
+torus_emu::Mapping xyzt(const std::string& shape, int tpn, int tasks) {
+  return torus_emu::Mapping::from_order(torus_emu::Shape::parse(shape), tpn, "XYZT", tasks);
 }
 
 TEST(MatrixPrediction, OneEagerMessageOneHopIsExact) {
   // 2,048 bytes: a full first packet (212 bytes of data after the 12-byte message and 16-byte
   // user headers), 7 full data packets and one of 156 bytes (192 bytes in chunks).
-  torus::CommMatrix m(2);
+  torus_emu::CommMatrix m(2);
   m.add(0, 1, 2048, 1, {});
   const Params p;
   const auto r = predict_time(m, xyzt("2x1x1", 1, 2), p);
   EXPECT_DOUBLE_EQ(r.link_cycles, 8 * 1080.0 + 824);  // ceil((256 + 14) / 0.25), (192 + 14)
-  EXPECT_EQ(r.busiest_link, (torus::Link{0, torus::Direction::x_plus}));
+  EXPECT_EQ(r.busiest_link, (torus_emu::Link{0, torus_emu::Direction::x_plus}));
   EXPECT_DOUBLE_EQ(r.task_cycles, 1174 + 8 * 60 + 9 * 204.0);  // the receiver
   EXPECT_EQ(r.busiest_task, 1u);
   EXPECT_EQ(r.rounds, 1u);
@@ -31,13 +31,13 @@ TEST(MatrixPrediction, OneEagerMessageOneHopIsExact) {
 
 TEST(MatrixPrediction, ProtocolsBySize) {
   const Params p;
-  torus::CommMatrix one(2);
+  torus_emu::CommMatrix one(2);
   one.add(0, 1, 100, 1, {});
   const auto a = predict_time(one, xyzt("2x1x1", 1, 2), p);
   EXPECT_DOUBLE_EQ(a.task_cycles, 624 + 204.0);
   EXPECT_EQ(a.packets, 1u);
   // 100,000 bytes: rendezvous, 424 data packets of 236 bytes of data, scout, ack and fin
-  torus::CommMatrix big(2);
+  torus_emu::CommMatrix big(2);
   big.add(0, 1, 100000, 1, {});
   const auto b = predict_time(big, xyzt("2x1x1", 1, 2), p);
   EXPECT_EQ(b.packets, 424u + 3);
@@ -48,7 +48,7 @@ TEST(MatrixPrediction, ProtocolsBySize) {
 }
 
 TEST(MatrixPrediction, UnknownMessageCountsUseTheEagerLimit) {
-  torus::CommMatrix m(2);
+  torus_emu::CommMatrix m(2);
   m.add(0, 1, 40000);  // no count: three messages of at most 16 KiB
   const auto r = predict_time(m, xyzt("2x1x1", 1, 2), Params{});
   EXPECT_EQ(r.messages, 3u);
@@ -56,7 +56,7 @@ TEST(MatrixPrediction, UnknownMessageCountsUseTheEagerLimit) {
 }
 
 TEST(MatrixPrediction, VirtualNodePairsUseNoLink) {
-  torus::CommMatrix m(2);
+  torus_emu::CommMatrix m(2);
   m.add(0, 1, 4300, 1, {});
   const auto r = predict_time(m, xyzt("1x1x1", 2, 2), Params{});  // both tasks on node 0
   EXPECT_DOUBLE_EQ(r.link_cycles, 0);
@@ -66,12 +66,12 @@ TEST(MatrixPrediction, VirtualNodePairsUseNoLink) {
 TEST(MatrixPrediction, FollowsHopsAndParameters) {
   // A ring on 8x1x1: neighbours in XYZT order, scattered in another; twice the link bandwidth
   // halves the link time.
-  torus::CommMatrix m(8);
-  for (torus::Rank r = 0; r < 8; ++r)
+  torus_emu::CommMatrix m(8);
+  for (torus_emu::Rank r = 0; r < 8; ++r)
     m.add(r, (r + 1) % 8, 64 * 1024, 16, {});
-  const auto shape = torus::Shape::parse("8x1x1");
-  const auto near = torus::Mapping::from_order(shape, 1, "XYZT", 8);
-  const auto far = torus::Mapping::from_text(
+  const auto shape = torus_emu::Shape::parse("8x1x1");
+  const auto near = torus_emu::Mapping::from_order(shape, 1, "XYZT", 8);
+  const auto far = torus_emu::Mapping::from_text(
       shape, 1, "0 0 0\n4 0 0\n1 0 0\n5 0 0\n2 0 0\n6 0 0\n3 0 0\n7 0 0\n", "far", 8);
   const Params p;
   const auto a = predict_time(m, near, p), b = predict_time(m, far, p);
@@ -83,7 +83,7 @@ TEST(MatrixPrediction, FollowsHopsAndParameters) {
 }
 
 TEST(MatrixPrediction, SizesMustAgree) {
-  torus::CommMatrix m(3);
+  torus_emu::CommMatrix m(3);
   EXPECT_THROW(predict_time(m, xyzt("2x1x1", 1, 2), Params{}), ConfigError);
 }
 

@@ -4,7 +4,7 @@
 #include <set>
 #include <string>
 
-#include "bgl/torus/error.hpp"
+#include "bgl/torus_emu/error.hpp"
 #include "bgl/virtual_time/params.hpp"
 
 namespace bgl::virtual_time {

@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "bgl/torus/route.hpp"
+#include "bgl/torus_emu/route.hpp"
 #include "bgl/virtual_time/collective_timing.hpp"
 #include "bgl/virtual_time/torus_timing.hpp"
 
@@ -10,33 +10,33 @@ namespace bgl::virtual_time {
 namespace {
 
 struct Net {
-  torus::Shape shape;
+  torus_emu::Shape shape;
   Params params;
   std::vector<LinkCalendar> calendars;
   TorusTiming timing;
-  explicit Net(torus::Shape s)
+  explicit Net(torus_emu::Shape s)
       : shape(s),
-        calendars(static_cast<std::size_t>(s.node_count()) * torus::kDirections),
+        calendars(static_cast<std::size_t>(s.node_count()) * torus_emu::kDirections),
         timing(params, shape, calendars) {}
-  torus::NodeId at(int x, int y, int z) const { return shape.node_id({x, y, z}); }
+  torus_emu::NodeId at(int x, int y, int z) const { return shape.node_id({x, y, z}); }
 };
 
 TEST(TorusTiming, CutThroughIsHopsTimesHopLatencyPlusOneWireTime) {
-  Net n(torus::Shape::parse("8x8x8"));
+  Net n(torus_emu::Shape::parse("8x8x8"));
   for (int hops = 1; hops <= 4; ++hops) {
-    const auto r = torus::deterministic_route(n.shape, n.at(0, 0, 0), n.at(hops, 0, 0));
+    const auto r = torus_emu::deterministic_route(n.shape, n.at(0, 0, 0), n.at(hops, 0, 0));
     ASSERT_EQ(r.hops(), hops);
-    Net fresh(torus::Shape::parse("8x8x8"));
+    Net fresh(torus_emu::Shape::parse("8x8x8"));
     EXPECT_EQ(fresh.timing.transit(r, 1000, 256).arrival, 1000u + 63u * hops + 1080u);
     EXPECT_EQ(fresh.timing.transit(r, 5000, 256).left, 5000u + 1080u);
   }
-  const auto local = torus::deterministic_route(n.shape, 5, 5);
+  const auto local = torus_emu::deterministic_route(n.shape, 5, 5);
   EXPECT_EQ(n.timing.transit(local, 10, 64).arrival, 10u + 100u);
 }
 
 TEST(TorusTiming, PacketsOnOneLinkSerialiseAtLinkRate) {
-  Net n(torus::Shape::parse("4x4x4"));
-  const auto r = torus::deterministic_route(n.shape, n.at(0, 0, 0), n.at(1, 0, 0));
+  Net n(torus_emu::Shape::parse("4x4x4"));
+  const auto r = torus_emu::deterministic_route(n.shape, n.at(0, 0, 0), n.at(1, 0, 0));
   Tick last = 0;
   for (int i = 0; i < 100; ++i)
     last = n.timing.transit(r, 0, 256).arrival;
@@ -45,17 +45,17 @@ TEST(TorusTiming, PacketsOnOneLinkSerialiseAtLinkRate) {
 }
 
 TEST(TorusTiming, DisjointRoutesDoNotContend) {
-  Net n(torus::Shape::parse("4x4x4"));
-  const auto a = torus::deterministic_route(n.shape, n.at(0, 0, 0), n.at(1, 0, 0));
-  const auto b = torus::deterministic_route(n.shape, n.at(1, 0, 0), n.at(0, 0, 0));  // reverse
+  Net n(torus_emu::Shape::parse("4x4x4"));
+  const auto a = torus_emu::deterministic_route(n.shape, n.at(0, 0, 0), n.at(1, 0, 0));
+  const auto b = torus_emu::deterministic_route(n.shape, n.at(1, 0, 0), n.at(0, 0, 0));  // reverse
   EXPECT_EQ(n.timing.transit(a, 0, 256).arrival, 63u + 1080u);
   EXPECT_EQ(n.timing.transit(b, 0, 256).arrival, 63u + 1080u);
 }
 
 TEST(TorusTiming, ASharedMiddleLinkDelaysTheSecondPacket) {
-  Net n(torus::Shape::parse("8x1x1"));
-  const auto a = torus::deterministic_route(n.shape, n.at(0, 0, 0), n.at(3, 0, 0));
-  const auto b = torus::deterministic_route(n.shape, n.at(1, 0, 0), n.at(2, 0, 0));
+  Net n(torus_emu::Shape::parse("8x1x1"));
+  const auto a = torus_emu::deterministic_route(n.shape, n.at(0, 0, 0), n.at(3, 0, 0));
+  const auto b = torus_emu::deterministic_route(n.shape, n.at(1, 0, 0), n.at(2, 0, 0));
   const Tick ta = n.timing.transit(a, 0, 256).arrival;  // link 1->2 busy [63, 1143)
   EXPECT_EQ(ta, 3u * 63u + 1080u);
   const auto tb = n.timing.transit(b, 63, 256);
@@ -64,10 +64,10 @@ TEST(TorusTiming, ASharedMiddleLinkDelaysTheSecondPacket) {
 }
 
 TEST(TorusTiming, DepositLineArrivesAtEveryNodeInTurn) {
-  Net n(torus::Shape::parse("8x1x1"));
-  const auto line = torus::make_line(n.shape, 0, 4, torus::Direction::x_plus);
+  Net n(torus_emu::Shape::parse("8x1x1"));
+  const auto line = torus_emu::make_line(n.shape, 0, 4, torus_emu::Direction::x_plus);
   ASSERT_TRUE(line.line);
-  const auto r = torus::line_route(n.shape, *line.line);
+  const auto r = torus_emu::line_route(n.shape, *line.line);
   std::vector<Tick> arrivals(static_cast<std::size_t>(r.hops()));
   EXPECT_EQ(n.timing.transit_line(r, 0, 256, arrivals), 1080u);
   for (std::size_t i = 0; i < arrivals.size(); ++i)

@@ -13,7 +13,7 @@
 #include "mpidch4r.h"
 #include "ch4_impl.h"
 
-#include <bgl/msg/bgl_msg.h>
+#include <bgl/message_layer/bgl_msg.h>
 #include <bgl_nm_idle.h>
 #include <bgl_coll_hooks.h>
 

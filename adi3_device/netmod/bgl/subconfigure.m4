@@ -2,7 +2,7 @@
 dnl MPICH_SUBCFG_AFTER=src/mpid/ch4
 
 dnl The bgl netmod: CH4 active messages over the bglemu message layer (libbglml, a C ABI over
-dnl the emulator's C++ libraries). --with-bgl=PREFIX names where bgl/msg/bgl_msg.h,
+dnl the emulator's C++ libraries). --with-bgl=PREFIX names where bgl/message_layer/bgl_msg.h,
 dnl bgl_nm_idle.h and libbglml.so are; tools/build_mpich.sh passes the MPICH prefix itself.
 
 AC_DEFUN([PAC_SUBCFG_PREREQ_]PAC_SUBCFG_AUTO_SUFFIX,[
@@ -25,14 +25,14 @@ AC_DEFUN([PAC_SUBCFG_BODY_]PAC_SUBCFG_AUTO_SUFFIX,[
 AM_COND_IF([BUILD_CH4_NETMOD_BGL],[
     AC_MSG_NOTICE([RUNNING CONFIGURE FOR ch4:bgl])
     AC_ARG_WITH([bgl],
-                AS_HELP_STRING([--with-bgl=PREFIX],[bglemu message layer (include/bgl/msg/bgl_msg.h, lib/libbglml.so)]),
+                AS_HELP_STRING([--with-bgl=PREFIX],[bglemu message layer (include/bgl/message_layer/bgl_msg.h, lib/libbglml.so)]),
                 [],[with_bgl=no])
     if test "X$with_bgl" != "Xno" -a "X$with_bgl" != "Xyes" ; then
         PAC_APPEND_FLAG([-I${with_bgl}/include], [CPPFLAGS])
         PAC_APPEND_FLAG([-L${with_bgl}/lib], [LDFLAGS])
         PAC_APPEND_FLAG([-Wl,-rpath,${with_bgl}/lib], [LDFLAGS])
     fi
-    AC_CHECK_HEADER([bgl/msg/bgl_msg.h],[],[AC_MSG_ERROR([bgl/msg/bgl_msg.h not found: pass --with-bgl=PREFIX])])
+    AC_CHECK_HEADER([bgl/message_layer/bgl_msg.h],[],[AC_MSG_ERROR([bgl/message_layer/bgl_msg.h not found: pass --with-bgl=PREFIX])])
     AC_CHECK_LIB([bglml],[bgl_msg_init],[],[AC_MSG_ERROR([libbglml not found: pass --with-bgl=PREFIX])])
     PAC_LIBS_ADD([-lbglml])
 ])dnl end AM_COND_IF(BUILD_CH4_NETMOD_BGL,...)

@@ -2,7 +2,7 @@
 #include "baselines/baselines.hpp"
 #include "gen_util.hpp"
 
-namespace bgl::coll {
+namespace bgl::collectives {
 namespace {
 
 // Blocks [first, first + n) of the gathered buffer (indices mod p must not wrap).
@@ -114,4 +114,4 @@ void register_allgather_baselines(Registry& r) {
          "neighbour exchange, p/2 steps of two blocks (even p)", needs_even, neighbour_exchange});
 }
 
-}  // namespace bgl::coll
+}  // namespace bgl::collectives

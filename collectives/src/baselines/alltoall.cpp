@@ -2,7 +2,7 @@
 #include "baselines/baselines.hpp"
 #include "gen_util.hpp"
 
-namespace bgl::coll {
+namespace bgl::collectives {
 namespace {
 
 Region out_block(const Params& x, int r, int j) {
@@ -115,4 +115,4 @@ void register_barrier_baselines(Registry& r) {
          }});
 }
 
-}  // namespace bgl::coll
+}  // namespace bgl::collectives

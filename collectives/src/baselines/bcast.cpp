@@ -3,7 +3,7 @@
 #include "baselines/baselines.hpp"
 #include "gen_util.hpp"
 
-namespace bgl::coll {
+namespace bgl::collectives {
 namespace {
 
 // Binomial tree rooted at `root` over the whole buffer: receive from the parent (the vrank with
@@ -115,4 +115,4 @@ void register_bcast_baselines(Registry& r) {
          }});
 }
 
-}  // namespace bgl::coll
+}  // namespace bgl::collectives

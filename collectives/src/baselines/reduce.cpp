@@ -4,7 +4,7 @@
 #include "baselines/baselines.hpp"
 #include "gen_util.hpp"
 
-namespace bgl::coll {
+namespace bgl::collectives {
 namespace {
 
 // Binomial reduce towards the root in vrank space. The accumulator is the root's recv buffer or,
@@ -183,4 +183,4 @@ void register_reduce_baselines(Registry& r) {
          pairwise_reduce_scatter});
 }
 
-}  // namespace bgl::coll
+}  // namespace bgl::collectives

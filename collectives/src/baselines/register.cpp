@@ -1,6 +1,6 @@
 #include "baselines/baselines.hpp"
 
-namespace bgl::coll {
+namespace bgl::collectives {
 
 void register_baselines(Registry& r) {
   register_bcast_baselines(r);
@@ -10,4 +10,4 @@ void register_baselines(Registry& r) {
   register_barrier_baselines(r);
 }
 
-}  // namespace bgl::coll
+}  // namespace bgl::collectives

@@ -8,7 +8,7 @@
 
 #include "protocol_ops.hpp"
 
-namespace bgl::msg {
+namespace bgl::message_layer {
 namespace protocols {
 namespace {
 
@@ -24,7 +24,7 @@ Engine::Step send(Engine& e, SendMessage& m, Engine::DestState& d) {
   return send_eager(e, m, d, kWire);
 }
 
-const char* check_first(const Engine&, const pkt::PacketHeader& h, std::uint64_t bytes,
+const char* check_first(const Engine&, const packet_layer::PacketHeader& h, std::uint64_t bytes,
                         std::span<const std::byte> chunk, const Engine::SourceState& src) {
   if (const char* why = check_eager_size(bytes, chunk)) return why;
   if ((h.word & ~wire::kParityBit) != 0) return "adaptive-eager first packet at a nonzero offset";
@@ -78,7 +78,7 @@ void complete(Engine& e, std::uint32_t, Engine::RecvState& r, Engine::SourceStat
   e.send_control({r.source, wire::kAeToken, 0, {}});
 }
 
-void on_data(Engine& e, const pkt::PacketHeader& h, std::span<const std::byte> payload) {
+void on_data(Engine& e, const packet_layer::PacketHeader& h, std::span<const std::byte> payload) {
   Engine::SourceState& src = e.sources_[h.source_rank()];
   const bool parity = (h.word & wire::kParityBit) != 0;
   const std::uint64_t offset = h.word & ~wire::kParityBit;
@@ -108,7 +108,7 @@ void on_data(Engine& e, const pkt::PacketHeader& h, std::span<const std::byte> p
   e.stats_.early_adaptive_bytes_max = std::max(e.stats_.early_adaptive_bytes_max, e.staged_bytes_);
 }
 
-void on_token(Engine& e, const pkt::PacketHeader& h, std::span<const std::byte>) {
+void on_token(Engine& e, const packet_layer::PacketHeader& h, std::span<const std::byte>) {
   const Rank source = h.source_rank();
   Engine::DestState& d = e.dests_[source];
   if (d.token) return e.malformed(source, "adaptive-eager token that was never lent", nullptr);
@@ -145,4 +145,4 @@ const ProtocolOps adaptive_eager_protocol{
     .packets = protocols::kPackets,
 };
 
-}  // namespace bgl::msg
+}  // namespace bgl::message_layer

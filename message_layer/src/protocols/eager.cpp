@@ -6,7 +6,7 @@
 
 #include "protocol_ops.hpp"
 
-namespace bgl::msg {
+namespace bgl::message_layer {
 namespace protocols {
 namespace {
 
@@ -19,7 +19,7 @@ Engine::Step send(Engine& e, SendMessage& m, Engine::DestState& d) {
   return send_eager(e, m, d, kWire);
 }
 
-const char* check_first(const Engine&, const pkt::PacketHeader&, std::uint64_t bytes,
+const char* check_first(const Engine&, const packet_layer::PacketHeader&, std::uint64_t bytes,
                         std::span<const std::byte> chunk, const Engine::SourceState& src) {
   if (const char* why = check_eager_size(bytes, chunk)) return why;
   return src.eager != Engine::kNone ? "eager message starts inside another" : nullptr;
@@ -35,7 +35,7 @@ void complete(Engine&, std::uint32_t id, Engine::RecvState&, Engine::SourceState
   if (src.eager == id) src.eager = Engine::kNone;
 }
 
-void on_data(Engine& e, const pkt::PacketHeader& h, std::span<const std::byte> payload) {
+void on_data(Engine& e, const packet_layer::PacketHeader& h, std::span<const std::byte> payload) {
   Engine::SourceState& src = e.sources_[h.source_rank()];
   Engine::RecvState* r = src.eager == Engine::kNone ? nullptr : e.recvs_.find(src.eager);
   if (!r) return e.malformed(h, "eager data without a message in progress");
@@ -58,15 +58,16 @@ Engine::Step send_eager(Engine& e, SendMessage& m, Engine::DestState& d, const E
   auto& s = m.state;
   const std::size_t bytes = m.data.size();
   const int fifo = w.adaptive ? Engine::kDataFifo : d.fifo;
-  pkt::PacketSpec spec{.dest = d.where,
-                       .routing = w.adaptive ? pkt::Routing::adaptive : pkt::Routing::deterministic,
-                       .vt_origin = s.vt_posted};
+  packet_layer::PacketSpec spec{.dest = d.where,
+                                .routing = w.adaptive ? packet_layer::Routing::adaptive
+                                                      : packet_layer::Routing::deterministic,
+                                .vt_origin = s.vt_posted};
   if (w.adaptive && s.packets == 0) s.phase = d.parity;  // this message's parity bit
   const std::uint32_t parity = w.adaptive && s.phase ? wire::kParityBit : 0;
-  std::byte prefix[pkt::kMaxPayloadBytes], scratch[pkt::kMaxPayloadBytes];
+  std::byte prefix[packet_layer::kMaxPayloadBytes], scratch[packet_layer::kMaxPayloadBytes];
   for (;;) {
     std::span<const std::byte> head;
-    std::size_t room = pkt::kMaxPayloadBytes;
+    std::size_t room = packet_layer::kMaxPayloadBytes;
     if (s.packets == 0) {
       head = e.first_prefix(m, prefix);
       room -= head.size();
@@ -79,7 +80,7 @@ Engine::Step send_eager(Engine& e, SendMessage& m, Engine::DestState& d, const E
     spec.word = static_cast<std::uint32_t>(s.offset) | parity;
     const std::size_t n = std::min(room, bytes - s.offset);
     if (e.ep_.inject(fifo, spec, head, e.data_view(m, s.offset, n, scratch)) ==
-        pkt::InjectStatus::full)
+        packet_layer::InjectStatus::full)
       return Engine::Step::blocked;
     if (w.adaptive && s.packets == 0) {
       d.token = false;  // until the receiver has this message
@@ -121,4 +122,4 @@ const ProtocolOps eager_protocol{
     .packets = protocols::kPackets,
 };
 
-}  // namespace bgl::msg
+}  // namespace bgl::message_layer

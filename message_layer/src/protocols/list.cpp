@@ -1,9 +1,9 @@
 // The list of protocols: the one place a new protocol is added (after its enumerator in
-// bgl/msg/protocol.hpp and its file in this directory). Names, parsing, statistics and the engine's
-// dispatch all come from here.
+// bgl/message_layer/protocol.hpp and its file in this directory). Names, parsing, statistics and
+// the engine's dispatch all come from here.
 #include "protocol_ops.hpp"
 
-namespace bgl::msg {
+namespace bgl::message_layer {
 
 const std::array<const ProtocolOps*, kProtocols> kProtocolTable = {
     &one_packet_protocol,     &eager_protocol,        &rendezvous_protocol,
@@ -34,4 +34,4 @@ std::string protocol_names() {
   return names;
 }
 
-}  // namespace bgl::msg
+}  // namespace bgl::message_layer

@@ -10,14 +10,14 @@
 #include "../data_copy.hpp"
 #include "protocol_ops.hpp"
 
-namespace bgl::msg {
+namespace bgl::message_layer {
 namespace protocols {
 namespace {
 
 using P = virtual_time::Params;
 
 std::size_t capacity(std::size_t header_bytes) {
-  return pkt::kMaxPayloadBytes - wire::kFirstBytes - header_bytes;
+  return packet_layer::kMaxPayloadBytes - wire::kFirstBytes - header_bytes;
 }
 
 [[noreturn, gnu::cold, gnu::noinline]] void refuse(std::size_t bytes, std::size_t header_bytes) {
@@ -33,21 +33,21 @@ void check_post(const Engine&, const SendMessage& m, std::size_t bytes) {
 
 // A message that waited in its destination's queue: its header from the message's own copy.
 Engine::Step send(Engine& e, SendMessage& m, Engine::DestState& d) {
-  std::byte prefix[pkt::kMaxPayloadBytes], scratch[pkt::kMaxPayloadBytes];
+  std::byte prefix[packet_layer::kMaxPayloadBytes], scratch[packet_layer::kMaxPayloadBytes];
   const auto head = e.first_prefix(m, prefix);
   const auto data = e.data_view(m, 0, m.data.size(), scratch);
-  const pkt::PacketSpec spec{.dest = d.where,
-                             .dispatch = wire::kOnePacket,
-                             .vt_cycles = e.cost(&P::one_packet_send_cycles),
-                             .vt_origin = m.state.vt_posted};
-  if (e.ep_.inject(d.fifo, spec, head, data) == pkt::InjectStatus::full)
+  const packet_layer::PacketSpec spec{.dest = d.where,
+                                      .dispatch = wire::kOnePacket,
+                                      .vt_cycles = e.cost(&P::one_packet_send_cycles),
+                                      .vt_origin = m.state.vt_posted};
+  if (e.ep_.inject(d.fifo, spec, head, data) == packet_layer::InjectStatus::full)
     return Engine::Step::blocked;
   ++m.state.packets;
   m.state.offset = m.data.size();
   return Engine::Step::finished;
 }
 
-const char* check_first(const Engine&, const pkt::PacketHeader&, std::uint64_t bytes,
+const char* check_first(const Engine&, const packet_layer::PacketHeader&, std::uint64_t bytes,
                         std::span<const std::byte> chunk, const Engine::SourceState&) {
   return chunk.size() != bytes ? "data size disagrees with the message size" : nullptr;
 }
@@ -70,16 +70,16 @@ bool inject_one_packet(Engine& e, SendMessage& m, const Engine::DestState& d, st
                       static_cast<std::uint32_t>(bytes), 0};
   std::memcpy(prefix, &f, sizeof f);
   if (!m.header.empty()) std::memcpy(prefix + sizeof f, m.header.data(), m.header.size());
-  std::byte scratch[pkt::kMaxPayloadBytes];
+  std::byte scratch[packet_layer::kMaxPayloadBytes];
   const auto data = m.data.iov.empty() ? m.data.buffer
                                        : std::span<const std::byte>{
                                              scratch, gather_from(m.data.iov, 0, {scratch, bytes})};
-  const pkt::PacketSpec spec{.dest = d.where,
-                             .dispatch = wire::kOnePacket,
-                             .vt_cycles = e.cost(&P::one_packet_send_cycles),
-                             .vt_origin = m.state.vt_posted};
+  const packet_layer::PacketSpec spec{.dest = d.where,
+                                      .dispatch = wire::kOnePacket,
+                                      .vt_cycles = e.cost(&P::one_packet_send_cycles),
+                                      .vt_origin = m.state.vt_posted};
   if (e.ep_.inject(d.fifo, spec, {prefix, sizeof f + m.header.size()}, data) ==
-      pkt::InjectStatus::full)
+      packet_layer::InjectStatus::full)
     return false;
   m.state.packets = 1;
   m.state.offset = bytes;
@@ -90,7 +90,7 @@ bool inject_one_packet(Engine& e, SendMessage& m, const Engine::DestState& d, st
 // (its source has no stall queue, the message is next in sequence, a receive entry and room to
 // hold a packet are free). Anything else goes to Engine::take(), which checks again and decides
 // exactly as for any first packet.
-Engine::Taken take_one_packet(Engine& e, const pkt::PacketHeader& h,
+Engine::Taken take_one_packet(Engine& e, const packet_layer::PacketHeader& h,
                               std::span<const std::byte> payload) {
   const Rank source = h.source_rank();
   if (source >= static_cast<std::uint32_t>(e.size_) || payload.size() < wire::kFirstBytes)
@@ -186,4 +186,4 @@ const ProtocolOps one_packet_protocol{
     .packets = {},
 };
 
-}  // namespace bgl::msg
+}  // namespace bgl::message_layer

@@ -11,7 +11,7 @@
 
 #include "../engine.hpp"
 
-namespace bgl::msg {
+namespace bgl::message_layer {
 
 using Engine = MessageLayer::Engine;
 
@@ -20,7 +20,8 @@ struct PacketOps {
   std::uint8_t type;  // wire::Type
   // Travels in its sender's ordered stream: it must not overtake a stalled message of its source.
   bool ordered;
-  void (*on_packet)(Engine& e, const pkt::PacketHeader& h, std::span<const std::byte> payload);
+  void (*on_packet)(Engine& e, const packet_layer::PacketHeader& h,
+                    std::span<const std::byte> payload);
 };
 
 struct ProtocolOps {
@@ -42,8 +43,9 @@ struct ProtocolOps {
   Engine::Step (*send)(Engine& e, SendMessage& m, Engine::DestState& d);
   // What is wrong with a first packet's protocol-specific claims (nullptr: nothing). `chunk` is
   // what follows the user header.
-  const char* (*check_first)(const Engine& e, const pkt::PacketHeader& h, std::uint64_t bytes,
-                             std::span<const std::byte> chunk, const Engine::SourceState& src);
+  const char* (*check_first)(const Engine& e, const packet_layer::PacketHeader& h,
+                             std::uint64_t bytes, std::span<const std::byte> chunk,
+                             const Engine::SourceState& src);
   // The message was matched (its destination is known, or it is unexpected and its pool entry is
   // ready): the first packet's data go there.
   void (*start)(Engine& e, std::uint32_t id, Engine::RecvState& r, Engine::SourceState& src,
@@ -73,7 +75,7 @@ inline const ProtocolOps& protocol_ops(Protocol p) {
 namespace protocols {
 // One-packet messages: post()'s immediate injection and the receive side's latency path.
 bool inject_one_packet(Engine& e, SendMessage& m, const Engine::DestState& d, std::size_t bytes);
-Engine::Taken take_one_packet(Engine& e, const pkt::PacketHeader& h,
+Engine::Taken take_one_packet(Engine& e, const packet_layer::PacketHeader& h,
                               std::span<const std::byte> payload);
 // Eager and adaptive eager: the message's packets, first and data, on the given wire.
 struct EagerWire {
@@ -94,4 +96,4 @@ void no_post_check(const Engine&, const SendMessage&, std::size_t);
 void finish_if_complete(Engine& e, std::uint32_t id, Engine::RecvState& r);
 }  // namespace protocols
 
-}  // namespace bgl::msg
+}  // namespace bgl::message_layer

@@ -6,7 +6,7 @@
 // buffer) until the fin. The virtual-node protocol shares the ack, the data and the fin.
 #include "protocol_ops.hpp"
 
-namespace bgl::msg {
+namespace bgl::message_layer {
 namespace protocols {
 namespace {
 
@@ -16,7 +16,7 @@ Engine::Step send(Engine& e, SendMessage& m, Engine::DestState&) {
   return send_scout(e, m, wire::kScout, &P::rzv_send_cycles, {});
 }
 
-const char* check_first(const Engine&, const pkt::PacketHeader&, std::uint64_t,
+const char* check_first(const Engine&, const packet_layer::PacketHeader&, std::uint64_t,
                         std::span<const std::byte> chunk, const Engine::SourceState&) {
   return chunk.empty() ? nullptr : "data size disagrees with the message size";
 }
@@ -35,14 +35,14 @@ void complete(Engine& e, std::uint32_t id, Engine::RecvState& r, Engine::SourceS
   complete_slotted(e, id, r, src);
 }
 
-void on_ack(Engine& e, const pkt::PacketHeader& h, std::span<const std::byte> payload) {
+void on_ack(Engine& e, const packet_layer::PacketHeader& h, std::span<const std::byte> payload) {
   const Rank source = h.source_rank();
   if (payload.size() != sizeof(wire::Ack)) return e.malformed(h, "ack of the wrong size");
   const auto ack = wire::load<wire::Ack>(payload);
   Engine::RzvSend* r = e.rzv_sends_.find(ack.sender_slot);
   if (!r || !r->message || r->message->state.phase != 1 || r->dest != source)
     return e.malformed(source, "rendezvous ack for no send waiting for one", nullptr);
-  if (ack.data_group >= pkt::kFifoGroups)
+  if (ack.data_group >= packet_layer::kFifoGroups)
     return e.malformed(source, "rendezvous ack names a FIFO group that does not exist", nullptr);
   e.charge(&P::rzv_ack_cycles);
   SendMessage& m = *r->message;
@@ -59,21 +59,21 @@ Engine::Step send_data(Engine& e, SendMessage& m) {
   auto& s = m.state;
   const std::size_t bytes = m.data.size();
   const Engine::DestState& d = e.dests_[m.dest];
-  pkt::PacketSpec spec{.dest = d.where,
-                       .dispatch = wire::kRzvData,
-                       .word = s.remote_id,
-                       .routing = pkt::Routing::adaptive,
-                       .vt_cycles = e.cost(&P::rzv_data_cycles),
-                       .vt_origin = s.vt_posted};
+  packet_layer::PacketSpec spec{.dest = d.where,
+                                .dispatch = wire::kRzvData,
+                                .word = s.remote_id,
+                                .routing = packet_layer::Routing::adaptive,
+                                .vt_cycles = e.cost(&P::rzv_data_cycles),
+                                .vt_origin = s.vt_posted};
   spec.dest.group = s.data_group;
-  std::byte scratch[pkt::kMaxPayloadBytes];
+  std::byte scratch[packet_layer::kMaxPayloadBytes];
   for (int i = 0; i < 16 && s.offset < bytes; ++i) {
     const auto index = static_cast<std::uint32_t>(s.offset / wire::kRzvChunk);
     const std::size_t n = std::min(wire::kRzvChunk, bytes - s.offset);
     const std::span<const std::byte> prefix(reinterpret_cast<const std::byte*>(&index),
                                             sizeof index);
     if (e.ep_.inject(d.fifo, spec, prefix, e.data_view(m, s.offset, n, scratch)) ==
-        pkt::InjectStatus::full)
+        packet_layer::InjectStatus::full)
       return Engine::Step::blocked;
     ++s.packets;
     s.offset += n;
@@ -81,7 +81,7 @@ Engine::Step send_data(Engine& e, SendMessage& m) {
   return s.offset == bytes ? Engine::Step::finished : Engine::Step::more;
 }
 
-void on_data(Engine& e, const pkt::PacketHeader& h, std::span<const std::byte> payload) {
+void on_data(Engine& e, const packet_layer::PacketHeader& h, std::span<const std::byte> payload) {
   Engine::RecvState* r = e.recvs_.find(h.word);
   if (!r || !protocol_ops(r->protocol).slotted || r->unexpected || r->on_coprocessor ||
       r->source != h.source_rank())
@@ -100,7 +100,7 @@ void on_data(Engine& e, const pkt::PacketHeader& h, std::span<const std::byte> p
   e.data_arrived(h.word, *r, offset, data);
 }
 
-void on_fin(Engine& e, const pkt::PacketHeader& h, std::span<const std::byte>) {
+void on_fin(Engine& e, const packet_layer::PacketHeader& h, std::span<const std::byte>) {
   Engine::RzvSend* r = e.rzv_sends_.find(h.word);
   if (!r || r->dest != h.source_rank()) return e.malformed(h, "rendezvous fin for no send");
   SendMessage* m = r->message;
@@ -131,13 +131,14 @@ Engine::Step send_scout(Engine& e, SendMessage& m, std::uint8_t type,
   auto& s = m.state;
   if (!e.rzv_sends_.acquire(s.local_id)) return Engine::Step::blocked;  // full: wait for fins
   const Engine::DestState& d = e.dests_[m.dest];
-  std::byte prefix[pkt::kMaxPayloadBytes];
-  const pkt::PacketSpec spec{.dest = d.where,
-                             .dispatch = type,
-                             .word = s.local_id,
-                             .vt_cycles = e.cost(cost),
-                             .vt_origin = s.vt_posted};
-  if (e.ep_.inject(d.fifo, spec, e.first_prefix(m, prefix), extra) == pkt::InjectStatus::full) {
+  std::byte prefix[packet_layer::kMaxPayloadBytes];
+  const packet_layer::PacketSpec spec{.dest = d.where,
+                                      .dispatch = type,
+                                      .word = s.local_id,
+                                      .vt_cycles = e.cost(cost),
+                                      .vt_origin = s.vt_posted};
+  if (e.ep_.inject(d.fifo, spec, e.first_prefix(m, prefix), extra) ==
+      packet_layer::InjectStatus::full) {
     e.rzv_sends_.release(s.local_id);
     return Engine::Step::blocked;
   }
@@ -183,4 +184,4 @@ const ProtocolOps rendezvous_protocol{
     .packets = protocols::kPackets,
 };
 
-}  // namespace bgl::msg
+}  // namespace bgl::message_layer

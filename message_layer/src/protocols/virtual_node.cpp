@@ -16,7 +16,7 @@
 #include "bgl/log.hpp"
 #include "protocol_ops.hpp"
 
-namespace bgl::msg {
+namespace bgl::message_layer {
 namespace protocols {
 namespace {
 
@@ -49,7 +49,7 @@ Engine::Step send(Engine& e, SendMessage& m, Engine::DestState&) {
   return send_scout(e, m, wire::kVnRts, &P::vn_send_cycles, std::as_bytes(std::span(&source, 1)));
 }
 
-const char* check_first(const Engine& e, const pkt::PacketHeader& h, std::uint64_t,
+const char* check_first(const Engine& e, const packet_layer::PacketHeader& h, std::uint64_t,
                         std::span<const std::byte> chunk, const Engine::SourceState&) {
   if (chunk.size() != sizeof(wire::VnSource)) return "data size disagrees with the message size";
   if (!e.sibling_ || h.source_rank() != *e.sibling_)
@@ -166,4 +166,4 @@ const ProtocolOps virtual_node_protocol{
     .packets = {},  // the rendezvous protocol's ack, data and fin
 };
 
-}  // namespace bgl::msg
+}  // namespace bgl::message_layer

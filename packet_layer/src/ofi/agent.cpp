@@ -1,4 +1,4 @@
-#include "bgl/pkt/ofi_agent.hpp"
+#include "bgl/packet_layer/ofi_agent.hpp"
 
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
@@ -12,12 +12,12 @@
 
 #include "bgl/env.hpp"
 #include "bgl/log.hpp"
-#include "bgl/pkt/backend.hpp"
-#include "bgl/pkt/backoff.hpp"
-#include "bgl/torus/error.hpp"
+#include "bgl/packet_layer/backend.hpp"
+#include "bgl/packet_layer/backoff.hpp"
+#include "bgl/torus_emu/error.hpp"
 #include "wire.hpp"
 
-namespace bgl::pkt {
+namespace bgl::packet_layer {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -146,7 +146,7 @@ struct OfiAgent::Impl {
   std::vector<int> queue_head, queue_tail;  // per (node, group, fifo)
   std::vector<int> blocked;                 // keys with waiting packets
 
-  std::vector<torus::Rank> local_ranks;
+  std::vector<torus_emu::Rank> local_ranks;
   std::size_t next_ring = 0;
   WaitPolicy policy;
 
@@ -176,7 +176,8 @@ struct OfiAgent::Impl {
         policy(WaitPolicy::for_job(m.local_tasks() + 1)) {
     open();
     for (int r = 0; r < m.mapping().size(); ++r)
-      if (m.local(static_cast<torus::Rank>(r))) local_ranks.push_back(static_cast<torus::Rank>(r));
+      if (m.local(static_cast<torus_emu::Rank>(r)))
+        local_ranks.push_back(static_cast<torus_emu::Rank>(r));
     const std::size_t keys =
         static_cast<std::size_t>(m.shape().node_count()) * kFifoGroups * kReceptionFifos;
     queue_head.assign(keys, -1);
@@ -435,7 +436,7 @@ struct OfiAgent::Impl {
   // possible only with BGL_TRANSPORT=ofi on one host, are applied at once).
   bool drain_stores() {
     bool any = false;
-    for (const torus::Rank r : local_ranks) {
+    for (const torus_emu::Rank r : local_ranks) {
       StoreRing& ring = machine.store_ring(r);
       bool took = false;
       while (const StoreRecord* rec = ring.front()) {
@@ -572,7 +573,7 @@ struct OfiAgent::Impl {
     const auto at = shape.coord(rec.node);
     if (!h.deposit() && h.destination() != at) return "header destination is not the target node";
     if (h.deposit()) {
-      const auto dim = static_cast<int>(torus::index_of(h.line_direction())) / 2;
+      const auto dim = static_cast<int>(torus_emu::index_of(h.line_direction())) / 2;
       const auto d = h.destination();
       const std::array<int, 3> a{at.x, at.y, at.z}, b{d.x, d.y, d.z};
       for (int i = 0; i < 3; ++i)
@@ -989,4 +990,4 @@ std::string OfiAgent::describe() const {
          (info->domain_attr->data_progress == FI_PROGRESS_AUTO ? "auto" : "manual");
 }
 
-}  // namespace bgl::pkt
+}  // namespace bgl::packet_layer

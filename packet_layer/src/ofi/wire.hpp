@@ -5,10 +5,10 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "bgl/pkt/header.hpp"
-#include "bgl/pkt/machine.hpp"
+#include "bgl/packet_layer/header.hpp"
+#include "bgl/packet_layer/machine.hpp"
 
-namespace bgl::pkt::wire {
+namespace bgl::packet_layer::wire {
 
 inline constexpr std::uint32_t kMagic = 0x57474c42;  // "BGLW"
 inline constexpr std::uint8_t kVersion = 2;
@@ -75,4 +75,4 @@ struct Exchange {
 inline constexpr std::size_t kMaxExchangePerMessage =
     (kBufferBytes - sizeof(Header)) / sizeof(Exchange);
 
-}  // namespace bgl::pkt::wire
+}  // namespace bgl::packet_layer::wire

@@ -1,4 +1,4 @@
-/* Messages on the emulated torus through the message layer's C ABI (bgl/msg/bgl_msg.h,
+/* Messages on the emulated torus through the message layer's C ABI (bgl/message_layer/bgl_msg.h,
  * libbglml): every task sends a short and a long message to the next rank, receives the previous
  * rank's, checks every byte and prints one line. */
 #include <stdint.h>
@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bgl/msg/bgl_msg.h"
+#include "bgl/message_layer/bgl_msg.h"
 
 enum { kHandler = 5, kMessages = 2 };
 static const size_t kSizes[kMessages] = {100, 300000};

@@ -5,13 +5,13 @@
 #include <cstdio>
 #include <vector>
 
-#include "bgl/msg/session.hpp"
+#include "bgl/message_layer/session.hpp"
 
 namespace {
 
 using namespace bgl;
 
-constexpr msg::HandlerId kRing = 3;
+constexpr message_layer::HandlerId kRing = 3;
 constexpr std::array<std::size_t, 4> kSizes{16, 2000, 70000, 1 << 20};
 
 std::byte pattern(std::uint32_t from, std::size_t message, std::size_t i) {
@@ -27,18 +27,20 @@ struct Inbox {
   static void recv_done(void* self, std::uint32_t, std::size_t) {
     ++static_cast<Inbox*>(self)->received;
   }
-  static msg::RecvTarget arrival(void* self, const msg::Arrival& a) {
+  static message_layer::RecvTarget arrival(void* self, const message_layer::Arrival& a) {
     auto& in = *static_cast<Inbox*>(self);
     const auto index = a.header.empty() ? 0u : static_cast<unsigned>(a.header[0]) % kSizes.size();
     in.data[index].resize(a.bytes);
     in.from[index] = a.source;
-    return msg::RecvTarget::into(in.data[index], &Inbox::recv_done, self);
+    return message_layer::RecvTarget::into(in.data[index], &Inbox::recv_done, self);
   }
-  static void send_done(msg::SendMessage& m) { --static_cast<Inbox*>(m.context)->sends_pending; }
+  static void send_done(message_layer::SendMessage& m) {
+    --static_cast<Inbox*>(m.context)->sends_pending;
+  }
 };
 
 int run() {
-  auto session = msg::Session::from_launcher();
+  auto session = message_layer::Session::from_launcher();
   auto& ml = session->layer();
   const auto me = session->rank();
   const auto size = session->size();
@@ -49,7 +51,7 @@ int run() {
 
   std::array<std::vector<std::byte>, kSizes.size()> out;
   std::array<std::byte, kSizes.size()> headers{};
-  std::array<msg::SendMessage, kSizes.size()> sends{};
+  std::array<message_layer::SendMessage, kSizes.size()> sends{};
   inbox.sends_pending = static_cast<int>(kSizes.size());
   for (std::size_t m = 0; m < kSizes.size(); ++m) {
     out[m].resize(kSizes[m]);

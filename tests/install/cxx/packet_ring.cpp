@@ -6,7 +6,7 @@
 #include <span>
 #include <vector>
 
-#include "bgl/pkt/runtime.hpp"
+#include "bgl/packet_layer/runtime.hpp"
 
 namespace {
 
@@ -24,7 +24,7 @@ void fill(std::uint32_t* words, std::uint32_t from, std::uint32_t to, std::uint3
 }
 
 int run() {
-  auto rt = pkt::Runtime::from_environment();
+  auto rt = packet_layer::Runtime::from_environment();
   auto& ep = rt.endpoint();
   const auto me = static_cast<std::uint32_t>(rt.rank());
   const int size = rt.size();
@@ -51,11 +51,12 @@ int run() {
   };
   for (int round = 0; round < kRounds; ++round)
     for (int k = 1; k < size; ++k) {
-      const auto peer = static_cast<torus::Rank>((static_cast<int>(me) + k) % size);
+      const auto peer = static_cast<torus_emu::Rank>((static_cast<int>(me) + k) % size);
       std::uint32_t words[kWords];
       fill(words, me, peer, static_cast<std::uint32_t>(round));
-      pkt::PacketSpec spec{.dest = ep.destination_of(peer), .dispatch = 7};
-      while (ep.inject(0, spec, std::as_bytes(std::span(words))) == pkt::InjectStatus::full) {
+      packet_layer::PacketSpec spec{.dest = ep.destination_of(peer), .dispatch = 7};
+      while (ep.inject(0, spec, std::as_bytes(std::span(words))) ==
+             packet_layer::InjectStatus::full) {
         drain();
         ep.wait();
       }

@@ -5,47 +5,50 @@
 #include <map>
 #include <memory>
 
-#include "bgl/pkt/endpoint.hpp"
-#include "bgl/pkt/machine.hpp"
+#include "bgl/packet_layer/endpoint.hpp"
+#include "bgl/packet_layer/machine.hpp"
 #include "bgl/test_support/shared_memory.hpp"
 
 namespace bgl::test_support {
 
 struct InProcessMachine {
-  explicit InProcessMachine(pkt::JobConfig c, pkt::WaitPolicy p = pkt::WaitPolicy{})
+  explicit InProcessMachine(packet_layer::JobConfig c,
+                            packet_layer::WaitPolicy p = packet_layer::WaitPolicy{})
       : config(std::move(c)),
-        memory(pkt::Machine::segment_bytes(config)),
-        machine(pkt::Machine::format(memory.span(), config)),
+        memory(packet_layer::Machine::segment_bytes(config)),
+        machine(packet_layer::Machine::format(memory.span(), config)),
         policy(p) {}
-  explicit InProcessMachine(const pkt::JobOptions& o, pkt::WaitPolicy p = pkt::WaitPolicy{})
-      : InProcessMachine(pkt::JobConfig::resolve(o), p) {}
+  explicit InProcessMachine(const packet_layer::JobOptions& o,
+                            packet_layer::WaitPolicy p = packet_layer::WaitPolicy{})
+      : InProcessMachine(packet_layer::JobConfig::resolve(o), p) {}
   InProcessMachine(const InProcessMachine&) = delete;
   InProcessMachine& operator=(const InProcessMachine&) = delete;
 
   // The task's endpoint (its FIFO group is its t), made at the first call.
-  pkt::Endpoint& ep(torus::Rank rank) {
+  packet_layer::Endpoint& ep(torus_emu::Rank rank) {
     auto& slot = endpoints_[rank];
     if (!slot)
-      slot = std::make_unique<pkt::Endpoint>(machine, rank, machine.mapping().location(rank).t,
-                                             policy);
+      slot = std::make_unique<packet_layer::Endpoint>(machine, rank,
+                                                      machine.mapping().location(rank).t, policy);
     return *slot;
   }
-  torus::NodeId node(torus::Coord c) const { return machine.shape().node_id(c); }
+  torus_emu::NodeId node(torus_emu::Coord c) const { return machine.shape().node_id(c); }
   int ntasks() const { return config.ntasks(); }
 
-  pkt::JobConfig config;
+  packet_layer::JobConfig config;
   SharedMemory memory;
-  pkt::Machine machine;
-  pkt::WaitPolicy policy;
+  packet_layer::Machine machine;
+  packet_layer::WaitPolicy policy;
 
  private:
-  std::map<torus::Rank, std::unique_ptr<pkt::Endpoint>> endpoints_;  // before the machine goes
+  std::map<torus_emu::Rank, std::unique_ptr<packet_layer::Endpoint>>
+      endpoints_;  // before the machine goes
 };
 
 // Options of a job of `ntasks` tasks on `shape` in `mode`, FIFOs of `fifo_packets` packets.
-inline pkt::JobOptions job_options(int ntasks, const char* shape, const char* mode = "heater",
-                                   int fifo_packets = 64) {
-  pkt::JobOptions o;
+inline packet_layer::JobOptions job_options(int ntasks, const char* shape,
+                                            const char* mode = "heater", int fifo_packets = 64) {
+  packet_layer::JobOptions o;
   o.ntasks = ntasks;
   o.shape = shape;
   o.mode = mode;

@@ -21,9 +21,9 @@
 // compares it with bglrun --virtual-time runs.
 #include <cstdint>
 
-#include "bgl/torus/comm_matrix.hpp"
-#include "bgl/torus/mapping.hpp"
-#include "bgl/torus/route.hpp"
+#include "bgl/torus_emu/comm_matrix.hpp"
+#include "bgl/torus_emu/mapping.hpp"
+#include "bgl/torus_emu/route.hpp"
 #include "bgl/virtual_time/params.hpp"
 
 namespace bgl::virtual_time {
@@ -35,7 +35,7 @@ struct PredictOptions {
 
 struct Prediction {
   double link_cycles = 0;  // the busiest directed link's wire time
-  torus::Link busiest_link{};
+  torus_emu::Link busiest_link{};
   double task_cycles = 0;  // the busiest task's software time
   std::uint32_t busiest_task = 0;
   double latency_cycles = 0;  // rounds x (longest route + one packet)
@@ -50,7 +50,7 @@ struct Prediction {
 };
 
 // Throws ConfigError when the matrix and the mapping disagree on the number of tasks.
-Prediction predict_time(const torus::CommMatrix& matrix, const torus::Mapping& mapping,
+Prediction predict_time(const torus_emu::CommMatrix& matrix, const torus_emu::Mapping& mapping,
                         const Params& params, const PredictOptions& options = {});
 
 }  // namespace bgl::virtual_time

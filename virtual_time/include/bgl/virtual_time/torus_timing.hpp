@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <span>
 
-#include "bgl/torus/route.hpp"
-#include "bgl/torus/shape.hpp"
+#include "bgl/torus_emu/route.hpp"
+#include "bgl/torus_emu/shape.hpp"
 #include "bgl/virtual_time/link_calendar.hpp"
 #include "bgl/virtual_time/params.hpp"
 
@@ -18,8 +18,8 @@ class TorusTiming {
   // `calendars` has one entry per directed link, indexed node * 6 + direction; or, when
   // `calendar_of` is given (one entry per directed link), only the links that packets can cross,
   // calendar_of[node * 6 + direction] being a link's. All must outlive this object.
-  TorusTiming(const Params& params, const torus::Shape& shape, std::span<LinkCalendar> calendars,
-              std::span<const std::uint32_t> calendar_of = {});
+  TorusTiming(const Params& params, const torus_emu::Shape& shape,
+              std::span<LinkCalendar> calendars, std::span<const std::uint32_t> calendar_of = {});
 
   bool enabled() const { return params_ != nullptr; }
   const Params& params() const { return *params_; }
@@ -30,18 +30,18 @@ class TorusTiming {
   };
   // A packet of `packet_bytes` injected at `t0` along `route`; reserves every link on the way. A
   // zero-hop route costs local_packet_cycles.
-  Transit transit(const torus::Route& route, Tick t0, std::uint32_t packet_bytes) const;
+  Transit transit(const torus_emu::Route& route, Tick t0, std::uint32_t packet_bytes) const;
   // A deposit-bit line: fills arrivals[i] with the arrival at the i-th node after the source
   // (arrivals.size() == route.hops()); returns when the tail left the source.
-  Tick transit_line(const torus::Route& route, Tick t0, std::uint32_t packet_bytes,
+  Tick transit_line(const torus_emu::Route& route, Tick t0, std::uint32_t packet_bytes,
                     std::span<Tick> arrivals) const;
 
   std::span<LinkCalendar> calendars() const { return calendars_; }
 
  private:
   const Params* params_ = nullptr;
-  const torus::Shape* shape_ = nullptr;
-  LinkCalendar& calendar(torus::Link l) const;
+  const torus_emu::Shape* shape_ = nullptr;
+  LinkCalendar& calendar(torus_emu::Link l) const;
 
   std::span<LinkCalendar> calendars_;
   std::span<const std::uint32_t> calendar_of_;

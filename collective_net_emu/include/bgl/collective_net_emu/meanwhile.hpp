@@ -1,0 +1,33 @@
+#pragma once
+// What a task must keep doing while it waits on the collective network or the global interrupt.
+//
+// MPI requires that a send a task has started progresses while the task waits in another MPI
+// call, a collective on the tree included: its peer may be waiting for that data before it can
+// join the collective (an RMA target answering accumulates while it waits in a fence's barrier).
+// So a task that waits here may be given a round of other work (the MPI device's progress, or the
+// message layer's advance). The wait runs it on every spin and yield round, and when it sleeps it
+// sleeps on its own doorbell and on `bell` at once, the doorbell that rings when that work may
+// have something to do (the task's packet arrivals), so a packet is answered within a wake-up.
+// Work that no doorbell announces (packets waiting to be injected) is still run at least every
+// kMeanwhileFirst .. kMeanwhileLast, an interval that doubles while nothing happens. The wait does
+// the idling, so the round must not sleep itself (it would not wake for the wire).
+#include <chrono>
+
+#include "bgl/packet_layer/doorbell.hpp"
+
+namespace bgl::collective_net_emu {
+
+inline constexpr std::chrono::microseconds kMeanwhileFirst{100};
+inline constexpr std::chrono::microseconds kMeanwhileLast{20'000};
+
+struct Meanwhile {
+  bool (*round)(void* context) = nullptr;  // true when it did anything
+  void* context = nullptr;
+  packet_layer::Doorbell* bell =
+      nullptr;  // rings when the round may find work; none: only the interval
+  // The interval for work no doorbell announces.
+  std::chrono::microseconds first = kMeanwhileFirst, last = kMeanwhileLast;
+  explicit operator bool() const { return round != nullptr; }
+};
+
+}  // namespace bgl::collective_net_emu

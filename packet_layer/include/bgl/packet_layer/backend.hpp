@@ -1,0 +1,81 @@
+#pragma once
+// Where an Endpoint hands a packet for a node's reception FIFO. Two backends:
+//   ShmBackend  the node is on this host: copy into its reception FIFO in the segment and ring its
+//               doorbell (the hot path: no indirection beyond the FIFO itself);
+//   OfiBackend  the node is on another host (or BGL_TRANSPORT=ofi): copy into this task's outbound
+//               ring; the host's libfabric agent (bgl/packet_layer/ofi_agent.hpp, in bglrun) sends
+//               it and the destination host's agent deposits it, with credits for backpressure.
+// Endpoint decides per destination node from the placement with a flag in its per-node table and
+// calls the final classes directly, so the choice costs one predictable branch.
+#include <cstdint>
+#include <span>
+
+#include "bgl/packet_layer/header.hpp"
+#include "bgl/packet_layer/machine.hpp"
+#include "bgl/packet_layer/outbound_ring.hpp"
+#include "bgl/packet_layer/placement.hpp"
+
+namespace bgl::packet_layer {
+
+struct Target {
+  torus_emu::NodeId node = 0;
+  std::uint8_t group = 0;
+  std::uint8_t fifo = 0;  // reception FIFO index 0..7
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  // Copies the packet towards `to`; false (nothing copied) when there is no room now.
+  virtual bool try_deliver(Target to, const PacketHeader& h, std::span<const std::byte> payload,
+                           std::span<const std::byte> more) = 0;
+  virtual Transport transport() const = 0;
+};
+
+class ShmBackend final : public Backend {
+ public:
+  explicit ShmBackend(const Machine& machine) : machine_(&machine) {}
+  bool try_deliver(Target to, const PacketHeader& h, std::span<const std::byte> payload,
+                   std::span<const std::byte> more) override {
+    if (!machine_->fifo(to.node, to.group, to.fifo).try_push(h, payload, more)) return false;
+    machine_->doorbell(to.node, to.group).ring();
+    return true;
+  }
+  Transport transport() const override { return Transport::shm; }
+  // try_deliver() to a node whose slot the caller resolved when it set the node up.
+  bool try_deliver(NodeSlot slot, Target to, const PacketHeader& h,
+                   std::span<const std::byte> payload, std::span<const std::byte> more) {
+    if (!machine_->fifo_in_slot(slot, to.group, to.fifo).try_push(h, payload, more)) return false;
+    machine_->doorbell_in_slot(slot, to.group).ring();
+    return true;
+  }
+  // try_deliver() of a packet with its virtual-time stamp.
+  bool try_deliver_at(NodeSlot slot, Target to, virtual_time::Stamp stamp, const PacketHeader& h,
+                      std::span<const std::byte> payload, std::span<const std::byte> more) {
+    if (!machine_->fifo_in_slot(slot, to.group, to.fifo).try_push_at(stamp, h, payload, more))
+      return false;
+    machine_->doorbell_in_slot(slot, to.group).ring();
+    return true;
+  }
+
+ private:
+  const Machine* machine_;
+};
+
+class OfiBackend final : public Backend {
+ public:
+  OfiBackend(OutboundRing& ring, Doorbell& agent) : ring_(&ring), agent_(&agent) {}
+  bool try_deliver(Target to, const PacketHeader& h, std::span<const std::byte> payload,
+                   std::span<const std::byte> more) override {
+    if (!ring_->try_push(to.node, to.group, to.fifo, h, payload, more)) return false;
+    agent_->ring();
+    return true;
+  }
+  Transport transport() const override { return Transport::ofi; }
+
+ private:
+  OutboundRing* ring_;
+  Doorbell* agent_;
+};
+
+}  // namespace bgl::packet_layer
