@@ -3,7 +3,8 @@
 # communication matrix"): examples/halo_exchange on 4x4x4 and 8x8x8 with its ranks shuffled over
 # the torus, run with --stats and --virtual-time; bglmap --optimize on the recorded matrix; then
 # ROUNDS interleaved rounds of the shuffled, the optimised and the default XYZT mapping, reporting
-# the predicted BG/L time (min, median) and the busiest link.
+# the BG/L time the runs measured (min, median), the busiest link, and beside it the time bglmap
+# --rate predicts for the same mapping from the first run's matrix alone.
 #   bench/mapping_e2e.sh [BUILD_DIR] [ROUNDS] [OUT_DIR]
 set -euo pipefail
 build=${1:-build}
@@ -29,6 +30,11 @@ print('\n'.join('%d %d %d' % p for p in c))" > "scattered$np.map"
   "$bin/bglmap" --matrix "run$np.json" --shape "$shape" --rate "optimised$np.map" | tail -n +2
   "$bin/bglmap" --matrix "run$np.json" --shape "$shape" --mapping XYZT --optimize -o /dev/null \
     2>&1 | sed -n 3p
+  "$bin/bglmap" -np "$np" --shape "$shape" --mapping XYZT -o "xyzt$np.map" 2> /dev/null
+  for m in scattered optimised xyzt; do
+    "$bin/bglmap" --matrix "run$np.json" --shape "$shape" --rate "$m$np.map" \
+      | sed -n 's/^  predicted \([0-9.]*\) us = .*/\1/p' > "predicted_${np}_$m.txt"
+  done
   for ((r = 1; r <= rounds; ++r)); do
     for m in scattered optimised xyzt; do
       if [ "$m" = xyzt ]; then mapping=(--mapping XYZT); else mapping=(--mapfile "$m$np.map"); fi
@@ -46,8 +52,12 @@ for m in ['scattered', 'optimised', 'xyzt']:
         ps.append(j['virtual_time']['predicted_seconds'] * 1e6)
         bl.append(max(l['bytes'] for l in j['links']))
         ut.append(max(l['utilisation'] for l in j['virtual_time']['links']))
-    print('%4s tasks %-9s predicted BG/L time min %7.1f us, median %7.1f us; busiest link %6d B '
+    pred = float(open('predicted_%s_%s.txt' % (n, m)).read().split()[0])
+    print('%4s tasks %-9s BG/L time (bglrun --virtual-time) min %7.1f us, median %7.1f us; '
+          'bglmap --rate predicted %7.1f us (%+.1f %% of the median); busiest link %6d B '
           '(packets with headers), utilisation %.1f %%'
-          % (n, m, min(ps), statistics.median(ps), max(bl), 100 * statistics.median(ut)))
+          % (n, m, min(ps), statistics.median(ps), pred,
+             100 * (pred - statistics.median(ps)) / statistics.median(ps), max(bl),
+             100 * statistics.median(ut)))
 PY
 done

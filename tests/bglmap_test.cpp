@@ -114,6 +114,54 @@ TEST(BglmapMatrix, RecoversAShuffledStencilFromAPlainMatrixFile) {
   EXPECT_THAT(vn.output, HasSubstr("64 tasks on 4x4x2"));
 }
 
+// The predicted time: one 2,048-byte message over one hop is 10,607 cycles at the built-in
+// parameters (virtual_time's MatrixPrediction tests derive it), 15.2 us; a parameter file with
+// twice the link bandwidth shortens it; the optimised mapping of the recorded ring is predicted
+// faster than its start.
+TEST(BglmapMatrix, PredictsTheTimeFromTheTimingModel) {
+  TempDir dir;
+  const auto one = dir.file("one.txt", "tasks 2\n0 1 2048 1\n");
+  const auto map = dir.file("two.map", "0 0 0\n1 0 0\n");
+  const auto r = bglmap({"--matrix", one, "--shape", "2x1x1", "--rate", map});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, ::testing::ContainsRegex(" 15\\.2  file .*two.map"));
+  EXPECT_THAT(r.output, HasSubstr("predicted 15.2 us = max(busiest link 13.5 us, busiest task 5.0 "
+                                  "us: rank 1) + latency 1.6 us (1 rounds); limited by the links"));
+  EXPECT_THAT(r.output, HasSubstr("from the timing model's built-in parameters"));
+  const auto params = dir.file("fast.params", "# twice BG/L's link\nlink_bytes_per_cycle = 0.5\n");
+  const auto fast =
+      bglmap({"--matrix", one, "--shape", "2x1x1", "--rate", map, "--vt-params", params});
+  ASSERT_EQ(fast.exit_code, 0) << fast.output;
+  EXPECT_THAT(fast.output, HasSubstr("predicted 7.6 us"));
+  EXPECT_THAT(fast.output, HasSubstr("timing model's parameters " + params));
+  // BGL_VT_PARAMS is read as bglrun reads it (which wants BGL_VIRTUAL_TIME with it)
+  const auto env =
+      bgl::test::run_process({kBglmap, "--matrix", one, "--shape", "2x1x1", "--rate", map}, 60,
+                             {"BGL_VIRTUAL_TIME=1", "BGL_VT_PARAMS=" + params});
+  EXPECT_THAT(env.output, HasSubstr("predicted 7.6 us"));
+
+  const auto stats = dir.file("stats.json");
+  const auto run = bgl::test::run_bglrun(
+      kBglrun, {"-np", "8", "--shape", "2x2x2", "--stats", stats, kScenarios, "stats"}, 60);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const auto opt =
+      bglmap({"--matrix", stats, "--shape", "2x2x2", "--optimize", "-o", dir.file("opt.map")});
+  ASSERT_EQ(opt.exit_code, 0) << opt.output;
+  double start = 0, best = 0;
+  ASSERT_EQ(
+      std::sscanf(opt.output.c_str() + opt.output.find("  predicted "), "  predicted %lf", &start),
+      1)
+      << opt.output;
+  // the optimised mapping's line comes second
+  ASSERT_EQ(
+      std::sscanf(opt.output.c_str() + opt.output.rfind("  predicted "), "  predicted %lf", &best),
+      1);
+  EXPECT_GT(start, 0) << opt.output;
+  EXPECT_LT(best, start) << opt.output;
+  EXPECT_THAT(read_file(dir.file("opt.map")),
+              ::testing::ContainsRegex("predicted [0-9.]+ us \\(start"));
+}
+
 struct BadCase {
   std::string text;
   std::vector<std::string> args;  // after --matrix FILE
@@ -124,6 +172,11 @@ TEST(BglmapMatrix, MalformedInputsGetClearErrors) {
   TempDir dir;
   const std::vector<BadCase> cases = {
       {"tasks 4\n0 1 100\n0 1\n", {"--optimize"}, "m.txt:3: 2 fields"},
+      {"tasks 4\n0 1 100 5 6\n", {"--optimize"}, "m.txt:2: 5 fields"},
+      {"tasks 4\n0 1 100 0\n",
+       {"--optimize"},
+       "m.txt:2: a pair with bytes needs at least one message"},
+      {"tasks 4\n0 1 100 x\n", {"--optimize"}, "m.txt:2: message count \"x\""},
       {"tasks 4\n0 9 100\n", {"--optimize"}, "m.txt:2: destination rank 9 is out of range 0..3"},
       {"0 1 100\n", {"--optimize"}, "m.txt:1: the first line must be \"tasks N\""},
       {"tasks 4\n0 1 lots\n", {"--optimize"}, "m.txt:2: byte count \"lots\""},
@@ -143,6 +196,20 @@ TEST(BglmapMatrix, MalformedInputsGetClearErrors) {
        {"--optimize"},
        "did not record its communication matrix (more than 2048 tasks)"},
       {"{\"job\": {}, \"tasks\": [", {"--optimize"}, "m.txt: truncated JSON"},
+      // fields of the wrong type and numbers beyond a double (input_fuzz found them uncaught)
+      {"{\"job\": {}, \"tasks\": [], \"traffic\": {\"recorded\": \"yes\"}}",
+       {"--optimize"},
+       "m.txt: /traffic/recorded: expected true or false, found string"},
+      {"{\"job\": {}, \"tasks\": [], \"traffic\": {\"recorded\": false, \"reason\": 7}}",
+       {"--optimize"},
+       "m.txt: /traffic/reason: expected a string, found number"},
+      {"{\"job\": {\"shape\": 5}, \"tasks\": [], \"traffic\": {\"recorded\": true, \"tasks\": 2, "
+       "\"rows\": []}}",
+       {"--optimize"},
+       "m.txt: /job/shape: expected a string, found number"},
+      {"{\"job\": {}, \"tasks\": [1e999]}",
+       {"--optimize"},
+       "m.txt: malformed JSON: number overflow"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.text);
@@ -164,6 +231,12 @@ TEST(BglmapMatrix, MalformedInputsGetClearErrors) {
               HasSubstr("--search-seconds must be more than 0"));
   EXPECT_THAT(bglmap({"--matrix", dir.file("missing.txt"), "--optimize"}).output,
               HasSubstr("cannot read communication matrix file"));
+  const auto bad_params = dir.file("bad.params", "link_bytes_per_cycle = 0.25\nwarp = 9\n");
+  const auto bad = bglmap({"--matrix", matrix, "--optimize", "--vt-params", bad_params});
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_THAT(bad.output, HasSubstr("bad.params:2"));
+  EXPECT_THAT(bglmap({"-np", "4", "--vt-params", bad_params}).output,
+              HasSubstr("--vt-params is for the predicted time of --optimize or --rate"));
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 // A bounded, deterministic fuzz driver for the parsers of what users and peers hand bglemu: mapping
-// files, host files, host network files (BGL_COLL_GRID_NETWORK) and packet headers.
+// files, host files, host network files (BGL_COLL_GRID_NETWORK), communication matrices (plain
+// files and bglrun statistics files, as bglmap --matrix reads them), timing-model parameter files
+// (--vt-params) and packet headers.
 //
 //   input_fuzz [--seconds S] [--seed N]
 //
@@ -24,8 +26,11 @@
 #include "bgl/collectives/wide_area/host_network.hpp"
 #include "bgl/packet_layer/header.hpp"
 #include "bgl/packet_layer/placement.hpp"
+#include "bgl/torus_emu/comm_matrix.hpp"
 #include "bgl/torus_emu/error.hpp"
 #include "bgl/torus_emu/mapping.hpp"
+#include "bgl/virtual_time/params.hpp"
+#include "matrix_input.hpp"
 
 namespace {
 
@@ -107,7 +112,35 @@ class Fuzzer {
                                                      std::string("\0", 1),
                                                      "\x1b[31m",
                                                      "\xff\xfe",
-                                                     std::string(300, 'a')};
+                                                     std::string(300, 'a'),
+                                                     "tasks",
+                                                     "tasks 1048576",
+                                                     "tasks 1048577",
+                                                     "18446744073709551615",
+                                                     "18446744073709551616",
+                                                     "{",
+                                                     "}",
+                                                     "[",
+                                                     "]",
+                                                     "\"",
+                                                     ":",
+                                                     ",",
+                                                     "null",
+                                                     "true",
+                                                     "-5",
+                                                     "1e308",
+                                                     "\"traffic\"",
+                                                     "\"recorded\"",
+                                                     "\"rows\"",
+                                                     "\"to\"",
+                                                     "\"source\"",
+                                                     "\"tasks\"",
+                                                     std::string(200, '['),
+                                                     "\\u0000",
+                                                     "link_bytes_per_cycle",
+                                                     "cpu_hz",
+                                                     "= 0",
+                                                     "= -1"};
     return kTokens[below(kTokens.size())];
   }
 
@@ -188,6 +221,83 @@ bool parsed_or_config_error(std::string_view source, const std::function<void()>
   return false;
 }
 
+// An accepted matrix must be consistent: pairs sorted and distinct, ranks in range, bytes adding
+// up to the total, and the text form reading back the same.
+void check_matrix(const bglmap::MatrixInput& in) {
+  const auto& m = in.matrix;
+  std::uint64_t total = 0;
+  const torus_emu::Flow* previous = nullptr;
+  for (const auto& f : m.flows()) {
+    if (f.source >= static_cast<torus_emu::Rank>(m.tasks()) ||
+        f.dest >= static_cast<torus_emu::Rank>(m.tasks()))
+      throw Failure{"accepted a pair with a rank out of range"};
+    if (previous && std::pair(previous->source, previous->dest) >= std::pair(f.source, f.dest))
+      throw Failure{"accepted matrix's pairs are not sorted and distinct"};
+    if (f.bytes == 0) throw Failure{"accepted matrix keeps a pair without bytes"};
+    total += f.bytes;
+    previous = &f;
+  }
+  if (total != m.total_bytes()) throw Failure{"accepted matrix's bytes do not add up"};
+  if (torus_emu::CommMatrix::from_text(m.to_text(), "again").flows() != m.flows())
+    throw Failure{"accepted matrix does not survive to_text()"};
+}
+
+// A statistics file as bglrun writes it, with a traffic object.
+std::string statistics_seed() {
+  return R"({"job": {"shape": "2x2x1", "mode": "heater", "mapping": "order XYZT"}, "tasks": [],
+ "traffic": {"recorded": true, "tasks": 4, "rows": [
+  {"source": 0, "to": [[1, 1000, 2], [3, 24, 1]]},
+  {"source": 1, "to": [[2, 1000, 2]]},
+  {"source": 3, "to": []}]}})";
+}
+
+// A statistics file whose every field may have the wrong type or a hostile value.
+std::string random_statistics(Fuzzer& f) {
+  static const std::vector<std::string> kValues = {"0",
+                                                   "1",
+                                                   "4",
+                                                   "-1",
+                                                   "2.5",
+                                                   "1e30",
+                                                   "18446744073709551615",
+                                                   "18446744073709551616",
+                                                   "1048577",
+                                                   "true",
+                                                   "false",
+                                                   "null",
+                                                   "\"x\"",
+                                                   "\"\"",
+                                                   "[]",
+                                                   "{}",
+                                                   "[1]",
+                                                   "[[1, 2, 3]]",
+                                                   "[[0, 1]]",
+                                                   "[[9, 1, 1]]",
+                                                   "[[1, -1, 1]]",
+                                                   "{\"source\": 0}"};
+  const auto value = [&](const std::string& good) {
+    return f.chance(70) ? good : kValues[f.below(kValues.size())];
+  };
+  std::string rows;
+  const std::size_t n = f.below(6);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::string to;
+    const std::size_t k = f.below(4);
+    for (std::size_t j = 0; j < k; ++j)
+      to += (j ? ", " : "") + value("[" + value(std::to_string(f.below(5))) + ", " +
+                                    value(std::to_string(f.below(100000))) + ", " +
+                                    value(std::to_string(f.below(10))) + "]");
+    rows += (i ? ", " : "") + value("{\"source\": " + value(std::to_string(f.below(5))) +
+                                    ", \"to\": " + value("[" + to + "]") + "}");
+  }
+  return "{\"job\": " +
+         value("{\"shape\": " + value("\"2x2x1\"") + ", \"mode\": " + value("\"vn\"") + "}") +
+         ", \"tasks\": " + value("[]") + ", \"traffic\": " +
+         value("{\"recorded\": " + value("true") + ", \"reason\": " + value("\"r\"") +
+               ", \"tasks\": " + value("4") + ", \"rows\": " + value("[" + rows + "]") + "}") +
+         "}";
+}
+
 struct Target {
   std::string name;
   std::vector<std::string> seeds;
@@ -253,13 +363,50 @@ std::vector<Target> targets() {
                  {}};
   network.run = [](Fuzzer&, const std::string& text) {
     return parsed_or_config_error("fuzz.net", [&] {
-      const auto net = collectives::wide_area::HostNetwork::parse(text, "fuzz.net");
+      const auto net = collectives::grid::HostNetwork::parse(text, "fuzz.net");
       for (int s = 0; s < net.hosts(); ++s)
         for (int r = 0; r < net.hosts(); ++r)
           if (s != r && !(net.bandwidth(s, r) > 0)) throw Failure{"accepted a bandwidth <= 0"};
     });
   };
   out.push_back(std::move(network));
+
+  // Communication matrices: a plain file, or a statistics file's "traffic" object.
+  Target plain{"communication matrix file",
+               {"# ring\ntasks 4\n0 1 1000000\n1 2 1000000 4\n2 3 5\n3 0 7 1\n0 1 3\n",
+                torus_emu::CommMatrix(1).to_text()},
+               {}};
+  plain.run = [](Fuzzer&, const std::string& text) {
+    return parsed_or_config_error("fuzz.matrix",
+                                  [&] { check_matrix(map::parse_matrix(text, "fuzz.matrix")); });
+  };
+  out.push_back(std::move(plain));
+
+  Target stats{"statistics matrix",
+               {statistics_seed(),
+                "{\"job\": {}, \"tasks\": [], \"traffic\": {\"recorded\": false, "
+                "\"reason\": \"more than 2048 tasks\"}}"},
+               {}};
+  stats.run = [](Fuzzer& f, const std::string& text) {
+    const std::string input = f.chance(30) ? random_statistics(f) : text;
+    return parsed_or_config_error("fuzz.json",
+                                  [&] { check_matrix(map::parse_matrix(input, "fuzz.json")); });
+  };
+  out.push_back(std::move(stats));
+
+  Target params{
+      "timing model parameters",
+      {"# BG/L\ncpu_hz = 700e6\nlink_bytes_per_cycle = 0.25\nhop_cycles = 63 # cut-through\n",
+       "eager_send_cycles = 1000\n\nrzv_data_cycles=60\n"},
+      {}};
+  params.run = [](Fuzzer&, const std::string& text) {
+    return parsed_or_config_error("fuzz.params", [&] {
+      const auto p = virtual_time::Params::from_text(text, "fuzz.params");
+      if (!(p.cpu_hz > 0) || !(p.link_bytes_per_cycle > 0))
+        throw Failure{"accepted parameters with a rate that is not positive"};
+    });
+  };
+  out.push_back(std::move(params));
   return out;
 }
 

@@ -8,7 +8,9 @@
 #include <numeric>
 #include <queue>
 
+#include "bgl/torus_emu/comm_matrix.hpp"
 #include "bgl/torus_emu/distance.hpp"
+#include "bgl/torus_emu/mapping_optimizer.hpp"
 
 namespace bgl::adi3_device::topo {
 namespace {
@@ -267,6 +269,102 @@ std::vector<int> greedy(const torus_emu::Shape& shape, const Graph& g,
   return assignment;
 }
 
+// Edge visits the swap search may spend: every rank runs it, so it stays in the tens of
+// milliseconds (a few full passes at 64 ranks, part of one at 1,024).
+constexpr long kSwapBudget = 4'000'000;
+
+// Lowers the hops summed over the graph's edges by moving a position to another place (swapping
+// with the position there, if any) while a move helps, in a fixed order (every rank gets the same
+// answer) and within kSwapBudget. The greedy embedding fixes each position for good once placed;
+// this undoes its early mistakes, e.g. a grid that should fold the node's two tasks into a
+// dimension.
+void improve_by_swaps(const torus_emu::Shape& shape, const Graph& g, std::span<const Place> places,
+                      std::vector<int>& assignment) {
+  const auto adj = undirected(g);
+  const int m = g.size();
+  const int n = static_cast<int>(places.size());
+  std::vector<int> position_at(static_cast<std::size_t>(n), -1);
+  for (int p = 0; p < m; ++p)
+    position_at[static_cast<std::size_t>(assignment[static_cast<std::size_t>(p)])] = p;
+  const auto at = [&](int p) { return assignment[static_cast<std::size_t>(p)]; };
+  // Hops from position p, put at place x, to its neighbours except itself and `partner`, whose
+  // edges to p a swap leaves as long as they were.
+  const auto cost = [&](int p, int x, int partner) {
+    long c = 0;
+    for (const int v : adj[static_cast<std::size_t>(p)])
+      if (v != p && v != partner)
+        c += torus_emu::distance(shape, places[static_cast<std::size_t>(x)].node,
+                                 places[static_cast<std::size_t>(at(v))].node);
+    return c;
+  };
+  long budget = kSwapBudget;
+  for (bool improved = true; improved && budget > 0;) {
+    improved = false;
+    for (int p = 0; p < m && budget > 0; ++p)
+      for (int x = 0; x < n && budget > 0; ++x) {
+        const int from = at(p);
+        if (x == from) continue;
+        const int q = position_at[static_cast<std::size_t>(x)];
+        long delta = cost(p, x, q) - cost(p, from, q);
+        budget -= 2 * static_cast<long>(adj[static_cast<std::size_t>(p)].size());
+        if (q >= 0) {
+          delta += cost(q, from, p) - cost(q, x, p);
+          budget -= 2 * static_cast<long>(adj[static_cast<std::size_t>(q)].size());
+        }
+        if (delta >= 0) continue;
+        assignment[static_cast<std::size_t>(p)] = x;
+        position_at[static_cast<std::size_t>(x)] = p;
+        position_at[static_cast<std::size_t>(from)] = q;
+        if (q >= 0) assignment[static_cast<std::size_t>(q)] = from;
+        improved = true;
+      }
+  }
+}
+
+// Beyond this many ranks bglmap's optimiser is not tried (every rank runs it).
+constexpr std::size_t kOptimizerLimit = 512;
+
+// bglmap's mapping optimiser (greedy placement with lookahead, then a bounded annealing; no time
+// cap, so every rank gets the same answer) on the graph, when the places are every slot of the
+// partition (it chooses among all slots); nullopt otherwise.
+std::optional<std::vector<int>> optimised(const torus_emu::Shape& shape, const Graph& g,
+                                          std::span<const Place> places) {
+  int tpn = 1;
+  for (const auto& p : places)
+    tpn = std::max(tpn, p.t + 1);
+  if (places.size() !=
+          static_cast<std::size_t>(shape.node_count()) * static_cast<std::size_t>(tpn) ||
+      static_cast<std::size_t>(g.size()) != places.size())
+    return std::nullopt;
+  std::vector<torus_emu::TaskLocation> locations;
+  std::vector<int> place_at(places.size(), -1);  // node * tpn + t -> index into places
+  for (std::size_t i = 0; i < places.size(); ++i) {
+    const auto node = shape.node_id(places[i].node);
+    locations.push_back({node, places[i].t});
+    place_at[static_cast<std::size_t>(node) * static_cast<std::size_t>(tpn) +
+             static_cast<std::size_t>(places[i].t)] = static_cast<int>(i);
+  }
+  torus_emu::CommMatrix matrix(g.size());
+  for (int u = 0; u < g.size(); ++u)
+    for (int e = g.index[static_cast<std::size_t>(u)]; e < g.index[static_cast<std::size_t>(u) + 1];
+         ++e)
+      matrix.add(static_cast<torus_emu::Rank>(u),
+                 static_cast<torus_emu::Rank>(g.edges[static_cast<std::size_t>(e)]), 1);
+  torus_emu::OptimizeOptions options;
+  options.max_seconds = 1e9;
+  options.moves_per_task = 2000;
+  const auto result = torus_emu::optimize_mapping(
+      matrix, torus_emu::Mapping::from_locations(shape, tpn, std::move(locations)), options);
+  std::vector<int> assignment(places.size());
+  for (int p = 0; p < g.size(); ++p) {
+    const auto l = result.mapping.location(static_cast<torus_emu::Rank>(p));
+    assignment[static_cast<std::size_t>(p)] =
+        place_at[static_cast<std::size_t>(l.node) * static_cast<std::size_t>(tpn) +
+                 static_cast<std::size_t>(l.t)];
+  }
+  return assignment;
+}
+
 int max_hops(const torus_emu::Shape& shape, const Graph& g, std::span<const Place> places,
              std::span<const int> assignment) {
   int worst = 0;
@@ -365,8 +463,16 @@ std::vector<int> graph_map(const torus_emu::Shape& shape, std::span<const Place>
     g.index.push_back(end);
   g.edges.assign(edges.begin(), edges.end());
   std::vector<std::vector<int>> candidates{identity(g.size())};
-  if (places.size() <= kGreedyLimit) candidates.push_back(greedy(shape, g, places));
-  return best_of(shape, g, places, std::move(candidates));
+  if (places.size() <= kGreedyLimit) {
+    candidates.push_back(greedy(shape, g, places));
+    improve_by_swaps(shape, g, places, candidates.back());
+  }
+  auto best = best_of(shape, g, places, std::move(candidates));
+  // Every edge within one hop cannot be beaten by much: no optimiser then.
+  if (places.size() > kOptimizerLimit || max_hops(shape, g, places, best) <= 1) return best;
+  auto a = optimised(shape, g, places);
+  if (!a) return best;
+  return best_of(shape, g, places, {std::move(best), std::move(*a)});
 }
 
 std::optional<std::vector<int>> torus_dims(const torus_emu::Shape& shape,

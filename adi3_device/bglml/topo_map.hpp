@@ -43,7 +43,10 @@ std::vector<int> cart_map(const torus_emu::Shape& shape, std::span<const Place> 
                           std::span<const int> dims, std::span<const int> periods);
 
 // The same for an MPI graph (index/edges as MPI_Graph_create takes them) of nnodes <= places.size()
-// nodes: the identity or a greedy embedding, whichever has fewer hops over the graph's edges.
+// nodes: the identity, a greedy embedding improved by swaps (up to 1,024 ranks) or, when an edge
+// is still longer than one hop and the graph's nodes are every slot of the partition (up to 512),
+// bglmap's mapping optimiser (torus_emu::optimize_mapping, fixed seed, no time cap); whichever has
+// the fewest hops over the graph's edges (the identity on ties).
 std::vector<int> graph_map(const torus_emu::Shape& shape, std::span<const Place> places,
                            std::span<const int> index, std::span<const int> edges);
 

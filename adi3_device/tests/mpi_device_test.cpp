@@ -792,7 +792,7 @@ void expect_nonmatching_shapes_correct(const std::string& output) {
     EXPECT_EQ(re.members, id.members) << name;
     EXPECT_LE(re.total_hops, id.total_hops) << name;
   }
-  for (const std::string ring : {"ring graph", "dist graph ring", "dist graph adjacent ring"}) {
+  for (const std::string ring : {"ring graph"}) {
     const auto re = topo_line(output, ring + " reorder=1");
     const auto id = topo_line(output, ring + " reorder=0");
     EXPECT_GE(re.total_hops, 0) << ring << "\n" << output;
@@ -861,29 +861,76 @@ TEST_F(Mpi, CartReorderVirtualNodeFoldsTheNodesTasks) {
   }
 }
 
-TEST_F(Mpi, DistGraphReorderOnRequest) {
-  // Distributed graphs are placed only with BGL_NM_TOPO_DIST_GRAPH=1; without it reorder keeps
-  // every rank (MPICH's behaviour, which MPICH's own topo tests expect). topo.c checks that node
-  // j's neighbours and weights are the declared ones either way.
-  const auto map = scattered_mapfile("topo-dist.map", 4, 4, 2, 2, 43);
-  const std::vector<std::string> args{kBglrun, "-np",       "64",  "--shape",
-                                      "4x4x2", "--mode",    "vn",  "--mapfile",
-                                      map,     "--timeout", "200", program("topo")};
-  const auto on = run_process(args, 240, {"BGL_NM_TOPO_DIST_GRAPH=1"});
-  ASSERT_EQ(on.exit_code, 0) << on.output;
-  EXPECT_THAT(on.output, HasSubstr("topo: OK (64 ranks, 0 errors)"));
-  const auto off = run_process(args, 240);
-  ASSERT_EQ(off.exit_code, 0) << off.output;
-  EXPECT_THAT(off.output, HasSubstr("topo: OK (64 ranks, 0 errors)"));
-  for (const std::string ring : {"dist graph ring", "dist graph adjacent ring"}) {
-    const auto id = topo_line(on.output, ring + " reorder=0");
-    EXPECT_LT(topo_line(on.output, ring + " reorder=1").total_hops, id.total_hops / 2)
-        << ring << "\n"
-        << on.output;
-    EXPECT_EQ(topo_line(off.output, ring + " reorder=1").total_hops,
-              topo_line(off.output, ring + " reorder=0").total_hops)
-        << ring << "\n"
-        << off.output;
+// One line of distgraph.c's report: hops of every process's declared out-edges, and of the
+// graph numbered by the new ranks.
+struct DistGraphLine {
+  int max_hops = -1, total_hops = -1, new_max_hops = -1, new_total_hops = -1;
+};
+
+DistGraphLine distgraph_line(const std::string& output, const std::string& label) {
+  DistGraphLine l;
+  const auto at = output.find("distgraph " + label + ":");
+  if (at == std::string::npos) return l;
+  std::sscanf(output.c_str() + at + label.size() + 11,
+              " max hops %d, total hops %d; by new rank: max hops %d, total hops %d", &l.max_hops,
+              &l.total_hops, &l.new_max_hops, &l.new_total_hops);
+  return l;
+}
+
+// distgraph.c under a scattered mapping: every process declares a ring and a periodic 3D stencil
+// (4x4x4) in each of the three ways, and checks itself that after reorder it has exactly the
+// edges and weights it declared, their ranks translated to the new communicator, and that
+// neighbourhood traffic arrives. Here: with BGL_NM_TOPO_DIST_GRAPH=1 the graph numbered by the new
+// ranks is placed (every stencil neighbour a torus neighbour or on the same node), the processes'
+// own edges are as far apart as before (reorder renames, nothing moves); without it reorder keeps
+// every rank.
+void expect_dist_graph_placed(const std::string& out, bool heater) {
+  for (const std::string how : {"adjacent", "create", "create-foreign"}) {
+    const auto id = distgraph_line(out, "stencil " + how + " reorder=0");
+    const auto re = distgraph_line(out, "stencil " + how + " reorder=1");
+    ASSERT_GT(id.total_hops, 0) << how << "\n" << out;
+    EXPECT_EQ(re.total_hops, id.total_hops) << how;
+    EXPECT_GT(id.new_max_hops, 1) << how;
+    EXPECT_EQ(re.new_max_hops, 1) << how << "\n" << out;
+    // heater: 6 one-hop neighbours each; VN: the grid's third dimension folds z and t, its
+    // neighbours alternately on the same node and one hop away
+    EXPECT_EQ(re.new_total_hops, heater ? 6 * 64 : 5 * 64) << how;
+    const auto ring_id = distgraph_line(out, "ring " + how + " reorder=0");
+    const auto ring_re = distgraph_line(out, "ring " + how + " reorder=1");
+    EXPECT_LT(ring_re.new_total_hops, ring_id.new_total_hops / 2) << how << "\n" << out;
+  }
+}
+
+TEST_F(Mpi, DistGraphReorderKeepsEveryProcesssEdges) {
+  const auto distgraph = program("distgraph");
+  const auto heater_map = scattered_mapfile("dist-heater.map", 4, 4, 4, 1, 47);
+  const auto vn_map = scattered_mapfile("dist-vn.map", 4, 4, 2, 2, 43);
+  for (const bool heater : {true, false}) {
+    const std::vector<std::string> args{kBglrun,
+                                        "-np",
+                                        "64",
+                                        "--shape",
+                                        heater ? "4x4x4" : "4x4x2",
+                                        "--mode",
+                                        heater ? "heater" : "vn",
+                                        "--mapfile",
+                                        heater ? heater_map : vn_map,
+                                        "--timeout",
+                                        "200",
+                                        distgraph};
+    const auto on = run_process(args, 240, {"BGL_NM_TOPO_DIST_GRAPH=1"});
+    ASSERT_EQ(on.exit_code, 0) << on.output;
+    EXPECT_THAT(on.output, HasSubstr("distgraph: OK (64 ranks, 0 errors)"));
+    EXPECT_THAT(on.output, HasSubstr("dims 4 4 4"));
+    expect_dist_graph_placed(on.output, heater);
+    const auto off = run_process(args, 240);
+    ASSERT_EQ(off.exit_code, 0) << off.output;
+    EXPECT_THAT(off.output, HasSubstr("distgraph: OK (64 ranks, 0 errors)"));
+    for (const std::string g : {"ring", "stencil"})
+      for (const std::string how : {"adjacent", "create", "create-foreign"}) {
+        const auto re = distgraph_line(off.output, g + " " + how + " reorder=1");
+        EXPECT_EQ(re.new_total_hops, re.total_hops) << g << " " << how << "\n" << off.output;
+      }
   }
 }
 

@@ -181,6 +181,59 @@ TEST(GraphMap, RingOnAScatteredTorusBecomesNearestNeighbour) {
   EXPECT_LE(total_hops(s, g, places, a), 2 * 16 + 8);  // a greedy ring: nearly all single hops
 }
 
+// A periodic e x e x e stencil as an MPI graph (every edge on both ends), row-major like MPI's
+// grids.
+std::pair<std::vector<int>, std::vector<int>> stencil_graph(int e = 4) {
+  std::vector<int> index, edges;
+  for (int r = 0; r < e * e * e; ++r) {
+    const int c[3] = {r / (e * e), (r / e) % e, r % e};
+    for (int d = 0; d < 3; ++d)
+      for (const int step : {-1, 1}) {
+        int n[3] = {c[0], c[1], c[2]};
+        n[d] = (n[d] + step + e) % e;
+        edges.push_back((n[0] * e + n[1]) * e + n[2]);
+      }
+    index.push_back(static_cast<int>(edges.size()));
+  }
+  return {index, edges};
+}
+
+TEST(GraphMap, StencilInVirtualNodeModeFoldsTheNodesTasks) {
+  // 64 tasks on 4x4x2 in VN mode, scattered: the best embedding folds t and z into the grid's
+  // third dimension (x and y neighbours one hop, the third dimension's 0 and 1 alternately: 320
+  // hops over the edges as listed, both ends). The greedy embedding alone reached 1,296; with the
+  // swap search after it 576.
+  const auto s = torus_emu::Shape::parse("4x4x2");
+  const auto places = places_of(scattered(s, 2, 43));
+  const auto [index, edges] = stencil_graph();
+  const auto a = graph_map(s, places, index, edges);
+  expect_permutation(a, 64);
+  Graph g;
+  g.index.push_back(0);
+  g.index.insert(g.index.end(), index.begin(), index.end());
+  g.edges = edges;
+  EXPECT_EQ(total_hops(s, g, places, a), 320);
+}
+
+TEST(GraphMap, StencilOf512IsBoundedAndNearestNeighbour) {
+  // Every rank computes the placement: at 512 ranks it must stay well under a second.
+  const auto s = torus_emu::Shape::parse("8x8x8");
+  const auto places = places_of(scattered(s, 1, 7));
+  const auto [index, edges] = stencil_graph(8);
+  const auto start = std::chrono::steady_clock::now();
+  const auto a = graph_map(s, places, index, edges);
+  const auto ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start);
+  std::printf("graph_map 8x8x8 stencil on 512 scattered ranks: %.1f ms\n", ms.count());
+  EXPECT_LT(ms.count(), 1500.0);
+  expect_permutation(a, 512);
+  Graph g;
+  g.index.push_back(0);
+  g.index.insert(g.index.end(), index.begin(), index.end());
+  g.edges = edges;
+  EXPECT_EQ(total_hops(s, g, places, a), 6 * 512);
+}
+
 TEST(TorusDims, MatchesThePartition) {
   const auto s = torus_emu::Shape::parse("8x4x2");
   const auto m = torus_emu::Mapping::from_order(s, 1, "XYZ", 64);

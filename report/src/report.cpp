@@ -61,6 +61,11 @@ nlohmann::json parse(std::string_view text, std::string_view source) {
                 (truncated ? "truncated JSON (it ends early): "
                            : "malformed JSON at " + position(text, at) + ": ") +
                 printable_text(what, 200));
+  } catch (const nlohmann::json::out_of_range& e) {
+    // a number too large for a double: the library names the number but not where it is
+    std::string what = e.what();
+    if (const auto p = what.find("number overflow"); p != std::string::npos) what = what.substr(p);
+    throw Error(where + ": malformed JSON: " + printable_text(what, 200));
   } catch (const Error& e) {
     throw Error(where + ": " + e.what());
   }

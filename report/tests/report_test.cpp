@@ -135,6 +135,12 @@ TEST(Report, TruncatedFilesAreNamedAsSuch) {
   EXPECT_THAT(error_of(""), HasSubstr("stats.json: the file is empty"));
 }
 
+TEST(Report, NumbersBeyondADoubleAreMalformedJson) {
+  // nlohmann's parser reports these as out_of_range, not parse_error (input_fuzz found it)
+  EXPECT_THAT(error_of("{\"job\": {\"x\": 1001e3080}, \"tasks\": []}"),
+              HasSubstr("stats.json: malformed JSON: number overflow parsing '1001e3080'"));
+}
+
 TEST(Report, MalformedJsonIsNamedWithItsPosition) {
   EXPECT_THAT(error_of("{\n \"job\": {\n  \"shape\": 2x2x2\n }\n}"),
               HasSubstr("stats.json: malformed JSON at line 3, column 13"));

@@ -20,6 +20,7 @@
 #include "bgl/torus_emu/error.hpp"
 #include "bgl/torus_emu/mapping_optimizer.hpp"
 #include "bgl/torus_emu/user_text.hpp"
+#include "bgl/virtual_time/matrix_prediction.hpp"
 #include "matrix_input.hpp"
 
 namespace {
@@ -30,8 +31,9 @@ constexpr const char* kUsage =
     "usage: bglmap -np N [--shape XxYxZ] [--mesh DIMS] [--mode heater|coprocessor|vn]\n"
     "              [--mapping ORDER | --mapfile FILE] [--check] [-o FILE]\n"
     "       bglmap --matrix FILE --optimize [shape, mode and starting mapping as above]\n"
-    "              [--search-seed N] [--search-seconds S] [-o FILE]\n"
-    "       bglmap --matrix FILE --rate MAPFILE [-np N] [--shape XxYxZ] [--mesh DIMS] [--mode M]\n";
+    "              [--search-seed N] [--search-seconds S] [--vt-params FILE] [-o FILE]\n"
+    "       bglmap --matrix FILE --rate MAPFILE [-np N] [--shape XxYxZ] [--mesh DIMS] [--mode M]\n"
+    "              [--vt-params FILE]\n";
 
 constexpr const char* kHelp = R"(
 Writes, checks, rates and optimises rank mappings of an emulated Blue Gene/L partition. Without
@@ -59,6 +61,10 @@ Communication matrices (docs/CONFIGURATION.md, "bglmap --optimize and --rate"):
   --rate MAPFILE         rate MAPFILE for the matrix (report on standard output)
   --search-seed N        seed of the search (default 1; the same seed gives the same mapping)
   --search-seconds S     stop the search after S seconds (default 30; more than 0)
+  --vt-params FILE       the timing model's parameters for the predicted BG/L time, as bglrun
+                         --vt-params reads them (BGL_VT_PARAMS with BGL_VIRTUAL_TIME=1;
+                         default the built-in set);
+                         BGL_ML_EAGER_LIMIT sets the eager/rendezvous switch as for a run
   -h, --help             this text
   --version              print the version
 
@@ -82,6 +88,12 @@ std::string link_name(const torus_emu::Shape& shape, const torus_emu::MappingRat
          std::string(torus_emu::to_string(r.busiest_link.dir));
 }
 
+std::string microseconds(double us) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f", us);
+  return b;
+}
+
 std::string percent_over(std::uint64_t v, std::uint64_t bound) {
   if (bound == 0) return v == 0 ? "+0.0%" : "-";
   char b[32];
@@ -91,33 +103,85 @@ std::string percent_over(std::uint64_t v, std::uint64_t bound) {
   return b;
 }
 
+// One mapping as the report shows it.
+struct Rated {
+  std::string name;
+  torus_emu::MappingRating rating;
+  virtual_time::Prediction predicted;
+};
+
+// The timing model's parameters (--vt-params or BGL_VT_PARAMS, else the built-in set), their
+// name for the report, and the message layer's eager limit (BGL_ML_EAGER_LIMIT) as a run has it.
+struct Model {
+  virtual_time::Params params;
+  std::string source = "built-in parameters";
+  virtual_time::PredictOptions options;
+  double us(const virtual_time::Prediction& p) const { return p.cycles() / params.cpu_hz * 1e6; }
+};
+
+Model model_of(std::optional<std::string> file) {
+  Model m;
+  if (!file) file = env::get("BGL_VT_PARAMS");
+  if (file && !file->empty()) {
+    m.params = virtual_time::Params::from_file(*file);
+    m.source = "parameters " + printable(*file, 256);
+  }
+  if (const auto limit = env::get("BGL_ML_EAGER_LIMIT"))
+    m.options.eager_limit =
+        static_cast<std::uint64_t>(env::parse_int(*limit, "BGL_ML_EAGER_LIMIT", 0, 1ll << 31));
+  return m;
+}
+
+Rated rated(std::string name, const torus_emu::MappingRating& r, const bglmap::MatrixInput& input,
+            const torus_emu::Mapping& mapping, const Model& model) {
+  return {std::move(name), r,
+          virtual_time::predict_time(input.matrix, mapping, model.params, model.options)};
+}
+
 // The rating table: one row per mapping (named last: file names can be long), then the lower
-// bounds.
-std::string rating_table(
-    const torus_emu::Shape& shape,
-    const std::vector<std::pair<std::string, torus_emu::MappingRating>>& rows) {
+// bounds, then what the predicted time is.
+std::string rating_table(const torus_emu::Shape& shape, const std::vector<Rated>& rows,
+                         const Model& model) {
   std::string out;
-  char line[512];
-  std::snprintf(line, sizeof line, "  %18s %9s %9s %18s %-12s %9s  %s\n", "hop-bytes", "mean hops",
-                "vs bound", "busiest link (B)", "link", "vs bound", "mapping");
+  char line[640];
+  std::snprintf(line, sizeof line, "  %18s %9s %9s %18s %-12s %9s %14s  %s\n", "hop-bytes",
+                "mean hops", "vs bound", "busiest link (B)", "link", "vs bound", "predicted (us)",
+                "mapping");
   out += line;
-  const auto& bound = rows.front().second;
-  for (const auto& [name, r] : rows) {
-    std::snprintf(line, sizeof line, "  %18s %9.3f %9s %18s %-12s %9s  %s\n",
+  const auto& bound = rows.front().rating;
+  for (const auto& [name, r, p] : rows) {
+    std::snprintf(line, sizeof line, "  %18s %9.3f %9s %18s %-12s %9s %14.1f  %s\n",
                   grouped(r.hop_bytes).c_str(), r.mean_hops(),
                   percent_over(r.hop_bytes, r.hop_bytes_lower_bound).c_str(),
                   grouped(r.busiest_link_bytes).c_str(), link_name(shape, r).c_str(),
                   percent_over(r.busiest_link_bytes, r.busiest_link_lower_bound).c_str(),
-                  printable(name, 256).c_str());
+                  model.us(p), printable(name, 256).c_str());
     out += line;
   }
-  std::snprintf(line, sizeof line, "  %18s %9.3f %9s %18s %-12s %9s  %s\n",
+  std::snprintf(line, sizeof line, "  %18s %9.3f %9s %18s %-12s %9s %14s  %s\n",
                 grouped(bound.hop_bytes_lower_bound).c_str(),
                 bound.total_bytes ? static_cast<double>(bound.hop_bytes_lower_bound) /
                                         static_cast<double>(bound.total_bytes)
                                   : 0.0,
-                "", grouped(bound.busiest_link_lower_bound).c_str(), "", "", "lower bound");
+                "", grouped(bound.busiest_link_lower_bound).c_str(), "", "", "", "lower bound");
   out += line;
+  for (const auto& [name, r, p] : rows) {
+    std::snprintf(line, sizeof line,
+                  "  predicted %.1f us = max(busiest link %.1f us, busiest task %.1f us: rank "
+                  "%u) + latency %.1f us (%llu rounds); limited by the %s: %s\n",
+                  model.us(p), p.link_cycles / model.params.cpu_hz * 1e6,
+                  p.task_cycles / model.params.cpu_hz * 1e6, p.busiest_task,
+                  p.latency_cycles / model.params.cpu_hz * 1e6,
+                  static_cast<unsigned long long>(p.rounds), p.limit(),
+                  printable(name, 256).c_str());
+    out += line;
+  }
+  out +=
+      "  predicted: an estimate of the BG/L time of this traffic alone, all of it overlapping, "
+      "from the timing model's " +
+      model.source +
+      " (docs/VIRTUAL_TIME.md, \"Predicting a mapping's time\"); bglrun --virtual-time measures "
+      "it\n";
   return out;
 }
 
@@ -137,7 +201,7 @@ void write_output(const std::optional<std::string>& path, const std::string& tex
 int run(int argc, char** argv) {
   packet_layer::JobOptions o;
   bool check = false, optimize = false;
-  std::optional<std::string> matrix_file, rate_file, output;
+  std::optional<std::string> matrix_file, rate_file, output, vt_params;
   torus_emu::OptimizeOptions search;
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
@@ -167,6 +231,8 @@ int run(int argc, char** argv) {
       optimize = true;
     else if (a == "--rate")
       rate_file = value();
+    else if (a == "--vt-params")
+      vt_params = value();
     else if (a == "--search-seed")
       search.seed = static_cast<std::uint64_t>(
           env::parse_int(value(), a, 0, std::numeric_limits<std::int64_t>::max()));
@@ -192,6 +258,8 @@ int run(int argc, char** argv) {
     throw ConfigError(
         "--rate MAPFILE names the mapping; --mapping and --mapfile do not go with it");
   if (rate_file && output) throw ConfigError("--rate writes no mapping; -o does not go with it");
+  if (vt_params && !matrix_file)
+    throw ConfigError("--vt-params is for the predicted time of --optimize or --rate");
   std::optional<bglmap::MatrixInput> input;
   if (matrix_file) {
     input.emplace(bglmap::read_matrix(*matrix_file));
@@ -210,12 +278,19 @@ int run(int argc, char** argv) {
     std::string head = "bglmap: " + c.summary() + "; matrix " + from + ": " +
                        std::to_string(input->matrix.flows().size()) + " pairs, " +
                        grouped(input->matrix.total_bytes()) + " bytes\n";
+    const Model model = model_of(vt_params);
     if (rate_file) {
       const auto r = torus_emu::rate_mapping(input->matrix, c.mapping);
-      std::fputs((head + rating_table(c.shape, {{c.mapping_source, r}})).c_str(), stdout);
+      std::fputs(
+          (head +
+           rating_table(c.shape, {rated(c.mapping_source, r, *input, c.mapping, model)}, model))
+              .c_str(),
+          stdout);
       return 0;
     }
     const auto result = torus_emu::optimize_mapping(input->matrix, c.mapping, search);
+    const auto start = rated("start: " + c.mapping_source, result.before, *input, c.mapping, model);
+    const auto best = rated("optimised", result.after, *input, result.mapping, model);
     char note[512];
     std::snprintf(note, sizeof note,
                   "  search: greedy placement %s hop-bytes; %llu annealing moves (seed %llu)%s%s\n",
@@ -231,15 +306,11 @@ int run(int argc, char** argv) {
                        ": hop-bytes " + std::to_string(result.after.hop_bytes) + " (start " +
                        std::to_string(result.before.hop_bytes) + "), busiest link " +
                        std::to_string(result.after.busiest_link_bytes) + " bytes (start " +
-                       std::to_string(result.before.busiest_link_bytes) + ")\n" +
-                       result.mapping.to_text();
+                       std::to_string(result.before.busiest_link_bytes) + "), predicted " +
+                       microseconds(model.us(best.predicted)) + " us (start " +
+                       microseconds(model.us(start.predicted)) + ")\n" + result.mapping.to_text();
     write_output(output, text);
-    std::fputs((head +
-                rating_table(c.shape, {{"start: " + c.mapping_source, result.before},
-                                       {"optimised", result.after}}) +
-                note)
-                   .c_str(),
-               stderr);
+    std::fputs((head + rating_table(c.shape, {start, best}, model) + note).c_str(), stderr);
     return 0;
   }
   long total = 0;

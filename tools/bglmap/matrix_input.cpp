@@ -23,15 +23,30 @@ std::uint64_t unsigned_at(const json& v, const std::string& name, const std::str
   return v.get<std::uint64_t>();
 }
 
+// A member of `object` that must be a string (when present), printable; `fallback` when absent.
+std::string text_at(const json& object, const char* key, const std::string& name,
+                    const std::string& pointer, const std::string& fallback) {
+  const auto v = object.find(key);
+  if (v == object.end()) return fallback;
+  if (!v->is_string())
+    throw ConfigError(name + ": " + pointer + ": expected a string, found " +
+                      std::string(v->type_name()));
+  return printable(v->get_ref<const std::string&>(), 256);
+}
+
 torus_emu::CommMatrix from_statistics(const json& stats, const std::string& name) {
   const auto t = stats.find("traffic");
   if (t == stats.end() || !t->is_object())
     throw ConfigError(name +
                       ": no communication matrix (/traffic): the run did not record one "
                       "(a bglrun without it, or a job of more than 2048 tasks)");
-  if (!t->value("recorded", false))
+  const auto recorded = t->find("recorded");
+  if (recorded != t->end() && !recorded->is_boolean())
+    throw ConfigError(name + ": /traffic/recorded: expected true or false, found " +
+                      std::string(recorded->type_name()));
+  if (recorded == t->end() || !recorded->get<bool>())
     throw ConfigError(name + ": /traffic: the run did not record its communication matrix (" +
-                      printable(t->value("reason", std::string("no reason given"))) + ")");
+                      text_at(*t, "reason", name, "/traffic/reason", "no reason given") + ")");
   const auto tasks = unsigned_at(t->value("tasks", json()), name, "/traffic/tasks");
   if (tasks < 1 || tasks > static_cast<std::uint64_t>(torus_emu::CommMatrix::kMaxTasks))
     throw ConfigError(name + ": /traffic/tasks: " + std::to_string(tasks) + " is out of range 1.." +
@@ -53,12 +68,12 @@ torus_emu::CommMatrix from_statistics(const json& stats, const std::string& name
         throw ConfigError(name + ": " + at + ": expected [destination, bytes, messages]");
       const auto dest = unsigned_at(e[0], name, at + "/0");
       const auto bytes = unsigned_at(e[1], name, at + "/1");
-      unsigned_at(e[2], name, at + "/2");
+      const auto messages = unsigned_at(e[2], name, at + "/2");
       if (source >= tasks || dest >= tasks)
         throw ConfigError(name + ": " + at + ": rank " + std::to_string(std::max(source, dest)) +
                           " is out of range 0.." + std::to_string(tasks - 1));
       m.add(static_cast<torus_emu::Rank>(source), static_cast<torus_emu::Rank>(dest), bytes,
-            name + ": " + at);
+            messages, name + ": " + at);
     }
   }
   return m;
@@ -67,28 +82,32 @@ torus_emu::CommMatrix from_statistics(const json& stats, const std::string& name
 }  // namespace
 
 MatrixInput read_matrix(const std::filesystem::path& path) {
-  const std::string name = printable(path.string(), 256);
-  const std::string text = read_input_file(path, "communication matrix file", kMaxStatisticsBytes);
+  return parse_matrix(read_input_file(path, "communication matrix file", kMaxStatisticsBytes),
+                      path.string());
+}
+
+MatrixInput parse_matrix(std::string_view text, std::string_view source_name) {
+  const std::string name = printable(source_name, 256);
   const auto first = text.find_first_not_of(" \t\r\n");
   if (first == std::string::npos || text[first] != '{') {
     if (text.size() > kMaxInputFileBytes)
       throw ConfigError("cannot read communication matrix file " + name + ": it is " +
                         std::to_string(text.size()) + " bytes, more than the limit of " +
                         std::to_string(kMaxInputFileBytes) + " bytes for a plain matrix file");
-    return {torus_emu::CommMatrix::from_text(text, path.string()), std::nullopt};
+    return {torus_emu::CommMatrix::from_text(text, source_name), std::nullopt};
   }
   json stats;
   try {
-    stats = report::parse(text, path.string());
+    stats = report::parse(text, source_name);
   } catch (const report::Error& e) {
     throw ConfigError(e.what());
   }
   auto matrix = from_statistics(stats, name);
   std::string run;
   if (const auto job = stats.find("job"); job != stats.end() && job->is_object())
-    run = printable(job->value("shape", std::string("?"))) + " " +
-          printable(job->value("mode", std::string("?"))) + ", " +
-          printable(job->value("mapping", std::string("?")), 256);
+    run = text_at(*job, "shape", name, "/job/shape", "?") + " " +
+          text_at(*job, "mode", name, "/job/mode", "?") + ", " +
+          text_at(*job, "mapping", name, "/job/mapping", "?");
   return {std::move(matrix), run};
 }
 

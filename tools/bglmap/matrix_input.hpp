@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "bgl/torus_emu/comm_matrix.hpp"
 
@@ -17,5 +18,7 @@ struct MatrixInput {
 
 // Throws ConfigError naming the file and the line (plain) or JSON pointer (statistics) at fault.
 MatrixInput read_matrix(const std::filesystem::path& path);
+// The same for a file's text; `name` names it in errors.
+MatrixInput parse_matrix(std::string_view text, std::string_view name);
 
 }  // namespace bgl::bglmap

@@ -14,7 +14,8 @@ namespace bgl::torus_emu {
 namespace {
 
 constexpr std::string_view kFormat =
-    "expected \"tasks N\" first, then \"SOURCE DEST BYTES\" lines (docs/CONFIGURATION.md, "
+    "expected \"tasks N\" first, then \"SOURCE DEST BYTES [MESSAGES]\" lines "
+    "(docs/CONFIGURATION.md, "
     "\"Communication matrix files\")";
 
 std::vector<std::string_view> fields_of(std::string_view line) {
@@ -55,7 +56,8 @@ CommMatrix::CommMatrix(int tasks) : tasks_(tasks) {
                       " tasks, got " + std::to_string(tasks));
 }
 
-void CommMatrix::add(Rank source, Rank dest, std::uint64_t bytes, std::string_view where) {
+void CommMatrix::add(Rank source, Rank dest, std::uint64_t bytes, std::uint64_t messages,
+                     std::string_view where) {
   const std::string prefix = where.empty() ? std::string() : std::string(where) + ": ";
   for (const Rank r : {source, dest})
     if (r >= static_cast<Rank>(tasks_))
@@ -69,8 +71,8 @@ void CommMatrix::add(Rank source, Rank dest, std::uint64_t bytes, std::string_vi
   }
   if (total_ > std::numeric_limits<std::uint64_t>::max() - bytes)
     throw ConfigError(prefix + "the matrix's bytes add up to more than 2^64");
-  total_ += bytes;  // so no pair's sum can overflow when flows() merges duplicates
-  flows_.push_back({source, dest, bytes});
+  total_ += bytes;  // so no pair's sum of bytes can overflow when flows() merges duplicates
+  flows_.push_back({source, dest, bytes, messages});
 }
 
 const std::vector<Flow>& CommMatrix::flows() const {
@@ -81,9 +83,15 @@ const std::vector<Flow>& CommMatrix::flows() const {
   std::vector<Flow> merged;
   merged.reserve(flows_.size());
   for (const Flow& f : flows_) {
-    if (!merged.empty() && merged.back().source == f.source && merged.back().dest == f.dest)
+    if (!merged.empty() && merged.back().source == f.source && merged.back().dest == f.dest) {
       merged.back().bytes += f.bytes;  // bounded by total_, which add() checked
-    else
+      // one unknown count makes the pair's unknown; a sum past 2^64 saturates (no real run)
+      auto& m = merged.back().messages;
+      m = m && f.messages ? (m > std::numeric_limits<std::uint64_t>::max() - f.messages
+                                 ? std::numeric_limits<std::uint64_t>::max()
+                                 : m + f.messages)
+                          : 0;
+    } else
       merged.push_back(f);
   }
   flows_ = std::move(merged);
@@ -112,14 +120,21 @@ CommMatrix CommMatrix::from_text(std::string_view text, std::string_view source_
       m.emplace(tasks);
       continue;
     }
-    if (f.size() != 3)
+    if (f.size() != 3 && f.size() != 4)
       throw ConfigError(where + std::to_string(f.size()) + " fields; " + std::string(kFormat));
     const auto max_rank = static_cast<std::uint64_t>(m->tasks() - 1);
     const auto source = static_cast<Rank>(number(f[0], "source rank", max_rank, where));
     const auto dest = static_cast<Rank>(number(f[1], "destination rank", max_rank, where));
     const std::uint64_t bytes =
         number(f[2], "byte count", std::numeric_limits<std::uint64_t>::max(), where);
-    m->add(source, dest, bytes, where.substr(0, where.size() - 2));
+    const std::uint64_t messages =
+        f.size() == 4
+            ? number(f[3], "message count", std::numeric_limits<std::uint64_t>::max(), where)
+            : 0;
+    if (f.size() == 4 && messages == 0 && bytes > 0)
+      throw ConfigError(where +
+                        "a pair with bytes needs at least one message (or no MESSAGES field)");
+    m->add(source, dest, bytes, messages, where.substr(0, where.size() - 2));
   }
   if (!m) throw ConfigError(name + ": no \"tasks N\" line; " + std::string(kFormat));
   return std::move(*m);
@@ -130,11 +145,11 @@ CommMatrix CommMatrix::from_file(const std::filesystem::path& path) {
 }
 
 std::string CommMatrix::to_text() const {
-  std::string out =
-      "# communication matrix: SOURCE DEST BYTES\ntasks " + std::to_string(tasks_) + "\n";
+  std::string out = "# communication matrix: SOURCE DEST BYTES [MESSAGES]\ntasks " +
+                    std::to_string(tasks_) + "\n";
   for (const Flow& f : flows())
     out += std::to_string(f.source) + " " + std::to_string(f.dest) + " " + std::to_string(f.bytes) +
-           "\n";
+           (f.messages ? " " + std::to_string(f.messages) : std::string()) + "\n";
   return out;
 }
 

@@ -212,6 +212,14 @@ TEST(CommMatrixText, ReadsPairsAndAddsRepeatedOnes) {
   EXPECT_EQ(CommMatrix::from_text(m.to_text(), "again").flows(), m.flows());
 }
 
+TEST(CommMatrixText, MessageCountsAreOptionalAndAddUp) {
+  // a pair's count is known only when every line of it gives one
+  const auto m =
+      CommMatrix::from_text("tasks 3\n0 1 100 2\n0 1 50 1\n1 2 7\n2 0 10 1\n2 0 5\n", "m.txt");
+  EXPECT_EQ(m.flows(), (std::vector<Flow>{{0, 1, 150, 3}, {1, 2, 7, 0}, {2, 0, 15, 0}}));
+  EXPECT_EQ(CommMatrix::from_text(m.to_text(), "again").flows(), m.flows());
+}
+
 TEST(CommMatrixText, MalformedFilesNameTheFileAndLine) {
   EXPECT_THAT(matrix_error(""), HasSubstr("m.txt: no \"tasks N\" line"));
   EXPECT_THAT(matrix_error("0 1 5\n"), HasSubstr("m.txt:1: the first line must be \"tasks N\""));
@@ -219,7 +227,10 @@ TEST(CommMatrixText, MalformedFilesNameTheFileAndLine) {
   EXPECT_THAT(matrix_error("tasks x\n"), HasSubstr("m.txt:1: task count \"x\" is not"));
   EXPECT_THAT(matrix_error("tasks 99999999\n"), HasSubstr("m.txt:1: task count 99999999 is out"));
   EXPECT_THAT(matrix_error("tasks 4\n0 1\n"), HasSubstr("m.txt:2: 2 fields"));
-  EXPECT_THAT(matrix_error("tasks 4\n\n0 1 2 3\n"), HasSubstr("m.txt:3: 4 fields"));
+  EXPECT_THAT(matrix_error("tasks 4\n\n0 1 2 3 4\n"), HasSubstr("m.txt:3: 5 fields"));
+  EXPECT_THAT(matrix_error("tasks 4\n0 1 2 0\n"),
+              HasSubstr("m.txt:2: a pair with bytes needs at least one message"));
+  EXPECT_THAT(matrix_error("tasks 4\n0 1 2 -3\n"), HasSubstr("m.txt:2: message count \"-3\""));
   EXPECT_THAT(matrix_error("tasks 4\n0 4 1\n"),
               HasSubstr("m.txt:2: destination rank 4 is out of range 0..3"));
   EXPECT_THAT(matrix_error("tasks 4\n-1 2 1\n"), HasSubstr("m.txt:2: source rank \"-1\" is not"));

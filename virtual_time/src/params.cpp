@@ -100,7 +100,7 @@ double parse_value(std::string_view text, const std::string& where) {
   double v = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc{} || end != text.data() + text.size() || !std::isfinite(v))
-    throw ConfigError(where + ": '" + std::string(text.substr(0, 40)) + "' is not a number");
+    throw ConfigError(where + ": '" + printable(text, 40) + "' is not a number");
   if (v < 0) throw ConfigError(where + ": " + std::string(text) + " is negative");
   return v;
 }
@@ -146,7 +146,7 @@ Params Params::from_text(std::string_view text, std::string_view origin) {
     const auto name = trim(line.substr(0, eq));
     const ParamInfo* info = find(name);
     if (!info)
-      throw ConfigError(where + ": unknown parameter '" + std::string(name.substr(0, 40)) +
+      throw ConfigError(where + ": unknown parameter '" + printable(name, 40) +
                         "' (bglrun --vt-params-list shows them)");
     const double v = parse_value(trim(line.substr(eq + 1)), where);
     if (v == 0 && info->name != "cpu_factor" && info->unit != "cycles")

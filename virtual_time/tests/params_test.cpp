@@ -45,6 +45,9 @@ TEST(Params, ErrorsNameTheFileLineAndProblem) {
   EXPECT_THAT(error_of("hop_cycles = nan"), HasSubstr("not a number"));
   EXPECT_THAT(error_of("cpu_hz = 0"), HasSubstr("must be positive"));
   EXPECT_THROW(Params::from_file("/nonexistent/params"), ConfigError);
+  // hostile bytes are echoed escaped (input_fuzz found them raw)
+  EXPECT_THAT(error_of("link_\xb0\x1b[31m = 1"), HasSubstr("unknown parameter 'link_\\xb0\\x1b"));
+  EXPECT_THAT(error_of("hop_cycles = 1\xff"), HasSubstr("'1\\xff' is not a number"));
 }
 
 TEST(Params, TableNamesEveryParameterOnceAndJsonListsThem) {

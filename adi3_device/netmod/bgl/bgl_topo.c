@@ -11,9 +11,10 @@
 #include <bgl_nm_topo.h>
 
 static int topo_enabled = 1;
-/* Distributed graphs are placed only on request (BGL_NM_TOPO_DIST_GRAPH=1): their nodes are
- * ranks, so placing them moves every node's lists to another process, which MPICH's own tests
- * (topo/distgraph1, dgraph_unwgt) and codes written for MPICH's no-op reorder do not expect. */
+/* Distributed graphs are placed only on request (BGL_NM_TOPO_DIST_GRAPH=1). Placing one renames
+ * processes (each keeps its edges, their ranks translated), and codes written against MPICH's
+ * identity reorder, MPICH's own tests among them (topo/distgraph1, topo/dgraph_unwgt), pass
+ * reorder=1 yet keep using their comm_old ranks for the new communicator. */
 static int dist_graph_enabled_by_user = 0;
 
 /* Task (world rank) of every rank of comm. */
@@ -203,21 +204,43 @@ static int dist_graph_enabled(const MPIR_Comm * comm)
         comm->comm_kind == MPIR_COMM_KIND__INTRACOMM && MPIDI_BGL_global.idle != NULL;
 }
 
-/* MPI_Dist_graph_create with reorder (mpich_patches/0004): the graph's nodes are ranks, so the
- * gathered edges are placed and MPICH's edge exchange then runs on the new communicator, which
- * hands every edge to the processes now holding its end ranks. *newcomm stays NULL (MPICH's
- * placement) when the device's topologies are off or an edge names a rank outside comm. */
-int MPIDI_BGL_dist_graph_reorder(MPIR_Comm * comm, int n, const int sources[],
-                                 const int degrees[], const int destinations[],
-                                 MPIR_Comm ** newcomm);
-int MPIDI_BGL_dist_graph_reorder(MPIR_Comm * comm, int n, const int sources[],
-                                 const int degrees[], const int destinations[],
-                                 MPIR_Comm ** newcomm)
+/* Gathers every rank's edge pairs (old ranks of comm) and places them (place_edges). */
+static int place_gathered(MPIR_Comm * comm, const int *pairs, int npairs, MPIR_Comm ** newcomm,
+                          int **perm)
 {
-    int mpi_errno = MPI_SUCCESS, nedges = 0, *pairs = NULL, *all = NULL;
+    int mpi_errno = MPI_SUCCESS, *all = NULL;
     MPI_Aint *starts = NULL, total = 0;
 
+    mpi_errno = allgather_ints(comm, pairs, 2 * npairs, &all, &starts, &total);
+    MPIR_ERR_CHECK(mpi_errno);
+    mpi_errno = place_edges(comm, all, (int) (total / 2), newcomm, perm);
+    MPIR_ERR_CHECK(mpi_errno);
+
+  fn_exit:
+    MPL_free(all);
+    MPL_free(starts);
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
+/* MPI_Dist_graph_create with reorder (mpich_patches/0004): every edge any rank declared is
+ * gathered and the graph placed like an MPI_Graph_create graph. Reordering only renames the
+ * processes: MPICH's edge exchange still runs on comm, so every process keeps the edges that
+ * name it, and translates their ranks through *perm (new rank of every rank of comm) at the
+ * end. *newcomm stays NULL (MPICH's identity placement) when the device's topologies are off
+ * or an edge names a rank outside comm. */
+int MPIDI_BGL_dist_graph_reorder(MPIR_Comm * comm, int n, const int sources[],
+                                 const int degrees[], const int destinations[],
+                                 MPIR_Comm ** newcomm, int **perm);
+int MPIDI_BGL_dist_graph_reorder(MPIR_Comm * comm, int n, const int sources[],
+                                 const int degrees[], const int destinations[],
+                                 MPIR_Comm ** newcomm, int **perm)
+{
+    int mpi_errno = MPI_SUCCESS, nedges = 0, *pairs = NULL;
+
     *newcomm = NULL;
+    *perm = NULL;
     if (!dist_graph_enabled(comm))
         return MPI_SUCCESS;
     for (int i = 0; i < n; i++)
@@ -229,86 +252,50 @@ int MPIDI_BGL_dist_graph_reorder(MPIR_Comm * comm, int n, const int sources[],
             pairs[2 * e] = sources[i];
             pairs[2 * e + 1] = destinations[e];
         }
-    mpi_errno = allgather_ints(comm, pairs, 2 * nedges, &all, &starts, &total);
-    MPIR_ERR_CHECK(mpi_errno);
-    mpi_errno = place_edges(comm, all, (int) (total / 2), newcomm, NULL);
+    mpi_errno = place_gathered(comm, pairs, nedges, newcomm, perm);
     MPIR_ERR_CHECK(mpi_errno);
 
   fn_exit:
     MPL_free(pairs);
-    MPL_free(all);
-    MPL_free(starts);
     return mpi_errno;
   fn_fail:
     goto fn_exit;
 }
 
-/* MPI_Dist_graph_create_adjacent with reorder: rank r declared node r's neighbours, so every
- * rank's lists are gathered (indegree, outdegree, sources, destinations and, when weighted, the
- * weights), the out-edges placed, and *lists is a copy of the record of the node this rank now
- * holds (its new rank), laid out the same way. *newcomm stays NULL as above. */
+/* MPI_Dist_graph_create_adjacent with reorder: every rank's in- and out-edges (source -> this
+ * rank, this rank -> destination; a consistent graph thus counts each edge twice, which does not
+ * change the placement, and one that declares only one side is still placed) are gathered and
+ * placed. The process keeps its own lists and weights; MPICH translates their ranks through
+ * *perm. *newcomm stays NULL as above. */
 int MPIDI_BGL_dist_graph_adjacent_reorder(MPIR_Comm * comm, int indegree, const int sources[],
-                                          const int sourceweights[], int outdegree,
-                                          const int destinations[], const int destweights[],
-                                          MPIR_Comm ** newcomm, int **lists);
+                                          int outdegree, const int destinations[],
+                                          MPIR_Comm ** newcomm, int **perm);
 int MPIDI_BGL_dist_graph_adjacent_reorder(MPIR_Comm * comm, int indegree, const int sources[],
-                                          const int sourceweights[], int outdegree,
-                                          const int destinations[], const int destweights[],
-                                          MPIR_Comm ** newcomm, int **lists)
+                                          int outdegree, const int destinations[],
+                                          MPIR_Comm ** newcomm, int **perm)
 {
-    int mpi_errno = MPI_SUCCESS, *mine = NULL, *all = NULL, *pairs = NULL, *perm = NULL;
-    MPI_Aint *starts = NULL, total = 0;
-    const int size = comm->local_size;
-    const int weighted = sourceweights != MPI_UNWEIGHTED;       /* as MPICH decides it */
-    const int count = 2 + (indegree + outdegree) * (weighted ? 2 : 1);
+    int mpi_errno = MPI_SUCCESS, *pairs = NULL;
+    const int nedges = indegree + outdegree;
 
     *newcomm = NULL;
-    *lists = NULL;
+    *perm = NULL;
     if (!dist_graph_enabled(comm))
         return MPI_SUCCESS;
-    mine = MPL_malloc(sizeof(int) * (size_t) count, MPL_MEM_COMM);
-    MPIR_ERR_CHKANDJUMP(!mine, mpi_errno, MPI_ERR_OTHER, "**nomem");
-    mine[0] = indegree;
-    mine[1] = outdegree;
-    memcpy(mine + 2, sources, sizeof(int) * (size_t) indegree);
-    memcpy(mine + 2 + indegree, destinations, sizeof(int) * (size_t) outdegree);
-    if (weighted) {
-        memcpy(mine + 2 + indegree + outdegree, sourceweights, sizeof(int) * (size_t) indegree);
-        memcpy(mine + 2 + 2 * indegree + outdegree, destweights,
-               sizeof(int) * (size_t) outdegree);
-    }
-    mpi_errno = allgather_ints(comm, mine, count, &all, &starts, &total);
-    MPIR_ERR_CHECK(mpi_errno);
-
-    /* every node's out-edges */
-    int m = 0;
-    for (int r = 0; r < size; r++)
-        m += all[starts[r] + 1];
-    pairs = MPL_malloc(sizeof(int) * (size_t) (2 * m + 1), MPL_MEM_COMM);
+    pairs = MPL_malloc(sizeof(int) * (size_t) (2 * nedges + 1), MPL_MEM_COMM);
     MPIR_ERR_CHKANDJUMP(!pairs, mpi_errno, MPI_ERR_OTHER, "**nomem");
-    for (int r = 0, e = 0; r < size; r++) {
-        const int *rec = all + starts[r];
-        for (int j = 0; j < rec[1]; j++, e++) {
-            pairs[2 * e] = r;
-            pairs[2 * e + 1] = rec[2 + rec[0] + j];
-        }
+    for (int i = 0; i < indegree; i++) {
+        pairs[2 * i] = sources[i];
+        pairs[2 * i + 1] = comm->rank;
     }
-    mpi_errno = place_edges(comm, pairs, m, newcomm, &perm);
+    for (int i = 0; i < outdegree; i++) {
+        pairs[2 * (indegree + i)] = comm->rank;
+        pairs[2 * (indegree + i) + 1] = destinations[i];
+    }
+    mpi_errno = place_gathered(comm, pairs, nedges, newcomm, perm);
     MPIR_ERR_CHECK(mpi_errno);
-    if (*newcomm) {
-        const MPI_Aint node = perm[comm->rank];
-        const MPI_Aint bytes = sizeof(int) * (starts[node + 1] - starts[node]);
-        *lists = MPL_malloc((size_t) bytes, MPL_MEM_COMM);
-        MPIR_ERR_CHKANDJUMP(!*lists, mpi_errno, MPI_ERR_OTHER, "**nomem");
-        memcpy(*lists, all + starts[node], (size_t) bytes);
-    }
 
   fn_exit:
-    MPL_free(mine);
-    MPL_free(all);
-    MPL_free(starts);
     MPL_free(pairs);
-    MPL_free(perm);
     return mpi_errno;
   fn_fail:
     goto fn_exit;

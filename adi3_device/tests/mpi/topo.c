@@ -1,8 +1,8 @@
 /* Torus-aware process topologies: MPI_Dims_create, MPI_Cart_create/MPI_Cart_map and
- * MPI_Graph_create/MPI_Graph_map with and without reorder. Prints the torus hops between
- * topology neighbours (measured with MPIX_Rank2torus) for bglrun's test driver to judge, and
- * checks that every communicator is a correct one: members, coordinates and ranks agree, and
- * messages to the neighbours arrive. */
+ * MPI_Graph_create/MPI_Graph_map with and without reorder (distributed graphs: distgraph.c). Prints
+ * the torus hops between topology neighbours (measured with MPIX_Rank2torus) for bglrun's test
+ * driver to judge, and checks that every communicator is a correct one: members, coordinates and
+ * ranks agree, and messages to the neighbours arrive. */
 #include <mpix.h>
 
 #include "mpitest.h"
@@ -128,45 +128,6 @@ static void graph_ring(void) {
   free(edges);
 }
 
-/* The same ring as a distributed graph, both ways of declaring it: node i -> i + 1. The nodes
- * are ranks, so after reorder the process with rank j holds node j: its neighbours are j - 1
- * and j + 1 whichever process it is. */
-static void dist_graph_ring(void) {
-  const int next = (mt_rank + 1) % mt_size, prev = (mt_rank + mt_size - 1) % mt_size;
-  for (int adjacent = 0; adjacent <= 1; adjacent++)
-    for (int reorder = 0; reorder <= 1; reorder++) {
-      MPI_Comm g;
-      /* weights: the node's own number on its out-edge, checked below */
-      const int wout = 1000 + mt_rank, win = 1000 + prev;
-      if (adjacent) {
-        MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 1, &prev, &win, 1, &next, &wout,
-                                       MPI_INFO_NULL, reorder, &g);
-      } else {
-        const int one = 1;
-        MPI_Dist_graph_create(MPI_COMM_WORLD, 1, &mt_rank, &one, &next, &wout, MPI_INFO_NULL,
-                              reorder, &g);
-      }
-      int me, indeg, outdeg, weighted, in = -1, out = -1, iw = -1, ow = -1, got = -1;
-      MPI_Comm_rank(g, &me);
-      MPI_Dist_graph_neighbors_count(g, &indeg, &outdeg, &weighted);
-      MT_CHECK(indeg == 1 && outdeg == 1 && weighted, "dist graph degrees %d %d weighted %d", indeg,
-               outdeg, weighted);
-      MPI_Dist_graph_neighbors(g, 1, &in, &iw, 1, &out, &ow);
-      const int want_in = (me + mt_size - 1) % mt_size, want_out = (me + 1) % mt_size;
-      MT_CHECK(in == want_in && out == want_out && iw == 1000 + want_in && ow == 1000 + me,
-               "dist graph node %d: neighbours %d %d weights %d %d", me, in, out, iw, ow);
-      MPI_Sendrecv(&me, 1, MPI_INT, out, 0, &got, 1, MPI_INT, in, 0, g, MPI_STATUS_IGNORE);
-      MT_CHECK(got == in, "dist graph: got %d from %d", got, in);
-      int h = hops(g, me, out), max = 0, sum = 0;
-      MPI_Allreduce(&h, &max, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-      MPI_Allreduce(&h, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-      if (mt_rank == 0)
-        printf("%s ring reorder=%d: max hops %d, total hops %d\n",
-               adjacent ? "dist graph adjacent" : "dist graph", reorder, max, sum);
-      MPI_Comm_free(&g);
-    }
-}
-
 int main(int argc, char** argv) {
   mt_init(&argc, &argv);
   MPIX_Hardware(&hw);
@@ -183,6 +144,5 @@ int main(int argc, char** argv) {
     cart(1, line, 0, "line");
   }
   graph_ring();
-  dist_graph_ring();
   return mt_finish("topo");
 }

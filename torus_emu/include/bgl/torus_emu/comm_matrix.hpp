@@ -3,8 +3,9 @@
 // plain text file (format below) or built by a caller (bglmap reads bglrun's statistics JSON).
 //
 // Plain format: '#' starts a comment, blank lines are ignored; the first line is "tasks N"; then
-// one "SOURCE DEST BYTES" line per pair (decimal integers, ranks 0..N-1); a pair listed twice
-// adds up.
+// one "SOURCE DEST BYTES [MESSAGES]" line per pair (decimal integers, ranks 0..N-1); a pair listed
+// twice adds up. MESSAGES (how many messages carried the bytes) is optional: without it the
+// pair's message count is unknown (0), which the time prediction estimates from the bytes.
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -19,6 +20,7 @@ struct Flow {
   Rank source = 0;
   Rank dest = 0;
   std::uint64_t bytes = 0;
+  std::uint64_t messages = 0;  // 0: not known
   bool operator==(const Flow&) const = default;
 };
 
@@ -30,7 +32,12 @@ class CommMatrix {
   explicit CommMatrix(int tasks);
   // Adds bytes from source to dest; throws ConfigError naming `where` when a rank is out of range
   // or the pair's total would overflow.
-  void add(Rank source, Rank dest, std::uint64_t bytes, std::string_view where = {});
+  void add(Rank source, Rank dest, std::uint64_t bytes, std::string_view where = {}) {
+    add(source, dest, bytes, 0, where);
+  }
+  // The same with the number of messages that carried them (0: not known).
+  void add(Rank source, Rank dest, std::uint64_t bytes, std::uint64_t messages,
+           std::string_view where);
 
   // Throws ConfigError as "<source_name>:<line>: <problem>" (or "<source_name>: <problem>").
   static CommMatrix from_text(std::string_view text, std::string_view source_name);
