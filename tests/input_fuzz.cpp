@@ -363,7 +363,7 @@ std::vector<Target> targets() {
                  {}};
   network.run = [](Fuzzer&, const std::string& text) {
     return parsed_or_config_error("fuzz.net", [&] {
-      const auto net = collectives::grid::HostNetwork::parse(text, "fuzz.net");
+      const auto net = collectives::wide_area::HostNetwork::parse(text, "fuzz.net");
       for (int s = 0; s < net.hosts(); ++s)
         for (int r = 0; r < net.hosts(); ++r)
           if (s != r && !(net.bandwidth(s, r) > 0)) throw Failure{"accepted a bandwidth <= 0"};
@@ -378,7 +378,7 @@ std::vector<Target> targets() {
                {}};
   plain.run = [](Fuzzer&, const std::string& text) {
     return parsed_or_config_error("fuzz.matrix",
-                                  [&] { check_matrix(map::parse_matrix(text, "fuzz.matrix")); });
+                                  [&] { check_matrix(bglmap::parse_matrix(text, "fuzz.matrix")); });
   };
   out.push_back(std::move(plain));
 
@@ -390,7 +390,7 @@ std::vector<Target> targets() {
   stats.run = [](Fuzzer& f, const std::string& text) {
     const std::string input = f.chance(30) ? random_statistics(f) : text;
     return parsed_or_config_error("fuzz.json",
-                                  [&] { check_matrix(map::parse_matrix(input, "fuzz.json")); });
+                                  [&] { check_matrix(bglmap::parse_matrix(input, "fuzz.json")); });
   };
   out.push_back(std::move(stats));
 
