@@ -73,18 +73,21 @@ available=""
 for v in $variants; do
   case "$v" in
     bgl | bgl_vt)
-      [ -x "$work/mpi_scale.bgl" ] || "$prefix/bin/mpicc" -O2 -o "$work/mpi_scale.bgl" "$src" ||
-        { echo "scale.sh: cannot compile $src with $prefix/bin/mpicc" >&2; exit 1; }
+      [ -x "$work/mpi_scale.bgl" ] ||
+        "$prefix/bin/mpicc" -O2 -o "$work/mpi_scale.bgl" "$src" > "$work/cc.log" 2>&1 ||
+        { cat "$work/cc.log" >&2; echo "scale.sh: cannot compile $src with $prefix/bin/mpicc" >&2; exit 1; }
       available+=" $v" ;;
     simgrid)
       if command -v smpicc > /dev/null && command -v smpirun > /dev/null; then
-        smpicc -O2 -o "$work/mpi_scale.simgrid" "$src" && simgrid_platform && available+=" $v"
+        smpicc -O2 -o "$work/mpi_scale.simgrid" "$src" > "$work/cc.log" 2>&1 && simgrid_platform &&
+          available+=" $v" || echo "# simgrid: smpicc failed: $(tail -1 "$work/cc.log")"
       else
         echo "# simgrid: not installed (apt-get install libsimgrid-dev)"
       fi ;;
     openmpi)
       if command -v mpicc.openmpi > /dev/null && command -v mpirun.openmpi > /dev/null; then
-        mpicc.openmpi -O2 -o "$work/mpi_scale.openmpi" "$src" && available+=" $v"
+        mpicc.openmpi -O2 -o "$work/mpi_scale.openmpi" "$src" > "$work/cc.log" 2>&1 &&
+          available+=" $v" || echo "# openmpi: mpicc.openmpi failed: $(tail -1 "$work/cc.log")"
       else
         echo "# openmpi: not installed (apt-get install openmpi-bin libopenmpi-dev)"
       fi ;;
