@@ -45,15 +45,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 src=$repo/adi3_device/bench/mpi_scale.c
 
-geometry() {
-  case "$1" in
-    8) echo "-np 8 --shape 2x2x2" ;;
-    64) echo "-np 64 --shape 4x4x4" ;;
-    512) echo "-np 512 --shape 8x8x8" ;;
-    1024) echo "-np 1024 --shape 8x8x8 --mode vn" ;;
-    *) echo "scale.sh: no geometry for $1 tasks" >&2; exit 2 ;;
-  esac
-}
+# shellcheck source=geometry.sh
+source "$(dirname "$0")/geometry.sh"
 
 # SimGrid's platform: 1,024 hosts on an 8x8x16 torus with BG/L's numbers (a node's two cores at
 # 700 MHz, 2 flops a cycle; a torus link 1.4 Gb/s each way; about 100 ns a hop).

@@ -12,15 +12,8 @@ sizes=${2:-"64 512 1024"}
 bin=${BGL_BIN:-build/bin}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-geometry() {
-  case "$1" in
-    8) echo "-np 8 --shape 2x2x2" ;;
-    64) echo "-np 64 --shape 4x4x4" ;;
-    512) echo "-np 512 --shape 8x8x8" ;;
-    1024) echo "-np 1024 --shape 8x8x8 --mode vn" ;;
-    *) echo "startup.sh: no geometry for $1 tasks" >&2; exit 2 ;;
-  esac
-}
+# shellcheck source=geometry.sh
+source "$(dirname "$0")/geometry.sh"
 echo "# $(date -u +%FT%TZ) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "layer tasks rep launch_s ready_s shutdown_s total_s"
 for ((rep = 1; rep <= reps; rep++)); do

@@ -32,15 +32,8 @@ settings() {
     *) echo "wait_policy.sh: unknown variant '$1'" >&2; exit 2 ;;
   esac
 }
-geometry() {
-  case "$1" in
-    8) echo "-np 8 --shape 2x2x2" ;;
-    64) echo "-np 64 --shape 4x4x4" ;;
-    512) echo "-np 512 --shape 8x8x8" ;;
-    1024) echo "-np 1024 --shape 8x8x8 --mode vn" ;;
-    *) echo "wait_policy.sh: no geometry for $1 tasks" >&2; exit 2 ;;
-  esac
-}
+# shellcheck source=geometry.sh
+source "$(dirname "$0")/geometry.sh"
 
 echo "# $(date -u +%FT%TZ) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "variant tasks rep wall_s barrier/dissemination barrier/gi allreduce8/recursive_doubling allreduce8/tree collnet/gi_period collnet/allreduce256"

@@ -30,12 +30,12 @@ static double realtime_ns(void) {
   return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
-static void fail(const char *phase, int rank) {
+static void fail(const char* phase, int rank) {
   fprintf(stderr, "mpi_scale: rank %d: wrong result in %s\n", rank, phase);
   MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
-static void report(int rank, const char *phase, int count, double seconds) {
+static void report(int rank, const char* phase, int count, double seconds) {
   if (rank == 0) printf("scale %s %d %.3f\n", phase, count, seconds * 1e6 / count);
 }
 
@@ -51,7 +51,8 @@ static double allreduces(int rank, int size) {
 
 static double barriers(void) {
   const double start = MPI_Wtime();
-  for (int i = 0; i < kBarriers; ++i) MPI_Barrier(MPI_COMM_WORLD);
+  for (int i = 0; i < kBarriers; ++i)
+    MPI_Barrier(MPI_COMM_WORLD);
   return MPI_Wtime() - start;
 }
 
@@ -60,7 +61,8 @@ static double alltoalls(int rank, int size) {
   if (!out || !in) fail("alltoall (memory)", rank);
   const double start = MPI_Wtime();
   for (int i = 0; i < kAlltoalls; ++i) {
-    for (int p = 0; p < size; ++p) out[p] = (uint64_t)rank << 32 | (uint64_t)p << 8 | (uint64_t)i;
+    for (int p = 0; p < size; ++p)
+      out[p] = (uint64_t)rank << 32 | (uint64_t)p << 8 | (uint64_t)i;
     MPI_Alltoall(out, 8, MPI_BYTE, in, 8, MPI_BYTE, MPI_COMM_WORLD);
     for (int p = 0; p < size; ++p)
       if (in[p] != ((uint64_t)p << 32 | (uint64_t)rank << 8 | (uint64_t)i)) fail("alltoall", rank);
@@ -80,7 +82,8 @@ static double halos(int rank, int size) {
   int me;
   MPI_Comm_rank(grid, &me);
   int peer[6];
-  for (int d = 0; d < 3; ++d) MPI_Cart_shift(grid, d, 1, &peer[2 * d], &peer[2 * d + 1]);
+  for (int d = 0; d < 3; ++d)
+    MPI_Cart_shift(grid, d, 1, &peer[2 * d], &peer[2 * d + 1]);
   static unsigned char out[6][kHaloBytes], in[6][kHaloBytes];
   MPI_Request req[12];
   const double start = MPI_Wtime();
@@ -89,7 +92,8 @@ static double halos(int rank, int size) {
       memset(out[n], (me * 7 + i) & 0xff, kHaloBytes);
       MPI_Irecv(in[n], kHaloBytes, MPI_BYTE, peer[n], n ^ 1, grid, &req[n]);
     }
-    for (int n = 0; n < 6; ++n) MPI_Isend(out[n], kHaloBytes, MPI_BYTE, peer[n], n, grid, &req[6 + n]);
+    for (int n = 0; n < 6; ++n)
+      MPI_Isend(out[n], kHaloBytes, MPI_BYTE, peer[n], n, grid, &req[6 + n]);
     MPI_Waitall(12, req, MPI_STATUSES_IGNORE);
     for (int n = 0; n < 6; ++n)
       if (in[n][0] != ((peer[n] * 7 + i) & 0xff) || in[n][kHaloBytes - 1] != in[n][0])
@@ -100,7 +104,7 @@ static double halos(int rank, int size) {
   return seconds;
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   const double entered = realtime_ns();
   MPI_Init(&argc, &argv);
   int rank, size;

@@ -1,5 +1,5 @@
-/* Task program for the message layer's C ABI (bgl/message_layer/bgl_msg.h), compiled as C11 and run by
- * bglrun from ml_launcher_test.cpp.
+/* Task program for the message layer's C ABI (bgl/message_layer/bgl_msg.h), compiled as C11 and run
+ * by bglrun from ml_launcher_test.cpp.
  *
  *   c_api_test null        bgl_msg_init(NULL): the program was started by bglrun
  *   c_api_test host DIR    bgl_msg_init with a host bootstrap whose barrier and allgather are
