@@ -53,8 +53,11 @@ std::uint64_t wait_until(packet_layer::Doorbell& bell, Ready&& ready,
     ++sleeps;
     worked = false;
     backoff.note_sleep(&bell);
-    packet_layer::sleep_on_either(bell, meanwhile.bell ? *meanwhile.bell : bell, ready_or_work,
-                                  std::min<std::chrono::microseconds>(interval, policy.max_sleep));
+    const bool quiet =
+        meanwhile.unannounced && !meanwhile.unannounced(meanwhile.unannounced_context);
+    packet_layer::sleep_on_either(
+        bell, meanwhile.bell ? *meanwhile.bell : bell, ready_or_work,
+        std::min<std::chrono::microseconds>(quiet ? meanwhile.last : interval, policy.max_sleep));
     if (worked) {
       backoff.reset();
       interval = meanwhile.first;

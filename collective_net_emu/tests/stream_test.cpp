@@ -387,6 +387,40 @@ TEST(GlobalInterruptTest, AWaitingTaskAnswersPacketsAsTheyArrive) {
   EXPECT_EQ(late, 0) << "a ping waited for the interval, not for the doorbell";
 }
 
+// A waiting task whose side work has nothing that no doorbell announces sleeps until the barrier
+// completes (one sleep, or two if woken by its own doorbell); with such work pending it re-checks
+// on the doubling interval (1, 2, 4, ... ms over the 300 ms the peer takes). Many tasks on few
+// cores cannot afford time-outs that wake a task with nothing to do.
+TEST(GlobalInterruptTest, AWaitWithNothingUnannouncedSleepsThrough) {
+  for (const bool pending : {false, true}) {
+    InProcessJob job(2, "2x1x1");
+    packet_layer::WaitPolicy sleepy;
+    sleepy.spin_rounds = 0;
+    sleepy.yield_rounds = 0;
+    sleepy.max_sleep = 30s;
+    std::uint64_t sleeps = 0;
+    job.run([&](torus_emu::Rank rank) {
+      packet_layer::Endpoint ep(job.machine(), rank, 0, job.policy());
+      GlobalInterrupt gi(job.machine(), rank, sleepy);
+      if (rank == 1) {
+        std::this_thread::sleep_for(300ms);
+        gi.barrier();
+        return;
+      }
+      Meanwhile m{[](void*) { return false; }, nullptr, &ep.doorbell(), 1ms, 30s};
+      m.unannounced = [](const void* p) { return *static_cast<const bool*>(p); };
+      m.unannounced_context = &pending;
+      gi.set_meanwhile(m);
+      gi.barrier();
+      sleeps = gi.sleeps();
+    });
+    if (pending)
+      EXPECT_GE(sleeps, 5u);
+    else
+      EXPECT_LE(sleeps, 2u);
+  }
+}
+
 TEST(PointToPoint, TasksTalkToTheRootAndBack) {
   Options options;
   options.inbox_packets = 2;

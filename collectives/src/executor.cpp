@@ -159,13 +159,21 @@ void Executor::set_progress(ProgressRound round, void* context, ProgressRound me
   progress_round_ = round;
   progress_context_ = context;
   if (!net_) return;
-  packet_layer::Doorbell* packets = &layer_.endpoint().doorbell();
-  if (round)
-    net_->set_meanwhile({meanwhile ? meanwhile : round, context, packets});
-  else
-    net_->set_meanwhile(
-        {[](void* l) { return static_cast<message_layer::MessageLayer*>(l)->advance(); }, &layer_,
-         packets});
+  collective_net_emu::Meanwhile m;
+  m.bell = &layer_.endpoint().doorbell();
+  if (round) {
+    m.round = meanwhile ? meanwhile : round;
+    m.context = context;
+  } else {
+    m.round = [](void* l) { return static_cast<message_layer::MessageLayer*>(l)->advance(); };
+    m.context = &layer_;
+  }
+  // The device's sends go through the same layer, so its state answers for both.
+  m.unannounced = [](const void* l) {
+    return !static_cast<const message_layer::MessageLayer*>(l)->idle();
+  };
+  m.unannounced_context = &layer_;
+  net_->set_meanwhile(m);
 }
 
 void Executor::progress(bool busy) {

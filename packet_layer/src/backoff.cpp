@@ -16,9 +16,12 @@ WaitPolicy WaitPolicy::for_job(int tasks) {
   WaitPolicy p;
   const long cores = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
   if (tasks > cores) {
-    // Oversubscribed: the packet we wait for can only come if we give the core away soon.
-    p.spin_rounds = 64;
-    p.yield_rounds = tasks > 4 * cores ? 4 : 16;
+    // Oversubscribed: what we wait for can only come if we give the core away, and to the task
+    // that will make it. A yield gives it to whichever task the scheduler prefers (often another
+    // waiter, or nobody: the yielder itself), while every wake-up here is targeted (the awaited
+    // event rings the waiter's doorbell), so a waiter sleeps at once.
+    p.spin_rounds = 0;
+    p.yield_rounds = 0;
   }
   if (auto v = env::get_int("BGL_SPIN", 0, 100'000'000)) p.spin_rounds = static_cast<int>(*v);
   if (auto v = env::get_int("BGL_YIELD", 0, 100'000'000)) p.yield_rounds = static_cast<int>(*v);

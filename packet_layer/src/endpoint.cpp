@@ -51,8 +51,6 @@ Endpoint::Endpoint(const Machine& machine, torus_emu::Rank rank, int group,
       rng_(machine.config().seed * 0x9e3779b97f4a7c15ULL + rank + 1),
       links_(machine.shape()),
       backoff_(policy) {
-  if (!enable_asymmetric_fences())
-    spdlog::debug("membarrier(2) unavailable: producers fence every packet (slower streaming)");
   for (int i = 0; i < kReceptionFifos; ++i) {
     fifos_[static_cast<std::size_t>(i)] = machine.fifo(node_, group, i);
     fifos_[static_cast<std::size_t>(i)].attach_consumer();

@@ -1,5 +1,6 @@
 #include "bgl/packet_layer/machine.hpp"
 
+#include <spdlog/spdlog.h>
 #include <boost/crc.hpp>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "bgl/packet_layer/asymmetric_fence.hpp"
 #include "bgl/torus_emu/distance.hpp"
 #include "bgl/torus_emu/error.hpp"
 
@@ -60,7 +62,8 @@ struct SegmentHeader {
   RegionEntry regions[kMaxRegions];
   // Placement: hosts, this host, transport, node -> host table (uint16 per node).
   std::uint32_t hosts, this_host, transport, local_tasks;
-  std::uint32_t occupied_nodes, unused;  // nodes that host tasks: the FIFO storage's node slots
+  std::uint32_t occupied_nodes;  // nodes that host tasks: the FIFO storage's node slots
+  std::uint32_t fences;          // FenceMode, the same for every process of the job on this host
   std::uint64_t node_host_offset, outbound_offset, stores_offset;
   std::uint64_t job_id;
   std::uint64_t vt_offset;  // 0: virtual time off
@@ -340,6 +343,8 @@ Machine Machine::format(std::span<std::byte> segment, const JobConfig& config) {
       new (&m.store_ring(static_cast<torus_emu::Rank>(r))) StoreRing{};
   }
   h->local_tasks = static_cast<std::uint32_t>(m.local_tasks());
+  h->fences = static_cast<std::uint32_t>(fence_mode_for_host(m.local_tasks()));
+  use_fences(static_cast<FenceMode>(h->fences));
   h->control_crc = crc_of(m.description());
   // Publish last: a reader that sees the magic sees a fully formatted segment.
   std::atomic_thread_fence(std::memory_order_release);
@@ -429,6 +434,10 @@ Machine Machine::attach(std::span<std::byte> segment) {
                       std::to_string(m.occupied_.size()) + ")");
   if (m.tasks_offset_ != h->tasks_offset || Layout(m.config_).total != h->total_bytes)
     throw ConfigError("shared-memory segment layout does not match its job description");
+  if (h->fences > static_cast<std::uint32_t>(FenceMode::symmetric))
+    throw ConfigError("shared-memory segment has an unknown fence mode");
+  if (!use_fences(m.fences()) && m.fences() == FenceMode::asymmetric)
+    spdlog::debug("membarrier(2) unavailable: producers fence every packet (slower streaming)");
   return m;
 }
 
@@ -475,6 +484,11 @@ ReceptionFifo Machine::fifo(torus_emu::NodeId node, int group, int index) const 
 
 Doorbell& Machine::doorbell(torus_emu::NodeId node, int group) const {
   return doorbell_in_slot(checked_slot(node), group);
+}
+
+FenceMode Machine::fences() const {
+  return static_cast<FenceMode>(
+      std::launder(reinterpret_cast<const SegmentHeader*>(segment_.data()))->fences);
 }
 
 int Machine::local_tasks() const {

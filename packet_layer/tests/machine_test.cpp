@@ -1429,5 +1429,81 @@ TEST_F(EndpointTest, ThreadsExchangingPacketsUnderBackpressureLoseNothing) {
   RecordProperty("injection_full", static_cast<int>(sender.counters().injection_full));
 }
 
+// ---------------------------------------------------------------------------------------------
+// Which side of the doorbell handshake fences
+
+TEST(FenceMode, ChosenByTasksPerCoreUnlessBglFencesSaysOtherwise) {
+  ScopedEnv env;
+  env.unset("BGL_FENCES");
+  const int cores = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+  EXPECT_EQ(fence_mode_for_host(cores), FenceMode::asymmetric);
+  EXPECT_EQ(fence_mode_for_host(cores + 1), FenceMode::symmetric);
+  env.set("BGL_FENCES", "auto");
+  EXPECT_EQ(fence_mode_for_host(cores + 1), FenceMode::symmetric);
+  env.set("BGL_FENCES", "asymmetric");
+  EXPECT_EQ(fence_mode_for_host(cores + 1), FenceMode::asymmetric);
+  env.set("BGL_FENCES", "symmetric");
+  EXPECT_EQ(fence_mode_for_host(1), FenceMode::symmetric);
+  env.set("BGL_FENCES", "sometimes");
+  EXPECT_THAT(config_error([] { fence_mode_for_host(1); }),
+              ::testing::AllOf(HasSubstr("BGL_FENCES=sometimes"),
+                               HasSubstr("auto, asymmetric or symmetric")));
+}
+
+// The launcher decides once; every process that attaches reads the segment, whatever its own
+// environment says, so that producers and sleepers of one job always agree.
+TEST(FenceMode, RecordedInTheSegmentAndReadByEveryProcess) {
+  for (const FenceMode mode : {FenceMode::asymmetric, FenceMode::symmetric}) {
+    ScopedEnv env;
+    env.set("BGL_FENCES", std::string(to_string(mode)).c_str());
+    Job job(job_options(8, "2x2x2"));
+    EXPECT_EQ(job.machine.fences(), mode);
+    env.set("BGL_FENCES", mode == FenceMode::symmetric ? "asymmetric" : "symmetric");
+    EXPECT_EQ(Machine::attach(job.memory.span()).fences(), mode);
+  }
+}
+
+// Two tasks hand a packet back and forth, each sleeping at once on its doorbell with only a 20 s
+// safety net: one lost wake-up would cost 20 s, so the whole exchange finishing in seconds shows
+// that neither fence mode loses a ring.
+TEST(FenceMode, NoWakeUpIsLostInEitherMode) {
+  constexpr int kRounds = 500;
+  WaitPolicy sleepy;
+  sleepy.spin_rounds = 0;
+  sleepy.yield_rounds = 0;
+  sleepy.max_sleep = 20s;
+  for (const FenceMode mode : {FenceMode::asymmetric, FenceMode::symmetric}) {
+    ScopedEnv env;
+    env.set("BGL_FENCES", std::string(to_string(mode)).c_str());
+    Job job(job_options(2, "2x1x1"), sleepy);
+    ASSERT_EQ(job.machine.fences(), mode);
+    Endpoint& zero = job.ep(0);
+    Endpoint& one = job.ep(1);
+    const auto start = std::chrono::steady_clock::now();
+    const auto receive = [](Endpoint& ep) {
+      std::optional<FifoRef> f;
+      while (!(f = ep.poll()))
+        ep.wait();
+      ep.discard(*f);
+    };
+    const auto send = [](Endpoint& ep, Destination peer) {
+      while (ep.inject(0, to(peer), kNoPayload) != InjectStatus::ok)
+        ep.advance();
+    };
+    std::thread other([&] {
+      for (int i = 0; i < kRounds; ++i) {
+        receive(one);
+        send(one, {0, 0});
+      }
+    });
+    for (int i = 0; i < kRounds; ++i) {
+      send(zero, {1, 0});
+      receive(zero);
+    }
+    other.join();
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 10s) << to_string(mode);
+  }
+}
+
 }  // namespace
 }  // namespace bgl::packet_layer

@@ -9,8 +9,10 @@
 // sleeps on its own doorbell and on `bell` at once, the doorbell that rings when that work may
 // have something to do (the task's packet arrivals), so a packet is answered within a wake-up.
 // Work that no doorbell announces (packets waiting to be injected) is still run at least every
-// kMeanwhileFirst .. kMeanwhileLast, an interval that doubles while nothing happens. The wait does
-// the idling, so the round must not sleep itself (it would not wake for the wire).
+// kMeanwhileFirst .. kMeanwhileLast, an interval that doubles while nothing happens; while
+// `unannounced` says there is none, the wait sleeps the longest interval at once (with many tasks
+// per core, a short sleep's time-out is a wake-up that takes a core from a task with work). The
+// wait does the idling, so the round must not sleep itself (it would not wake for the wire).
 #include <chrono>
 
 #include "bgl/packet_layer/doorbell.hpp"
@@ -27,6 +29,9 @@ struct Meanwhile {
       nullptr;  // rings when the round may find work; none: only the interval
   // The interval for work no doorbell announces.
   std::chrono::microseconds first = kMeanwhileFirst, last = kMeanwhileLast;
+  // Whether the round may have work that no doorbell announces; none: it may, always.
+  bool (*unannounced)(const void* context) = nullptr;
+  const void* unannounced_context = nullptr;
   explicit operator bool() const { return round != nullptr; }
 };
 

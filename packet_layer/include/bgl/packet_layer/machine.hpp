@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "bgl/packet_layer/asymmetric_fence.hpp"
 #include "bgl/packet_layer/backoff.hpp"
 #include "bgl/packet_layer/doorbell.hpp"
 #include "bgl/packet_layer/job_barrier.hpp"
@@ -108,6 +109,8 @@ class Machine {
     return config_.placement.local(config_.mapping.location(rank).node);
   }
   int local_tasks() const;
+  // Which side of a doorbell handshake fences (asymmetric_fence.hpp), chosen when formatted.
+  FenceMode fences() const;
   std::uint64_t job_id() const { return config_.job_id; }
 
   // A node that hosts no task has no FIFOs: asking for them throws std::invalid_argument.
