@@ -957,6 +957,21 @@ TEST_F(Mpi, DistGraphReorderKeepsEveryRankWhenTheMappingIsAlreadyBest) {
   }
 }
 
+TEST_F(Mpi, TopologySwitchesRejectUnreadableValues) {
+  // A misspelt switch stops MPI_Init naming the variable and its value, instead of meaning "off".
+  for (const std::string var : {"BGL_NM_TOPO_DIST_GRAPH", "BGL_NM_TOPO"}) {
+    const auto r =
+        run_process({kBglrun, "-np", "2", "--shape", "2x1x1", "--timeout", "60", program("hello")},
+                    90, {var + "=maybe"});
+    EXPECT_NE(r.exit_code, 0) << var << "\n" << r.output;
+    EXPECT_THAT(r.output, HasSubstr(var + "=maybe: expected 0 or 1")) << r.output;
+  }
+  const auto ok =
+      run_process({kBglrun, "-np", "2", "--shape", "2x1x1", "--timeout", "60", program("hello")},
+                  90, {"BGL_NM_TOPO_DIST_GRAPH=yes", "BGL_NM_TOPO="});
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+}
+
 TEST_F(Mpi, CartReorderOffWithBglNmTopo0) {
   // BGL_NM_TOPO=0 leaves MPICH's placement (the identity): a scattered mapping stays scattered.
   const auto map = scattered_mapfile("topo-off.map", 4, 2, 2, 1, 37);
