@@ -7,6 +7,7 @@
 #include <limits>
 #include <numeric>
 #include <queue>
+#include <utility>
 
 #include "bgl/torus_emu/comm_matrix.hpp"
 #include "bgl/torus_emu/distance.hpp"
@@ -387,19 +388,123 @@ std::vector<int> identity(int m) {
   return a;
 }
 
-// The candidate with the fewest hops; the first one (the identity) on ties.
+// The candidate with the fewest hops, then the shortest longest edge (a ring may close with one
+// long edge or with single hops at the same total); the first one (the identity) on ties.
 std::vector<int> best_of(const torus_emu::Shape& shape, const Graph& g,
                          std::span<const Place> places, std::vector<std::vector<int>> candidates) {
   std::size_t best = 0;
-  long best_cost = std::numeric_limits<long>::max();
+  std::pair<long, int> best_cost{std::numeric_limits<long>::max(), 0};
   for (std::size_t c = 0; c < candidates.size(); ++c) {
-    const long cost = total_hops(shape, g, places, candidates[c]);
+    const std::pair<long, int> cost{total_hops(shape, g, places, candidates[c]),
+                                    max_hops(shape, g, places, candidates[c])};
     if (cost < best_cost) {
       best_cost = cost;
       best = c;
     }
   }
   return std::move(candidates[best]);
+}
+
+// The graph's nodes in cycle order when the graph, read undirected and without self-edges or
+// repeated edges, is one cycle through all of them (a ring, however it was declared); nullopt
+// otherwise.
+std::optional<std::vector<int>> cycle_order(const Graph& g) {
+  const int m = g.size();
+  if (m < 3) return std::nullopt;
+  auto adj = undirected(g);
+  for (int u = 0; u < m; ++u) {
+    auto& a = adj[static_cast<std::size_t>(u)];
+    std::sort(a.begin(), a.end());
+    a.erase(std::unique(a.begin(), a.end()), a.end());
+    a.erase(std::remove(a.begin(), a.end(), u), a.end());
+    if (a.size() != 2) return std::nullopt;
+  }
+  std::vector<int> order{0};
+  for (int prev = -1, cur = 0; static_cast<int>(order.size()) < m;) {
+    const auto& a = adj[static_cast<std::size_t>(cur)];
+    const int next = a[0] == prev ? a[1] : a[0];
+    if (next == 0) return std::nullopt;  // closed early: several cycles
+    order.push_back(next);
+    prev = cur;
+    cur = next;
+  }
+  return order;
+}
+
+// The place at the box's slot with offsets phys (x, y, z and the index into box.ts).
+int slot_place(const torus_emu::Shape& shape, const Box& box, const std::array<int, 4>& phys) {
+  const torus_emu::Coord node{box.lo[0] + phys[0], box.lo[1] + phys[1], box.lo[2] + phys[2]};
+  const int t = box.ts[static_cast<std::size_t>(phys[kT])];
+  return box.rank_of_slot[static_cast<std::size_t>(shape.node_id(node)) * 2 +
+                          static_cast<std::size_t>(t)];
+}
+
+// For every box dimension of even extent a (the layers) and every order of the others (their
+// snake, r slots long): the cycle along the snake on layer 0, back and forth over snake slots
+// 1..r-1 on layers 1..a-1 (ending on slot 1 of the last layer, a - 1 being odd), and home over
+// slot 0 of layers a-1..1. Every step is one hop (or stays on the node) whether the box wraps
+// or not; the snake over all the box's dimensions (foldings) needs a wrap-around to close.
+std::vector<std::vector<int>> comb_cycles(const torus_emu::Shape& shape, const Box& box) {
+  std::vector<std::vector<int>> cycles;
+  for (std::size_t a = 0; a < box.dims.size(); ++a) {
+    const PhysDim layer = box.dims[a];
+    if (layer.extent % 2 != 0) continue;
+    std::vector<PhysDim> rest;
+    for (std::size_t j = 0; j < box.dims.size(); ++j)
+      if (j != a) rest.push_back(box.dims[j]);
+    if (rest.empty()) continue;
+    const auto less = [](const PhysDim& x, const PhysDim& y) { return x.which < y.which; };
+    std::sort(rest.begin(), rest.end(), less);
+    std::vector<int> extents(rest.size()), digits(rest.size());
+    do {
+      int r = 1;
+      for (std::size_t j = 0; j < rest.size(); ++j)
+        r *= extents[j] = rest[j].extent;
+      std::vector<int> cycle;
+      cycle.reserve(static_cast<std::size_t>(layer.extent * r));
+      const auto visit = [&](int i, int s) {
+        std::array<int, 4> phys{};
+        phys[static_cast<std::size_t>(layer.which)] = i;
+        snake_digits(s, extents, digits);
+        for (std::size_t j = 0; j < rest.size(); ++j)
+          phys[static_cast<std::size_t>(rest[j].which)] = digits[j];
+        cycle.push_back(slot_place(shape, box, phys));
+      };
+      for (int s = 0; s < r; ++s)
+        visit(0, s);
+      for (int i = 1; i < layer.extent; ++i)
+        for (int k = 1; k < r; ++k)
+          visit(i, i % 2 == 1 ? r - k : k);
+      for (int i = layer.extent - 1; i >= 1; --i)
+        visit(i, 0);
+      cycles.push_back(std::move(cycle));
+    } while (std::next_permutation(rest.begin(), rest.end(), less));
+  }
+  return cycles;
+}
+
+// Ring placements for a graph that is one cycle through all the places: the cycle laid along
+// every snake and comb cycle of the box the places fill (each step one hop or on the same node
+// wherever the box has a Hamiltonian cycle of such steps: a wrapping dimension, or one of even
+// extent). Empty when the graph is no such cycle or the places fill no box.
+std::vector<std::vector<int>> ring_candidates(const torus_emu::Shape& shape, const Graph& g,
+                                              std::span<const Place> places) {
+  std::vector<std::vector<int>> result;
+  if (static_cast<std::size_t>(g.size()) != places.size()) return result;
+  const auto cycle = cycle_order(g);
+  const auto box = filled_box(shape, places);
+  if (!cycle || !box) return result;
+  const std::array<int, 1> ring{g.size()};
+  auto paths = foldings(shape, places, ring);  // position k of a 1-D grid -> place
+  for (auto& c : comb_cycles(shape, *box))
+    paths.push_back(std::move(c));
+  for (const auto& path : paths) {
+    std::vector<int> assignment(places.size());
+    for (std::size_t k = 0; k < path.size(); ++k)
+      assignment[static_cast<std::size_t>((*cycle)[k])] = path[k];
+    result.push_back(std::move(assignment));
+  }
+  return result;
 }
 
 }  // namespace
@@ -463,7 +568,12 @@ std::vector<int> graph_map(const torus_emu::Shape& shape, std::span<const Place>
     g.index.push_back(end);
   g.edges.assign(edges.begin(), edges.end());
   std::vector<std::vector<int>> candidates{identity(g.size())};
-  if (places.size() <= kGreedyLimit) {
+  for (auto& r : ring_candidates(shape, g, places))
+    candidates.push_back(std::move(r));
+  const bool perfect = std::any_of(candidates.begin() + 1, candidates.end(), [&](const auto& c) {
+    return max_hops(shape, g, places, c) <= 1;
+  });
+  if (!perfect && places.size() <= kGreedyLimit) {
     candidates.push_back(greedy(shape, g, places));
     improve_by_swaps(shape, g, places, candidates.back());
   }

@@ -43,10 +43,14 @@ std::vector<int> cart_map(const torus_emu::Shape& shape, std::span<const Place> 
                           std::span<const int> dims, std::span<const int> periods);
 
 // The same for an MPI graph (index/edges as MPI_Graph_create takes them) of nnodes <= places.size()
-// nodes: the identity, a greedy embedding improved by swaps (up to 1,024 ranks) or, when an edge
-// is still longer than one hop and the graph's nodes are every slot of the partition (up to 512),
-// bglmap's mapping optimiser (torus_emu::optimize_mapping, fixed seed, no time cap); whichever has
-// the fewest hops over the graph's edges (the identity on ties).
+// nodes: the identity; for a graph that is one cycle through all the places (a ring) when they
+// fill a box, the ring laid along the box's Hamiltonian cycles (snakes closed by a wrap-around,
+// and combs over a dimension of even extent: every edge one hop or on one node wherever the box
+// has such a cycle); unless one of those already has every edge within one hop, a greedy
+// embedding improved by swaps (up to 1,024 ranks); when an edge is still longer than one hop and
+// the graph's nodes are every slot of the partition (up to 512), bglmap's mapping optimiser
+// (torus_emu::optimize_mapping, fixed seed, no time cap); whichever has the fewest hops over the
+// graph's edges (the identity on ties).
 std::vector<int> graph_map(const torus_emu::Shape& shape, std::span<const Place> places,
                            std::span<const int> index, std::span<const int> edges);
 

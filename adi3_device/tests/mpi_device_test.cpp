@@ -797,6 +797,8 @@ void expect_nonmatching_shapes_correct(const std::string& output) {
     const auto id = topo_line(output, ring + " reorder=0");
     EXPECT_GE(re.total_hops, 0) << ring << "\n" << output;
     EXPECT_LE(re.total_hops, id.total_hops) << ring;
+    // the job fills its torus partition: the ring follows one of its Hamiltonian cycles
+    EXPECT_EQ(re.max_hops, 1) << ring << "\n" << output;
   }
 }
 
@@ -864,7 +866,7 @@ TEST_F(Mpi, CartReorderVirtualNodeFoldsTheNodesTasks) {
 // One line of distgraph.c's report: hops of every process's declared out-edges, and of the
 // graph numbered by the new ranks.
 struct DistGraphLine {
-  int max_hops = -1, total_hops = -1, new_max_hops = -1, new_total_hops = -1;
+  int max_hops = -1, total_hops = -1, new_max_hops = -1, new_total_hops = -1, renamed = -1;
 };
 
 DistGraphLine distgraph_line(const std::string& output, const std::string& label) {
@@ -872,8 +874,8 @@ DistGraphLine distgraph_line(const std::string& output, const std::string& label
   const auto at = output.find("distgraph " + label + ":");
   if (at == std::string::npos) return l;
   std::sscanf(output.c_str() + at + label.size() + 11,
-              " max hops %d, total hops %d; by new rank: max hops %d, total hops %d", &l.max_hops,
-              &l.total_hops, &l.new_max_hops, &l.new_total_hops);
+              " max hops %d, total hops %d; by new rank: max hops %d, total hops %d; renamed %d",
+              &l.max_hops, &l.total_hops, &l.new_max_hops, &l.new_total_hops, &l.renamed);
   return l;
 }
 
@@ -898,6 +900,7 @@ void expect_dist_graph_placed(const std::string& out, bool heater) {
     const auto ring_id = distgraph_line(out, "ring " + how + " reorder=0");
     const auto ring_re = distgraph_line(out, "ring " + how + " reorder=1");
     EXPECT_LT(ring_re.new_total_hops, ring_id.new_total_hops / 2) << how << "\n" << out;
+    EXPECT_EQ(ring_re.new_max_hops, 1) << how << "\n" << out;  // a Hamiltonian cycle
   }
 }
 
@@ -932,6 +935,41 @@ TEST_F(Mpi, DistGraphReorderKeepsEveryProcesssEdges) {
         EXPECT_EQ(re.new_total_hops, re.total_hops) << g << " " << how << "\n" << off.output;
       }
   }
+}
+
+TEST_F(Mpi, DistGraphReorderKeepsEveryRankWhenTheMappingIsAlreadyBest) {
+  // 4x4x4 with the default mapping: the row-major 4x4x4 stencil already has every neighbour one
+  // hop away, so reorder renames no process (the identity wins ties); the ring by world ranks has
+  // 2-hop edges where x wraps, so it is placed, onto single hops.
+  const auto r = run_process(
+      {kBglrun, "-np", "64", "--shape", "4x4x4", "--timeout", "200", program("distgraph")}, 240,
+      {"BGL_NM_TOPO_DIST_GRAPH=1"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("distgraph: OK (64 ranks, 0 errors)"));
+  for (const std::string how : {"adjacent", "create", "create-foreign"}) {
+    const auto stencil = distgraph_line(r.output, "stencil " + how + " reorder=1");
+    EXPECT_EQ(stencil.renamed, 0) << how << "\n" << r.output;
+    EXPECT_EQ(stencil.new_max_hops, 1) << how;
+    const auto ring = distgraph_line(r.output, "ring " + how + " reorder=1");
+    EXPECT_GT(ring.renamed, 0) << how;
+    EXPECT_EQ(ring.new_max_hops, 1) << how;
+    EXPECT_GT(distgraph_line(r.output, "ring " + how + " reorder=0").new_max_hops, 1) << how;
+  }
+}
+
+TEST_F(Mpi, TopologySwitchesRejectUnreadableValues) {
+  // A misspelt switch stops MPI_Init naming the variable and its value, instead of meaning "off".
+  for (const std::string var : {"BGL_NM_TOPO_DIST_GRAPH", "BGL_NM_TOPO"}) {
+    const auto r =
+        run_process({kBglrun, "-np", "2", "--shape", "2x1x1", "--timeout", "60", program("hello")},
+                    90, {var + "=maybe"});
+    EXPECT_NE(r.exit_code, 0) << var << "\n" << r.output;
+    EXPECT_THAT(r.output, HasSubstr(var + "=maybe: expected 0 or 1")) << r.output;
+  }
+  const auto ok =
+      run_process({kBglrun, "-np", "2", "--shape", "2x1x1", "--timeout", "60", program("hello")},
+                  90, {"BGL_NM_TOPO_DIST_GRAPH=yes", "BGL_NM_TOPO="});
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
 }
 
 TEST_F(Mpi, CartReorderOffWithBglNmTopo0) {

@@ -11,6 +11,7 @@
 #include <numeric>
 #include <random>
 #include <set>
+#include <string_view>
 
 #include "bgl/torus_emu/distance.hpp"
 
@@ -179,6 +180,93 @@ TEST(GraphMap, RingOnAScatteredTorusBecomesNearestNeighbour) {
   std::iota(id.begin(), id.end(), 0);
   EXPECT_LT(total_hops(s, g, places, a), total_hops(s, g, places, id));
   EXPECT_LE(total_hops(s, g, places, a), 2 * 16 + 8);  // a greedy ring: nearly all single hops
+}
+
+// An n-ring as an MPI graph: each edge on both ends (MPI_Graph_create's way), or only i -> i+1 (a
+// distributed graph whose processes declare their out-edges).
+std::pair<std::vector<int>, std::vector<int>> ring_graph(int n, bool both_ends = true) {
+  std::vector<int> index, edges;
+  for (int i = 0; i < n; ++i) {
+    if (both_ends) edges.push_back((i + n - 1) % n);
+    edges.push_back((i + 1) % n);
+    index.push_back(static_cast<int>(edges.size()));
+  }
+  return {index, edges};
+}
+
+Graph as_graph(const std::vector<int>& index, const std::vector<int>& edges) {
+  Graph g;
+  g.index.push_back(0);
+  g.index.insert(g.index.end(), index.begin(), index.end());
+  g.edges = edges;
+  return g;
+}
+
+// The largest torus distance between consecutive ring members under assignment.
+int max_ring_hops(const torus_emu::Shape& s, const std::vector<Place>& places,
+                  const std::vector<int>& a) {
+  const int n = static_cast<int>(a.size());
+  int worst = 0;
+  for (int i = 0; i < n; ++i)
+    worst =
+        std::max(worst, torus_emu::distance(s, places[static_cast<std::size_t>(a[i])].node,
+                                            places[static_cast<std::size_t>(a[(i + 1) % n])].node));
+  return worst;
+}
+
+TEST(GraphMap, RingIsAllSingleHopsWhereTheBoxHasAHamiltonianCycle) {
+  // Tori, meshes (no wrap-around: the comb cycle over an even dimension) and virtual-node mode
+  // (the node's two tasks next to each other), from scattered mappings, the ring declared on
+  // both ends or one way only. The greedy embedding left 2- and 3-hop edges on all of these.
+  struct Case {
+    const char* shape;
+    const char* mesh;
+    int tpn;
+  };
+  for (const auto& c : {Case{"4x4x2", "", 1}, Case{"4x4x4", "", 1}, Case{"8x8x8", "", 1},
+                        Case{"4x4x2", "xyz", 1}, Case{"3x4x2", "xyz", 1}, Case{"6x2x1", "", 1},
+                        Case{"4x4x2", "", 2}, Case{"4x3x1", "xyz", 2}})
+    for (const bool both_ends : {true, false}) {
+      const auto s = torus_emu::Shape::parse(c.shape, c.mesh);
+      const auto places = places_of(scattered(s, c.tpn, 53));
+      const int n = static_cast<int>(places.size());
+      const auto [index, edges] = ring_graph(n, both_ends);
+      const auto a = graph_map(s, places, index, edges);
+      expect_permutation(a, n);
+      EXPECT_EQ(max_ring_hops(s, places, a), 1)
+          << c.shape << " mesh:" << c.mesh << " tpn " << c.tpn << " both " << both_ends;
+      // a torus in VN mode: every other edge within a node, n / 2 single hops per direction
+      if (c.tpn == 2 && std::string_view(c.mesh).empty()) {
+        EXPECT_EQ(total_hops(s, as_graph(index, edges), places, a), (both_ends ? 2 : 1) * n / 2)
+            << c.shape;
+      }
+    }
+}
+
+TEST(GraphMap, RingOnARingWithoutAHamiltonianCycleStillImproves) {
+  // A 3x3 mesh in heater mode has 9 nodes: no cycle of single hops exists (a grid graph is
+  // bipartite); the placement is still no worse than the identity and has no edge over 2 hops.
+  const auto s = torus_emu::Shape::parse("3x3x1", "xyz");
+  const auto places = places_of(scattered(s, 1, 3));
+  const auto [index, edges] = ring_graph(9);
+  const auto a = graph_map(s, places, index, edges);
+  expect_permutation(a, 9);
+  std::vector<int> id(9);
+  std::iota(id.begin(), id.end(), 0);
+  const auto g = as_graph(index, edges);
+  EXPECT_LE(total_hops(s, g, places, a), total_hops(s, g, places, id));
+  EXPECT_EQ(max_ring_hops(s, places, a), 2);
+}
+
+TEST(GraphMap, RingAlreadyOnSingleHopsKeepsTheIdentity) {
+  // A 16-ring on 16x1x1 with the default mapping: nothing to gain, so no process is renamed.
+  const auto s = torus_emu::Shape::parse("16x1x1");
+  const auto places = places_of(torus_emu::Mapping::from_order(s, 1, "XYZT", 16));
+  const auto [index, edges] = ring_graph(16);
+  const auto a = graph_map(s, places, index, edges);
+  std::vector<int> id(16);
+  std::iota(id.begin(), id.end(), 0);
+  EXPECT_EQ(a, id);
 }
 
 // A periodic e x e x e stencil as an MPI graph (every edge on both ends), row-major like MPI's

@@ -348,15 +348,39 @@ static int dims_create(int nnodes, int ndims, int dims[])
     goto fn_exit;
 }
 
+/* A switch in MPICH's spellings (1/0, yes/no, true/false, on/off; unset or empty keeps *value).
+ * A value that is none of them stops MPI_Init with its name rather than silently meaning "off". */
+static int env_switch(const char *name, int *value)
+{
+    int mpi_errno = MPI_SUCCESS;
+    static char msg[256];
+    const char *v = getenv(name);
+    if (v != NULL && *v != '\0' && MPL_env2bool(name, value) < 0) {
+        snprintf(msg, sizeof(msg), "%s=%s: expected 0 or 1 (or yes/no, true/false, on/off)",
+                 name, getenv(name));
+        MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**fail", "**fail %s", msg);
+    }
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
+}
+
 int MPIDI_BGL_topo_init(void)
 {
-    const char *v = getenv("BGL_NM_TOPO");
-    topo_enabled = !(v && strcmp(v, "0") == 0);
-    v = getenv("BGL_NM_TOPO_DIST_GRAPH");
-    dist_graph_enabled_by_user = v && strcmp(v, "1") == 0;
+    int mpi_errno = MPI_SUCCESS;
+    topo_enabled = 1;
+    dist_graph_enabled_by_user = 0;
+    mpi_errno = env_switch("BGL_NM_TOPO", &topo_enabled);
+    MPIR_ERR_CHECK(mpi_errno);
+    mpi_errno = env_switch("BGL_NM_TOPO_DIST_GRAPH", &dist_graph_enabled_by_user);
+    MPIR_ERR_CHECK(mpi_errno);
     if (topo_enabled)
         MPIR_Process.dimsCreate = dims_create;
-    return MPI_SUCCESS;
+  fn_exit:
+    return mpi_errno;
+  fn_fail:
+    goto fn_exit;
 }
 
 void MPIDI_BGL_topo_comm_init(MPIR_Comm * comm)

@@ -6,28 +6,13 @@
  * weightedness as declared; the neighbours are the declared ones translated to the new ranks,
  * with their weights (in the declared order for the adjacent form; as a multiset for the other,
  * whose order MPICH's edge exchange decides); MPI_Neighbor_allgather brings every in-neighbour's
- * new rank. Prints the torus hops of every out-edge (MPIX_Rank2torus) for the test driver. */
+ * new rank. Prints the torus hops of every out-edge (MPIX_Rank2torus) and how many processes
+ * reorder renamed, for the test driver. */
 #include <mpix.h>
 
 #include "mpitest.h"
 
 enum { kMaxDegree = 6 };
-
-static MPIX_Hardware_t hw;
-
-/* Torus hops between two world ranks. */
-static int hops(int a, int b) {
-  int ca[4], cb[4], h = 0;
-  MPIX_Rank2torus(a, ca);
-  MPIX_Rank2torus(b, cb);
-  for (int d = 0; d < 3; d++) {
-    int delta = abs(ca[d] - cb[d]);
-    const int e = (int)hw.Size[d];
-    if (hw.isTorus[d] && e - delta < delta) delta = e - delta;
-    h += delta;
-  }
-  return h;
-}
 
 /* The weight of edge a -> b (world ranks): both ends readable back. */
 static int weight(int a, int b) {
@@ -160,7 +145,7 @@ static void check(struct graph (*of)(int), enum how how, int reorder) {
   /* torus hops of this process's out-edges (world ranks: the process is the same) */
   int max = 0, sum = 0, total_max = 0, total_sum = 0;
   for (int i = 0; i < g.degree; i++) {
-    const int h = hops(mt_rank, g.out[i]);
+    const int h = mt_torus_hops(mt_rank, g.out[i]);
     sum += h;
     if (h > max) max = h;
   }
@@ -174,18 +159,21 @@ static void check(struct graph (*of)(int), enum how how, int reorder) {
     int worlds[kMaxDegree];
     MPI_Group_translate_ranks(group, ng.degree, ng.out, world, worlds);
     for (int i = 0; i < ng.degree; i++) {
-      const int h = hops(mt_rank, worlds[i]);
+      const int h = mt_torus_hops(mt_rank, worlds[i]);
       nsum += h;
       if (h > nmax) nmax = h;
     }
   }
   MPI_Allreduce(&nmax, &tnmax, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   MPI_Allreduce(&nsum, &tnsum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  /* processes whose rank reorder changed */
+  int renamed = me != mt_rank, total_renamed = 0;
+  MPI_Allreduce(&renamed, &total_renamed, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   if (mt_rank == 0)
     printf(
         "distgraph %s %s reorder=%d: max hops %d, total hops %d; by new rank: max hops %d, "
-        "total hops %d\n",
-        g.name, label, reorder, total_max, total_sum, tnmax, tnsum);
+        "total hops %d; renamed %d\n",
+        g.name, label, reorder, total_max, total_sum, tnmax, tnsum, total_renamed);
   MPI_Group_free(&group);
   MPI_Group_free(&world);
   MPI_Comm_free(&c);
@@ -193,7 +181,6 @@ static void check(struct graph (*of)(int), enum how how, int reorder) {
 
 int main(int argc, char** argv) {
   mt_init(&argc, &argv);
-  MPIX_Hardware(&hw);
   MT_CHECK(MPI_Dims_create(mt_size, 3, dims) == MPI_SUCCESS, "Dims_create");
   if (mt_rank == 0) printf("dims %d %d %d\n", dims[0], dims[1], dims[2]);
   for (int how = kAdjacent; how <= kCreateForeign; how++)

@@ -56,4 +56,27 @@ static int mt_finish(const char* name) {
   return total ? 1 : 0;
 }
 
+#ifdef MPIX_H
+/* Torus hops between two world ranks (MPIX_Rank2torus; the shorter way round where a dimension
+ * wraps). For the programs that include <mpix.h> before this header. */
+static int mt_torus_hops(int a, int b) {
+  static MPIX_Hardware_t hw;
+  static int have_hw;
+  if (!have_hw) {
+    MPIX_Hardware(&hw);
+    have_hw = 1;
+  }
+  int ca[4], cb[4], h = 0;
+  MPIX_Rank2torus(a, ca);
+  MPIX_Rank2torus(b, cb);
+  for (int d = 0; d < 3; d++) {
+    int delta = abs(ca[d] - cb[d]);
+    const int e = (int)hw.Size[d];
+    if (hw.isTorus[d] && e - delta < delta) delta = e - delta;
+    h += delta;
+  }
+  return h;
+}
+#endif
+
 #endif

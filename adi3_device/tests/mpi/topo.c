@@ -7,8 +7,6 @@
 
 #include "mpitest.h"
 
-static MPIX_Hardware_t hw;
-
 static int world_of(MPI_Comm comm, int crank) {
   MPI_Group g, w;
   int out;
@@ -22,16 +20,7 @@ static int world_of(MPI_Comm comm, int crank) {
 
 /* Torus hops between two ranks of comm. */
 static int hops(MPI_Comm comm, int a, int b) {
-  int ca[4], cb[4], h = 0;
-  MPIX_Rank2torus(world_of(comm, a), ca);
-  MPIX_Rank2torus(world_of(comm, b), cb);
-  for (int d = 0; d < 3; d++) {
-    int delta = abs(ca[d] - cb[d]);
-    const int e = (int)hw.Size[d];
-    if (hw.isTorus[d] && e - delta < delta) delta = e - delta;
-    h += delta;
-  }
-  return h;
+  return mt_torus_hops(world_of(comm, a), world_of(comm, b));
 }
 
 /* Max and sum of hops to the +1 neighbour in every dimension, over all members; checks that a
@@ -130,7 +119,6 @@ static void graph_ring(void) {
 
 int main(int argc, char** argv) {
   mt_init(&argc, &argv);
-  MPIX_Hardware(&hw);
   int dims[3] = {0, 0, 0}, periods[3] = {1, 1, 1};
   MT_CHECK(MPI_Dims_create(mt_size, 3, dims) == MPI_SUCCESS, "Dims_create");
   if (mt_rank == 0) printf("dims %d %d %d\n", dims[0], dims[1], dims[2]);
