@@ -199,6 +199,20 @@ TEST(Launcher, OnlyTheTimeoutStopsTasksBlockedElsewhereOrWithDetectionOff) {
   EXPECT_THAT(r.output, HasSubstr("BGL_DEADLOCK='-1'"));
 }
 
+// The job's fence mode is the launcher's to choose; a value it cannot read stops the job before
+// anything starts, and a forced mode runs the job (docs/CONFIGURATION.md, BGL_FENCES).
+TEST(Launcher, BglFencesIsCheckedBeforeTheJobStarts) {
+  auto r = bglrun({"-np", "8", "--shape", "2x2x2", kScenarios, "order", "200"}, 20,
+                  {"BGL_FENCES=sometimes"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("BGL_FENCES=sometimes: expected auto, asymmetric or symmetric"));
+  EXPECT_THAT(r.output, Not(HasSubstr("watchdog")));
+  for (const char* mode : {"BGL_FENCES=symmetric", "BGL_FENCES=asymmetric"}) {
+    r = bglrun({"-np", "8", "--shape", "2x2x2", kScenarios, "order", "200"}, 60, {mode});
+    EXPECT_EQ(r.exit_code, 0) << mode << "\n" << r.output;
+  }
+}
+
 TEST(Launcher, TimeoutStopsTheJob) {
   const auto r = bglrun({"-np", "2", "--timeout", "1", kScenarios, "hang"}, 20);
   EXPECT_EQ(r.exit_code, 124) << r.output;

@@ -201,4 +201,12 @@ std::string JobConfig::summary() const {
          (virtual_time ? ", virtual time (" + vt_params_source + ")" : std::string());
 }
 
+int JobConfig::local_tasks() const {
+  if (placement.node_host.empty()) return ntasks();
+  int n = 0;
+  for (int r = 0; r < ntasks(); ++r)
+    n += placement.local(mapping.location(static_cast<torus_emu::Rank>(r)).node);
+  return n;
+}
+
 }  // namespace bgl::packet_layer

@@ -343,7 +343,8 @@ Machine Machine::format(std::span<std::byte> segment, const JobConfig& config) {
       new (&m.store_ring(static_cast<torus_emu::Rank>(r))) StoreRing{};
   }
   h->local_tasks = static_cast<std::uint32_t>(m.local_tasks());
-  h->fences = static_cast<std::uint32_t>(fence_mode_for_host(m.local_tasks()));
+  h->fences =
+      static_cast<std::uint32_t>(c.fences ? *c.fences : fence_mode_for_host(m.local_tasks()));
   use_fences(static_cast<FenceMode>(h->fences));
   h->control_crc = crc_of(m.description());
   // Publish last: a reader that sees the magic sees a fully formatted segment.
@@ -492,10 +493,7 @@ FenceMode Machine::fences() const {
 }
 
 int Machine::local_tasks() const {
-  int n = 0;
-  for (int r = 0; r < config_.ntasks(); ++r)
-    n += local(static_cast<torus_emu::Rank>(r));
-  return n;
+  return config_.local_tasks();
 }
 
 std::uint32_t Machine::barrier_participants() const {

@@ -265,6 +265,7 @@ int launch(int argc, char** argv) {
         "MPI programs cannot span several hosts yet (the MPICH device's job start "
         "is single-host); run them on one host");
 
+  config.fences = packet_layer::fence_mode_for_host(config.local_tasks());  // checks BGL_FENCES
   if (const int stale = packet_layer::Segment::remove_stale())
     spdlog::warn("removed {} shared-memory segments left by launchers that were killed", stale);
   config.job_id = pmi ? std::hash<std::string>{}(pmi->kvs_name())

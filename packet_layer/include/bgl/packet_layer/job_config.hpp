@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "bgl/packet_layer/asymmetric_fence.hpp"
 #include "bgl/packet_layer/node_mode.hpp"
 #include "bgl/packet_layer/placement.hpp"
 #include "bgl/torus_emu/mapping.hpp"
@@ -74,8 +75,12 @@ struct JobConfig {
   // The timing model's parameters when virtual time is on, and where they came from.
   std::optional<virtual_time::Params> virtual_time;
   std::string vt_params_source;
+  // Which side of a doorbell handshake fences (asymmetric_fence.hpp); unset: decided when the
+  // segment is formatted, by this host's tasks per core and BGL_FENCES.
+  std::optional<FenceMode> fences;
 
   int ntasks() const { return mapping.size(); }
+  int local_tasks() const;  // tasks on this host
 
   // Validates everything (ntasks fits shape and mode, mapping, FIFO size); throws ConfigError.
   static JobConfig resolve(const JobOptions& options);
