@@ -101,8 +101,13 @@ make_wrapper() {  # mode file stale-segment-log
   if [ "$1" = debian ]; then
     launcher='exec env "${env_args[@]}" MPIEXEC_TIMEOUT=$t /usr/bin/mpiexec.mpich -n "$np" "$@"'
   else
-    launcher="hosts=(); [ $hosts -gt 1 ] && [ \"\$np\" -ge $hosts ] && hosts=(--hosts $hosts)
-exec env \"\${env_args[@]}\" \"$bglrun\" \"\${hosts[@]}\" -np \"\$np\" --mode $1 --timeout \"\$t\" --launcher mpiexec \"\$@\""
+    launcher="exec env \"\${env_args[@]}\" \"$bglrun\" -np \"\$np\" --mode $1 --timeout \"\$t\" --launcher mpiexec \"\$@\""
+    if [ "$hosts" -gt 1 ]; then
+      # Over several hosts bglrun reports the placement on stderr (a header line and a line per
+      # host), which runtests would take for the test's output: it is taken out.
+      launcher="[ \"\$np\" -ge $hosts ] && exec env \"\${env_args[@]}\" \"$bglrun\" --hosts $hosts -np \"\$np\" --mode $1 --timeout \"\$t\" --launcher mpiexec \"\$@\" 2> >(awk -v n=$hosts 'skip > 0 { skip--; next } /^bglrun: placement \\(/ { skip = n; next } { print; fflush() }' >&2)
+$launcher"
+    fi
     # Segments of launchers killed earlier (by anyone) would make bglrun warn into the test's
     # output, which runtests compares with "No Errors": remove them first, into a log instead.
     cleanup="removed=\$(\"$bglrun\" --cleanup 2>&1) || true
