@@ -5,7 +5,7 @@
 #
 #   tools/mpich_testsuite.sh [--dirs "pt2pt coll"] [--maxnp 4] [--modes "heater vn"]
 #                            [--timeout S] [--out DIR] [--reference] [--expect FILE]
-#                            [--build-only]
+#                            [--build-only] [--hosts N]
 #
 # --dirs       test/mpi subdirectories (default: pt2pt coll)
 # --maxnp      largest job; tests written for more ranks run with this many (runtests caps
@@ -16,6 +16,9 @@
 # --reference  run the same tests with Debian's MPICH (mpiexec.mpich, package mpich) instead
 # --expect     file of known failures, one "dir/program np  reason" per line: the script exits 1
 #              when a test fails that is not listed there (default: no list, never fails)
+# --hosts N    spread every job of 2 or more ranks over N emulated hosts on loopback (bglrun
+#              --hosts N: one bglrun per host under Hydra, packets through the libfabric agents);
+#              jobs with fewer ranks than hosts run on one host (a host without ranks is an error)
 # --build-only configure the suite and build the directories' programs, run nothing (tools/test.sh
 #              does this beside other work: configure is one long single-threaded step)
 # Results: DIR/summary.txt; per directory and mode DIR/<mode>/<dir>.tap (TAP), .log (runtests'
@@ -34,6 +37,7 @@ timeout=60
 reference=0
 expect=""
 build_only=0
+hosts=1
 out=${TMPDIR:-/tmp}/mpich_testsuite.$$
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -43,6 +47,7 @@ while [ $# -gt 0 ]; do
     --timeout) timeout=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --build-only) build_only=1; shift ;;
+    --hosts) hosts=$2; shift 2 ;;
     --reference) reference=1; shift ;;
     --expect) expect=$(readlink -f "$2"); shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed -e 's/^# \{0,1\}//' -e '/^set -euo/d'; exit 0 ;;
@@ -51,6 +56,7 @@ while [ $# -gt 0 ]; do
 done
 case "$timeout" in ''|*[!0-9]*) echo "mpich_testsuite: --timeout needs whole seconds, got '$timeout'" >&2; exit 2 ;; esac
 case "$maxnp" in ''|*[!0-9]*) echo "mpich_testsuite: --maxnp needs a number, got '$maxnp'" >&2; exit 2 ;; esac
+case "$hosts" in ''|*[!0-9]*|0) echo "mpich_testsuite: --hosts needs a positive number, got '$hosts'" >&2; exit 2 ;; esac
 [ -z "$expect" ] || [ -f "$expect" ] || { echo "mpich_testsuite: --expect file not found" >&2; exit 2; }
 
 cache_root=${BGL_CACHE_DIR:-$HOME/.cache/bglemu}
@@ -96,6 +102,12 @@ make_wrapper() {  # mode file stale-segment-log
     launcher='exec env "${env_args[@]}" MPIEXEC_TIMEOUT=$t /usr/bin/mpiexec.mpich -n "$np" "$@"'
   else
     launcher="exec env \"\${env_args[@]}\" \"$bglrun\" -np \"\$np\" --mode $1 --timeout \"\$t\" --launcher mpiexec \"\$@\""
+    if [ "$hosts" -gt 1 ]; then
+      # Over several hosts bglrun reports the placement on stderr (a header line and a line per
+      # host), which runtests would take for the test's output: it is taken out.
+      launcher="[ \"\$np\" -ge $hosts ] && exec env \"\${env_args[@]}\" \"$bglrun\" --hosts $hosts -np \"\$np\" --mode $1 --timeout \"\$t\" --launcher mpiexec \"\$@\" 2> >(awk -v n=$hosts 'skip > 0 { skip--; next } /^bglrun: placement \\(/ { skip = n; next } { print; fflush() }' >&2)
+$launcher"
+    fi
     # Segments of launchers killed earlier (by anyone) would make bglrun warn into the test's
     # output, which runtests compares with "No Errors": remove them first, into a log instead.
     cleanup="removed=\$(\"$bglrun\" --cleanup 2>&1) || true
@@ -125,6 +137,7 @@ summary=$out/summary.txt
 : > "$summary"
 unexpected=0
 what=$([ $reference -eq 1 ] && echo "Debian's MPICH $(dpkg-query -W -f='${Version}' mpich)" || echo "bgl device ($prefix)")
+[ $hosts -gt 1 ] && [ $reference -eq 0 ] && what="$what over $hosts emulated hosts"
 echo "# MPICH 4.0.2 test/mpi on $what, maxnp $maxnp, per-test limit ${timeout}s, $(date -u +%Y-%m-%dT%H:%MZ)" | tee -a "$summary"
 for d in $dirs; do
   [ -d "$tdir/$d" ] || { echo "mpich_testsuite: no test directory $d" >&2; exit 2; }

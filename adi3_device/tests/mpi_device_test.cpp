@@ -20,6 +20,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <regex>
 #include <sstream>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -983,6 +984,287 @@ TEST_F(Mpi, CartReorderOffWithBglNmTopo0) {
   const auto re = topo_line(r.output, "cart3d reorder=1");
   EXPECT_EQ(re.total_hops, topo_line(r.output, "cart3d reorder=0").total_hops) << r.output;
   EXPECT_GT(re.max_hops, 1) << r.output;
+}
+
+// ---- Several hosts: one bglrun per emulated host (Hydra), each the PMI server of its ranks ----
+
+// The "hello from ..." lines of a run, sorted (hosts print in any order).
+std::vector<std::string> hello_lines(const std::string& output) {
+  std::vector<std::string> lines;
+  std::istringstream in(output);
+  for (std::string line; std::getline(in, line);)
+    if (line.starts_with("hello from rank ")) lines.push_back(line);
+  std::sort(lines.begin(), lines.end());
+  return lines;
+}
+
+// The remote stores the hosts' libfabric agents sent (the collective network's and the global
+// interrupt's traffic between hosts; packets between nodes are counted apart), from
+// --log-level info.
+std::uint64_t remote_stores(const std::string& output) {
+  std::uint64_t total = 0;
+  const std::regex sent("([0-9]+) remote stores sent");
+  for (auto it = std::sregex_iterator(output.begin(), output.end(), sent);
+       it != std::sregex_iterator(); ++it)
+    total += std::stoull((*it)[1]);
+  return total;
+}
+
+// Every collective the test program calls on an algorithm without the tree or global interrupt.
+const std::vector<std::string> kTreeOff = {"BGL_COLL_BCAST=binomial", "BGL_COLL_REDUCE=binomial",
+                                           "BGL_COLL_ALLREDUCE=recursive_doubling",
+                                           "BGL_COLL_BARRIER=dissemination"};
+
+// Segments that appeared since `before` and whose launcher is gone: left behind (segments of
+// other jobs running meanwhile belong to live launchers; names are bglemu.<launcher pid>.<n>).
+std::vector<std::string> leaked_segments(const std::vector<std::string>& before) {
+  std::vector<std::string> out;
+  for (const auto& s : bglemu_segments()) {
+    if (std::find(before.begin(), before.end(), s) != before.end()) continue;
+    const auto name = s.substr(s.rfind('/') + 1);
+    if (!process_alive(std::atoi(name.c_str() + 7))) out.push_back(s);
+  }
+  return out;
+}
+
+// A rank of `die` on another host dies: the job ends with the rank's status, naming it, and leaves
+// no process or segment on any host.
+void expect_death_across_hosts(const std::string& die, const std::vector<std::string>& hosts,
+                               const std::string& how, int victim, int status,
+                               const std::string& expect) {
+  const auto before = bglemu_segments();
+  std::vector<std::string> argv{kBglrun};
+  argv.insert(argv.end(), hosts.begin(), hosts.end());
+  argv.insert(argv.end(), {"-np", "8", "--shape", "2x2x2", "--timeout", "60", die,
+                           std::to_string(victim), how});
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = run_process(argv, 120);
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(r.exit_code, status) << r.output;
+  EXPECT_LT(took, 30.0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr(expect)) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("stopped its tasks with status " + std::to_string(status)))
+      << r.output;
+  EXPECT_THAT(leaked_segments(before), ::testing::IsEmpty());
+  std::vector<int> left;
+  for (int i = 0; i < 20 && !(left = processes_of(die)).empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_TRUE(left.empty()) << left.size() << " processes left behind";
+  for (int p : left)
+    kill(p, SIGKILL);
+}
+
+TEST_F(Mpi, FourHostsGiveTheSameRanksCoordinatesAndResults) {
+  // Rank, size and MPI_Get_processor_name (the task's place in the partition) as on one host, in
+  // virtual-node mode with a mapping file; the four hosts hold 2 nodes each.
+  const auto hello = program("hello");
+  const std::vector<std::string> vn{"-np",       "16", "--shape",   "2x2x2",
+                                    "--mode",    "vn", "--mapfile", kExamples + "/map-2x2x2-vn.txt",
+                                    "--timeout", "120"};
+  auto one_args = vn, four_args = vn;
+  one_args.push_back(hello);
+  four_args.insert(four_args.begin(), {"--hosts", "4"});
+  four_args.push_back(hello);
+  const auto one = bglrun(one_args, 150);
+  const auto four = bglrun(four_args, 150);
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  ASSERT_EQ(four.exit_code, 0) << four.output;
+  EXPECT_EQ(hello_lines(four.output).size(), 16u) << four.output;
+  EXPECT_EQ(hello_lines(four.output), hello_lines(one.output)) << four.output;
+  EXPECT_THAT(four.output, HasSubstr("host 3 host3 (127.0.0.1): 2 nodes"));
+  // Point-to-point (every size: one-packet, eager, rendezvous) with one node per host, and the
+  // collectives over the four hosts' trees.
+  const auto pt2pt = bglrun(
+      {"--hosts", "4", "-np", "4", "--shape", "2x2x1", "--timeout", "200", program("pt2pt")}, 240);
+  EXPECT_EQ(pt2pt.exit_code, 0) << pt2pt.output;
+  EXPECT_THAT(pt2pt.output, HasSubstr("pt2pt: OK (4 ranks, 0 errors)"));
+  const auto coll = bglrun({"--hosts", "4", "-np", "8", "--shape", "2x2x2", "--log-level", "info",
+                            "--timeout", "200", program("coll")},
+                           240);
+  EXPECT_EQ(coll.exit_code, 0) << coll.output;
+  EXPECT_THAT(coll.output, HasSubstr("coll: OK (8 ranks, 0 errors)"));
+  EXPECT_GT(remote_stores(coll.output), 0u) << "the collectives did not use the tree across hosts";
+}
+
+TEST_F(Mpi, RankDeathsOnAnotherHostEndTheJobAndNameTheRank) {
+  // Rank 5 runs on host 1; host 0's bglrun is the one the user started.
+  const auto die = program("die");
+  const std::vector<std::string> hosts{"--hosts", "2"};
+  expect_death_across_hosts(die, hosts, "kill", 5, 137, "bglrun: rank 5 on node (1,0,1) t=0 (pid ");
+  expect_death_across_hosts(die, hosts, "exit", 5, 3, "exited with code 3");
+  expect_death_across_hosts(
+      die, hosts, "abort", 6, 4,
+      "bglrun: rank 6 on node (0,1,1) t=0 called MPI_Abort (or hit a fatal MPI error) with code 4");
+  expect_death_across_hosts(die, hosts, "segv", 1, 139, "bglrun: rank 1 on node (1,0,0) t=0");
+}
+
+TEST_F(Mpi, EveryHostNeedsARank) {
+  // 2 ranks fill host 0's two nodes of a 2x2x1 partition: host 1 would take no part in MPI_Init.
+  const auto r = bglrun(
+      {"--hosts", "2", "-np", "2", "--shape", "2x2x1", "--timeout", "60", program("hello")}, 90);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("an MPI program needs a rank on every host, but host 1 (host1)"));
+}
+
+// Two network namespaces joined by a veth pair (as tests/multihost_test.cpp): every packet and
+// remote store between the hosts crosses the veth link.
+class MpiTwoNamespaces : public Mpi {
+ protected:
+  void SetUp() override {
+    Mpi::SetUp();
+    if (IsSkipped()) return;
+    const std::string tag = std::to_string(getpid() % 100000);
+    ns_[0] = "bglMA" + tag;
+    ns_[1] = "bglMB" + tag;
+    veth_b_ = "bmb" + tag;
+    TearDown();  // leftovers of a killed earlier run with the same pid
+    const std::vector<std::string> steps = {
+        "ip netns add " + ns_[0],
+        "ip netns add " + ns_[1],
+        "ip link add bma" + tag + " netns " + ns_[0] + " type veth peer name " + veth_b_ +
+            " netns " + ns_[1],
+        "ip -n " + ns_[0] + " addr add 10.214.0.1/24 dev bma" + tag,
+        "ip -n " + ns_[1] + " addr add 10.214.0.2/24 dev " + veth_b_,
+        "ip -n " + ns_[0] + " link set bma" + tag + " up",
+        "ip -n " + ns_[1] + " link set " + veth_b_ + " up",
+        "ip -n " + ns_[0] + " link set lo up",
+        "ip -n " + ns_[1] + " link set lo up",
+    };
+    for (const auto& step : steps) {
+      const auto r = run_process({"/bin/sh", "-c", step + " 2>&1"}, 20);
+      ASSERT_EQ(r.exit_code, 0)
+          << "cannot build the two-namespace network (this test needs root and ip(8) from "
+             "iproute2): '"
+          << step << "' failed: " << r.output;
+    }
+    hostfile_ = kBinDir + "/netns-hosts." + tag + ".txt";
+    std::ofstream(hostfile_) << "# two emulated hosts joined by veth\nhostA 10.214.0.1 netns="
+                             << ns_[0] << "\nhostB 10.214.0.2 netns=" << ns_[1] << "\n";
+  }
+  void TearDown() override {
+    for (const auto& ns : ns_)
+      if (!ns.empty()) run_process({"/bin/sh", "-c", "ip netns del " + ns + " 2>/dev/null"}, 20);
+    if (!hostfile_.empty()) std::remove(hostfile_.c_str());
+  }
+  ProcessResult across(std::vector<std::string> args, const std::vector<std::string>& env = {},
+                       double timeout = 240) {
+    args.insert(args.begin(), {kBglrun, "--hostfile", hostfile_});
+    return run_process(args, timeout, env);
+  }
+
+  std::array<std::string, 2> ns_;
+  std::string veth_b_;
+  std::string hostfile_;
+};
+
+TEST_F(MpiTwoNamespaces, PointToPointInEveryProtocolAcrossTheVeth) {
+  const auto pt2pt = program("pt2pt");
+  const std::vector<std::string> args{"-np", "4", "--shape", "2x2x1", "--timeout", "200", pt2pt};
+  auto by_size = args;
+  by_size.insert(by_size.begin(), {"--log-level", "info"});
+  const auto r = across(by_size, {"MPIR_CVAR_CH4_RUNTIME_CONF_DEBUG=1"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("pt2pt: OK (4 ranks, 0 errors)"));
+  EXPECT_THAT(r.output, HasSubstr("entered network namespace " + ns_[1]));
+  EXPECT_THAT(r.output, HasSubstr("fi_sockaddr_in://10.214.0.2"));  // bound to the veth
+  EXPECT_THAT(r.output, ::testing::ContainsRegex("[1-9][0-9]* sends completed at injection"));
+  for (const std::string protocol : {"eager", "rendezvous", "adaptive_eager"}) {
+    const auto forced = across(args, {"BGL_ML_PROTOCOL=" + protocol});
+    EXPECT_EQ(forced.exit_code, 0) << protocol << ":\n" << forced.output;
+    EXPECT_THAT(forced.output, HasSubstr("pt2pt: OK (4 ranks, 0 errors)")) << protocol;
+  }
+}
+
+TEST_F(MpiTwoNamespaces, VirtualNodeModeWithAScatteredMapping) {
+  // The two tasks of a node share a host (the virtual-node protocol between them); the scattered
+  // mapping puts neighbouring ranks on different hosts.
+  const auto map = scattered_mapfile("hosts-vn.map", 2, 2, 1, 2, 19);
+  const std::vector<std::string> args{"-np", "8",         "--shape", "2x2x1",     "--mode",
+                                      "vn",  "--mapfile", map,       "--timeout", "200"};
+  auto pt2pt_args = args, coll_args = args, hello_args = args;
+  pt2pt_args.push_back(program("pt2pt"));
+  coll_args.push_back(program("coll"));
+  hello_args.push_back(program("hello"));
+  const auto pt2pt = across(pt2pt_args);
+  EXPECT_EQ(pt2pt.exit_code, 0) << pt2pt.output;
+  EXPECT_THAT(pt2pt.output, HasSubstr("pt2pt: OK (8 ranks, 0 errors)"));
+  const auto coll = across(coll_args);
+  EXPECT_EQ(coll.exit_code, 0) << coll.output;
+  EXPECT_THAT(coll.output, HasSubstr("coll: OK (8 ranks, 0 errors)"));
+  const auto two = across(hello_args);
+  hello_args.insert(hello_args.begin(), kBglrun);
+  const auto one = run_process(hello_args, 150);
+  ASSERT_EQ(two.exit_code, 0) << two.output;
+  EXPECT_EQ(hello_lines(two.output).size(), 8u) << two.output;
+  EXPECT_EQ(hello_lines(two.output), hello_lines(one.output));
+}
+
+TEST_F(MpiTwoNamespaces, CollectivesWithTheTreeOnAndOff) {
+  const std::vector<std::string> args{"-np",  "8",         "--shape", "2x2x2",        "--log-level",
+                                      "info", "--timeout", "200",     program("coll")};
+  const auto on = across(args);
+  EXPECT_EQ(on.exit_code, 0) << on.output;
+  EXPECT_THAT(on.output, HasSubstr("coll: OK (8 ranks, 0 errors)"));
+  EXPECT_GT(remote_stores(on.output), 0u) << on.output;
+  const auto off = across(args, kTreeOff);
+  EXPECT_EQ(off.exit_code, 0) << off.output;
+  EXPECT_THAT(off.output, HasSubstr("coll: OK (8 ranks, 0 errors)"));
+  EXPECT_EQ(remote_stores(off.output), 0u) << off.output;
+  // MPICH's own algorithms (the hooks off): point-to-point only.
+  const auto mpich = across(args, {"BGL_NM_COLL_HOOKS=0"});
+  EXPECT_EQ(mpich.exit_code, 0) << mpich.output;
+  EXPECT_THAT(mpich.output, HasSubstr("coll: OK (8 ranks, 0 errors)"));
+  EXPECT_EQ(remote_stores(mpich.output), 0u) << mpich.output;
+}
+
+// The PMI rank of a rank process (its environment), or -1.
+int pmi_rank_of(int pid) {
+  std::istringstream env(read_file("/proc/" + std::to_string(pid) + "/environ"));
+  for (std::string var; std::getline(env, var, '\0');)
+    if (var.starts_with("PMI_RANK=")) return std::atoi(var.c_str() + 9);
+  return -1;
+}
+
+TEST_F(MpiTwoNamespaces, AKilledHostEndsTheJobEverywhere) {
+  const auto die = program("die");
+  const auto before = bglemu_segments();
+  const std::string log = kBinDir + "/hostkill." + std::to_string(getpid()) + ".log";
+  setenv("BGL_OFI_TIMEOUT_MS", "4000", 1);
+  const int launcher = spawn_process({kBglrun, "--hostfile", hostfile_, "-np", "8", "--shape",
+                                      "2x2x2", "--timeout", "100", die, "0", "hang"},
+                                     log);
+  unsetenv("BGL_OFI_TIMEOUT_MS");
+  // Wait for the 8 ranks; host B (ranks 4..7) is their parent bglrun.
+  std::vector<int> ranks;
+  for (int i = 0; i < 300 && (ranks = processes_of(die)).size() < 8; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_EQ(ranks.size(), 8u) << read_file(log);
+  int host_b = -1;
+  for (int pid : ranks)
+    if (pmi_rank_of(pid) >= 4) host_b = parent_of(pid);
+  ASSERT_GT(host_b, 1) << read_file(log);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // every rank in its receive
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_EQ(kill(host_b, SIGKILL), 0);
+  const int code = wait_process(launcher, 60);
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::string out = read_file(log);
+  EXPECT_NE(code, 0) << out;
+  EXPECT_NE(code, -1) << "the job did not end after its host died:\n" << out;
+  EXPECT_LT(took, 25.0) << out;
+  EXPECT_THAT(out, ::testing::ContainsRegex(
+                       "host 1 \\(hostB, 10.214.0.2\\) has not been heard from|lost the "
+                       "connection to host 1 \\(hostB, 10.214.0.2\\)"))
+      << out;
+  std::vector<int> left;
+  for (int i = 0; i < 30 && !(left = processes_of(die)).empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_TRUE(left.empty()) << left.size() << " processes left behind:\n" << out;
+  for (int p : left)
+    kill(p, SIGKILL);
+  EXPECT_THAT(leaked_segments(before), ::testing::IsEmpty()) << out;
 }
 
 }  // namespace

@@ -88,6 +88,7 @@ void JobRunner::start_tasks() {
       setenv("BGL_SIZE", size.c_str(), 1);
       setenv("BGL_SEGMENT", segment_.name().c_str(), 1);
       setenv("BGL_SEGMENT_FD", fd.c_str(), 1);
+      if (settings_.prepare_task) settings_.prepare_task(static_cast<int>(r));
       execvp(argv[0], argv.data());
       std::fprintf(stderr, "bglrun: cannot execute '%s': %s\n", argv[0], std::strerror(errno));
       _exit(127);
@@ -97,6 +98,7 @@ void JobRunner::start_tasks() {
     if (started == 1 && settings_.on_process_group) settings_.on_process_group(group_);
     tasks_[r] = Task{pid, true};
   }
+  if (settings_.tasks_started) settings_.tasks_started();
   spdlog::info("started {} tasks (process group {})", started, group_);
 }
 
@@ -194,7 +196,7 @@ int JobRunner::run() {
       stop(sig, "received " + signal_name(sig) + ": the job was interrupted");
     } else if (settings_.external_fault && !stopping_) {
       if (auto fault = settings_.external_fault()) {
-        exit_status_ = 1;
+        exit_status_ = settings_.external_fault_status ? settings_.external_fault_status() : 1;
         stop(SIGTERM, *fault);
       }
     }

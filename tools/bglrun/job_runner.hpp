@@ -30,6 +30,12 @@ struct RunSettings {
   // Polled while the job runs: a problem outside the tasks (another host disappeared) that ends
   // the job; the launcher then exits with status 1.
   std::function<std::optional<std::string>()> external_fault;
+  // The exit status for such a problem (default 1), read when it is seen.
+  std::function<int()> external_fault_status;
+  // Called in each task's process after fork, before exec, with its rank (the task's
+  // environment), and in the launcher once every task was started.
+  std::function<void(int)> prepare_task;
+  std::function<void()> tasks_started;
   // Told each process group the job's processes run in, as soon as it exists (the watchdog kills
   // them if the launcher dies).
   std::function<void(pid_t)> on_process_group;

@@ -31,6 +31,7 @@
 #include "mpiexec_launch.hpp"
 #include "options.hpp"
 #include "pmi_client.hpp"
+#include "pmi_server.hpp"
 #include "run_report.hpp"
 #include "stats_report.hpp"
 #include "trace_file.hpp"
@@ -173,6 +174,32 @@ void enter_netns(const std::string& name) {
   spdlog::info("entered network namespace {}", name);
 }
 
+std::string describe_rank(const packet_layer::JobConfig& c, int r) {
+  const auto rank = static_cast<torus_emu::Rank>(r);
+  return "rank " + std::to_string(r) + " on node " + torus_emu::to_string(c.mapping.coord(rank)) +
+         " t=" + std::to_string(c.mapping.location(rank).t);
+}
+
+// Each rank's host. MPI ranks of one job agree on everything through the PMI barriers of every
+// host's ranks, so a host without ranks could not take part: that is a configuration error.
+std::vector<int> hosts_of_ranks(const packet_layer::JobConfig& c) {
+  const auto& placement = c.placement;
+  std::vector<int> host(static_cast<std::size_t>(c.ntasks()));
+  std::vector<int> count(static_cast<std::size_t>(placement.host_count()));
+  for (int r = 0; r < c.ntasks(); ++r) {
+    const auto node = c.mapping.location(static_cast<torus_emu::Rank>(r)).node;
+    host[static_cast<std::size_t>(r)] = placement.node_host[node];
+    ++count[placement.node_host[node]];
+  }
+  for (std::size_t h = 0; h < count.size(); ++h)
+    if (count[h] == 0)
+      throw ConfigError("an MPI program needs a rank on every host, but host " + std::to_string(h) +
+                        " (" + placement.hosts[h].name + ") of the placement (" + placement.source +
+                        ") holds nodes without ranks: start more ranks (-np), " +
+                        "use fewer hosts, or give the hosts nodes= counts in the host file");
+  return host;
+}
+
 int launch(int argc, char** argv) {
   const auto o = bglrun::parse_command_line(argc, argv);
   log::init("bglrun", o.log_level ? std::optional<std::string_view>(*o.log_level) : std::nullopt);
@@ -260,10 +287,10 @@ int launch(int argc, char** argv) {
                        : o.report_file ? *o.report_file
                                        : *o.trace_file);
   const auto mpiexec = bglrun::choose_mpiexec(o.launcher, o.mpich_prefix, o.command);
-  if (mpiexec && config.placement.host_count() > 1)
-    throw ConfigError(
-        "MPI programs cannot span several hosts yet (the MPICH device's job start "
-        "is single-host); run them on one host");
+  // MPI ranks on several hosts: each host's bglrun starts its own ranks and is their PMI server
+  // (the device MPICH's mpiexec starts ranks on one host only).
+  const bool mpi_across_hosts = mpiexec && pmi;
+  const auto host_of_rank = mpi_across_hosts ? hosts_of_ranks(config) : std::vector<int>{};
 
   config.fences = packet_layer::fence_mode_for_host(config.local_tasks());  // checks BGL_FENCES
   if (const int stale = packet_layer::Segment::remove_stale())
@@ -305,8 +332,9 @@ int launch(int argc, char** argv) {
         addresses.push_back(packet_layer::from_hex(pmi->get("bgl-ofi-" + std::to_string(h))));
       // Done with the process manager: after PMI finalize, Hydra no longer treats one host's
       // death as a PMI abort that kills the others outright (with -disable-auto-cleanup), so the
-      // surviving agents can name the dead host and end the job themselves.
-      pmi->finalize();
+      // surviving agents can name the dead host and end the job themselves. MPI ranks still need
+      // it: their PMI server finalizes once they all have.
+      if (!mpi_across_hosts) pmi->finalize();
     }
     spdlog::info("libfabric agent: {}", agent->describe());
     agent->start(addresses);
@@ -326,21 +354,44 @@ int launch(int argc, char** argv) {
   // Idle while the job runs, the launcher watches the segment's control structures: a stray
   // write into them stops the job with their name instead of hanging it.
   packet_layer::SegmentMonitor monitor(machine, collective_net_emu::constant_parts(machine));
-  settings.external_fault = [&agent, &monitor]() -> std::optional<std::string> {
+  std::unique_ptr<bglrun::PmiServer> pmi_server;
+  if (mpi_across_hosts) {
+    std::vector<int> local;
+    for (int r = 0; r < config.ntasks(); ++r)
+      if (host_of_rank[static_cast<std::size_t>(r)] == placement.this_host) local.push_back(r);
+    pmi_server =
+        std::make_unique<bglrun::PmiServer>(*pmi, std::move(local), host_of_rank,
+                                            [&config](int r) { return describe_rank(config, r); });
+    auto* server = pmi_server.get();
+    settings.prepare_task = [server](int rank) { server->prepare_task(rank); };
+    settings.tasks_started = [server] { server->close_task_ends(); };
+    settings.external_fault_status = [server] {
+      return server->fault() ? server->fault_status() : 1;
+    };
+    server->start();
+  }
+  settings.external_fault = [&agent, &monitor, &pmi_server]() -> std::optional<std::string> {
+    if (pmi_server)
+      if (auto fault = pmi_server->fault()) return fault;
     if (agent)
       if (auto fault = agent->fault()) return fault;
     if (auto corrupt = monitor.poll())
       return "the job's shared-memory segment is corrupt: " + *corrupt;
     return std::nullopt;
   };
-  int status = mpiexec ? bglrun::run_with_mpiexec(machine, segment, settings, *mpiexec)
-                       : bglrun::JobRunner(machine, segment, settings).run();
-  watchdog.disarm();  // the supervisors killed whatever was left of the job
+  int status = mpiexec && !mpi_across_hosts
+                   ? bglrun::run_with_mpiexec(machine, segment, settings, *mpiexec)
+                   : bglrun::JobRunner(machine, segment, settings).run();
+  watchdog.disarm();   // the supervisors killed whatever was left of the job
+  pmi_server.reset();  // stops serving; finalizes this host's PMI connection
   if (agent) {
-    agent->finish(status);
+    const int remote = agent->finish(status);
     if (const auto fault = agent->fault()) {
       std::fprintf(stderr, "bglrun: host %d: %s; the job was stopped\n", placement.this_host,
                    fault->c_str());
+      // Stopped because another host failed: its status, so that the job's (Hydra ORs the
+      // hosts' statuses) is the failing rank's.
+      if (remote != 0) status = remote;
       if (status == 0) status = 1;
     }
     const auto s = agent->stats();

@@ -1,8 +1,11 @@
 #include "pmi_client.hpp"
 
+#include <fcntl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
@@ -19,6 +22,9 @@ std::optional<PmiClient> PmiClient::from_environment() {
   if (!rank || !size || *rank >= *size)
     throw ConfigError("PMI_FD is set but PMI_RANK/PMI_SIZE are missing or inconsistent");
   PmiClient c(static_cast<int>(*fd), static_cast<int>(*rank), static_cast<int>(*size));
+  // Not the tasks': a task that outlived this bglrun would keep the connection open, and the
+  // process manager would never learn that this host is gone.
+  fcntl(c.fd_, F_SETFD, fcntl(c.fd_, F_GETFD) | FD_CLOEXEC);
   c.command("cmd=init pmi_version=1 pmi_subversion=1\n", "response_to_init");
   c.kvs_ = field(c.command("cmd=get_my_kvsname\n", "my_kvsname"), "kvsname");
   if (c.kvs_.empty()) throw ConfigError("PMI: the process manager sent no KVS name");
@@ -52,7 +58,7 @@ std::string PmiClient::field(const std::string& line, const std::string& name) {
   return {};
 }
 
-std::string PmiClient::command(const std::string& line, const std::string& expect) {
+std::string PmiClient::command(const std::string& line, const std::string& expect, bool check_rc) {
   for (std::size_t done = 0; done < line.size();) {
     const ssize_t n = write(fd_, line.data() + done, line.size() - done);
     if (n < 0 && errno == EINTR) continue;
@@ -74,7 +80,7 @@ std::string PmiClient::command(const std::string& line, const std::string& expec
   if (field(reply, "cmd") != expect)
     throw ConfigError("PMI: expected " + expect + ", got '" + reply.substr(0, reply.size() - 1) +
                       "'");
-  if (const auto rc = field(reply, "rc"); !rc.empty() && rc != "0")
+  if (const auto rc = field(reply, "rc"); check_rc && !rc.empty() && rc != "0")
     throw ConfigError("PMI: " + expect + " failed: '" + reply.substr(0, reply.size() - 1) + "'");
   return reply;
 }
@@ -85,6 +91,30 @@ void PmiClient::put(const std::string& key, const std::string& value) {
 
 std::string PmiClient::get(const std::string& key) {
   return field(command("cmd=get kvsname=" + kvs_ + " key=" + key + "\n", "get_result"), "value");
+}
+
+std::optional<std::string> PmiClient::find(const std::string& key) {
+  const auto reply = command("cmd=get kvsname=" + kvs_ + " key=" + key + "\n", "get_result", false);
+  if (field(reply, "rc") != "0") return std::nullopt;
+  return field(reply, "value");
+}
+
+PmiClient::Maxes PmiClient::maxes() {
+  const auto reply = command("cmd=get_maxes\n", "maxes");
+  Maxes m;
+  const auto number = [&](const char* name, int fallback) {
+    const auto v = field(reply, name);
+    const int n = v.empty() ? 0 : std::atoi(v.c_str());
+    return n > 0 ? n : fallback;
+  };
+  m.kvsname = number("kvsname_max", m.kvsname);
+  m.key = number("keylen_max", m.key);
+  m.value = number("vallen_max", m.value);
+  return m;
+}
+
+void PmiClient::abandon() {
+  if (fd_ >= 0) shutdown(fd_, SHUT_RDWR);
 }
 
 void PmiClient::barrier() {

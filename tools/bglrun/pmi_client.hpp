@@ -24,13 +24,24 @@ class PmiClient {
   const std::string& kvs_name() const { return kvs_; }  // the same for every process of the job
   void put(const std::string& key, const std::string& value);
   std::string get(const std::string& key);
+  // The value of `key`, or nothing when the process manager has none.
+  std::optional<std::string> find(const std::string& key);
   void barrier();  // also commits the puts
   void finalize();
+  bool finalized() const { return finalized_; }
+  // The process manager's limits (PMI get_maxes): KVS name, key and value lengths.
+  struct Maxes {
+    int kvsname = 256, key = 64, value = 1024;
+  };
+  Maxes maxes();
+  // Makes a call blocked in another thread fail at once (the connection is shut down); the
+  // process manager then treats this process as gone.
+  void abandon();
 
  private:
   PmiClient(int fd, int rank, int size) : fd_(fd), rank_(rank), size_(size) {}
   // Sends one command line and reads one response line; checks its cmd= and rc=.
-  std::string command(const std::string& line, const std::string& expect);
+  std::string command(const std::string& line, const std::string& expect, bool check_rc = true);
   static std::string field(const std::string& line, const std::string& name);
 
   int fd_ = -1;

@@ -1,0 +1,302 @@
+#include "pmi_server.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+
+#include "bgl/log.hpp"
+#include "bgl/torus_emu/error.hpp"
+#include "bgl/torus_emu/user_text.hpp"
+
+namespace bgl::bglrun {
+namespace {
+
+// Longest PMI-1 command line MPICH's client writes (PMIU_MAXLINE) and then some.
+constexpr std::size_t kMaxLine = 4096;
+
+// The value of `name=` in a PMI-1 line ("cmd=put kvsname=k key=a value=b").
+std::string field(const std::string& line, const std::string& name) {
+  const std::string key = name + "=";
+  for (std::size_t at = 0; (at = line.find(key, at)) != std::string::npos; ++at) {
+    if (at != 0 && line[at - 1] != ' ') continue;
+    const auto start = at + key.size();
+    return line.substr(start, line.find_first_of(" \n", start) - start);
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string PmiServer::process_mapping(const std::vector<int>& host_of_rank,
+                                       std::size_t max_chars) {
+  std::string out = "(vector";
+  for (std::size_t r = 0; r < host_of_rank.size();) {
+    std::size_t end = r;
+    while (end < host_of_rank.size() && host_of_rank[end] == host_of_rank[r])
+      ++end;
+    out += ",(" + std::to_string(host_of_rank[r]) + ",1," + std::to_string(end - r) + ")";
+    r = end;
+    if (out.size() + 1 >= max_chars) return {};
+  }
+  return out + ")";
+}
+
+PmiServer::PmiServer(PmiClient& upstream, std::vector<int> local_ranks,
+                     const std::vector<int>& host_of_rank, std::function<std::string(int)> describe)
+    : upstream_(upstream),
+      describe_(std::move(describe)),
+      world_size_(static_cast<int>(host_of_rank.size())),
+      kvs_name_(upstream.kvs_name()) {
+  if (local_ranks.empty()) throw std::logic_error("PmiServer: no ranks on this host");
+  maxes_ = upstream_.maxes();
+  mapping_ = process_mapping(host_of_rank, static_cast<std::size_t>(maxes_.value));
+  stop_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (stop_fd_ < 0) throw std::runtime_error(std::string("eventfd: ") + std::strerror(errno));
+  for (int rank : local_ranks) {
+    int fds[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
+      throw std::runtime_error(std::string("socketpair: ") + std::strerror(errno));
+    clients_.push_back(Client{rank, fds[0], fds[1]});
+  }
+}
+
+PmiServer::~PmiServer() {
+  stop();
+  for (auto& c : clients_) {
+    if (c.fd >= 0) close(c.fd);
+    if (c.task_fd >= 0) close(c.task_fd);
+  }
+  if (stop_fd_ >= 0) close(stop_fd_);
+}
+
+bool PmiServer::prepare_task(int rank) const {
+  // In the task's process after fork: no allocation beyond what setenv does.
+  for (const auto& c : clients_) {
+    if (c.rank != rank) continue;
+    const int fd = dup(c.task_fd);  // without close-on-exec
+    if (fd < 0) return false;
+    char text[16];
+    std::snprintf(text, sizeof text, "%d", fd);
+    setenv("PMI_FD", text, 1);
+    std::snprintf(text, sizeof text, "%d", rank);
+    setenv("PMI_RANK", text, 1);
+    std::snprintf(text, sizeof text, "%d", world_size_);
+    setenv("PMI_SIZE", text, 1);
+    unsetenv("PMI_PORT");
+    unsetenv("PMI_ID");
+    return true;
+  }
+  return false;
+}
+
+void PmiServer::close_task_ends() {
+  for (auto& c : clients_)
+    if (c.task_fd >= 0) close(std::exchange(c.task_fd, -1));
+}
+
+void PmiServer::start() {
+  thread_ = std::thread([this] {
+    try {
+      serve();
+    } catch (const std::exception& e) {
+      set_fault(std::string("the job-wide PMI key-value store failed: ") + e.what());
+    }
+    done_ = true;
+  });
+}
+
+void PmiServer::stop() {
+  if (!thread_.joinable()) return;
+  stopping_ = true;
+  const std::uint64_t one = 1;
+  [[maybe_unused]] const auto n = write(stop_fd_, &one, sizeof one);
+  // A barrier or get upstream waits for other hosts, which may be gone: make it fail. Other
+  // calls (put, finalize) are answered by this host's proxy at once; one that is not within
+  // seconds is abandoned too.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!done_) {
+    if ((in_upstream_ || std::chrono::steady_clock::now() > give_up) && !abandoned_) {
+      upstream_.abandon();
+      abandoned_ = true;
+    }
+    usleep(2000);
+  }
+  thread_.join();
+  // Every rank gone without finishing PMI (the job failed here): leave the store the usual way,
+  // so that the process manager does not take this host for dead.
+  if (!abandoned_ && !upstream_.finalized()) {
+    try {
+      upstream_.finalize();
+    } catch (const std::exception&) {
+      // the process manager is gone already
+    }
+  }
+}
+
+std::optional<std::string> PmiServer::fault() const {
+  std::lock_guard lock(fault_mutex_);
+  return fault_;
+}
+
+void PmiServer::set_fault(const std::string& what, int status) {
+  std::lock_guard lock(fault_mutex_);
+  if (fault_) return;
+  fault_ = what;
+  fault_status_ = status;
+}
+
+template <typename F>
+auto PmiServer::waiting_for_hosts(F&& f) -> decltype(f()) {
+  in_upstream_ = true;
+  struct Clear {
+    std::atomic<bool>& flag;
+    ~Clear() { flag = false; }
+  } clear{in_upstream_};
+  return f();
+}
+
+void PmiServer::serve() {
+  std::vector<pollfd> fds;
+  while (!stopping_) {
+    fds.clear();
+    fds.push_back({stop_fd_, POLLIN, 0});
+    for (const auto& c : clients_)
+      fds.push_back({c.closed ? -1 : c.fd, POLLIN, 0});
+    if (poll(fds.data(), fds.size(), -1) < 0) {
+      if (errno == EINTR) continue;
+      throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
+    }
+    if (fds[0].revents) return;
+    for (std::size_t i = 0; i < clients_.size(); ++i)
+      if (fds[i + 1].revents & (POLLIN | POLLHUP | POLLERR)) read_from(clients_[i]);
+    barrier_if_complete();
+    finalize_if_complete();
+    if (upstream_.finalized()) return;  // every rank finished PMI
+  }
+}
+
+void PmiServer::read_from(Client& c) {
+  char buf[4096];
+  const ssize_t n = read(c.fd, buf, sizeof buf);
+  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+  if (n <= 0) {
+    // The rank ended (or closed its connection); bglrun's supervisor names a rank that failed.
+    close_client(c);
+    return;
+  }
+  c.input.append(buf, static_cast<std::size_t>(n));
+  for (std::size_t nl; !c.closed && (nl = c.input.find('\n')) != std::string::npos;) {
+    const std::string line = c.input.substr(0, nl + 1);
+    c.input.erase(0, nl + 1);
+    handle(c, line);
+  }
+  if (!c.closed && c.input.size() > kMaxLine) {
+    set_fault(describe_(c.rank) + " sent a PMI command longer than " + std::to_string(kMaxLine) +
+              " bytes");
+    close_client(c);
+  }
+}
+
+void PmiServer::close_client(Client& c) {
+  if (c.closed) return;
+  c.closed = true;
+  c.in_barrier = false;
+  close(std::exchange(c.fd, -1));
+}
+
+void PmiServer::reply(Client& c, const std::string& line) {
+  for (std::size_t done = 0; done < line.size();) {
+    const ssize_t n = send(c.fd, line.data() + done, line.size() - done, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      close_client(c);
+      return;
+    }
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+void PmiServer::handle(Client& c, const std::string& line) {
+  const std::string cmd = field(line, "cmd");
+  if (cmd == "init") {
+    reply(c, "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0\n");
+  } else if (cmd == "get_maxes") {
+    reply(c, "cmd=maxes kvsname_max=" + std::to_string(maxes_.kvsname) + " keylen_max=" +
+                 std::to_string(maxes_.key) + " vallen_max=" + std::to_string(maxes_.value) + "\n");
+  } else if (cmd == "get_appnum") {
+    reply(c, "cmd=appnum appnum=0\n");
+  } else if (cmd == "get_my_kvsname") {
+    reply(c, "cmd=my_kvsname kvsname=" + kvs_name_ + "\n");
+  } else if (cmd == "get_universe_size") {
+    reply(c, "cmd=universe_size size=" + std::to_string(world_size_) + "\n");
+  } else if (cmd == "put") {
+    const std::string key = field(line, "key"), value = field(line, "value");
+    local_kvs_[key] = value;
+    upstream_.put(key, value);
+    reply(c, "cmd=put_result rc=0\n");
+  } else if (cmd == "get") {
+    const std::string key = field(line, "key");
+    std::optional<std::string> value;
+    if (const auto it = local_kvs_.find(key); it != local_kvs_.end())
+      value = it->second;
+    else if (key == "PMI_process_mapping")
+      value = mapping_.empty() ? std::nullopt : std::optional(mapping_);
+    else
+      value = waiting_for_hosts([&] { return upstream_.find(key); });
+    reply(c, value ? "cmd=get_result rc=0 value=" + *value + "\n"
+                   : "cmd=get_result rc=-1 msg=key_" + key + "_not_found\n");
+  } else if (cmd == "barrier_in") {
+    c.in_barrier = true;
+  } else if (cmd == "finalize") {
+    c.finalized = true;
+    reply(c, "cmd=finalize_ack\n");
+  } else if (cmd == "abort") {
+    const int code = std::atoi(field(line, "exitcode").c_str());
+    // As Hydra: the job ends with the abort's code; the rank waits for no answer.
+    set_fault(describe_(c.rank) + " called MPI_Abort (or hit a fatal MPI error) with code " +
+                  std::to_string(code),
+              code > 0 && code < 256 ? code : 1);
+  } else {
+    set_fault(describe_(c.rank) + " sent a PMI command bglrun does not serve: '" +
+              printable(line.substr(0, std::min<std::size_t>(line.size() - 1, 80))) +
+              "' (MPI_Comm_spawn and name publishing do not work across hosts)");
+    reply(c, "cmd=" + (cmd.empty() ? std::string("error") : cmd) + " rc=-1 msg=unsupported\n");
+  }
+}
+
+// Ranks still connected all entered the barrier: the host enters the job-wide one, then lets them
+// go. A rank that ended meanwhile fails the job (its supervisor says so), so it is not waited for.
+void PmiServer::barrier_if_complete() {
+  bool any = false;
+  for (const auto& c : clients_) {
+    if (c.closed) continue;
+    if (!c.in_barrier) return;
+    any = true;
+  }
+  if (!any) return;
+  waiting_for_hosts([&] { upstream_.barrier(); });
+  for (auto& c : clients_) {
+    if (c.closed) continue;
+    c.in_barrier = false;
+    reply(c, "cmd=barrier_out\n");
+  }
+}
+
+void PmiServer::finalize_if_complete() {
+  if (upstream_.finalized()) return;
+  if (!std::all_of(clients_.begin(), clients_.end(), [](const Client& c) { return c.finalized; }))
+    return;
+  upstream_.finalize();
+}
+
+}  // namespace bgl::bglrun
