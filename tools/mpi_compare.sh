@@ -10,13 +10,18 @@
 # The idle sections time MPI_Test and MPI_Iprobe calls that find nothing (rows test/1k and
 # iprobe/1k: the time of 1000 calls in µs, i.e. ns per call) with 2 ranks and with 8 ranks on this
 # host's cores (oversubscribed on a 2-core machine).
+# The bandwidth sections time osu_bw's pattern (a window of 64 sends, then a reply; the row's
+# time is per message): `bw` between two nodes (2x1x1), `vn` between the two tasks of one node in
+# virtual-node mode (1x1x1, --mode vn), where it also runs the ping-pong (Debian's runs are the same
+# two processes on this host either way).
 # The runs are interleaved: each round runs every variant once, one after the other; a row's
 # minimum is the minimum over all rounds, its P50 the median of the rounds' P50s (this machine's
 # speed drifts; ratios of interleaved runs are what to judge by).
 #
 #   tools/mpi_compare.sh [--quick] [--rounds N] [--out DIR] [--ranks "8 64"] [--json FILE]
-#                        [--pingpong-max B] [--coll-max B] [--only "pingpong pack coll idle"]
-#                        [--base PREFIX]
+#                        [--pingpong-max B] [--coll-max B]
+#                        [--only "pingpong bw vn pack coll idle"]
+#                        [--base PREFIX] [--base-env "VAR=VALUE ..."]
 #
 # --quick         0.1 s per measurement instead of 0.3 s
 # --rounds N      interleaved rounds (default 3)
@@ -24,10 +29,13 @@
 # --json FILE     also write every row as JSON
 # --pingpong-max  largest ping-pong message (default 4194304)
 # --coll-max      largest collective message (default 1048576)
-# --only          the sections to run (default all: pingpong pack coll idle)
+# --only          the sections to run (default all: pingpong bw vn pack coll idle)
 # --base PREFIX   another bgl MPICH prefix (e.g. a build from before a change), run as the third
 #                 variant "base" of the collective and idle sections (instead of mpich_alg;
 #                 column b = bgl / base)
+# --base-env VARS the variant "base" is this MPICH with these variables set (e.g. a switch back to
+#                 an earlier behaviour: "BGL_ML_VN_LIMIT=0"); then the ping-pong and bandwidth
+#                 sections run it too
 # Needs: build/bin/bglrun, the bgl MPICH prefix (BGL_MPICH_PREFIX or tools/build_mpich.sh
 # --print-prefix) and Debian's mpich package (apt-get install mpich libmpich-dev; ours is always
 # addressed by its absolute path). Every run is bounded (timeout 900 s).
@@ -41,8 +49,9 @@ rounds=3
 json=""
 pp_max=$((4 << 20))
 coll_max=$((1 << 20))
-only="pingpong pack coll idle"
+only="pingpong bw vn pack coll idle"
 base=""
+base_env=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) budget=0.1; shift ;;
@@ -54,6 +63,7 @@ while [ $# -gt 0 ]; do
     --coll-max) coll_max=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
     --base) base=$2; shift 2 ;;
+    --base-env) base_env=$2; shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed -e 's/^# \{0,1\}//' -e '/^set -euo/d'; exit 0 ;;
     *) echo "mpi_compare: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -75,13 +85,15 @@ rows=$out/rows.txt
 : > "$rows"
 
 # One variant's run: debian, bgl, or mpich_alg (the bgl device without its collective hooks).
+# np "2vn": the two tasks of one node in virtual-node mode.
 run_variant() {  # variant np what arg file
   local v=$1 np=$2 what=$3 arg=$4 file=$5 shape
-  shape=$(case $np in 2) echo 2x1x1 ;; 4) echo 2x2x1 ;; 8) echo 2x2x2 ;; 16) echo 4x2x2 ;; 32) echo 4x4x2 ;; 64) echo 4x4x4 ;; *) echo "" ;; esac)
+  shape=$(case $np in 2) echo 2x1x1 ;; 4) echo 2x2x1 ;; 8) echo 2x2x2 ;; 16) echo 4x2x2 ;; 32) echo 4x4x2 ;; 64) echo 4x4x4 ;; 2vn) echo "1x1x1 --mode vn" ;; *) echo "" ;; esac)
+  np=${np%vn}
   case $v in
     debian) timeout 900 mpiexec.mpich -n "$np" "$out/bench_debian" "$what" "$arg" ;;
     bgl) timeout 900 "$bglrun" -np "$np" ${shape:+--shape $shape} --timeout 880 "$out/bench_bgl" "$what" "$arg" ;;
-    base) timeout 900 "$bglrun" -np "$np" ${shape:+--shape $shape} --timeout 880 "$out/bench_base" "$what" "$arg" ;;
+    base) timeout 900 env $base_env "$bglrun" -np "$np" ${shape:+--shape $shape} --timeout 880 "$out/bench_base" "$what" "$arg" ;;
     mpich_alg) BGL_NM_COLL_HOOKS=0 timeout 900 "$bglrun" -np "$np" ${shape:+--shape $shape} --timeout 880 \
                  "$out/bench_bgl" "$what" "$arg" ;;
   esac > "$file" 2>&1 || echo "   ($v run failed or timed out: $file)" >&2
@@ -147,6 +159,12 @@ echo "# tools/mpi_compare.sh on $(hostname), $(nproc) cores, $(date -u +%Y-%m-%d
 echo "# bgl: $prefix; debian: mpich $(dpkg-query -W -f='${Version}' mpich)"
 echo
 third_variant=mpich_alg
+p2p_base=()
+if [ -n "$base_env" ]; then
+  [ -n "$base" ] || base=$prefix
+  p2p_base=(base)
+  echo "# base: $base with $base_env"
+fi
 if [ -n "$base" ]; then
   [ -x "$base/bin/mpicc" ] || { echo "mpi_compare: no MPICH at --base $base" >&2; exit 1; }
   "$base/bin/mpicc" -O2 -o "$out/bench_base" "$src"
@@ -154,7 +172,12 @@ if [ -n "$base" ]; then
   echo "# base: $base"
 fi
 section() { case " $only " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
-section pingpong && run pingpong2 2 pingpong "$pp_max" debian bgl
+section pingpong && run pingpong2 2 pingpong "$pp_max" debian bgl "${p2p_base[@]}"
+section bw && run bw2 2 bw "$pp_max" debian bgl "${p2p_base[@]}"
+if section vn; then
+  run pingpong2vn 2vn pingpong "$pp_max" debian bgl "${p2p_base[@]}"
+  run bw2vn 2vn bw "$pp_max" debian bgl "${p2p_base[@]}"
+fi
 # The datatype engines alone (1 rank): the device's MPICH uses dataloop, Debian's yaksa.
 section pack && run pack1 1 pack "$coll_max" debian bgl
 if section coll; then
@@ -170,7 +193,8 @@ fi
 if [ -n "$json" ]; then
   awk -v v3="$third_variant" 'BEGIN {print "["} NR > 1 {print ","}
        {alg = $10 == "-" ? "null" : $10; algp = $11 == "-" ? "null" : $11
-        printf "  {\"ranks\": %s, \"test\": \"%s\", \"bytes\": %s, \"debian_min_us\": %s, \"bgl_min_us\": %s, \"debian_p50_us\": %s, \"bgl_p50_us\": %s, \"debian_MBps\": %s, \"bgl_MBps\": %s, \"" v3 "_min_us\": %s, \"" v3 "_p50_us\": %s}", $1, $2, $3, $4, $5, $6, $7, $8, $9, alg, algp}
+        mode = $1 ~ /vn$/ ? "vn" : "heater"; sub(/vn$/, "", $1)
+        printf "  {\"ranks\": %s, \"mode\": \"" mode "\", \"test\": \"%s\", \"bytes\": %s, \"debian_min_us\": %s, \"bgl_min_us\": %s, \"debian_p50_us\": %s, \"bgl_p50_us\": %s, \"debian_MBps\": %s, \"bgl_MBps\": %s, \"" v3 "_min_us\": %s, \"" v3 "_p50_us\": %s}", $1, $2, $3, $4, $5, $6, $7, $8, $9, alg, algp}
        END {print "\n]"}' "$rows" > "$json"
   echo "# JSON: $json"
 fi

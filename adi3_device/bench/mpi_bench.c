@@ -3,6 +3,9 @@
  * (tools/mpi_compare.sh runs both).
  *
  *   mpi_bench pingpong [max_bytes]     rank 0 <-> rank 1, 1 B .. max_bytes (default 4 MiB)
+ *   mpi_bench bw [max_bytes]           rank 0 -> rank 1 as osu_bw measures it: a window of 64
+ *                                      MPI_Isend (one buffer) against 64 MPI_Irecv, then a 4-byte
+ *                                      reply; the time per message = window time / 64
  *   mpi_bench ring [bytes]             a token around all ranks
  *   mpi_bench coll [max_bytes]         allreduce, bcast, allgather, alltoall, barrier
  *   mpi_bench pack [max_bytes]         MPI_Pack of a strided vector and of an indexed type
@@ -15,7 +18,8 @@
  * Each measurement repeats for about BENCH_TIME seconds (default 0.3; at least 5 times) and
  * reports the minimum and the median (P50) of the single-operation times (each the slowest rank's
  * time for that iteration), and for
- * the ping-pong one-way latency = round trip / 2 and bandwidth = bytes / one-way P50 time.
+ * the ping-pong one-way latency = round trip / 2 and bandwidth = bytes / one-way P50 time; for bw
+ * the time per message of a window and bandwidth = bytes / that P50 time.
  * Collective sizes go 8 B, 64 B, ... (x8) up to max_bytes; allgather and alltoall stop where one
  * rank's buffers would exceed 16 MiB (64 ranks: 256 KiB blocks) so that 64 ranks fit in memory.
  * Output: one line per measurement,
@@ -112,6 +116,28 @@ static void pingpong_once(size_t bytes) {
 static void pingpong(size_t max) {
   for (size_t bytes = 1; bytes; bytes = next_size(bytes, max, 2))
     measure("pingpong", bytes, pingpong_once, 10, 0, 0.5);
+}
+
+enum { BW_WINDOW = 64 };
+
+static void bw_once(size_t bytes) {
+  MPI_Request req[BW_WINDOW];
+  if (rank == 0) {
+    for (int i = 0; i < BW_WINDOW; i++)
+      MPI_Isend(buf_a, (int)bytes, MPI_BYTE, 1, 1, MPI_COMM_WORLD, &req[i]);
+    MPI_Waitall(BW_WINDOW, req, MPI_STATUSES_IGNORE);
+    MPI_Recv(buf_b, 4, MPI_BYTE, 1, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  } else if (rank == 1) {
+    for (int i = 0; i < BW_WINDOW; i++)
+      MPI_Irecv(buf_a, (int)bytes, MPI_BYTE, 0, 1, MPI_COMM_WORLD, &req[i]);
+    MPI_Waitall(BW_WINDOW, req, MPI_STATUSES_IGNORE);
+    MPI_Send(buf_b, 4, MPI_BYTE, 0, 2, MPI_COMM_WORLD);
+  }
+}
+
+static void bw(size_t max) {
+  for (size_t bytes = 1; bytes; bytes = next_size(bytes, max, 2))
+    measure("bw", bytes, bw_once, 10, 0, 1.0 / BW_WINDOW);
 }
 
 static void ring_once(size_t bytes) {
@@ -241,6 +267,8 @@ int main(int argc, char** argv) {
     printf("# %s, %d ranks; test bytes min_us p50_us mean_us MB/s iterations\n", what, size);
   if (!strcmp(what, "pingpong"))
     pingpong(arg ? arg : 4 << 20);
+  else if (!strcmp(what, "bw"))
+    bw(arg ? arg : 4 << 20);
   else if (!strcmp(what, "ring"))
     ring(arg ? arg : 8);
   else if (!strcmp(what, "pack"))

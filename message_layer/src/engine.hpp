@@ -14,6 +14,7 @@
 
 #include "bgl/message_layer/message_layer.hpp"
 #include "bgl/packet_layer/traffic_matrix.hpp"
+#include "bgl/packet_layer/virtual_fifo.hpp"
 #include "bgl/rate_limit.hpp"
 #include "slot_table.hpp"
 #include "wire.hpp"
@@ -68,6 +69,9 @@ class MessageLayer::Engine {
     bool notify_remote = false;
   };
   enum class Step : std::uint8_t { blocked, more, finished };
+  // SendMessage::State::phase of a slotted protocol's message whose data left the caller's buffer
+  // with its first packet: it is done when that packet is injected, and has no slot.
+  static constexpr std::uint8_t kPhaseDoneAtInjection = 0xff;
 
   void activate(Rank dest);
   // An acknowledged message whose data go out now (ProtocolOps::send_data), after the others.
@@ -233,6 +237,10 @@ class MessageLayer::Engine {
   std::optional<Rank> sibling_;     // virtual-node mode: the other task of this node
   bool vn_copy_refused_ = false;    // process_vm_readv is not allowed here: stream instead
   bool vn_reader_allowed_ = false;  // allow_sibling_reads() done
+  // Virtual-node mode: the node's shared cells to and from the other task (null: not used).
+  packet_layer::VirtualCells* vn_out_cells_ = nullptr;
+  packet_layer::VirtualCells* vn_in_cells_ = nullptr;
+  std::uint32_t vn_next_cell_ = 0;  // where the search for a free outgoing cell starts
   std::int32_t pid_ = 0;            // this task's pid, for virtual-node requests
   std::vector<std::pair<ArrivalHandler, void*>> handlers_;
   // By wire type: the protocol whose first packet it is (kProtocols: none), or the handler of a

@@ -57,6 +57,10 @@ MessageLayer::Engine::Engine(packet_layer::Endpoint& endpoint, Config config)
   if (machine.config().mode == packet_layer::NodeMode::virtual_node) {
     const auto here = machine.mapping().location(endpoint.rank());
     sibling_ = machine.mapping().rank_at(here.node, 1 - here.t);
+    if (config.vn_direct_copy && config.vn_cells && sibling_) {
+      vn_out_cells_ = &machine.virtual_cells(here.node, here.t);
+      vn_in_cells_ = &machine.virtual_cells(here.node, 1 - here.t);
+    }
     // The two tasks of a node share its memory: each buffers half of the node's unexpected data.
     config_.pool_bytes /= 2;
   }
@@ -217,7 +221,7 @@ bool MessageLayer::Engine::send_some() {
         d.head = m.state.next;
         if (!d.head) d.tail = nullptr;
         m.state.next = nullptr;
-        if (!ops.slotted) finish_send(m);
+        if (!ops.slotted || m.state.phase == kPhaseDoneAtInjection) finish_send(m);
       }
     }
     d.active = d.head != nullptr && may_start(d);

@@ -33,6 +33,7 @@ Config Config::from_environment() {
   if (auto v = env::get_int("BGL_ML_HOLD_PACKETS", 1, 1 << 20))
     c.hold_packets = static_cast<std::uint32_t>(*v);
   if (auto v = env::get_int("BGL_ML_VN_COPY", 0, 1)) c.vn_direct_copy = *v != 0;
+  if (auto v = env::get_int("BGL_ML_VN_CELLS", 0, 1)) c.vn_cells = *v != 0;
   if (auto v = env::get_int("BGL_ML_COPROCESSOR_RECEIVE", 0, 1)) c.coprocessor_receive = *v != 0;
   return c;
 }

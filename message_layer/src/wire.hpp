@@ -49,11 +49,12 @@ struct Ack {
   std::uint32_t data_group;  // FIFO group the data go to (1: the receiver's coprocessor)
 };
 
-// Where a virtual-node message's data are: the sender's process and address.
+// Where a virtual-node message's data are: the sender's process and address (cell 0), or the
+// node's shared cell `cell - 1` from the sender (address 0).
 struct VnSource {
   std::uint64_t address;
   std::int32_t pid;
-  std::uint32_t reserved;
+  std::uint32_t cell;
 };
 
 inline constexpr std::size_t kFirstBytes = sizeof(First);

@@ -279,6 +279,31 @@ TEST(MlFuzz, EarlyAdaptiveEagerPacketWithAHugeOffsetCostsNoMemory) {
   EXPECT_EQ(in.arrived(), 0u);
 }
 
+// Virtual-node requests that name a shared cell the receiver cannot use: one that does not exist,
+// and more data than a cell holds. Both are rejected as malformed and nothing is delivered.
+TEST(MlFuzz, VirtualNodeRequestsNamingABadSharedCellAreRejected) {
+  QuietLog quiet;
+  const std::pair<std::uint64_t, std::uint32_t> kBad[] = {
+      {1000, packet_layer::kVirtualCells + 1},    // no such cell
+      {packet_layer::kVirtualCellBytes + 1, 1}};  // more than a cell holds
+  for (const auto& [bytes, cell] : kBad) {
+    InProcessJob job({.ntasks = 2, .shape = "1x1x1", .mode = "vn"}, Config{}, std::vector<Rank>{0});
+    Inbox in(job.ml(0), 1, [](Inbox&, Delivery& d) { return Inbox::into(d, d.bytes, 0); });
+    Forger forge(job, 1, 0);
+    wire::First f{};
+    f.handler = 1;
+    f.bytes_low = static_cast<std::uint32_t>(bytes);
+    const wire::VnSource source{0, 1, cell};
+    std::vector<std::byte> p(sizeof f + sizeof source);
+    std::memcpy(p.data(), &f, sizeof f);
+    std::memcpy(p.data() + sizeof f, &source, sizeof source);
+    forge.send(wire::kVnRts, 0, p);
+    job.settle();
+    EXPECT_EQ(job.ml(0).statistics().malformed_packets, 1u) << bytes << " bytes, cell " << cell;
+    EXPECT_EQ(in.arrived(), 0u);
+  }
+}
+
 // A flood of malformed packets: the first ten are logged in full, then a notice that the rest are
 // only counted, then a count at most once a second (the limiter the packet layer uses too), so
 // the log does not grow with the number of bad packets. All are counted.

@@ -8,8 +8,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -369,6 +371,7 @@ TEST(VirtualNodeRendezvous, RendezvousReachesTheSecondTaskOfANode) {
 struct VnCase {
   std::string name;
   bool direct_copy;
+  bool cells = true;  // messages up to 16 KiB through the node's shared cells (with direct_copy)
 };
 
 void PrintTo(const VnCase& c, std::ostream* os) {
@@ -385,6 +388,7 @@ TEST_P(IntraNode, EverySizeAndAlignmentBothDirections) {
   QuietLog quiet;  // a stalled transfer would log every one of its data packets
   Config config;
   config.vn_direct_copy = GetParam().direct_copy;
+  config.vn_cells = GetParam().cells;
   Job job(2, "1x1x1", "vn", config);
   ASSERT_EQ(job.mapping().location(0).node, job.mapping().location(1).node);
   std::vector<Receiver> rx(2);
@@ -456,6 +460,7 @@ TEST_P(IntraNode, ForcedVirtualNodeProtocolForTinyMessages) {
   QuietLog quiet;  // a stalled transfer would log every one of its data packets
   Config config;
   config.vn_direct_copy = GetParam().direct_copy;
+  config.vn_cells = GetParam().cells;
   Job job(2, "1x1x1", "vn", config);
   std::vector<Receiver> rx(2);
   for (Rank r = 0; r < 2; ++r)
@@ -497,6 +502,7 @@ TEST_P(IntraNode, SixteenMebibytes) {
   QuietLog quiet;  // a stalled transfer would log every one of its data packets
   Config config;
   config.vn_direct_copy = GetParam().direct_copy;
+  config.vn_cells = GetParam().cells;
   Job job(2, "1x1x1", "vn", config);
   std::vector<Receiver> rx(2);
   for (Rank r = 0; r < 2; ++r)
@@ -528,6 +534,7 @@ TEST_P(IntraNode, ScatterTargetsWithManyPieces) {
   QuietLog quiet;  // a stalled transfer would log every one of its data packets
   Config config;
   config.vn_direct_copy = GetParam().direct_copy;
+  config.vn_cells = GetParam().cells;
   Job job(2, "1x1x1", "vn", config);
   std::vector<Receiver> rx(2);
   for (Rank r = 0; r < 2; ++r)
@@ -558,8 +565,76 @@ TEST_P(IntraNode, ScatterTargetsWithManyPieces) {
   }
 }
 
+// A message up to a shared cell's size leaves the sender's buffer when its request is injected:
+// the send is done before the receiver has run at all, the sender may overwrite its buffer, and
+// the receiver still gets the bytes as posted, with no fin coming back.
+TEST(IntraNodeCells, MessagesUpToACellAreDoneAtInjection) {
+  for (const std::size_t bytes :
+       {std::size_t{229}, std::size_t{4096}, packet_layer::kVirtualCellBytes}) {
+    Job job(2, "1x1x1", "vn", Config{});
+    Receiver rx;
+    job.ml(1).register_handler(5, &Receiver::on_arrival, &rx);
+    Transfer t;
+    t.bytes = bytes;
+    t.key = test::message_key(0, 1, bytes);
+    t.dest = node_modes::Destination::contiguous(bytes, 0);
+    rx.expected.push_back(&t);
+    post(job.ml(0), 1, t, 0, std::nullopt);
+    for (int i = 0; i < 100 && t.sent == 0; ++i)
+      job.ml(0).advance();  // the receiver does not run
+    ASSERT_EQ(t.sent, 1) << bytes << " bytes: not done at injection";
+    const std::vector<std::byte> posted(t.source.span().begin(), t.source.span().end());
+    std::memset(const_cast<std::byte*>(t.source.span().data()), 0xee, bytes);
+    ASSERT_TRUE(job.pump([&] { return t.completions == 1 && job.all_idle(); })) << bytes;
+    EXPECT_EQ(t.protocol, Protocol::virtual_node);
+    ASSERT_EQ(t.completed_bytes, bytes);
+    const auto got = t.dest.contents(bytes);
+    EXPECT_TRUE(std::equal(got.begin(), got.end(), posted.begin(), posted.end())) << bytes;
+    const auto& vn =
+        job.ml(0).statistics().protocol[static_cast<std::size_t>(Protocol::virtual_node)];
+    EXPECT_EQ(vn.packets_received, 0u) << "no fin for a message that went through a cell";
+  }
+}
+
+// One byte more than a cell, or every cell held by unexpected messages: the message goes by
+// process_vm_readv, and the send is done only after the receiver has copied it.
+TEST(IntraNodeCells, LargerMessagesAndFullCellsFallBackToTheDirectCopy) {
+  Job job(2, "1x1x1", "vn", Config{});
+  Receiver rx;
+  job.ml(1).register_handler(5, &Receiver::on_arrival, &rx);
+  constexpr std::size_t kHeld = packet_layer::kVirtualCells + 2;
+  std::deque<Transfer> transfers(kHeld + 1);
+  for (std::size_t i = 0; i < transfers.size(); ++i) {
+    Transfer& t = transfers[i];
+    t.bytes = i == kHeld ? packet_layer::kVirtualCellBytes + 1 : 1000;
+    t.key = test::message_key(0, 1, i);
+    t.dest = node_modes::Destination::contiguous(t.bytes, 0);
+    t.unexpected = true;  // held until the test accepts it
+    rx.expected.push_back(&t);
+    post(job.ml(0), 1, t, 0, std::nullopt);
+  }
+  // Every message arrives (unexpected); only those that found a free cell are done.
+  ASSERT_TRUE(job.pump([&] {
+    return std::all_of(transfers.begin(), transfers.end(),
+                       [](const Transfer& t) { return t.arrivals == 1; });
+  }));
+  job.settle();
+  for (std::size_t i = 0; i < transfers.size(); ++i)
+    EXPECT_EQ(transfers[i].sent, i < packet_layer::kVirtualCells ? 1 : 0) << "message " << i;
+  for (auto& t : transfers)
+    job.ml(1).accept(*t.handle, Receiver::target(t));
+  ASSERT_TRUE(job.pump([&] {
+    return std::all_of(transfers.begin(), transfers.end(),
+                       [](const Transfer& t) { return t.completions == 1 && t.sent == 1; }) &&
+           job.all_idle();
+  }));
+  for (std::size_t i = 0; i < transfers.size(); ++i)
+    expect_delivered(transfers[i], "message " + std::to_string(i));
+}
+
 INSTANTIATE_TEST_SUITE_P(Copy, IntraNode,
                          ::testing::Values(VnCase{"direct_copy", true},
+                                           VnCase{"process_vm_readv_only", true, false},
                                            VnCase{"streaming_fallback", false}),
                          [](const auto& info) { return info.param.name; });
 

@@ -18,7 +18,7 @@ namespace bgl::packet_layer {
 namespace {
 
 constexpr std::uint64_t kMagic = 0x3130554d454c4742ULL;  // "BGLEMU01"
-constexpr std::uint32_t kVersion = 8;
+constexpr std::uint32_t kVersion = 9;
 
 constexpr std::size_t align_up(std::size_t n, std::size_t a) {
   return (n + a - 1) / a * a;
@@ -164,6 +164,11 @@ struct LinkPlan {
   }
 };
 
+// Within the virtual-node area: the rings first, then the cells.
+std::size_t virtual_cells_offset(std::size_t occupied) {
+  return align_up(occupied * 2 * sizeof(VirtualFifo), 4096);
+}
+
 }  // namespace
 
 struct Machine::Layout {
@@ -188,7 +193,9 @@ struct Machine::Layout {
     tasks = align_up(links + sizeof(LinkTotals) * crossable, 64);
     virtual_fifos = align_up(tasks + sizeof(TaskSlot) * static_cast<std::size_t>(c.ntasks()), 4096);
     const std::size_t virtual_bytes =
-        c.mode == NodeMode::virtual_node ? occupied * 2 * sizeof(VirtualFifo) : 0;
+        c.mode == NodeMode::virtual_node
+            ? virtual_cells_offset(occupied) + occupied * 2 * sizeof(VirtualCells)
+            : 0;
     outbound = align_up(virtual_fifos + virtual_bytes, 4096);
     const std::size_t outbound_bytes =
         c.placement.transport == Transport::ofi
@@ -578,6 +585,12 @@ std::span<std::byte> Machine::region(int index) const {
 VirtualFifo& Machine::virtual_fifo(torus_emu::NodeId node, int from) const {
   auto* rings = std::launder(reinterpret_cast<VirtualFifo*>(segment_.data() + virtual_offset_));
   return rings[static_cast<std::size_t>(checked_slot(node)) * 2 + static_cast<std::size_t>(from)];
+}
+
+VirtualCells& Machine::virtual_cells(torus_emu::NodeId node, int from) const {
+  auto* cells = std::launder(reinterpret_cast<VirtualCells*>(
+      segment_.data() + virtual_offset_ + virtual_cells_offset(occupied_.size())));
+  return cells[static_cast<std::size_t>(checked_slot(node)) * 2 + static_cast<std::size_t>(from)];
 }
 
 std::span<virtual_time::LinkCalendar> Machine::calendars() const {

@@ -27,6 +27,9 @@ struct Config {
   // receive entry or pool space (BGL_ML_HOLD_PACKETS); beyond that, backpressure in the FIFO.
   std::uint32_t hold_packets = 1024;
   bool vn_direct_copy = true;  // VN protocol copies with process_vm_readv (BGL_ML_VN_COPY)
+  // VN protocol: messages up to a shared cell's size (16 KiB) go through the node's shared cells
+  // (BGL_ML_VN_CELLS; only with vn_direct_copy).
+  bool vn_cells = true;
   // Coprocessor mode: the coprocessor receives eligible rendezvous data
   // (BGL_ML_COPROCESSOR_RECEIVE).
   bool coprocessor_receive = true;

@@ -155,6 +155,8 @@ class Machine {
   // Virtual-node mode: the ring from FIFO group `from` of `node` (which hosts tasks) to the node's
   // other group.
   VirtualFifo& virtual_fifo(torus_emu::NodeId node, int from) const;
+  // Virtual-node mode: the shared cells from FIFO group `from` of `node` to its other group.
+  VirtualCells& virtual_cells(torus_emu::NodeId node, int from) const;
   // A region requested in JobConfig::regions (64-byte aligned); empty span when there is none.
   std::span<std::byte> region(std::string_view name) const;
   // The region's index in the segment's table (what a StoreRequest names), or -1.
