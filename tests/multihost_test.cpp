@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <regex>
 #include <sstream>
 
@@ -202,46 +203,14 @@ TEST(MultiHost, BadHostFilesAreRejectedBeforeAnythingStarts) {
 class TwoNamespaces : public ::testing::Test {
  protected:
   void SetUp() override {
-    const std::string tag = std::to_string(getpid() % 100000);
-    ns_[0] = "bglA" + tag;
-    ns_[1] = "bglB" + tag;
-    const std::string veth_a = "bva" + tag, veth_b = "bvb" + tag;
-    TearDown();  // leftovers of a killed earlier run with the same pid
-    const std::vector<std::string> steps = {
-        "ip netns add " + ns_[0],
-        "ip netns add " + ns_[1],
-        "ip link add " + veth_a + " netns " + ns_[0] + " type veth peer name " + veth_b +
-            " netns " + ns_[1],
-        "ip -n " + ns_[0] + " addr add 10.213.0.1/24 dev " + veth_a,
-        "ip -n " + ns_[1] + " addr add 10.213.0.2/24 dev " + veth_b,
-        "ip -n " + ns_[0] + " link set " + veth_a + " up",
-        "ip -n " + ns_[1] + " link set " + veth_b + " up",
-        "ip -n " + ns_[0] + " link set lo up",
-        "ip -n " + ns_[1] + " link set lo up",
-    };
-    for (const auto& step : steps) {
-      const auto r = run_process({"/bin/sh", "-c", step + " 2>&1"}, 20);
-      ASSERT_EQ(r.exit_code, 0)
-          << "cannot build the two-namespace network (this test needs root and ip(8) from "
-             "iproute2): '"
-          << step << "' failed: " << r.output;
-    }
+    pair_.emplace("", "10.213.0", temp_path("netns-hosts.txt"));
+    ASSERT_EQ(pair_->error(), "");
     created_ = true;
-    hostfile_ = temp_path("netns-hosts.txt");
-    write_file(hostfile_,
-               "# two emulated hosts, one network namespace each, joined by veth\n"
-               "hostA 10.213.0.1 netns=" +
-                   ns_[0] +
-                   "\n"
-                   "hostB 10.213.0.2 netns=" +
-                   ns_[1] + "\n");
+    hostfile_ = pair_->hostfile();
   }
-  void TearDown() override {
-    for (const auto& ns : ns_)
-      if (!ns.empty()) run_process({"/bin/sh", "-c", "ip netns del " + ns + " 2>/dev/null"}, 20);
-  }
+  const std::string& ns(int host) const { return pair_->ns(host); }
 
-  std::array<std::string, 2> ns_;
+  std::optional<NamespacePair> pair_;
   std::string hostfile_;
   bool created_ = false;
 };
@@ -252,8 +221,8 @@ TEST_F(TwoNamespaces, PacketAndMessageLayerSuitesPassAcrossTheVeth) {
                              "info", kScenarios, "order", "300"});
   EXPECT_EQ(order.exit_code, 0) << order.output;
   EXPECT_THAT(order.output, HasSubstr("hostA (10.213.0.1): 4 nodes"));
-  EXPECT_THAT(order.output, HasSubstr("netns " + ns_[0]));
-  EXPECT_THAT(order.output, HasSubstr("entered network namespace " + ns_[1]));
+  EXPECT_THAT(order.output, HasSubstr("netns " + ns(0)));
+  EXPECT_THAT(order.output, HasSubstr("entered network namespace " + ns(1)));
   EXPECT_THAT(order.output, HasSubstr("fi_sockaddr_in://10.213.0.2"));  // bound to the veth
   const auto adaptive = bglrun(
       {"--hostfile", hostfile_, "-np", "8", "--shape", "2x2x2", kScenarios, "adaptive", "1000"});
@@ -314,9 +283,7 @@ TEST_F(TwoNamespaces, CuttingTheLinkEndsTheJobWithAClearError) {
   unsetenv("BGL_OFI_TIMEOUT_MS");
   ASSERT_EQ(wait_for_pids(log, 8, 60).size(), 8u) << read_file(log);
   const auto cut = run_process(
-      {"/bin/sh", "-c",
-       "ip -n " + ns_[1] + " link set bvb" + std::to_string(getpid() % 100000) + " down"},
-      20);
+      {"/bin/sh", "-c", "ip -n " + ns(1) + " link set " + pair_->link(1) + " down"}, 20);
   ASSERT_EQ(cut.exit_code, 0) << cut.output;
   const int code = wait_process(launcher, 30);
   const std::string out = read_file(log);

@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -181,6 +182,48 @@ int parent_of(int pid) {
   int ppid = -1;
   fields >> state >> ppid;
   return ppid;
+}
+
+NamespacePair::NamespacePair(const std::string& tag, const std::string& subnet,
+                             const std::string& hostfile)
+    : hostfile_(hostfile) {
+  const std::string id = std::to_string(getpid() % 100000);
+  for (int h = 0; h < 2; ++h) {
+    ns_[h] = "bgl" + tag + static_cast<char>('A' + h) + id;
+    link_[h] = "b" + tag + static_cast<char>('a' + h) + id;
+  }
+  remove();  // leftovers of a killed earlier run with the same pid
+  std::vector<std::string> steps = {"ip netns add " + ns_[0], "ip netns add " + ns_[1],
+                                    "ip link add " + link_[0] + " netns " + ns_[0] +
+                                        " type veth peer name " + link_[1] + " netns " + ns_[1]};
+  for (int h = 0; h < 2; ++h) {
+    steps.push_back("ip -n " + ns_[h] + " addr add " + subnet + "." + std::to_string(h + 1) +
+                    "/24 dev " + link_[h]);
+    steps.push_back("ip -n " + ns_[h] + " link set " + link_[h] + " up");
+    steps.push_back("ip -n " + ns_[h] + " link set lo up");
+  }
+  for (const auto& step : steps) {
+    const auto r = run_process({"/bin/sh", "-c", step + " 2>&1"}, 20);
+    if (r.exit_code != 0) {
+      error_ =
+          "cannot build the two-namespace network (this needs root and ip(8) from iproute2): '" +
+          step + "' failed: " + r.output;
+      return;
+    }
+  }
+  std::ofstream(hostfile_) << "# two emulated hosts, one network namespace each, joined by veth\n"
+                           << "hostA " << subnet << ".1 netns=" << ns_[0] << "\n"
+                           << "hostB " << subnet << ".2 netns=" << ns_[1] << "\n";
+}
+
+NamespacePair::~NamespacePair() {
+  remove();
+  std::remove(hostfile_.c_str());
+}
+
+void NamespacePair::remove() {
+  for (const auto& ns : ns_)
+    run_process({"/bin/sh", "-c", "ip netns del " + ns + " 2>/dev/null"}, 20);
 }
 
 }  // namespace bgl::test

@@ -40,4 +40,27 @@ std::string read_file(const std::string& path);
 // The parent process of `pid` (from /proc), or -1 when it is gone.
 int parent_of(int pid);
 
+// Two network namespaces joined by a veth pair, for jobs over two emulated hosts: every packet
+// between them crosses the veth link. Built by the constructor (needs root and ip(8); `error()`
+// says what failed), with the two hosts in a host file at `hostfile()`; removed by the destructor.
+// `tag` (a few letters) keeps the names apart from other tests' pairs, `subnet` is like
+// "10.213.0" (host A is .1, host B .2).
+class NamespacePair {
+ public:
+  NamespacePair(const std::string& tag, const std::string& subnet, const std::string& hostfile);
+  ~NamespacePair();
+  NamespacePair(const NamespacePair&) = delete;
+  NamespacePair& operator=(const NamespacePair&) = delete;
+
+  const std::string& error() const { return error_; }  // empty once built
+  const std::string& ns(int host) const { return ns_[host]; }
+  const std::string& link(int host) const { return link_[host]; }  // its end of the veth
+  const std::string& hostfile() const { return hostfile_; }
+
+ private:
+  void remove();
+  std::string ns_[2], link_[2];
+  std::string hostfile_, error_;
+};
+
 }  // namespace bgl::test

@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <random>
 #include <regex>
 #include <sstream>
@@ -1114,48 +1115,19 @@ class MpiTwoNamespaces : public Mpi {
   void SetUp() override {
     Mpi::SetUp();
     if (IsSkipped()) return;
-    const std::string tag = std::to_string(getpid() % 100000);
-    ns_[0] = "bglMA" + tag;
-    ns_[1] = "bglMB" + tag;
-    veth_b_ = "bmb" + tag;
-    TearDown();  // leftovers of a killed earlier run with the same pid
-    const std::vector<std::string> steps = {
-        "ip netns add " + ns_[0],
-        "ip netns add " + ns_[1],
-        "ip link add bma" + tag + " netns " + ns_[0] + " type veth peer name " + veth_b_ +
-            " netns " + ns_[1],
-        "ip -n " + ns_[0] + " addr add 10.214.0.1/24 dev bma" + tag,
-        "ip -n " + ns_[1] + " addr add 10.214.0.2/24 dev " + veth_b_,
-        "ip -n " + ns_[0] + " link set bma" + tag + " up",
-        "ip -n " + ns_[1] + " link set " + veth_b_ + " up",
-        "ip -n " + ns_[0] + " link set lo up",
-        "ip -n " + ns_[1] + " link set lo up",
-    };
-    for (const auto& step : steps) {
-      const auto r = run_process({"/bin/sh", "-c", step + " 2>&1"}, 20);
-      ASSERT_EQ(r.exit_code, 0)
-          << "cannot build the two-namespace network (this test needs root and ip(8) from "
-             "iproute2): '"
-          << step << "' failed: " << r.output;
-    }
-    hostfile_ = kBinDir + "/netns-hosts." + tag + ".txt";
-    std::ofstream(hostfile_) << "# two emulated hosts joined by veth\nhostA 10.214.0.1 netns="
-                             << ns_[0] << "\nhostB 10.214.0.2 netns=" << ns_[1] << "\n";
+    pair_.emplace("M", "10.214.0",
+                  kBinDir + "/netns-hosts." + std::to_string(getpid() % 100000) + ".txt");
+    ASSERT_EQ(pair_->error(), "");
   }
-  void TearDown() override {
-    for (const auto& ns : ns_)
-      if (!ns.empty()) run_process({"/bin/sh", "-c", "ip netns del " + ns + " 2>/dev/null"}, 20);
-    if (!hostfile_.empty()) std::remove(hostfile_.c_str());
-  }
+  void TearDown() override { pair_.reset(); }
   ProcessResult across(std::vector<std::string> args, const std::vector<std::string>& env = {},
                        double timeout = 240) {
-    args.insert(args.begin(), {kBglrun, "--hostfile", hostfile_});
+    args.insert(args.begin(), {kBglrun, "--hostfile", pair_->hostfile()});
     return run_process(args, timeout, env);
   }
+  const std::string& ns(int host) const { return pair_->ns(host); }
 
-  std::array<std::string, 2> ns_;
-  std::string veth_b_;
-  std::string hostfile_;
+  std::optional<NamespacePair> pair_;
 };
 
 TEST_F(MpiTwoNamespaces, PointToPointInEveryProtocolAcrossTheVeth) {
@@ -1166,7 +1138,7 @@ TEST_F(MpiTwoNamespaces, PointToPointInEveryProtocolAcrossTheVeth) {
   const auto r = across(by_size, {"MPIR_CVAR_CH4_RUNTIME_CONF_DEBUG=1"});
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("pt2pt: OK (4 ranks, 0 errors)"));
-  EXPECT_THAT(r.output, HasSubstr("entered network namespace " + ns_[1]));
+  EXPECT_THAT(r.output, HasSubstr("entered network namespace " + ns(1)));
   EXPECT_THAT(r.output, HasSubstr("fi_sockaddr_in://10.214.0.2"));  // bound to the veth
   EXPECT_THAT(r.output, ::testing::ContainsRegex("[1-9][0-9]* sends completed at injection"));
   for (const std::string protocol : {"eager", "rendezvous", "adaptive_eager"}) {
@@ -1231,8 +1203,8 @@ TEST_F(MpiTwoNamespaces, AKilledHostEndsTheJobEverywhere) {
   const auto before = bglemu_segments();
   const std::string log = kBinDir + "/hostkill." + std::to_string(getpid()) + ".log";
   setenv("BGL_OFI_TIMEOUT_MS", "4000", 1);
-  const int launcher = spawn_process({kBglrun, "--hostfile", hostfile_, "-np", "8", "--shape",
-                                      "2x2x2", "--timeout", "100", die, "0", "hang"},
+  const int launcher = spawn_process({kBglrun, "--hostfile", pair_->hostfile(), "-np", "8",
+                                      "--shape", "2x2x2", "--timeout", "100", die, "0", "hang"},
                                      log);
   unsetenv("BGL_OFI_TIMEOUT_MS");
   // Wait for the 8 ranks; host B (ranks 4..7) is their parent bglrun.
