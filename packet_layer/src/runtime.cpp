@@ -41,7 +41,8 @@ Runtime Runtime::from_environment(std::optional<torus_emu::Rank> host_rank) {
         std::to_string(
             rt.machine_->placement().node_host[rt.machine_->mapping().location(rt.rank_).node]) +
         ", but this segment belongs to host " + std::to_string(rt.machine_->placement().this_host));
-  rt.policy_ = std::make_unique<WaitPolicy>(WaitPolicy::for_job(size));
+  rt.policy_ =
+      std::make_unique<WaitPolicy>(WaitPolicy::for_job(size, rt.machine_->vt_params() != nullptr));
   const int group = rt.machine_->mapping().location(rt.rank_).t;
   rt.endpoint_ = std::make_unique<Endpoint>(*rt.machine_, rt.rank_, group, *rt.policy_);
   const auto* params = rt.machine_->vt_params();

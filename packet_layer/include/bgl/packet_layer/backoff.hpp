@@ -15,9 +15,9 @@ struct WaitPolicy {
   int yield_rounds = 50;
   std::chrono::microseconds max_sleep{10'000};  // a sleeper re-checks at least this often
 
-  // Defaults for `tasks` tasks on this machine's online cores, overridden by BGL_SPIN, BGL_YIELD
-  // and BGL_SLEEP_US (ConfigError for malformed values).
-  static WaitPolicy for_job(int tasks);
+  // Defaults for `tasks` tasks on this machine's online cores (and whether the job keeps virtual
+  // time), overridden by BGL_SPIN, BGL_YIELD and BGL_SLEEP_US (ConfigError for malformed values).
+  static WaitPolicy for_job(int tasks, bool virtual_time = false);
 };
 
 // A wait's sleeps are published in the thread's wait record (wait_state.hpp): from the first sleep
