@@ -125,6 +125,18 @@ std::vector<int> processes_of(const std::string& path) {
   return out;
 }
 
+// Expects no process running `path` to be left within `rounds` tenths of a second, then kills any
+// that are, so that one failing test does not disturb the next.
+void expect_none_left(const std::string& path, int rounds = 20, const std::string& output = {}) {
+  std::vector<int> left;
+  for (int i = 0; i < rounds && !(left = processes_of(path)).empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_TRUE(left.empty()) << left.size() << " processes left behind"
+                            << (output.empty() ? "" : ":\n") << output;
+  for (int p : left)
+    kill(p, SIGKILL);
+}
+
 bool segment_of(int launcher_pid) {
   for (const auto& s : bglemu_segments())
     if (s.find("bglemu." + std::to_string(launcher_pid) + ".") != std::string::npos) return true;
@@ -632,12 +644,7 @@ std::string expect_death(const std::string& die, const std::string& how, int vic
       << out;
   EXPECT_THAT(out, HasSubstr(expect)) << out;
   EXPECT_FALSE(segment_of(pid)) << "segment left behind";
-  std::vector<int> left;
-  for (int i = 0; i < 20 && !(left = processes_of(die)).empty(); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  EXPECT_TRUE(left.empty()) << left.size() << " processes left behind";
-  for (int p : left)
-    kill(p, SIGKILL);
+  expect_none_left(die);
   return out;
 }
 
@@ -677,12 +684,7 @@ TEST_F(Mpi, TimeoutAndInterruptLeaveNothing) {
   const int code = wait_process(pid, 30);
   EXPECT_EQ(code, 128 + SIGINT) << read_file(log);
   EXPECT_FALSE(segment_of(pid));
-  std::vector<int> left;
-  for (int i = 0; i < 20 && !(left = processes_of(die)).empty(); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  EXPECT_TRUE(left.empty()) << left.size() << " processes left behind";
-  for (int p : left)
-    kill(p, SIGKILL);
+  expect_none_left(die);
 }
 
 // ---- Topology: the Blue Gene extensions (mpix.h) and torus-aware Cartesian/graph placement ----
@@ -1048,12 +1050,7 @@ void expect_death_across_hosts(const std::string& die, const std::vector<std::st
   EXPECT_THAT(r.output, HasSubstr("stopped its tasks with status " + std::to_string(status)))
       << r.output;
   EXPECT_THAT(leaked_segments(before), ::testing::IsEmpty());
-  std::vector<int> left;
-  for (int i = 0; i < 20 && !(left = processes_of(die)).empty(); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  EXPECT_TRUE(left.empty()) << left.size() << " processes left behind";
-  for (int p : left)
-    kill(p, SIGKILL);
+  expect_none_left(die);
 }
 
 TEST_F(Mpi, FourHostsGiveTheSameRanksCoordinatesAndResults) {
@@ -1230,12 +1227,7 @@ TEST_F(MpiTwoNamespaces, AKilledHostEndsTheJobEverywhere) {
                        "host 1 \\(hostB, 10.214.0.2\\) has not been heard from|lost the "
                        "connection to host 1 \\(hostB, 10.214.0.2\\)"))
       << out;
-  std::vector<int> left;
-  for (int i = 0; i < 30 && !(left = processes_of(die)).empty(); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  EXPECT_TRUE(left.empty()) << left.size() << " processes left behind:\n" << out;
-  for (int p : left)
-    kill(p, SIGKILL);
+  expect_none_left(die, 30, out);
   EXPECT_THAT(leaked_segments(before), ::testing::IsEmpty()) << out;
 }
 

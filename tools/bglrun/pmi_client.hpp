@@ -38,11 +38,13 @@ class PmiClient {
   // process manager then treats this process as gone.
   void abandon();
 
+  // The value of `name=` in a PMI-1 line ("cmd=put kvsname=k key=a value=b"); empty if absent.
+  static std::string field(const std::string& line, const std::string& name);
+
  private:
   PmiClient(int fd, int rank, int size) : fd_(fd), rank_(rank), size_(size) {}
   // Sends one command line and reads one response line; checks its cmd= and rc=.
   std::string command(const std::string& line, const std::string& expect, bool check_rc = true);
-  static std::string field(const std::string& line, const std::string& name);
 
   int fd_ = -1;
   int rank_ = 0;

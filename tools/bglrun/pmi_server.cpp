@@ -7,8 +7,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -23,17 +23,6 @@ namespace {
 
 // Longest PMI-1 command line MPICH's client writes (PMIU_MAXLINE) and then some.
 constexpr std::size_t kMaxLine = 4096;
-
-// The value of `name=` in a PMI-1 line ("cmd=put kvsname=k key=a value=b").
-std::string field(const std::string& line, const std::string& name) {
-  const std::string key = name + "=";
-  for (std::size_t at = 0; (at = line.find(key, at)) != std::string::npos; ++at) {
-    if (at != 0 && line[at - 1] != ' ') continue;
-    const auto start = at + key.size();
-    return line.substr(start, line.find_first_of(" \n", start) - start);
-  }
-  return {};
-}
 
 }  // namespace
 
@@ -227,7 +216,7 @@ void PmiServer::reply(Client& c, const std::string& line) {
 }
 
 void PmiServer::handle(Client& c, const std::string& line) {
-  const std::string cmd = field(line, "cmd");
+  const std::string cmd = PmiClient::field(line, "cmd");
   if (cmd == "init") {
     reply(c, "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0\n");
   } else if (cmd == "get_maxes") {
@@ -240,12 +229,12 @@ void PmiServer::handle(Client& c, const std::string& line) {
   } else if (cmd == "get_universe_size") {
     reply(c, "cmd=universe_size size=" + std::to_string(world_size_) + "\n");
   } else if (cmd == "put") {
-    const std::string key = field(line, "key"), value = field(line, "value");
+    const std::string key = PmiClient::field(line, "key"), value = PmiClient::field(line, "value");
     local_kvs_[key] = value;
     upstream_.put(key, value);
     reply(c, "cmd=put_result rc=0\n");
   } else if (cmd == "get") {
-    const std::string key = field(line, "key");
+    const std::string key = PmiClient::field(line, "key");
     std::optional<std::string> value;
     if (const auto it = local_kvs_.find(key); it != local_kvs_.end())
       value = it->second;
@@ -261,7 +250,7 @@ void PmiServer::handle(Client& c, const std::string& line) {
     c.finalized = true;
     reply(c, "cmd=finalize_ack\n");
   } else if (cmd == "abort") {
-    const int code = std::atoi(field(line, "exitcode").c_str());
+    const int code = std::atoi(PmiClient::field(line, "exitcode").c_str());
     // As Hydra: the job ends with the abort's code; the rank waits for no answer.
     set_fault(describe_(c.rank) + " called MPI_Abort (or hit a fatal MPI error) with code " +
                   std::to_string(code),
