@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "bgl/env.hpp"
+#include "bgl/job_runtime/env.hpp"
 #include "bgl/packet_layer/runtime.hpp"
 #include "bgl/torus_emu/error.hpp"
 
@@ -87,7 +87,7 @@ struct Args {
       if (s == "--json")
         a.json = true;
       else if (s == "--rounds" && i + 1 < argc)
-        a.rounds = static_cast<int>(env::parse_int(argv[++i], "--rounds", 1, 1000));
+        a.rounds = static_cast<int>(job_runtime::env::parse_int(argv[++i], "--rounds", 1, 1000));
       else
         a.rest.emplace_back(s);
     }
@@ -97,7 +97,8 @@ struct Args {
   // The value after `name` among the remaining arguments (validated), or `fallback`.
   long long number(std::string_view name, long long fallback, long long lo, long long hi) const {
     for (std::size_t i = 0; i + 1 < rest.size(); ++i)
-      if (rest[i] == name) return env::parse_int(rest[i + 1], std::string(name), lo, hi);
+      if (rest[i] == name)
+        return job_runtime::env::parse_int(rest[i + 1], std::string(name), lo, hi);
     return fallback;
   }
   std::string text(std::string_view name, std::string fallback) const {
@@ -162,7 +163,8 @@ class Table {
 class ScratchMemory {
  public:
   ScratchMemory(packet_layer::Runtime& rt, std::size_t bytes) : bytes_(bytes) {
-    const std::string name = env::get("BGL_SEGMENT").value_or("/bglemu.bench") + ".scratch";
+    const std::string name =
+        job_runtime::env::get("BGL_SEGMENT").value_or("/bglemu.bench") + ".scratch";
     int fd = -1;
     if (rt.rank() == 0) {
       fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);

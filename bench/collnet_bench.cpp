@@ -31,9 +31,10 @@ Options parse(int argc, char** argv) {
     const auto& a = o.args.rest[i];
     const bool more = i + 1 < o.args.rest.size();
     if (a == "--max-bytes" && more)
-      o.max_bytes = static_cast<std::size_t>(env::parse_int(o.args.rest[++i], a, 256, 1 << 28));
+      o.max_bytes =
+          static_cast<std::size_t>(job_runtime::env::parse_int(o.args.rest[++i], a, 256, 1 << 28));
     else if (a == "--barriers" && more)
-      o.barriers = static_cast<int>(env::parse_int(o.args.rest[++i], a, 1, 1000000));
+      o.barriers = static_cast<int>(job_runtime::env::parse_int(o.args.rest[++i], a, 1, 1000000));
     else
       throw ConfigError("collnet_bench: unknown argument '" + a + "'");
   }
@@ -44,7 +45,7 @@ class Bench {
  public:
   Bench(packet_layer::Runtime& rt)
       : rt_(rt), net_(rt), tree_(rt.endpoint(), static_cast<int>(rt.rank()), rt.size()) {
-    if (auto s = env::get_int("BGL_P2P_WATCHDOG", 1, 3600))
+    if (auto s = job_runtime::env::get_int("BGL_P2P_WATCHDOG", 1, 3600))
       tree_.enable_watchdog(static_cast<int>(*s));
   }
 
@@ -201,7 +202,7 @@ int run(int argc, char** argv) {
     nlohmann::json j{{"benchmark", "collnet_bench"},
                      {"tasks", c.ntasks()},
                      {"shape", c.shape.to_string()},
-                     {"mode", std::string(packet_layer::to_string(c.mode))},
+                     {"mode", std::string(job_runtime::to_string(c.mode))},
                      {"rounds", o.args.rounds}};
     for (const auto& t : tables)
       j["tables"].push_back(t.to_json());

@@ -76,7 +76,7 @@ class P2PTree {
       if (progress) continue;
       // The next broadcast's packets may wait in the FIFOs: then ep_.wait() would not block.
       if (op.down_received == op.packets && rank_ != 0)
-        packet_layer::Backoff::yield();
+        job_runtime::Backoff::yield();
       else
         ep_.wait();
     }

@@ -187,7 +187,7 @@ int run(int argc, char** argv) {
   }
   if (neighbours.empty()) throw ConfigError("the centre has no neighbour (use --shape 3x3x3)");
   const bool unit = session->layer().config().coprocessor_receive;
-  const bool co_mode = session->mode() == packet_layer::NodeMode::coprocessor;
+  const bool co_mode = session->mode() == job_runtime::NodeMode::coprocessor;
 
   Exchanger ex(*session, bytes, session->size());
   auto& rt = session->runtime();
@@ -244,7 +244,7 @@ int run(int argc, char** argv) {
 
   if (me != centre) return 0;
   const std::string setting =
-      std::string(packet_layer::to_string(session->mode())) +
+      std::string(job_runtime::to_string(session->mode())) +
       (co_mode ? (unit ? ", BGL_ML_COPROCESSOR_RECEIVE=1" : ", BGL_ML_COPROCESSOR_RECEIVE=0") : "");
   bench::Table t("aggregate bandwidth (" + std::string(time.name()) + ") at the centre task " +
                      torus_emu::to_string(middle) + " of " + shape.to_string() + " (" + setting +
@@ -271,7 +271,7 @@ int run(int argc, char** argv) {
   }
   if (args.json) {
     nlohmann::json out{{"benchmark", "ml_multilink"},
-                       {"mode", std::string(packet_layer::to_string(session->mode()))},
+                       {"mode", std::string(job_runtime::to_string(session->mode()))},
                        {"coprocessor_receive", co_mode && unit},
                        {"time", time.name()},
                        {"bytes", bytes},

@@ -51,7 +51,7 @@ class Stencil {
   Stencil(message_layer::Session& s, int n) : s_(s), ml_(s.layer()), n_(n) {
     const auto& map = s.mapping();
     const auto& shape = map.shape();
-    const bool vn = s.mode() == packet_layer::NodeMode::virtual_node;
+    const bool vn = s.mode() == job_runtime::NodeMode::virtual_node;
     grid_ = {shape.extent(torus_emu::Dim::x) * (vn ? 2 : 1), shape.extent(torus_emu::Dim::y),
              shape.extent(torus_emu::Dim::z)};
     const auto pos = [&](Rank r) {
@@ -281,7 +281,7 @@ int run(int argc, char** argv) {
           " warm-up ones; ms per iteration of the slowest task; halo share = time in "
           "the halo exchange / total, averaged over tasks",
       {"mode", "shape", "tasks", "task_grid", "ms_per_iteration", "halo_share", "checksum"});
-  t.row({std::string(packet_layer::to_string(session->mode())),
+  t.row({std::string(job_runtime::to_string(session->mode())),
          session->mapping().shape().to_string(), session->size(),
          std::to_string(g[0]) + "x" + std::to_string(g[1]) + "x" + std::to_string(g[2]),
          slowest / iterations * 1e3, halo_sum / seconds_sum, std::string(hex)});

@@ -165,7 +165,7 @@ class Bench {
 int run(int argc, char** argv) {
   const auto args = bench::Args::parse(argc, argv, 5);
   auto session = message_layer::Session::from_launcher();
-  if (session->size() != 2 || session->mode() != packet_layer::NodeMode::virtual_node ||
+  if (session->size() != 2 || session->mode() != job_runtime::NodeMode::virtual_node ||
       session->mapping().location(0).node != session->mapping().location(1).node)
     throw ConfigError(
         "ml_vn_bandwidth needs the two tasks of one node: bglrun -np 2 --shape 1x1x1 --mode vn");

@@ -25,10 +25,10 @@ double floor_half_rtt(Line* lines, int rank, int iterations, std::uint64_t& seq)
     if (rank == 0) {
       ping.value.store(seq, std::memory_order_release);
       while (pong.value.load(std::memory_order_acquire) != seq)
-        packet_layer::Backoff::cpu_relax();
+        job_runtime::Backoff::cpu_relax();
     } else {
       while (ping.value.load(std::memory_order_acquire) != seq)
-        packet_layer::Backoff::cpu_relax();
+        job_runtime::Backoff::cpu_relax();
       pong.value.store(seq, std::memory_order_release);
     }
   }
@@ -68,7 +68,8 @@ int run(int argc, char** argv) {
   int iterations = 20000;
   for (std::size_t i = 0; i + 1 < args.rest.size(); ++i)
     if (args.rest[i] == "--iterations")
-      iterations = static_cast<int>(env::parse_int(args.rest[i + 1], "--iterations", 1, 1 << 30));
+      iterations = static_cast<int>(
+          job_runtime::env::parse_int(args.rest[i + 1], "--iterations", 1, 1 << 30));
   auto rt = packet_layer::Runtime::from_environment();
   if (rt.size() != 2) throw ConfigError("pl_pingpong needs exactly 2 tasks (bglrun -np 2)");
   const int rank = static_cast<int>(rt.rank());

@@ -31,12 +31,12 @@ double floor_stream(packet_layer::Runtime& rt, std::byte* scratch, std::uint64_t
     for (std::uint64_t i = 0; i < n; ++i) {
       slot[0] = static_cast<std::byte>(i);
       while (!ring->push(slot))
-        packet_layer::Backoff::cpu_relax();
+        job_runtime::Backoff::cpu_relax();
     }
   } else {
     for (std::uint64_t i = 0; i < n; ++i)
       while (!ring->pop(slot))
-        packet_layer::Backoff::cpu_relax();
+        job_runtime::Backoff::cpu_relax();
   }
   const double t = bench::seconds_since(start);
   rt.barrier();
@@ -54,9 +54,9 @@ double packet_stream(packet_layer::Runtime& rt, std::size_t packet_bytes, std::u
   if (rt.rank() == 0) {
     for (std::uint64_t i = 0; i < n; ++i)
       while (ep.inject(0, spec, payload) != packet_layer::InjectStatus::ok)
-        packet_layer::Backoff::cpu_relax();
+        job_runtime::Backoff::cpu_relax();
     while (!ep.advance())
-      packet_layer::Backoff::cpu_relax();
+      job_runtime::Backoff::cpu_relax();
   } else {
     for (std::uint64_t i = 0; i < n;) {
       if (auto f = ep.poll()) {
@@ -83,7 +83,8 @@ int run(int argc, char** argv) {
   std::uint64_t n = 1'000'000;
   for (std::size_t i = 0; i + 1 < args.rest.size(); ++i)
     if (args.rest[i] == "--packets")
-      n = static_cast<std::uint64_t>(env::parse_int(args.rest[i + 1], "--packets", 1, 1LL << 40));
+      n = static_cast<std::uint64_t>(
+          job_runtime::env::parse_int(args.rest[i + 1], "--packets", 1, 1LL << 40));
   auto rt = packet_layer::Runtime::from_environment();
   if (rt.size() != 2) throw ConfigError("pl_stream needs exactly 2 tasks (bglrun -np 2)");
   bench::ScratchMemory scratch(rt, sizeof(FloorRing<256>) + 4096);

@@ -73,9 +73,11 @@ int run(int argc, char** argv) {
   int iterations = 2000, stream = 20000;
   for (std::size_t i = 0; i + 1 < args.rest.size(); ++i) {
     if (args.rest[i] == "--iterations")
-      iterations = static_cast<int>(env::parse_int(args.rest[i + 1], "--iterations", 1, 1 << 30));
+      iterations = static_cast<int>(
+          job_runtime::env::parse_int(args.rest[i + 1], "--iterations", 1, 1 << 30));
     if (args.rest[i] == "--stream")
-      stream = static_cast<int>(env::parse_int(args.rest[i + 1], "--stream", 1, 1 << 30));
+      stream =
+          static_cast<int>(job_runtime::env::parse_int(args.rest[i + 1], "--stream", 1, 1 << 30));
   }
   auto rt = packet_layer::Runtime::from_environment();
   if (rt.size() != 2) throw ConfigError("pl_transport needs exactly 2 tasks (bglrun -np 2)");
@@ -92,7 +94,7 @@ int run(int argc, char** argv) {
   const double seconds = stream_seconds(ep, rank, stream);
   if (rank == 0) {
     const auto& placement = rt.machine().placement();
-    const std::string transport = std::string(packet_layer::to_string(placement.transport)) + "/" +
+    const std::string transport = std::string(job_runtime::to_string(placement.transport)) + "/" +
                                   std::to_string(placement.host_count()) + "host";
     const double mbps = stream * static_cast<double>(packet_layer::kMaxPacketBytes) / seconds / 1e6;
     bench::Table t(

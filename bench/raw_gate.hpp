@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "bench_util.hpp"
-#include "bgl/packet_layer/backoff.hpp"
+#include "bgl/job_runtime/backoff.hpp"
 #include "bgl/packet_layer/runtime.hpp"
 
 namespace bgl::bench {
@@ -25,9 +25,9 @@ class RawGate {
   void await(std::uint32_t r, std::uint64_t v) {
     for (int spins = 0; flag(r).load(std::memory_order_acquire) != v; ++spins) {
       if (spins < 4096)
-        packet_layer::Backoff::cpu_relax();
+        job_runtime::Backoff::cpu_relax();
       else
-        packet_layer::Backoff::yield();
+        job_runtime::Backoff::yield();
     }
   }
 

@@ -1,5 +1,5 @@
 // Collective call sites (bglrun --stats/--report/--trace): a task's fixed table
-// (packet_layer::CallSites), the program's return address above the runtime, bglrun's merge of the
+// (job_runtime::CallSites), the program's return address above the runtime, bglrun's merge of the
 // tasks' files with function, file and line, its speed at 1,024 tasks and its handling of damaged
 // files, and real jobs whose collectives run through collectives::Library and Communicator::run.
 #include <gmock/gmock.h>
@@ -13,7 +13,7 @@
 #include <sstream>
 
 #include "../tools/bglrun/call_sites.hpp"
-#include "bgl/packet_layer/call_sites.hpp"
+#include "bgl/job_runtime/call_sites.hpp"
 #include "process_runner.hpp"
 
 namespace bgl::test {
@@ -58,7 +58,7 @@ int line_of(const std::string& file, const std::string& text) {
 
 // Stands for a runtime entry (Communicator::run): its caller is the call site.
 [[gnu::noinline]] std::uintptr_t runtime_entry() {
-  const auto site = packet_layer::CallSites::program_caller(
+  const auto site = job_runtime::CallSites::program_caller(
       reinterpret_cast<std::uintptr_t>(__builtin_return_address(0)));
   asm volatile("" ::: "memory");  // not a tail call: this frame stays on the stack
   return site;
@@ -79,16 +79,16 @@ TEST(CallSites, TheSiteIsTheCallerOfTheRuntimeEntry) {
 
 TEST(CallSites, RowsMergeByKeyAndAFullTableCountsTheRest) {
   TempDir dir("table");
-  packet_layer::CallSites sites(3, dir.path.string(), nullptr);
+  job_runtime::CallSites sites(3, dir.path.string(), nullptr);
   const auto site = a_call_site();
   for (int i = 0; i < 5; ++i)
     sites.record({site, "bcast", "binomial", "< 12 KiB: binomial", 8, 100, 0}, sites.start());
   // Distinct sizes are distinct rows; beyond kCapacity rows calls are only counted.
-  const int distinct = static_cast<int>(packet_layer::CallSites::kCapacity) + 40;
+  const int distinct = static_cast<int>(job_runtime::CallSites::kCapacity) + 40;
   for (int i = 0; i < distinct; ++i)
     sites.record({site, "allreduce", "tree", "whole partition", 8, 1000u + i, -1}, sites.start());
   const auto rows = sites.rows();
-  ASSERT_EQ(rows.size(), packet_layer::CallSites::kCapacity);
+  ASSERT_EQ(rows.size(), job_runtime::CallSites::kCapacity);
   EXPECT_EQ(sites.overflow_calls(), 41u);  // 296 distinct allreduce rows, 255 found room
   const auto bcast = std::ranges::find_if(rows, [&](const auto& r) { return r.bytes == 100; });
   ASSERT_NE(bcast, rows.end());
@@ -103,7 +103,7 @@ TEST(CallSites, RowsMergeByKeyAndAFullTableCountsTheRest) {
   const auto merged = bglrun::merge_call_sites(dir.path, 1, 0);
   EXPECT_EQ(merged["overflow"]["calls"], 41);
   EXPECT_EQ(merged["overflow"]["tasks"], 1);
-  ASSERT_EQ(merged["sites"].size(), packet_layer::CallSites::kCapacity);
+  ASSERT_EQ(merged["sites"].size(), job_runtime::CallSites::kCapacity);
   const auto row =
       std::ranges::find_if(merged["sites"], [](const json& r) { return r["op"] == "bcast"; });
   ASSERT_NE(row, merged["sites"].end());
@@ -122,7 +122,7 @@ TEST(CallSites, MergeOfAThousandTwentyFourTasksIsQuick) {
   TempDir dir("merge");
   const auto site = a_call_site();
   for (int r = 0; r < 1024; ++r) {
-    packet_layer::CallSites sites(static_cast<torus_emu::Rank>(r), dir.path.string(), nullptr);
+    job_runtime::CallSites sites(static_cast<torus_emu::Rank>(r), dir.path.string(), nullptr);
     for (int k = 0; k < 64; ++k)
       sites.record({site, "allreduce", "tree", "whole partition", 1024, 8u << (k % 16), -1},
                    sites.start());
@@ -164,7 +164,7 @@ TEST(CallSites, MergeOfAThousandTwentyFourTasksIsQuick) {
 // probe of the table (the collectives themselves take tens of microseconds at least).
 TEST(CallSites, ACallCostsAFewMicrosecondsOfCpu) {
   TempDir dir("cost");
-  packet_layer::CallSites sites(0, dir.path.string(), nullptr);
+  job_runtime::CallSites sites(0, dir.path.string(), nullptr);
   constexpr int kCalls = 20000;
   const double start = cpu_seconds();
   for (int i = 0; i < kCalls; ++i)
@@ -179,7 +179,7 @@ TEST(CallSites, ACallCostsAFewMicrosecondsOfCpu) {
 TEST(CallSites, NoDirectoryNoTable) {
   ::unsetenv("BGL_SITES_DIR");
   virtual_time::Clock clock;
-  EXPECT_EQ(packet_layer::CallSites::from_environment(0, &clock), nullptr);
+  EXPECT_EQ(job_runtime::CallSites::from_environment(0, &clock), nullptr);
 }
 
 // Real jobs: coll_scenarios sites calls collectives through collectives::Library (the library's
@@ -275,7 +275,7 @@ TEST(CallSites, AFullTableIsCountedAndSaid) {
   // 3 rows of sites_through_library and sites_direct, then 300 sizes: 47 calls a task find no row.
   EXPECT_EQ(cs["overflow"]["tasks"], 8);
   EXPECT_EQ(cs["overflow"]["calls"], 8 * 47);
-  EXPECT_EQ(cs["sites"].size(), packet_layer::CallSites::kCapacity);
+  EXPECT_EQ(cs["sites"].size(), job_runtime::CallSites::kCapacity);
   EXPECT_EQ(cs["virtual_time"], false);
   EXPECT_FALSE(cs["sites"][0].contains("virtual_seconds"));
   EXPECT_THAT(job.result.output,

@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "bgl/collectives/wide_area/host_network.hpp"
+#include "bgl/job_runtime/placement.hpp"
 #include "bgl/packet_layer/header.hpp"
-#include "bgl/packet_layer/placement.hpp"
 #include "bgl/torus_emu/comm_matrix.hpp"
 #include "bgl/torus_emu/error.hpp"
 #include "bgl/torus_emu/mapping.hpp"
@@ -344,9 +344,8 @@ std::vector<Target> targets() {
                {}};
   hosts.run = [](Fuzzer&, const std::string& text) {
     return parsed_or_config_error("fuzz.hosts", [&] {
-      const auto list = packet_layer::Placement::parse_hostfile(text, "fuzz.hosts");
-      if (list.empty() ||
-          list.size() > static_cast<std::size_t>(packet_layer::Placement::kMaxHosts))
+      const auto list = job_runtime::Placement::parse_hostfile(text, "fuzz.hosts");
+      if (list.empty() || list.size() > static_cast<std::size_t>(job_runtime::Placement::kMaxHosts))
         throw Failure{"accepted host list of " + std::to_string(list.size()) + " hosts"};
       for (const auto& h : list)
         for (const std::string* w : {&h.name, &h.address, &h.netns})

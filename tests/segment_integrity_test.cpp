@@ -164,10 +164,10 @@ TEST(SegmentIntegrity, BarrierCountOverwritten) {
 
 // At attach, a task refuses a segment whose job description does not match its checksum.
 TEST(SegmentIntegrity, AttachRefusesACorruptJobDescription) {
-  packet_layer::JobOptions o;
+  job_runtime::JobOptions o;
   o.ntasks = 8;
   o.shape = "2x2x2";
-  const auto config = packet_layer::JobConfig::resolve(o);
+  const auto config = job_runtime::JobConfig::resolve(o);
   std::vector<std::byte> memory(packet_layer::Machine::segment_bytes(config) + 4096);
   auto aligned = std::span(memory).subspan(
       (4096 - reinterpret_cast<std::uintptr_t>(memory.data()) % 4096) % 4096,

@@ -13,19 +13,19 @@
 #include <memory>
 #include <string>
 
-#include "bgl/env.hpp"
+#include "bgl/job_runtime/env.hpp"
 #include "bgl/message_layer/bgl_msg.h"
 #include "bgl/packet_layer/machine.hpp"
-#include "bgl/packet_layer/segment.hpp"
+#include "bgl/job_runtime/segment.hpp"
 #include "bgl/torus_emu/error.hpp"
 #include "idle_cap.hpp"
 #include "idle_machine.hpp"
 
 struct bgl_nm_idle {
-  bgl::packet_layer::Segment segment;
+  bgl::job_runtime::Segment segment;
   std::unique_ptr<bgl::packet_layer::Machine> machine;
   std::uint32_t rank = 0;
-  bgl::packet_layer::Doorbell* bell = nullptr;
+  bgl::job_runtime::Doorbell* bell = nullptr;
   // Views of the task's reception FIFOs; their consumer position is re-read from the shared head
   // that the task's endpoint publishes after every pop.
   mutable std::array<bgl::packet_layer::ReceptionFifo, bgl::packet_layer::kReceptionFifos> fifos;
@@ -75,10 +75,10 @@ const char* bgl_nm_idle_error(void) {
 
 int bgl_nm_idle_open(uint32_t rank, bgl_nm_idle_t** out) {
   try {
-    const auto name = bgl::env::get("BGL_SEGMENT");
+    const auto name = bgl::job_runtime::env::get("BGL_SEGMENT");
     if (!name) throw bgl::ConfigError("BGL_SEGMENT is not set: start MPI programs with bglrun");
     auto idle = std::make_unique<bgl_nm_idle>();
-    idle->segment = bgl::packet_layer::Segment::attach(-1, *name);
+    idle->segment = bgl::job_runtime::Segment::attach(-1, *name);
     idle->machine = std::make_unique<bgl::packet_layer::Machine>(
         bgl::packet_layer::Machine::attach(idle->segment.bytes()));
     const auto& mapping = idle->machine->mapping();
@@ -120,10 +120,10 @@ int bgl_nm_idle_wait(bgl_nm_idle_t* idle, uint32_t timeout_us) {
   auto timeout = std::chrono::microseconds(timeout_us);
   if (g_pending_probe && g_pending_probe(g_pending_context))
     timeout = std::min(timeout, bgl::adi3_device::kPendingSleepCap);
-  bgl::packet_layer::wait_record::asleep(idle->bell);
+  bgl::job_runtime::wait_record::asleep(idle->bell);
   idle->bell->sleep_unless(ready, timeout);
   if (!ready()) return 0;
-  bgl::packet_layer::wait_record::awake();  // a packet came: the rank makes progress
+  bgl::job_runtime::wait_record::awake();  // a packet came: the rank makes progress
   return 1;
 }
 
@@ -134,7 +134,7 @@ int bgl_nm_processor_name(const bgl_nm_idle_t* idle, char* name, size_t bytes) {
   const int n = std::snprintf(name, bytes, "BGL <%d,%d,%d,%d> in %dx%dx%d %s mode", c.x, c.y, c.z,
                               m.mapping().location(idle->rank).t, s.extent(bgl::torus_emu::Dim::x),
                               s.extent(bgl::torus_emu::Dim::y), s.extent(bgl::torus_emu::Dim::z),
-                              std::string(bgl::packet_layer::to_string(m.config().mode)).c_str());
+                              std::string(bgl::job_runtime::to_string(m.config().mode)).c_str());
   return n < 0 || static_cast<std::size_t>(n) >= bytes ? BGL_MSG_ERR_ARG : BGL_MSG_OK;
 }
 

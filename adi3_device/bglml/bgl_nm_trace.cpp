@@ -1,5 +1,5 @@
 // The MPI calls of a task's timeline (see bgl_nm_trace.h): one complete span per outermost MPI
-// call, on the packet layer's trace of the task (packet_layer::Trace), in its host or virtual time.
+// call, on the packet layer's trace of the task (job_runtime::Trace), in its host or virtual time.
 #include "bgl_nm_trace.h"
 
 #include <array>
@@ -11,12 +11,12 @@
 #include <unordered_map>
 
 #include "bgl/message_layer/c_session.hpp"
-#include "bgl/packet_layer/trace.hpp"
+#include "bgl/job_runtime/trace.hpp"
 
 namespace {
 
-using bgl::packet_layer::Trace;
-using bgl::packet_layer::TraceCategory;
+using bgl::job_runtime::Trace;
+using bgl::job_runtime::TraceCategory;
 
 // The calls whose arguments the netmod notes (bgl_nm_trace_kind_t), or none.
 constexpr int kNoKind = -1;

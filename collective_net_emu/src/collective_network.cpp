@@ -69,7 +69,7 @@ class FpCursor {
 }  // namespace
 
 CollectiveNetwork::CollectiveNetwork(const packet_layer::Machine& machine, torus_emu::Rank rank,
-                                     const packet_layer::WaitPolicy& policy, RouteClass route)
+                                     const job_runtime::WaitPolicy& policy, RouteClass route)
     : route_(route),
       tree_(machine, rank, policy),
       interrupt_(machine, rank, policy),

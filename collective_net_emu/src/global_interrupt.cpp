@@ -10,7 +10,7 @@
 namespace bgl::collective_net_emu {
 
 GlobalInterrupt::GlobalInterrupt(const packet_layer::Machine& machine, torus_emu::Rank rank,
-                                 const packet_layer::WaitPolicy& policy)
+                                 const job_runtime::WaitPolicy& policy)
     : machine_(&machine), rank_(rank), policy_(rung_waits(policy)) {
   const auto region = attach_region(machine);
   const auto* h = std::launder(reinterpret_cast<const layout::RegionHeader*>(region.data()));
@@ -39,7 +39,7 @@ void GlobalInterrupt::forward(int channel, std::uint64_t value) const {
   };
   for (const std::uint32_t host : task_hosts_) {
     if (host == host_) continue;
-    const packet_layer::StoreRequest r{
+    const job_runtime::StoreRequest r{
         static_cast<std::uint16_t>(host), region_index_, 0, offset(&word), value,
         offset(&wires_[channel].bell)};
     machine_->remote_store(rank_, r, {}, policy_);
@@ -100,7 +100,7 @@ bool GlobalInterrupt::test(std::uint32_t ticket) const {
 
 void GlobalInterrupt::wait(std::uint32_t ticket) {
   layout::WireState& w = wires_[kBarrierChannel];
-  const packet_layer::wait_record::Reason reason(packet_layer::WaitKind::global_interrupt, ticket);
+  const job_runtime::wait_record::Reason reason(job_runtime::WaitKind::global_interrupt, ticket);
   sleeps_ += wait_until(
       w.bell, [&] { return test(ticket); }, policy_, meanwhile_);
   if (clock_) [[unlikely]]
@@ -166,8 +166,8 @@ bool GlobalInterrupt::shows(int channel, WireLevel level) const {
 
 void GlobalInterrupt::wait_wire(int channel, WireLevel level) {
   layout::WireState& w = wire(channel);
-  const packet_layer::wait_record::Reason reason(packet_layer::WaitKind::wire,
-                                                 static_cast<std::uint64_t>(channel));
+  const job_runtime::wait_record::Reason reason(job_runtime::WaitKind::wire,
+                                                static_cast<std::uint64_t>(channel));
   sleeps_ += wait_until(
       w.bell, [&] { return shows(channel, level); }, policy_, meanwhile_);
 }

@@ -1,6 +1,6 @@
 #include "bgl/collective_net_emu/options.hpp"
 
-#include "bgl/env.hpp"
+#include "bgl/job_runtime/env.hpp"
 #include "bgl/torus_emu/error.hpp"
 
 namespace bgl::collective_net_emu {
@@ -12,7 +12,7 @@ bool power_of_two(std::uint32_t v) {
 
 std::uint32_t power_of_two_variable(const char* name, std::uint32_t fallback, long long min,
                                     long long max) {
-  const auto v = env::get_int(name, min, max);
+  const auto v = job_runtime::env::get_int(name, min, max);
   if (!v) return fallback;
   if (!power_of_two(static_cast<std::uint32_t>(*v)))
     throw ConfigError(std::string(name) + "='" + std::to_string(*v) +
@@ -43,7 +43,8 @@ TreeSpec TreeSpec::parse(std::string_view text, std::string_view source) {
     return spec;
   }
   try {
-    spec.fanout = static_cast<int>(env::parse_int(text.substr(colon + 1), source, 1, kMaxFanout));
+    spec.fanout = static_cast<int>(
+        job_runtime::env::parse_int(text.substr(colon + 1), source, 1, kMaxFanout));
   } catch (const ConfigError&) {
     throw bad();
   }
@@ -56,7 +57,7 @@ std::string TreeSpec::to_string() const {
 
 Options Options::from_environment() {
   Options o;
-  if (auto v = env::get("BGL_TREE")) o.tree = TreeSpec::parse(*v, "BGL_TREE");
+  if (auto v = job_runtime::env::get("BGL_TREE")) o.tree = TreeSpec::parse(*v, "BGL_TREE");
   o.ring_packets = power_of_two_variable("BGL_TREE_RING", o.ring_packets, 2, 4096);
   o.inbox_packets = power_of_two_variable("BGL_TREE_INBOX", o.inbox_packets, 2, 1024);
   return o;

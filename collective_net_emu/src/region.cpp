@@ -6,7 +6,7 @@
 
 #include "bgl/collective_net_emu/layout.hpp"
 #include "bgl/collective_net_emu/tree.hpp"
-#include "bgl/log.hpp"
+#include "bgl/job_runtime/log.hpp"
 #include "bgl/torus_emu/error.hpp"
 
 namespace bgl::collective_net_emu {
@@ -23,14 +23,14 @@ struct Plan {
   std::vector<std::uint32_t> host_tasks;
   std::string description;
 
-  Plan(const packet_layer::JobConfig& config, const Options& options);
+  Plan(const job_runtime::JobConfig& config, const Options& options);
 
  private:
-  void fill_entries(const packet_layer::JobConfig& config, const Tree& tree);
+  void fill_entries(const job_runtime::JobConfig& config, const Tree& tree);
   NodeEntry& entry(torus_emu::NodeId n) { return entries[slot[n]]; }
 };
 
-Plan::Plan(const packet_layer::JobConfig& config, const Options& options) {
+Plan::Plan(const job_runtime::JobConfig& config, const Options& options) {
   options.validate();
   // Several hosts: a tree per host (no tree edge crosses hosts); the placement is the same on every
   // host, so every host computes the same plan.
@@ -93,7 +93,7 @@ Plan::Plan(const packet_layer::JobConfig& config, const Options& options) {
   h.total_bytes = end;
 }
 
-void Plan::fill_entries(const packet_layer::JobConfig& config, const Tree& tree) {
+void Plan::fill_entries(const job_runtime::JobConfig& config, const Tree& tree) {
   const auto occupied = static_cast<std::size_t>(
       std::count_if(slot.begin(), slot.end(),
                     [](packet_layer::NodeSlot s) { return s != packet_layer::kNoNodeSlot; }));
@@ -160,11 +160,11 @@ void format_inbox(std::byte* base, std::uint32_t capacity) {
 
 }  // namespace
 
-std::size_t region_bytes(const packet_layer::JobConfig& config) {
+std::size_t region_bytes(const job_runtime::JobConfig& config) {
   return region_bytes(config, Options::from_environment());
 }
 
-std::size_t region_bytes(const packet_layer::JobConfig& config, const Options& options) {
+std::size_t region_bytes(const job_runtime::JobConfig& config, const Options& options) {
   return Plan(config, options).header.total_bytes;
 }
 
@@ -229,7 +229,7 @@ std::span<std::byte> attach_region(const packet_layer::Machine& machine) {
       h->node_slots != static_cast<std::uint32_t>(machine.occupied_nodes().size()) ||
       h->hosts != static_cast<std::uint32_t>(machine.placement().host_count()))
     throw ConfigError("the job's collective network region does not match the job");
-  if (h->hosts > 1 && (machine.placement().transport != packet_layer::Transport::ofi ||
+  if (h->hosts > 1 && (machine.placement().transport != job_runtime::Transport::ofi ||
                        machine.region_index(kRegionName) < 0))
     throw ConfigError("the collective network spans " + std::to_string(h->hosts) +
                       " hosts but the job has no libfabric transport to carry it");

@@ -5,29 +5,29 @@
 #include <cstdint>
 
 #include "bgl/collective_net_emu/meanwhile.hpp"
-#include "bgl/packet_layer/backoff.hpp"
+#include "bgl/job_runtime/backoff.hpp"
 
 namespace bgl::collective_net_emu {
 
 // Every wait of this component sleeps on a doorbell that the awaited event always rings (results,
 // released slots, inbox packets, barrier completion, wire edges), so the periodic re-check of
-// packet_layer::WaitPolicy is only a safety net here. Hundreds of sleepers re-checking every 10 ms
+// job_runtime::WaitPolicy is only a safety net here. Hundreds of sleepers re-checking every 10 ms
 // would take the cores away from the tasks that make progress (512 tasks on 2 cores), so it is
 // slower.
-inline packet_layer::WaitPolicy rung_waits(packet_layer::WaitPolicy policy) {
+inline job_runtime::WaitPolicy rung_waits(job_runtime::WaitPolicy policy) {
   policy.max_sleep =
       std::max<std::chrono::microseconds>(policy.max_sleep, std::chrono::milliseconds(200));
   return policy;
 }
 
-// Waits until ready(): spins and yields (packet_layer::Backoff), then sleeps on `bell`. With
+// Waits until ready(): spins and yields (job_runtime::Backoff), then sleeps on `bell`. With
 // `meanwhile`, runs its round on every spin and yield round and right before each sleep, and sleeps
 // on `bell` and the round's doorbell at once (meanwhile.hpp). Returns how many sleeps it took (the
 // components' counters).
 template <class Ready>
-std::uint64_t wait_until(packet_layer::Doorbell& bell, Ready&& ready,
-                         const packet_layer::WaitPolicy& policy, const Meanwhile& meanwhile) {
-  packet_layer::Backoff backoff(policy);
+std::uint64_t wait_until(job_runtime::Doorbell& bell, Ready&& ready,
+                         const job_runtime::WaitPolicy& policy, const Meanwhile& meanwhile) {
+  job_runtime::Backoff backoff(policy);
   std::uint64_t sleeps = 0;
   if (!meanwhile) {
     while (!ready()) {
@@ -55,7 +55,7 @@ std::uint64_t wait_until(packet_layer::Doorbell& bell, Ready&& ready,
     backoff.note_sleep(&bell);
     const bool quiet =
         meanwhile.unannounced && !meanwhile.unannounced(meanwhile.unannounced_context);
-    packet_layer::sleep_on_either(
+    job_runtime::sleep_on_either(
         bell, meanwhile.bell ? *meanwhile.bell : bell, ready_or_work,
         std::min<std::chrono::microseconds>(quiet ? meanwhile.last : interval, policy.max_sleep));
     if (worked) {

@@ -27,7 +27,7 @@ PacketSpan input(std::byte* slot, int index) {
 }  // namespace
 
 TreeEndpoint::TreeEndpoint(const packet_layer::Machine& machine, torus_emu::Rank rank,
-                           const packet_layer::WaitPolicy& policy)
+                           const job_runtime::WaitPolicy& policy)
     : machine_(&machine), rank_(rank), policy_(rung_waits(policy)) {
   const auto region = attach_region(machine);
   region_ = region.data();
@@ -85,17 +85,17 @@ std::uint32_t TreeEndpoint::host_of(torus_emu::Rank r) const {
 
 void TreeEndpoint::forward(const void* from, std::size_t bytes,
                            const std::atomic<std::uint64_t>* word, std::uint64_t value,
-                           const packet_layer::Doorbell* bell) const {
-  const packet_layer::StoreRequest base{0,
-                                        region_index_,
-                                        bytes ? offset_of(from) : 0,
-                                        word ? offset_of(word) : packet_layer::kNoOffset,
-                                        value,
-                                        bell ? offset_of(bell) : packet_layer::kNoOffset};
+                           const job_runtime::Doorbell* bell) const {
+  const job_runtime::StoreRequest base{0,
+                                       region_index_,
+                                       bytes ? offset_of(from) : 0,
+                                       word ? offset_of(word) : job_runtime::kNoOffset,
+                                       value,
+                                       bell ? offset_of(bell) : job_runtime::kNoOffset};
   const std::span<const std::byte> data(static_cast<const std::byte*>(from), bytes);
   for (const std::uint32_t h : task_hosts_) {
     if (h == host_) continue;
-    packet_layer::StoreRequest r = base;
+    job_runtime::StoreRequest r = base;
     r.host = static_cast<std::uint16_t>(h);
     machine_->remote_store(rank_, r, data, policy_);
   }
@@ -360,7 +360,7 @@ void TreeEndpoint::commit_broadcast(RouteClass c, Seq seq) {
     for (const std::uint32_t h : task_hosts_) {
       if (h == host_) continue;
       d.readers_left.store(host_tasks[h], std::memory_order_relaxed);
-      packet_layer::StoreRequest r{
+      job_runtime::StoreRequest r{
           static_cast<std::uint16_t>(h), region_index_, offset_of(image),
           offset_of(&d.published),       seq + 1,       offset_of(&s.control->results)};
       machine_->remote_store(rank_, r, {image, bytes}, policy_);
@@ -412,8 +412,8 @@ void TreeEndpoint::release(RouteClass c, Seq seq) {
 }
 
 template <class Ready>
-void TreeEndpoint::block(packet_layer::Doorbell& bell, Ready&& ready) {
-  const packet_layer::wait_record::Reason reason(packet_layer::WaitKind::tree, 0);
+void TreeEndpoint::block(job_runtime::Doorbell& bell, Ready&& ready) {
+  const job_runtime::wait_record::Reason reason(job_runtime::WaitKind::tree, 0);
   counters_.sleeps += wait_until(bell, ready, policy_, meanwhile_);
 }
 
@@ -479,12 +479,12 @@ InjectStatus TreeEndpoint::send(torus_emu::Rank dest, std::uint32_t tag,
   const std::uint32_t dest_host = host_of(dest);
   if (dest_host != host_) {
     // The receiver sleeps on the bell of its own host's lane.
-    const packet_layer::StoreRequest r{static_cast<std::uint16_t>(dest_host),
-                                       region_index_,
-                                       offset_of(&slot),
-                                       offset_of(&in.seq[pos & mask]),
-                                       pos + 1,
-                                       offset_of(&inbox(dest, dest_host).control->bell)};
+    const job_runtime::StoreRequest r{static_cast<std::uint16_t>(dest_host),
+                                      region_index_,
+                                      offset_of(&slot),
+                                      offset_of(&in.seq[pos & mask]),
+                                      pos + 1,
+                                      offset_of(&inbox(dest, dest_host).control->bell)};
     machine_->remote_store(
         rank_, r,
         {reinterpret_cast<const std::byte*>(&slot), offsetof(InboxSlot, data) + data.size()},
@@ -539,8 +539,8 @@ void TreeEndpoint::pop_inbox() {
 }
 
 void TreeEndpoint::forward_to(std::uint32_t host, const std::atomic<std::uint64_t>* word,
-                              std::uint64_t value, const packet_layer::Doorbell* bell) const {
-  const packet_layer::StoreRequest r{
+                              std::uint64_t value, const job_runtime::Doorbell* bell) const {
+  const job_runtime::StoreRequest r{
       static_cast<std::uint16_t>(host), region_index_, 0, offset_of(word), value, offset_of(bell)};
   machine_->remote_store(rank_, r, {}, policy_);
 }

@@ -22,15 +22,15 @@ class InProcessHosts {
  public:
   InProcessHosts(int ntasks, const std::string& shape, int hosts, const Options& options = {},
                  packet_layer::OfiOptions ofi = {})
-      : policy_(packet_layer::WaitPolicy::for_job(ntasks)) {
+      : policy_(job_runtime::WaitPolicy::for_job(ntasks)) {
     std::vector<std::vector<std::byte>> addresses;
     for (int h = 0; h < hosts; ++h) {
-      packet_layer::JobOptions o;
+      job_runtime::JobOptions o;
       o.ntasks = ntasks;
       o.shape = shape;
       o.hosts = hosts;
       o.host_index = h;
-      auto config = packet_layer::JobConfig::resolve(o);
+      auto config = job_runtime::JobConfig::resolve(o);
       config.regions.push_back({std::string(kRegionName), region_bytes(config, options)});
       Host& host = hosts_.emplace_back();
       host.job = std::make_unique<test_support::InProcessMachine>(std::move(config), policy_);
@@ -58,7 +58,7 @@ class InProcessHosts {
     const auto& c = hosts_.front().job->config;
     return hosts_[c.placement.node_host[c.mapping.location(rank).node]].job->machine;
   }
-  const packet_layer::WaitPolicy& policy() const { return policy_; }
+  const job_runtime::WaitPolicy& policy() const { return policy_; }
   int ntasks() const { return hosts_.front().job->ntasks(); }
   packet_layer::OfiStats stats(int host) const {
     return hosts_[static_cast<std::size_t>(host)].agent->stats();
@@ -86,7 +86,7 @@ class InProcessHosts {
     std::unique_ptr<packet_layer::OfiAgent> agent;  // goes first
   };
   std::vector<Host> hosts_;
-  packet_layer::WaitPolicy policy_;
+  job_runtime::WaitPolicy policy_;
   bool finished_ = false;
   std::optional<std::string> fault_;
 };

@@ -28,25 +28,25 @@ class InProcessJob {
  public:
   InProcessJob(int ntasks, const std::string& shape, const std::string& mode = "heater",
                const Options& options = {})
-      : job_(make_config(ntasks, shape, mode, options), packet_layer::WaitPolicy::for_job(ntasks)) {
+      : job_(make_config(ntasks, shape, mode, options), job_runtime::WaitPolicy::for_job(ntasks)) {
     format(job_.machine, options);
   }
 
   const packet_layer::Machine& machine() const { return job_.machine; }
-  const packet_layer::WaitPolicy& policy() const { return job_.policy; }
+  const job_runtime::WaitPolicy& policy() const { return job_.policy; }
   int ntasks() const { return job_.ntasks(); }
 
   // Runs task(rank) on one thread per task and joins them.
   void run(const std::function<void(torus_emu::Rank)>& task) const { run_threads(ntasks(), task); }
 
  private:
-  static packet_layer::JobConfig make_config(int ntasks, const std::string& shape,
-                                             const std::string& mode, const Options& options) {
-    packet_layer::JobOptions o;
+  static job_runtime::JobConfig make_config(int ntasks, const std::string& shape,
+                                            const std::string& mode, const Options& options) {
+    job_runtime::JobOptions o;
     o.ntasks = ntasks;
     o.shape = shape;
     o.mode = mode;
-    auto config = packet_layer::JobConfig::resolve(o);
+    auto config = job_runtime::JobConfig::resolve(o);
     config.regions.push_back({std::string(kRegionName), region_bytes(config, options)});
     return config;
   }

@@ -344,7 +344,7 @@ TEST(GlobalInterruptTest, WiresReadOrAndAnd) {
 // wake it in time.
 TEST(GlobalInterruptTest, AWaitingTaskAnswersPacketsAsTheyArrive) {
   InProcessJob job(2, "2x1x1");
-  packet_layer::WaitPolicy sleepy;
+  job_runtime::WaitPolicy sleepy;
   sleepy.spin_rounds = 0;
   sleepy.yield_rounds = 0;
   sleepy.max_sleep = 30s;
@@ -394,7 +394,7 @@ TEST(GlobalInterruptTest, AWaitingTaskAnswersPacketsAsTheyArrive) {
 TEST(GlobalInterruptTest, AWaitWithNothingUnannouncedSleepsThrough) {
   for (const bool pending : {false, true}) {
     InProcessJob job(2, "2x1x1");
-    packet_layer::WaitPolicy sleepy;
+    job_runtime::WaitPolicy sleepy;
     sleepy.spin_rounds = 0;
     sleepy.yield_rounds = 0;
     sleepy.max_sleep = 30s;
@@ -460,16 +460,16 @@ TEST(PointToPoint, TasksTalkToTheRootAndBack) {
 }
 
 TEST(Region, JobsWithoutTheRegionGetAClearError) {
-  packet_layer::JobOptions o;
+  job_runtime::JobOptions o;
   o.ntasks = 2;
-  const auto config = packet_layer::JobConfig::resolve(o);
+  const auto config = job_runtime::JobConfig::resolve(o);
   std::vector<std::byte> memory(packet_layer::Machine::segment_bytes(config) + 4096);
   auto* aligned = reinterpret_cast<std::byte*>(
       (reinterpret_cast<std::uintptr_t>(memory.data()) + 4095) & ~std::uintptr_t{4095});
   const auto machine = packet_layer::Machine::format(
       {aligned, packet_layer::Machine::segment_bytes(config)}, config);
   try {
-    TreeEndpoint ep(machine, 0, packet_layer::WaitPolicy{});
+    TreeEndpoint ep(machine, 0, job_runtime::WaitPolicy{});
     ADD_FAILURE();
   } catch (const ConfigError& e) {
     EXPECT_THAT(e.what(), ::testing::HasSubstr("no collective network region"));

@@ -10,7 +10,7 @@
 
 #include "bgl/collective_net_emu/collective_network.hpp"
 #include "bgl/collectives/reduce_ops.hpp"
-#include "bgl/log.hpp"
+#include "bgl/job_runtime/log.hpp"
 #include "tree_ops.hpp"
 
 namespace bgl::collectives {
@@ -508,24 +508,24 @@ class Run {
   // bglrun --trace: steps that wait for the network are spans from start to completion (they
   // overlap, so they are matched by an id: this run's sequence number and the step's); local
   // and collective-network steps are spans of the task's own timeline.
-  packet_layer::Trace* trace() { return c_.executor().layer().endpoint().trace(); }
+  job_runtime::Trace* trace() { return c_.executor().layer().endpoint().trace(); }
   std::uint64_t trace_id(StepId id) const {
     return std::uint64_t{context_} << 48 ^ std::uint64_t{seq_} << 24 ^ id;
   }
   [[gnu::cold, gnu::noinline]] void trace_step(StepId id, bool begin) {
     const Step& s = prog_.step(id);
-    packet_layer::Trace& t = *trace();
+    job_runtime::Trace& t = *trace();
     const auto name = t.intern(to_string(s.kind));
-    if (!begin) return t.end(packet_layer::TraceCategory::step, name, trace_id(id));
+    if (!begin) return t.end(job_runtime::TraceCategory::step, name, trace_id(id));
     const auto peer = s.kind == StepKind::line_send || s.peer < 0
                           ? std::int64_t{-1}
                           : static_cast<std::int64_t>(world(s.peer));
-    t.begin(packet_layer::TraceCategory::step, name, trace_id(id),
+    t.begin(job_runtime::TraceCategory::step, name, trace_id(id),
             {peer, s.kind == StepKind::recv ? s.dst.bytes : s.src.bytes});
   }
   [[gnu::cold, gnu::noinline]] void trace_local(StepId id, std::uint64_t start) {
     const Step& s = prog_.step(id);
-    trace()->span(packet_layer::TraceCategory::step, trace()->intern(to_string(s.kind)), start,
+    trace()->span(job_runtime::TraceCategory::step, trace()->intern(to_string(s.kind)), start,
                   {-1, s.src.bytes});
   }
   static bool networked(StepKind k) {
@@ -678,12 +678,12 @@ int root_of(const Params& x) {
 }  // namespace
 
 void Communicator::run(const Program& program, const Params& params, Buffers buffers) {
-  packet_layer::CallSites* sites = executor_.layer().endpoint().call_sites();
+  job_runtime::CallSites* sites = executor_.layer().endpoint().call_sites();
   if (!sites) [[likely]] {
     execute(program, params, buffers);
     return;
   }
-  const std::uintptr_t site = packet_layer::CallSites::program_caller(
+  const std::uintptr_t site = job_runtime::CallSites::program_caller(
       reinterpret_cast<std::uintptr_t>(__builtin_return_address(0)));
   const auto start = sites->start();
   execute(program, params, buffers);
@@ -711,12 +711,12 @@ void Communicator::execute(const Program& program, const Params& params, Buffers
   Run run(*this, program, params, buffers,
           std::span(scratch_).first(static_cast<std::size_t>(program.scratch_bytes)), context_,
           seq_++);
-  packet_layer::Trace* trace = executor_.layer().endpoint().trace();
+  job_runtime::Trace* trace = executor_.layer().endpoint().trace();
   const std::uint64_t start = trace ? trace->now() : 0;
   run.go();
   // bglrun --trace: the whole run as one span around its steps.
   if (trace) [[unlikely]]
-    trace->span(packet_layer::TraceCategory::collective, trace->intern(to_string(params.op)), start,
+    trace->span(job_runtime::TraceCategory::collective, trace->intern(to_string(params.op)), start,
                 {-1, params.bytes()});
 }
 

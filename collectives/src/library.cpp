@@ -107,15 +107,15 @@ bool Library::run(const Group& group, Params x, Buffers b) {
   if (!s.algorithm) return false;
   spdlog::trace("collectives: {} {} B on communicator {}: {} ({})", to_string(x.op), x.bytes(),
                 group.id, s.algorithm->name, s.reason);
-  packet_layer::Trace* trace = executor_.layer().endpoint().trace();
+  job_runtime::Trace* trace = executor_.layer().endpoint().trace();
   const std::uint64_t start = trace ? trace->now() : 0;
-  packet_layer::CallSites* sites = executor_.layer().endpoint().call_sites();
+  job_runtime::CallSites* sites = executor_.layer().endpoint().call_sites();
   // The program's call site: above the MPI library and the device's hooks when they called us.
   const std::uintptr_t site =
-      sites ? packet_layer::CallSites::program_caller(
+      sites ? job_runtime::CallSites::program_caller(
                   reinterpret_cast<std::uintptr_t>(__builtin_return_address(0)))
             : 0;
-  const auto site_start = sites ? sites->start() : packet_layer::CallSites::Start{};
+  const auto site_start = sites ? sites->start() : job_runtime::CallSites::Start{};
   m.comm.execute(m.program(*s.algorithm, x), x, b);
   if (sites) [[unlikely]]
     sites->record({site, to_string(x.op), s.algorithm->name, s.reason, group.size, x.bytes(),
@@ -124,7 +124,7 @@ bool Library::run(const Group& group, Params x, Buffers b) {
   // bglrun --trace: the call as one span named by the collective and the algorithm chosen, with
   // the selection rule that chose it (around the executor's span of the run).
   if (trace) [[unlikely]]
-    trace->span(packet_layer::TraceCategory::collective,
+    trace->span(job_runtime::TraceCategory::collective,
                 trace->intern(std::string(to_string(x.op)) + ": " + std::string(s.algorithm->name)),
                 start, {-1, x.bytes(), trace->intern(s.reason)});
   return true;

@@ -2,12 +2,12 @@
 
 #include <stdexcept>
 
-#include "bgl/log.hpp"
-#include "bgl/packet_layer/futex.hpp"
+#include "bgl/job_runtime/futex.hpp"
+#include "bgl/job_runtime/log.hpp"
 
 namespace bgl::message_layer {
 
-Coprocessor::Coprocessor(packet_layer::Doorbell& bell, const packet_layer::WaitPolicy& policy)
+Coprocessor::Coprocessor(job_runtime::Doorbell& bell, const job_runtime::WaitPolicy& policy)
     : bell_(bell), policy_(policy), slots_(kMaxTransient) {
   free_.reserve(kMaxTransient);
   for (std::uint32_t i = kMaxTransient; i-- > 0;)
@@ -18,7 +18,7 @@ Coprocessor::Coprocessor(packet_layer::Doorbell& bell, const packet_layer::WaitP
 Coprocessor::~Coprocessor() {
   stop_.store(true, std::memory_order_release);
   bell_.rings.fetch_add(1, std::memory_order_release);
-  packet_layer::futex_wake_all(bell_.rings);
+  job_runtime::futex_wake_all(bell_.rings);
   thread_.join();
 }
 
@@ -67,7 +67,7 @@ int Coprocessor::cojoin(Ticket t) {
   if (s.state.load(std::memory_order_relaxed) == kFree)
     throw std::invalid_argument("cojoin of a ticket not started");
   for (int i = 0; i < policy_.spin_rounds && s.state.load(std::memory_order_acquire) != kDone; ++i)
-    packet_layer::Backoff::cpu_relax();
+    job_runtime::Backoff::cpu_relax();
   // The coprocessor is a thread of this process: a (process-private) futex wait is what we need.
   for (std::uint32_t v; (v = s.state.load(std::memory_order_acquire)) != kDone;)
     s.state.wait(v, std::memory_order_acquire);
@@ -146,7 +146,7 @@ bool Coprocessor::has_work() {
 }
 
 void Coprocessor::run() {
-  packet_layer::Backoff backoff(policy_);
+  job_runtime::Backoff backoff(policy_);
   while (!stop_.load(std::memory_order_acquire)) {
     bool worked = run_transients();
     const std::size_t n = permanent_count_.load(std::memory_order_acquire);

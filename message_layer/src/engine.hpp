@@ -12,10 +12,10 @@
 #include <optional>
 #include <vector>
 
+#include "bgl/job_runtime/rate_limit.hpp"
+#include "bgl/job_runtime/traffic_matrix.hpp"
 #include "bgl/message_layer/message_layer.hpp"
-#include "bgl/packet_layer/traffic_matrix.hpp"
 #include "bgl/packet_layer/virtual_fifo.hpp"
-#include "bgl/rate_limit.hpp"
 #include "slot_table.hpp"
 #include "wire.hpp"
 
@@ -41,7 +41,7 @@ class MessageLayer::Engine {
   Protocol choose(const SendMessage& m) const;
   Protocol choose(const SendMessage& m, std::size_t bytes) const;
   const Statistics& statistics() const;
-  std::span<const packet_layer::PairTraffic> traffic() const { return traffic_; }
+  std::span<const job_runtime::PairTraffic> traffic() const { return traffic_; }
   const Config& config() const { return config_; }
   Coprocessor* coprocessor() { return coprocessor_.get(); }
   ~Engine();
@@ -227,10 +227,10 @@ class MessageLayer::Engine {
 
   packet_layer::Endpoint& ep_;
   const virtual_time::Params* vt_;  // nullptr: virtual time off
-  packet_layer::Trace* trace_;      // nullptr: tracing off
+  job_runtime::Trace* trace_;       // nullptr: tracing off
   struct TraceNames {
-    packet_layer::Trace::Name send = 0, recv = 0;
-    std::array<packet_layer::Trace::Name, kProtocols> protocol{};
+    job_runtime::Trace::Name send = 0, recv = 0;
+    std::array<job_runtime::Trace::Name, kProtocols> protocol{};
   } trace_names_;
   Config config_;
   int size_;
@@ -252,7 +252,7 @@ class MessageLayer::Engine {
       packet_handlers_{};
 
   std::vector<DestState> dests_;
-  std::vector<packet_layer::PairTraffic> traffic_;  // per destination: messages and bytes sent
+  std::vector<job_runtime::PairTraffic> traffic_;  // per destination: messages and bytes sent
   std::vector<Rank> active_;
   std::vector<Rank> visiting_;
   std::size_t queued_ = 0;  // posted messages not yet out of their destination queue
@@ -275,7 +275,7 @@ class MessageLayer::Engine {
   std::vector<std::uint32_t> hold_free_;
   std::vector<Rank> stalled_;  // sources with a non-empty stall queue
 
-  packet_layer::WaitPolicy co_policy_;
+  job_runtime::WaitPolicy co_policy_;
   std::unique_ptr<packet_layer::Endpoint>
       co_endpoint_;                        // FIFO group 1, used by the coprocessor only
   std::unique_ptr<CoReceive[]> co_table_;  // indexed like recvs_
@@ -287,10 +287,10 @@ class MessageLayer::Engine {
   // The largest adaptive-eager message a source may send (and so keep early data of).
   std::uint64_t staging_limit_ = 0;
   std::uint64_t malformed_packets_ = 0;
-  log::RateLimit malformed_log_;
+  job_runtime::log::RateLimit malformed_log_;
   // The coprocessor's own (it runs on another thread): counted here, added up by statistics().
   std::atomic<std::uint64_t> co_malformed_{0};
-  log::RateLimit co_malformed_log_;
+  job_runtime::log::RateLimit co_malformed_log_;
   void co_malformed(const packet_layer::PacketHeader& h, const char* why);
   mutable Statistics stats_;  // statistics() brings the malformed-packet count up to date
 };

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "bgl/log.hpp"
+#include "bgl/job_runtime/log.hpp"
 #include "data_copy.hpp"
 #include "engine.hpp"
 #include "protocols/protocol_ops.hpp"

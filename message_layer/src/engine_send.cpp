@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "bgl/log.hpp"
+#include "bgl/job_runtime/log.hpp"
 #include "bgl/torus_emu/route.hpp"
 #include "data_copy.hpp"
 #include "engine.hpp"
@@ -53,8 +53,8 @@ MessageLayer::Engine::Engine(packet_layer::Endpoint& endpoint, Config config)
           trace_->intern(to_string(static_cast<Protocol>(p)));
   }
   const auto& machine = endpoint.machine();
-  if (machine.config().mode == packet_layer::NodeMode::coprocessor) start_coprocessor();
-  if (machine.config().mode == packet_layer::NodeMode::virtual_node) {
+  if (machine.config().mode == job_runtime::NodeMode::coprocessor) start_coprocessor();
+  if (machine.config().mode == job_runtime::NodeMode::virtual_node) {
     const auto here = machine.mapping().location(endpoint.rank());
     sibling_ = machine.mapping().rank_at(here.node, 1 - here.t);
     if (config.vn_direct_copy && config.vn_cells && sibling_) {
@@ -291,14 +291,14 @@ void MessageLayer::Engine::finish_send(SendMessage& m) {
 
 void MessageLayer::Engine::trace_send(const SendMessage& m, bool begin) {
   const auto id = reinterpret_cast<std::uintptr_t>(&m);
-  if (!begin) return trace_->end(packet_layer::TraceCategory::message, trace_names_.send, id);
-  trace_->begin(packet_layer::TraceCategory::message, trace_names_.send, id,
+  if (!begin) return trace_->end(job_runtime::TraceCategory::message, trace_names_.send, id);
+  trace_->begin(job_runtime::TraceCategory::message, trace_names_.send, id,
                 {static_cast<std::int64_t>(m.dest), m.data.size(),
                  trace_names_.protocol[static_cast<std::size_t>(m.state.protocol)]});
 }
 
 void MessageLayer::Engine::trace_receive(Rank source, std::uint64_t bytes, Protocol p) {
-  trace_->instant(packet_layer::TraceCategory::message, trace_names_.recv,
+  trace_->instant(job_runtime::TraceCategory::message, trace_names_.recv,
                   {static_cast<std::int64_t>(source), bytes,
                    trace_names_.protocol[static_cast<std::size_t>(p)]});
 }

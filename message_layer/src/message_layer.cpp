@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bgl/env.hpp"
+#include "bgl/job_runtime/env.hpp"
 #include "bgl/torus_emu/error.hpp"
 #include "data_copy.hpp"
 #include "engine.hpp"
@@ -11,10 +11,10 @@ namespace bgl::message_layer {
 
 ProtocolLimits ProtocolLimits::from_environment() {
   ProtocolLimits l;
-  if (auto v = env::get_int("BGL_ML_EAGER_LIMIT", 0, 1LL << 30))
+  if (auto v = job_runtime::env::get_int("BGL_ML_EAGER_LIMIT", 0, 1LL << 30))
     l.eager_limit = static_cast<std::size_t>(*v);
-  if (auto v = env::get_int("BGL_ML_ADAPTIVE_EAGER", 0, 1)) l.adaptive_eager = *v != 0;
-  if (auto v = env::get("BGL_ML_PROTOCOL")) {
+  if (auto v = job_runtime::env::get_int("BGL_ML_ADAPTIVE_EAGER", 0, 1)) l.adaptive_eager = *v != 0;
+  if (auto v = job_runtime::env::get("BGL_ML_PROTOCOL")) {
     l.forced = parse_protocol(*v);
     if (!l.forced) throw ConfigError("BGL_ML_PROTOCOL='" + *v + "': expected " + protocol_names());
   }
@@ -24,17 +24,18 @@ ProtocolLimits ProtocolLimits::from_environment() {
 Config Config::from_environment() {
   Config c;
   c.limits = ProtocolLimits::from_environment();
-  if (auto v = env::get_int("BGL_ML_POOL_BYTES", 0, 1LL << 40))
+  if (auto v = job_runtime::env::get_int("BGL_ML_POOL_BYTES", 0, 1LL << 40))
     c.pool_bytes = static_cast<std::size_t>(*v);
-  if (auto v = env::get_int("BGL_ML_MAX_RECVS", 1, 1 << 20))
+  if (auto v = job_runtime::env::get_int("BGL_ML_MAX_RECVS", 1, 1 << 20))
     c.max_receives = static_cast<std::uint32_t>(*v);
-  if (auto v = env::get_int("BGL_ML_MAX_RZV", 1, 1 << 20))
+  if (auto v = job_runtime::env::get_int("BGL_ML_MAX_RZV", 1, 1 << 20))
     c.max_rendezvous = static_cast<std::uint32_t>(*v);
-  if (auto v = env::get_int("BGL_ML_HOLD_PACKETS", 1, 1 << 20))
+  if (auto v = job_runtime::env::get_int("BGL_ML_HOLD_PACKETS", 1, 1 << 20))
     c.hold_packets = static_cast<std::uint32_t>(*v);
-  if (auto v = env::get_int("BGL_ML_VN_COPY", 0, 1)) c.vn_direct_copy = *v != 0;
-  if (auto v = env::get_int("BGL_ML_VN_CELLS", 0, 1)) c.vn_cells = *v != 0;
-  if (auto v = env::get_int("BGL_ML_COPROCESSOR_RECEIVE", 0, 1)) c.coprocessor_receive = *v != 0;
+  if (auto v = job_runtime::env::get_int("BGL_ML_VN_COPY", 0, 1)) c.vn_direct_copy = *v != 0;
+  if (auto v = job_runtime::env::get_int("BGL_ML_VN_CELLS", 0, 1)) c.vn_cells = *v != 0;
+  if (auto v = job_runtime::env::get_int("BGL_ML_COPROCESSOR_RECEIVE", 0, 1))
+    c.coprocessor_receive = *v != 0;
   return c;
 }
 
@@ -161,7 +162,7 @@ Protocol MessageLayer::choose(const SendMessage& m) const {
 const Statistics& MessageLayer::statistics() const {
   return engine_->statistics();
 }
-std::span<const packet_layer::PairTraffic> MessageLayer::traffic() const {
+std::span<const job_runtime::PairTraffic> MessageLayer::traffic() const {
   return engine_->traffic();
 }
 const Config& MessageLayer::config() const {

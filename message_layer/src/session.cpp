@@ -4,9 +4,9 @@
 #include <cstring>
 #include <functional>
 
-#include "bgl/env.hpp"
-#include "bgl/log.hpp"
-#include "bgl/packet_layer/job_barrier.hpp"
+#include "bgl/job_runtime/env.hpp"
+#include "bgl/job_runtime/job_barrier.hpp"
+#include "bgl/job_runtime/log.hpp"
 #include "bgl/torus_emu/error.hpp"
 #include "bgl/virtual_time/collective_timing.hpp"
 
@@ -74,7 +74,7 @@ void Session::barrier() {
     return;
   }
   const packet_layer::Machine& machine = runtime_.machine();
-  packet_layer::JobBarrier& job = machine.barrier();
+  job_runtime::JobBarrier& job = machine.barrier();
   packet_layer::Endpoint& ep = runtime_.endpoint();
   bool last = false;
   const std::uint32_t generation =
@@ -93,9 +93,9 @@ void Session::barrier() {
     }
     return leave();
   }
-  packet_layer::Doorbell& bell = machine.doorbell(ep.node(), ep.group());
-  const packet_layer::wait_record::Reason reason(packet_layer::WaitKind::job_barrier, generation);
-  packet_layer::Backoff backoff(runtime_.wait_policy());
+  job_runtime::Doorbell& bell = machine.doorbell(ep.node(), ep.group());
+  const job_runtime::wait_record::Reason reason(job_runtime::WaitKind::job_barrier, generation);
+  job_runtime::Backoff backoff(runtime_.wait_policy());
   const auto ready = [&] { return job.passed(generation) || ep.poll_ready(); };
   // Packets still waiting in the injection FIFOs move only when this task calls the layer: sleep
   // briefly then (the doorbell rings for arrivals, not for room in a peer's FIFO).
@@ -131,8 +131,8 @@ void Session::finalize(std::chrono::milliseconds patience) {
 
 // The row of the job's communication matrix, when bglrun asked for one (--stats, --report).
 void Session::publish_traffic() const {
-  const auto row = packet_layer::traffic_row(
-      runtime_.machine().region(packet_layer::kTrafficRegion), size(), static_cast<int>(rank()));
+  const auto row = job_runtime::traffic_row(runtime_.machine().region(job_runtime::kTrafficRegion),
+                                            size(), static_cast<int>(rank()));
   const auto mine = layer_->traffic();
   if (!row.empty() && mine.size() == row.size()) std::copy(mine.begin(), mine.end(), row.begin());
 }

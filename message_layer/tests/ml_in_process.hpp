@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "bgl/log.hpp"
+#include "bgl/job_runtime/log.hpp"
 #include "bgl/message_layer/message_layer.hpp"
 #include "bgl/packet_layer/endpoint.hpp"
 #include "bgl/packet_layer/machine.hpp"
@@ -99,20 +99,20 @@ class InProcessJob {
   }
 
  private:
-  static packet_layer::JobConfig make_config(const JobSpec& s) {
-    packet_layer::JobOptions o;
+  static job_runtime::JobConfig make_config(const JobSpec& s) {
+    job_runtime::JobOptions o;
     o.ntasks = s.ntasks;
     o.shape = s.shape;
     o.mode = s.mode;
     if (!s.mesh.empty()) o.mesh = s.mesh;
     o.fifo_packets = s.fifo_packets;
     o.seed = s.seed;
-    auto c = packet_layer::JobConfig::resolve(o);
+    auto c = job_runtime::JobConfig::resolve(o);
     if (s.mapping_text) {
       std::string text = *s.mapping_text;
       // A one-task-per-node mapping run in virtual-node mode by ML_TEST_NODE_MODE: t = 0.
-      if (c.mode == packet_layer::NodeMode::virtual_node) text = with_t0(text);
-      c.mapping = torus_emu::Mapping::from_text(c.shape, packet_layer::tasks_per_node(c.mode), text,
+      if (c.mode == job_runtime::NodeMode::virtual_node) text = with_t0(text);
+      c.mapping = torus_emu::Mapping::from_text(c.shape, job_runtime::tasks_per_node(c.mode), text,
                                                 "test mapping", s.ntasks);
       c.mapping_source = "test mapping";
     }

@@ -575,7 +575,7 @@ TEST(MlCApiHost, HostBootstrapThatDisagreesWithTheJobIsAConfigurationError) {
 }
 
 // A process could not start a second session after bgl_msg_finalize():
-// packet_layer::Segment::attach took ownership of the descriptor inherited from bglrun
+// job_runtime::Segment::attach took ownership of the descriptor inherited from bglrun
 // (BGL_SEGMENT_FD) and closed it on release, so the next attach failed with "Bad file descriptor"
 // (fixed: attach duplicates it). A deadlock in the message layer (receives nobody matches, a
 // barrier that cannot complete) is reported by the launcher in seconds, in every node mode.

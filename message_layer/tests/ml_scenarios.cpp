@@ -83,7 +83,7 @@ std::vector<Protocol> valid_protocols(const Session& s, Rank me, Rank peer, std:
   if (bytes <= 228 - header) v.push_back(Protocol::one_packet);
   v.insert(v.end(), {Protocol::eager, Protocol::rendezvous, Protocol::adaptive_eager});
   const auto a = s.mapping().location(me), b = s.mapping().location(peer);
-  if (s.mode() == packet_layer::NodeMode::virtual_node && a.node == b.node && a.t != b.t)
+  if (s.mode() == job_runtime::NodeMode::virtual_node && a.node == b.node && a.t != b.t)
     v.push_back(Protocol::virtual_node);
   return v;
 }
@@ -116,7 +116,7 @@ int pingpong(Session& s, const std::string& sizeset) {
   if (me == a)
     std::printf("pingpong: ranks %u and %u, distance %d hops%s, %s mode\n", a, b, hops,
                 same_node ? " (same node)" : "",
-                std::string(packet_layer::to_string(s.mode())).c_str());
+                std::string(job_runtime::to_string(s.mode())).c_str());
 
   struct Item {
     std::size_t size, so, ro;  // send offset at rank a (and the echo's receive offset), at rank b

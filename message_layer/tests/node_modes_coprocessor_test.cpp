@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "bgl/log.hpp"
+#include "bgl/job_runtime/log.hpp"
 #include "bgl/message_layer/coprocessor.hpp"
 #include "bgl/test_support/environment.hpp"
 
@@ -34,8 +34,8 @@ using test_support::QuietLog;
 
 class CoprocessorTest : public ::testing::Test {
  protected:
-  packet_layer::Doorbell bell_;
-  packet_layer::WaitPolicy policy_{.spin_rounds = 200, .yield_rounds = 10, .max_sleep = 1ms};
+  job_runtime::Doorbell bell_;
+  job_runtime::WaitPolicy policy_{.spin_rounds = 200, .yield_rounds = 10, .max_sleep = 1ms};
 };
 
 // --- costart / cojoin ------------------------------------------------------------------------
@@ -260,7 +260,7 @@ bool mail_pending(void* arg) {
 
 TEST_F(CoprocessorTest, RingingTheBellWakesASleepingCoprocessorForPermanentWork) {
   // The coprocessor would sleep 10 s between checks if nobody rang.
-  const packet_layer::WaitPolicy sleepy{.spin_rounds = 10, .yield_rounds = 2, .max_sleep = 10s};
+  const job_runtime::WaitPolicy sleepy{.spin_rounds = 10, .yield_rounds = 2, .max_sleep = 10s};
   Mailbox m;
   Coprocessor co(bell_, sleepy);
   co.add_permanent(&take_mail, &mail_pending, &m);
@@ -277,7 +277,7 @@ TEST_F(CoprocessorTest, RingingTheBellWakesASleepingCoprocessorForPermanentWork)
 }
 
 TEST_F(CoprocessorTest, CostartWakesASleepingCoprocessorAndDestructionDoesNotWaitForTheTimeout) {
-  const packet_layer::WaitPolicy sleepy{.spin_rounds = 10, .yield_rounds = 2, .max_sleep = 10s};
+  const job_runtime::WaitPolicy sleepy{.spin_rounds = 10, .yield_rounds = 2, .max_sleep = 10s};
   auto start = Clock::now();
   {
     Coprocessor co(bell_, sleepy);

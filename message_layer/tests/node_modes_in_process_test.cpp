@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "bgl/log.hpp"
+#include "bgl/job_runtime/log.hpp"
 #include "bgl/message_layer/message_layer.hpp"
 #include "bgl/packet_layer/endpoint.hpp"
 #include "bgl/packet_layer/machine.hpp"

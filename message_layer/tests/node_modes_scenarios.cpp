@@ -97,12 +97,12 @@ void drive(MessageLayer& ml, const char* what, Pred&& pred) {
   test::drive(ml, *g_watchdog, what, pred, [&ml] { idle_wait(ml); });
 }
 
-std::string mode_name(packet_layer::NodeMode m) {
-  return std::string(packet_layer::to_string(m));
+std::string mode_name(job_runtime::NodeMode m) {
+  return std::string(job_runtime::to_string(m));
 }
 
 std::optional<Rank> sibling_of(const Session& s, Rank r) {
-  if (s.mode() != packet_layer::NodeMode::virtual_node) return std::nullopt;
+  if (s.mode() != job_runtime::NodeMode::virtual_node) return std::nullopt;
   const auto loc = s.mapping().location(r);
   return s.mapping().rank_at(loc.node, 1 - loc.t);
 }
@@ -124,14 +124,14 @@ int unit_add(void* arg) {
 }
 
 int mode_check(Session& s, const std::string& name) {
-  const auto expected = packet_layer::parse_node_mode(name, "node_modes_scenarios mode");
+  const auto expected = job_runtime::parse_node_mode(name, "node_modes_scenarios mode");
   const Rank me = s.rank();
   const auto& map = s.mapping();
   CHECK_MSG(s.mode() == expected, "mode " + mode_name(s.mode()) + ", launched with " + name);
-  CHECK(map.tasks_per_node() == packet_layer::tasks_per_node(expected));
+  CHECK(map.tasks_per_node() == job_runtime::tasks_per_node(expected));
   CHECK(s.runtime().machine().config().mode == expected);
   Coprocessor* co = s.layer().coprocessor();
-  CHECK((co != nullptr) == (expected == packet_layer::NodeMode::coprocessor));
+  CHECK((co != nullptr) == (expected == job_runtime::NodeMode::coprocessor));
   if (co) {
     int v[3] = {20, 22, 0};
     CHECK(co->cojoin(co->costart(&unit_add, v)) == 5);
@@ -141,7 +141,7 @@ int mode_check(Session& s, const std::string& name) {
   auto& ep = s.runtime().endpoint();
   CHECK(ep.group() == loc.t);
   CHECK(ep.destination_of(me).group == loc.t);
-  if (expected == packet_layer::NodeMode::virtual_node) {
+  if (expected == job_runtime::NodeMode::virtual_node) {
     const auto sib = sibling_of(s, me);
     CHECK_MSG(sib.has_value(), "a task in virtual-node mode without a sibling");
     CHECK(*sib != me);
@@ -153,7 +153,7 @@ int mode_check(Session& s, const std::string& name) {
   }
   // Half of the node's memory per task in virtual-node mode: the unexpected-data pool too.
   const auto node_pool = Config::from_environment().pool_bytes;
-  const auto share = expected == packet_layer::NodeMode::virtual_node ? node_pool / 2 : node_pool;
+  const auto share = expected == job_runtime::NodeMode::virtual_node ? node_pool / 2 : node_pool;
   CHECK_MSG(s.layer().statistics().pool_bytes_limit == share,
             "pool_bytes_limit " + std::to_string(s.layer().statistics().pool_bytes_limit) +
                 ", expected " + std::to_string(share));
@@ -242,7 +242,7 @@ int copath(Session& s, std::vector<Rank> receivers) {
   if (receivers.empty())
     for (Rank r = 1; r < static_cast<Rank>(s.size()); ++r)
       receivers.push_back(r);
-  const bool co_mode = s.mode() == packet_layer::NodeMode::coprocessor;
+  const bool co_mode = s.mode() == job_runtime::NodeMode::coprocessor;
   const bool unit = ml.config().coprocessor_receive;
   const auto cases = node_modes::path_cases();
 
@@ -361,7 +361,7 @@ int pktflood(std::uint64_t n, bool adaptive) {
   const int size = rt.size();
   const auto& machine = rt.machine();
   std::optional<Rank> sibling;
-  if (machine.config().mode == packet_layer::NodeMode::virtual_node) {
+  if (machine.config().mode == job_runtime::NodeMode::virtual_node) {
     const auto loc = machine.mapping().location(me);
     sibling = machine.mapping().rank_at(loc.node, 1 - loc.t);
     CHECK(sibling.has_value());
@@ -550,7 +550,7 @@ struct FloodReceiver {
       in.dest = node_modes::Destination::contiguous(a.bytes, offset);
     const auto& cfg = self.s->layer().config();
     in.eligible = node_modes::coprocessor_should_receive(
-        self.s->mode() == packet_layer::NodeMode::coprocessor, cfg.coprocessor_receive,
+        self.s->mode() == job_runtime::NodeMode::coprocessor, cfg.coprocessor_receive,
         a.protocol == Protocol::rendezvous, a.bytes, !in.dest.is_scatter(), in.dest.buffer.data(),
         in.dest.capacity());
     if (h.seq % 3 == 2) {
@@ -750,7 +750,7 @@ int sizes(Session& s, std::size_t max_bytes, bool refuse) {
     partner = me ^ 1u;
   }
   const auto plan = size_plan(max_bytes);
-  const bool co_mode = s.mode() == packet_layer::NodeMode::coprocessor;
+  const bool co_mode = s.mode() == job_runtime::NodeMode::coprocessor;
 
   struct In {
     std::optional<RecvHandle> pending;

@@ -6,8 +6,8 @@
 #include <optional>
 #include <stdexcept>
 
-#include "bgl/env.hpp"
-#include "bgl/log.hpp"
+#include "bgl/job_runtime/env.hpp"
+#include "bgl/job_runtime/log.hpp"
 #include "bgl/torus_emu/route.hpp"
 
 namespace bgl::packet_layer {
@@ -21,8 +21,8 @@ constexpr std::chrono::microseconds kPendingSleepCap{200};
 constexpr int kPollBurst = 16;
 
 std::uint32_t injection_depth() {
-  return static_cast<std::uint32_t>(
-      env::get_int("BGL_INJ_FIFO_PACKETS", 1, 1 << 16).value_or(kDefaultInjectionDepth));
+  return static_cast<std::uint32_t>(job_runtime::env::get_int("BGL_INJ_FIFO_PACKETS", 1, 1 << 16)
+                                        .value_or(kDefaultInjectionDepth));
 }
 
 }  // namespace
@@ -40,7 +40,7 @@ torus_emu::Rank checked_rank(const Machine& machine, torus_emu::Rank rank, int g
 }  // namespace
 
 Endpoint::Endpoint(const Machine& machine, torus_emu::Rank rank, int group,
-                   const WaitPolicy& policy)
+                   const job_runtime::WaitPolicy& policy)
     : machine_(&machine),
       rank_(checked_rank(machine, rank, group)),
       node_(machine.mapping().location(rank).node),
@@ -57,7 +57,7 @@ Endpoint::Endpoint(const Machine& machine, torus_emu::Rank rank, int group,
   }
   const auto& shape = machine.shape();
   const auto& placement = machine.placement();
-  const bool ofi = placement.transport == Transport::ofi;
+  const bool ofi = placement.transport == job_runtime::Transport::ofi;
   if (ofi) ofi_.emplace(machine.outbound(rank), machine.agent_bell());
   peers_.resize(static_cast<std::size_t>(shape.node_count()));
   deterministic_traffic_.resize(peers_.size());
@@ -86,7 +86,7 @@ Endpoint::Endpoint(const Machine& machine, torus_emu::Rank rank, int group,
   source_ = {static_cast<std::uint8_t>(rank_), static_cast<std::uint8_t>(rank_ >> 8),
              static_cast<std::uint8_t>(rank_ >> 16)};
   machine.task(rank).pid = static_cast<std::int32_t>(getpid());  // peers validate VN copies by it
-  if (machine.config().mode == NodeMode::virtual_node) {
+  if (machine.config().mode == job_runtime::NodeMode::virtual_node) {
     virtual_out_ = &machine.virtual_fifo(node_, group);
     virtual_in_ = &machine.virtual_fifo(node_, 1 - group);
   }
@@ -572,9 +572,11 @@ void Endpoint::wait() {
       // (a coprocessor finishing a receive), which only the caller's progress loop can see.
       ++counters_.sleeps;
       // What it sleeps for, unless the caller said (the thread-local record: only when sleeping).
-      std::optional<wait_record::Reason> reason;
-      if (wait_record::current_kind() == WaitKind::unspecified)
-        reason.emplace(pending_mask_ ? WaitKind::injection_room : WaitKind::packets, 0);
+      std::optional<job_runtime::wait_record::Reason> reason;
+      if (job_runtime::wait_record::current_kind() == job_runtime::WaitKind::unspecified)
+        reason.emplace(
+            pending_mask_ ? job_runtime::WaitKind::injection_room : job_runtime::WaitKind::packets,
+            0);
       backoff_.sleep(*bell_, ready, std::min(cap, backoff_.policy().max_sleep));
       return;
     }

@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "bgl/packet_layer/asymmetric_fence.hpp"
+#include "bgl/job_runtime/asymmetric_fence.hpp"
 #include "bgl/torus_emu/distance.hpp"
 #include "bgl/torus_emu/error.hpp"
 
@@ -70,8 +70,8 @@ struct SegmentHeader {
   // CRC-32 of the job description (this header from `version` up to here, the mapping table and
   // the host placement table): written once at format, checked at attach and by the launcher.
   std::uint32_t control_crc;
-  JobBarrier barrier;
-  Doorbell agent_bell;
+  job_runtime::JobBarrier barrier;
+  job_runtime::Doorbell agent_bell;
 };
 
 std::uint32_t crc_of(std::span<const ControlPart> parts) {
@@ -98,7 +98,7 @@ struct NodeSlots {
   std::vector<NodeSlot> of_node;
   std::vector<torus_emu::NodeId> nodes;
 
-  explicit NodeSlots(const JobConfig& c)
+  explicit NodeSlots(const job_runtime::JobConfig& c)
       : of_node(static_cast<std::size_t>(c.shape.node_count()), kNoNodeSlot) {
     for (const auto& loc : c.mapping.locations())
       of_node[loc.node] = 0;
@@ -119,7 +119,7 @@ struct LinkPlan {
   std::vector<std::uint32_t> of_link;  // filled only when asked for
   std::size_t count = 0;
 
-  LinkPlan(const JobConfig& c, bool table) {
+  LinkPlan(const job_runtime::JobConfig& c, bool table) {
     const auto& shape = c.shape;
     std::array<std::vector<bool>, 3> task_at, on_arc;
     for (int d = 0; d < 3; ++d) {
@@ -176,35 +176,36 @@ struct Machine::Layout {
       stores, vt, calendars, total;
   std::vector<std::size_t> regions;
 
-  explicit Layout(const JobConfig& c)
+  explicit Layout(const job_runtime::JobConfig& c)
       : Layout(c, NodeSlots(c).nodes.size(), LinkPlan(c, false).count) {}
 
   // Per-node storage exists for the `occupied` nodes only, per-link storage (totals, virtual-time
   // calendars) for the `crossable` links; every node of the shape has only its host in the
   // placement table.
-  Layout(const JobConfig& c, std::size_t occupied, std::size_t crossable) {
+  Layout(const job_runtime::JobConfig& c, std::size_t occupied, std::size_t crossable) {
     mapping = align_up(sizeof(SegmentHeader), 4096);
     node_hosts = mapping + sizeof(MappingEntry) * static_cast<std::size_t>(c.ntasks());
     nodes = align_up(
         node_hosts + sizeof(std::uint16_t) * static_cast<std::size_t>(c.shape.node_count()), 4096);
     fifo = align_up(ReceptionFifo::region_bytes(c.fifo_packets), 4096);
-    group = align_up(sizeof(Doorbell), 4096) + kReceptionFifos * fifo;
+    group = align_up(sizeof(job_runtime::Doorbell), 4096) + kReceptionFifos * fifo;
     links = nodes + occupied * kFifoGroups * group;
     tasks = align_up(links + sizeof(LinkTotals) * crossable, 64);
     virtual_fifos = align_up(tasks + sizeof(TaskSlot) * static_cast<std::size_t>(c.ntasks()), 4096);
     const std::size_t virtual_bytes =
-        c.mode == NodeMode::virtual_node
+        c.mode == job_runtime::NodeMode::virtual_node
             ? virtual_cells_offset(occupied) + occupied * 2 * sizeof(VirtualCells)
             : 0;
     outbound = align_up(virtual_fifos + virtual_bytes, 4096);
     const std::size_t outbound_bytes =
-        c.placement.transport == Transport::ofi
+        c.placement.transport == job_runtime::Transport::ofi
             ? sizeof(OutboundRing) * static_cast<std::size_t>(c.ntasks())
             : 0;
     stores = align_up(outbound + outbound_bytes, 4096);
-    const std::size_t store_bytes = c.placement.transport == Transport::ofi
-                                        ? sizeof(StoreRing) * static_cast<std::size_t>(c.ntasks())
-                                        : 0;
+    const std::size_t store_bytes =
+        c.placement.transport == job_runtime::Transport::ofi
+            ? sizeof(job_runtime::StoreRing) * static_cast<std::size_t>(c.ntasks())
+            : 0;
     vt = align_up(stores + store_bytes, 4096);
     calendars = align_up(vt + sizeof(VirtualTimeBlock), 64);
     total = c.virtual_time
@@ -220,20 +221,21 @@ struct Machine::Layout {
   }
 };
 
-std::vector<NodeSlot> Machine::node_slots(const JobConfig& config) {
+std::vector<NodeSlot> Machine::node_slots(const job_runtime::JobConfig& config) {
   return NodeSlots(config).of_node;
 }
 
-std::size_t Machine::segment_bytes(const JobConfig& config) {
+std::size_t Machine::segment_bytes(const job_runtime::JobConfig& config) {
   return Layout(config).total;
 }
 
-std::vector<Segment::Extent> Machine::used_extents(const JobConfig& config) {
-  JobConfig c = config;
-  if (c.placement.node_host.empty()) c.placement = Placement::single(c.shape);
+std::vector<job_runtime::Segment::Extent> Machine::used_extents(
+    const job_runtime::JobConfig& config) {
+  job_runtime::JobConfig c = config;
+  if (c.placement.node_host.empty()) c.placement = job_runtime::Placement::single(c.shape);
   const NodeSlots slots(c);
   const Layout l(c, slots.nodes.size(), LinkPlan(c, false).count);
-  std::vector<Segment::Extent> out{{0, l.nodes}};
+  std::vector<job_runtime::Segment::Extent> out{{0, l.nodes}};
   const std::size_t node_bytes = kFifoGroups * l.group;
   for (std::size_t slot = 0; slot < slots.nodes.size(); ++slot) {
     if (!c.placement.local(slots.nodes[slot])) continue;
@@ -250,9 +252,10 @@ std::vector<Segment::Extent> Machine::used_extents(const JobConfig& config) {
   return out;
 }
 
-Machine::Machine(std::span<std::byte> segment, JobConfig config)
+Machine::Machine(std::span<std::byte> segment, job_runtime::JobConfig config)
     : segment_(segment), config_(std::move(config)) {
-  if (config_.placement.node_host.empty()) config_.placement = Placement::single(config_.shape);
+  if (config_.placement.node_host.empty())
+    config_.placement = job_runtime::Placement::single(config_.shape);
   NodeSlots slots(config_);
   node_slots_ = std::move(slots.of_node);
   occupied_ = std::move(slots.nodes);
@@ -271,9 +274,9 @@ Machine::Machine(std::span<std::byte> segment, JobConfig config)
   vt_offset_ = config_.virtual_time ? l.vt : 0;
 }
 
-Machine Machine::format(std::span<std::byte> segment, const JobConfig& config) {
-  JobConfig c = config;
-  if (c.placement.node_host.empty()) c.placement = Placement::single(c.shape);
+Machine Machine::format(std::span<std::byte> segment, const job_runtime::JobConfig& config) {
+  job_runtime::JobConfig c = config;
+  if (c.placement.node_host.empty()) c.placement = job_runtime::Placement::single(c.shape);
   const Layout l(c);
   if (segment.size() < l.total) throw ConfigError("shared-memory segment too small for the job");
   auto* h = new (segment.data()) SegmentHeader{};
@@ -326,9 +329,9 @@ Machine Machine::format(std::span<std::byte> segment, const JobConfig& config) {
     if (!c.placement.local(m.occupied_[slot])) continue;  // another host's segment holds its FIFOs
     for (int g = 0; g < kFifoGroups; ++g) {
       std::byte* region = m.group_region(slot, g);
-      new (region) Doorbell{};
+      new (region) job_runtime::Doorbell{};
       for (int i = 0; i < kReceptionFifos; ++i)
-        ReceptionFifo::format(region + align_up(sizeof(Doorbell), 4096) + i * l.fifo,
+        ReceptionFifo::format(region + align_up(sizeof(job_runtime::Doorbell), 4096) + i * l.fifo,
                               c.fifo_packets);
     }
   }
@@ -338,21 +341,21 @@ Machine Machine::format(std::span<std::byte> segment, const JobConfig& config) {
     new (&calendar) virtual_time::LinkCalendar{};
   for (int r = 0; r < c.ntasks(); ++r)
     new (&m.task(static_cast<torus_emu::Rank>(r))) TaskSlot{};
-  if (c.mode == NodeMode::virtual_node) {
+  if (c.mode == job_runtime::NodeMode::virtual_node) {
     auto* rings = reinterpret_cast<VirtualFifo*>(segment.data() + l.virtual_fifos);
     for (std::size_t i = 0; i < 2 * m.occupied_.size(); ++i)
       new (&rings[i]) VirtualFifo();
   }
-  if (c.placement.transport == Transport::ofi) {
+  if (c.placement.transport == job_runtime::Transport::ofi) {
     for (int r = 0; r < c.ntasks(); ++r)
       new (&m.outbound(static_cast<torus_emu::Rank>(r))) OutboundRing{};
     for (int r = 0; r < c.ntasks(); ++r)
-      new (&m.store_ring(static_cast<torus_emu::Rank>(r))) StoreRing{};
+      new (&m.store_ring(static_cast<torus_emu::Rank>(r))) job_runtime::StoreRing{};
   }
   h->local_tasks = static_cast<std::uint32_t>(m.local_tasks());
-  h->fences =
-      static_cast<std::uint32_t>(c.fences ? *c.fences : fence_mode_for_host(m.local_tasks()));
-  use_fences(static_cast<FenceMode>(h->fences));
+  h->fences = static_cast<std::uint32_t>(
+      c.fences ? *c.fences : job_runtime::fence_mode_for_host(m.local_tasks()));
+  job_runtime::use_fences(static_cast<job_runtime::FenceMode>(h->fences));
   h->control_crc = crc_of(m.description());
   // Publish last: a reader that sees the magic sees a fully formatted segment.
   std::atomic_thread_fence(std::memory_order_release);
@@ -371,10 +374,10 @@ Machine Machine::attach(std::span<std::byte> segment) {
   const torus_emu::Shape shape({h->extent[0], h->extent[1], h->extent[2]},
                                {h->torus[0] != 0, h->torus[1] != 0, h->torus[2] != 0});
   // Everything below indexes memory with these numbers: check them before trusting any.
-  if (h->mode > static_cast<std::uint8_t>(NodeMode::virtual_node))
+  if (h->mode > static_cast<std::uint8_t>(job_runtime::NodeMode::virtual_node))
     throw ConfigError("shared-memory segment has an unknown node mode");
-  const auto mode = static_cast<NodeMode>(h->mode);
-  if (h->ntasks < 1 || h->ntasks > shape.node_count() * tasks_per_node(mode))
+  const auto mode = static_cast<job_runtime::NodeMode>(h->mode);
+  if (h->ntasks < 1 || h->ntasks > shape.node_count() * job_runtime::tasks_per_node(mode))
     throw ConfigError("shared-memory segment has an impossible task count");
   if (h->fifo_packets < 2 || h->fifo_packets > (1u << 16) ||
       (h->fifo_packets & (h->fifo_packets - 1)) != 0)
@@ -388,17 +391,18 @@ Machine Machine::attach(std::span<std::byte> segment) {
   std::vector<torus_emu::TaskLocation> locations(static_cast<std::size_t>(h->ntasks));
   for (int r = 0; r < h->ntasks; ++r)
     locations[static_cast<std::size_t>(r)] = {table[r].node, static_cast<int>(table[r].t)};
-  auto mapping =
-      torus_emu::Mapping::from_locations(shape, tasks_per_node(mode), std::move(locations));
-  if (h->hosts < 1 || h->hosts > static_cast<std::uint32_t>(Placement::kMaxHosts) ||
-      h->this_host >= h->hosts || h->transport > static_cast<std::uint32_t>(Transport::ofi) ||
+  auto mapping = torus_emu::Mapping::from_locations(shape, job_runtime::tasks_per_node(mode),
+                                                    std::move(locations));
+  if (h->hosts < 1 || h->hosts > static_cast<std::uint32_t>(job_runtime::Placement::kMaxHosts) ||
+      h->this_host >= h->hosts ||
+      h->transport > static_cast<std::uint32_t>(job_runtime::Transport::ofi) ||
       h->node_host_offset < h->mapping_offset ||
       h->node_host_offset + sizeof(std::uint16_t) * static_cast<std::uint64_t>(shape.node_count()) >
           h->nodes_offset)
     throw ConfigError("shared-memory segment has a corrupt host placement");
-  Placement placement;
+  job_runtime::Placement placement;
   placement.this_host = static_cast<int>(h->this_host);
-  placement.transport = static_cast<Transport>(h->transport);
+  placement.transport = static_cast<job_runtime::Transport>(h->transport);
   placement.source = "segment";
   for (std::uint32_t i = 0; i < h->hosts; ++i)
     placement.hosts.push_back({"host" + std::to_string(i), "", 0});
@@ -412,15 +416,16 @@ Machine Machine::attach(std::span<std::byte> segment) {
   if (h->control_crc != crc_of(description_parts(segment, *h, static_cast<std::size_t>(h->ntasks),
                                                  static_cast<std::size_t>(shape.node_count()))))
     throw ConfigError("shared-memory segment's job description is corrupt (checksum mismatch)");
-  JobConfig c{shape,
-              mode,
-              std::move(mapping),
-              h->fifo_packets,
-              h->seed,
-              std::string(h->mapping_source, strnlen(h->mapping_source, sizeof h->mapping_source)),
-              {},
-              std::move(placement),
-              h->job_id};
+  job_runtime::JobConfig c{
+      shape,
+      mode,
+      std::move(mapping),
+      h->fifo_packets,
+      h->seed,
+      std::string(h->mapping_source, strnlen(h->mapping_source, sizeof h->mapping_source)),
+      {},
+      std::move(placement),
+      h->job_id};
   if (h->region_count > kMaxRegions)
     throw ConfigError("shared-memory segment has a corrupt region table");
   for (std::uint32_t i = 0; i < h->region_count; ++i) {
@@ -442,9 +447,9 @@ Machine Machine::attach(std::span<std::byte> segment) {
                       std::to_string(m.occupied_.size()) + ")");
   if (m.tasks_offset_ != h->tasks_offset || Layout(m.config_).total != h->total_bytes)
     throw ConfigError("shared-memory segment layout does not match its job description");
-  if (h->fences > static_cast<std::uint32_t>(FenceMode::symmetric))
+  if (h->fences > static_cast<std::uint32_t>(job_runtime::FenceMode::symmetric))
     throw ConfigError("shared-memory segment has an unknown fence mode");
-  if (!use_fences(m.fences()) && m.fences() == FenceMode::asymmetric)
+  if (!job_runtime::use_fences(m.fences()) && m.fences() == job_runtime::FenceMode::asymmetric)
     spdlog::debug("membarrier(2) unavailable: producers fence every packet (slower streaming)");
   return m;
 }
@@ -477,25 +482,25 @@ NodeSlot Machine::checked_slot(torus_emu::NodeId node) const {
 }
 
 ReceptionFifo Machine::fifo_in_slot(NodeSlot slot, int group, int index) const {
-  return ReceptionFifo(group_region(slot, group) + align_up(sizeof(Doorbell), 4096) +
+  return ReceptionFifo(group_region(slot, group) + align_up(sizeof(job_runtime::Doorbell), 4096) +
                            static_cast<std::size_t>(index) * fifo_stride_,
                        config_.fifo_packets);
 }
 
-Doorbell& Machine::doorbell_in_slot(NodeSlot slot, int group) const {
-  return *std::launder(reinterpret_cast<Doorbell*>(group_region(slot, group)));
+job_runtime::Doorbell& Machine::doorbell_in_slot(NodeSlot slot, int group) const {
+  return *std::launder(reinterpret_cast<job_runtime::Doorbell*>(group_region(slot, group)));
 }
 
 ReceptionFifo Machine::fifo(torus_emu::NodeId node, int group, int index) const {
   return fifo_in_slot(checked_slot(node), group, index);
 }
 
-Doorbell& Machine::doorbell(torus_emu::NodeId node, int group) const {
+job_runtime::Doorbell& Machine::doorbell(torus_emu::NodeId node, int group) const {
   return doorbell_in_slot(checked_slot(node), group);
 }
 
-FenceMode Machine::fences() const {
-  return static_cast<FenceMode>(
+job_runtime::FenceMode Machine::fences() const {
+  return static_cast<job_runtime::FenceMode>(
       std::launder(reinterpret_cast<const SegmentHeader*>(segment_.data()))->fences);
 }
 
@@ -512,37 +517,40 @@ OutboundRing& Machine::outbound(torus_emu::Rank rank) const {
   return std::launder(reinterpret_cast<OutboundRing*>(segment_.data() + outbound_offset_))[rank];
 }
 
-StoreRing& Machine::store_ring(torus_emu::Rank rank) const {
-  return std::launder(reinterpret_cast<StoreRing*>(segment_.data() + stores_offset_))[rank];
+job_runtime::StoreRing& Machine::store_ring(torus_emu::Rank rank) const {
+  return std::launder(
+      reinterpret_cast<job_runtime::StoreRing*>(segment_.data() + stores_offset_))[rank];
 }
 
-bool Machine::try_remote_store(torus_emu::Rank from, const StoreRequest& r,
+bool Machine::try_remote_store(torus_emu::Rank from, const job_runtime::StoreRequest& r,
                                std::span<const std::byte> bytes) const {
-  if (config_.placement.transport != Transport::ofi)
+  if (config_.placement.transport != job_runtime::Transport::ofi)
     throw std::invalid_argument("remote stores need the libfabric transport");
   if (r.host >= config_.placement.host_count())
     throw std::invalid_argument("remote store to host " + std::to_string(r.host) + " of " +
                                 std::to_string(config_.placement.host_count()));
-  if (const char* why = check_store(r, bytes.size(), region(static_cast<int>(r.region)).size()))
+  if (const char* why =
+          job_runtime::check_store(r, bytes.size(), region(static_cast<int>(r.region)).size()))
     throw std::invalid_argument(std::string("malformed remote store: ") + why);
   if (!store_ring(from).try_push(r, bytes)) return false;
   agent_bell().ring();
   return true;
 }
 
-void Machine::remote_store(torus_emu::Rank from, const StoreRequest& r,
-                           std::span<const std::byte> bytes, const WaitPolicy& policy) const {
-  StoreRing& ring = store_ring(from);
-  Backoff backoff(policy);
+void Machine::remote_store(torus_emu::Rank from, const job_runtime::StoreRequest& r,
+                           std::span<const std::byte> bytes,
+                           const job_runtime::WaitPolicy& policy) const {
+  job_runtime::StoreRing& ring = store_ring(from);
+  job_runtime::Backoff backoff(policy);
   while (!try_remote_store(from, r, bytes))
     backoff.idle(ring.space, [&] { return !ring.full(); });
 }
 
-Doorbell& Machine::agent_bell() const {
+job_runtime::Doorbell& Machine::agent_bell() const {
   return std::launder(reinterpret_cast<SegmentHeader*>(segment_.data()))->agent_bell;
 }
 
-JobBarrier& Machine::barrier() const {
+job_runtime::JobBarrier& Machine::barrier() const {
   return std::launder(reinterpret_cast<SegmentHeader*>(segment_.data()))->barrier;
 }
 

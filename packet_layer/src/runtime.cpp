@@ -5,33 +5,35 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "bgl/env.hpp"
-#include "bgl/log.hpp"
+#include "bgl/job_runtime/env.hpp"
+#include "bgl/job_runtime/log.hpp"
 #include "bgl/torus_emu/error.hpp"
 #include "bgl/virtual_time/collective_timing.hpp"
 
 namespace bgl::packet_layer {
 
 Runtime Runtime::from_environment(std::optional<torus_emu::Rank> host_rank) {
-  log::init("bgl");
-  const auto name = env::get("BGL_SEGMENT");
+  job_runtime::log::init("bgl");
+  const auto name = job_runtime::env::get("BGL_SEGMENT");
   if (!name) {
     throw ConfigError(
         "this program must be started by bglrun (BGL_SEGMENT is not set); for example: "
         "bglrun -np 8 --shape 2x2x2 <program>");
   }
-  const int fd = static_cast<int>(env::get_int("BGL_SEGMENT_FD", 0, 1 << 20).value_or(-1));
+  const int fd =
+      static_cast<int>(job_runtime::env::get_int("BGL_SEGMENT_FD", 0, 1 << 20).value_or(-1));
   Runtime rt;
-  rt.segment_ = Segment::attach(fd, *name);
+  rt.segment_ = job_runtime::Segment::attach(fd, *name);
   rt.machine_ = std::make_unique<Machine>(Machine::attach(rt.segment_.bytes()));
   const int size = rt.machine_->mapping().size();
-  const auto rank =
-      host_rank ? std::optional<long long>(*host_rank) : env::get_int("BGL_RANK", 0, size - 1);
+  const auto rank = host_rank ? std::optional<long long>(*host_rank)
+                              : job_runtime::env::get_int("BGL_RANK", 0, size - 1);
   if (!rank) throw ConfigError("BGL_RANK is not set; start this program with bglrun");
   if (*rank < 0 || *rank >= size)
     throw ConfigError("rank " + std::to_string(*rank) + " is outside the job's " +
                       std::to_string(size) + " tasks");
-  if (auto declared = env::get_int("BGL_SIZE", 1, 1 << 24); declared && *declared != size)
+  if (auto declared = job_runtime::env::get_int("BGL_SIZE", 1, 1 << 24);
+      declared && *declared != size)
     throw ConfigError("BGL_SIZE=" + std::to_string(*declared) + " does not match the job's " +
                       std::to_string(size) + " tasks");
   rt.rank_ = static_cast<torus_emu::Rank>(*rank);
@@ -41,21 +43,23 @@ Runtime Runtime::from_environment(std::optional<torus_emu::Rank> host_rank) {
         std::to_string(
             rt.machine_->placement().node_host[rt.machine_->mapping().location(rt.rank_).node]) +
         ", but this segment belongs to host " + std::to_string(rt.machine_->placement().this_host));
-  rt.policy_ =
-      std::make_unique<WaitPolicy>(WaitPolicy::for_job(size, rt.machine_->vt_params() != nullptr));
+  rt.policy_ = std::make_unique<job_runtime::WaitPolicy>(
+      job_runtime::WaitPolicy::for_job(size, rt.machine_->vt_params() != nullptr));
   const int group = rt.machine_->mapping().location(rt.rank_).t;
   rt.endpoint_ = std::make_unique<Endpoint>(*rt.machine_, rt.rank_, group, *rt.policy_);
   const auto* params = rt.machine_->vt_params();
-  rt.trace_ = Trace::from_environment(rt.rank_, rt.endpoint_->clock(), params ? params->cpu_hz : 0);
+  rt.trace_ = job_runtime::Trace::from_environment(rt.rank_, rt.endpoint_->clock(),
+                                                   params ? params->cpu_hz : 0);
   rt.endpoint_->set_trace(rt.trace_.get());
-  wait_record::attach(&rt.machine_->task(rt.rank_).wait, rt.segment_.bytes().data());
-  rt.call_sites_ = CallSites::from_environment(rt.rank_, params ? &rt.endpoint_->clock() : nullptr);
+  job_runtime::wait_record::attach(&rt.machine_->task(rt.rank_).wait, rt.segment_.bytes().data());
+  rt.call_sites_ =
+      job_runtime::CallSites::from_environment(rt.rank_, params ? &rt.endpoint_->clock() : nullptr);
   rt.endpoint_->set_call_sites(rt.call_sites_.get());
   return rt;
 }
 
 Runtime::~Runtime() {
-  if (endpoint_) wait_record::attach(nullptr, nullptr);
+  if (endpoint_) job_runtime::wait_record::attach(nullptr, nullptr);
   if (endpoint_) endpoint_->publish_statistics();
   if (trace_ && !trace_->write())
     spdlog::warn("rank {}: cannot write the trace's events: {}", rank_, std::strerror(errno));

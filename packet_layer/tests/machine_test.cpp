@@ -21,10 +21,10 @@
 #include <thread>
 #include <vector>
 
-#include "bgl/log.hpp"
+#include "bgl/job_runtime/log.hpp"
+#include "bgl/job_runtime/rate_limit.hpp"
 #include "bgl/packet_layer/endpoint.hpp"
 #include "bgl/packet_layer/virtual_fifo.hpp"
-#include "bgl/rate_limit.hpp"
 #include "bgl/test_support/environment.hpp"
 #include "bgl/test_support/in_process_machine.hpp"
 #include "bgl/torus_emu/error.hpp"
@@ -106,9 +106,12 @@ std::string config_error(F&& f) {
 // Segment layout, format and attach
 
 TEST(Machine, SegmentSizeIsPageAlignedAndGrowsWithTheJob) {
-  const JobConfig small = JobConfig::resolve(job_options(8, "2x2x2", "heater", 4));
-  const JobConfig deep = JobConfig::resolve(job_options(8, "2x2x2", "heater", 64));
-  const JobConfig big = JobConfig::resolve(job_options(64, "4x4x4", "heater", 4));
+  const job_runtime::JobConfig small =
+      job_runtime::JobConfig::resolve(job_options(8, "2x2x2", "heater", 4));
+  const job_runtime::JobConfig deep =
+      job_runtime::JobConfig::resolve(job_options(8, "2x2x2", "heater", 64));
+  const job_runtime::JobConfig big =
+      job_runtime::JobConfig::resolve(job_options(64, "4x4x4", "heater", 4));
   for (const auto* c : {&small, &deep, &big})
     EXPECT_EQ(Machine::segment_bytes(*c) % 4096, 0u);
   EXPECT_LT(Machine::segment_bytes(small), Machine::segment_bytes(deep));
@@ -120,14 +123,15 @@ TEST(Machine, SegmentSizeIsPageAlignedAndGrowsWithTheJob) {
 // What the launcher allocates up front: everything but other hosts' nodes' FIFOs, in order and
 // without overlap.
 TEST(Machine, UsedExtentsLeaveOutOtherHostsNodes) {
-  JobConfig one = JobConfig::resolve(job_options(8, "2x2x2", "heater", 64));
+  job_runtime::JobConfig one =
+      job_runtime::JobConfig::resolve(job_options(8, "2x2x2", "heater", 64));
   const auto whole = Machine::used_extents(one);
   ASSERT_EQ(whole.size(), 1u);
   EXPECT_EQ(whole[0].offset, 0u);
   EXPECT_EQ(whole[0].bytes, Machine::segment_bytes(one));
 
-  JobConfig two = one;
-  two.placement = Placement::single(two.shape);
+  job_runtime::JobConfig two = one;
+  two.placement = job_runtime::Placement::single(two.shape);
   two.placement.hosts.push_back(two.placement.hosts.front());
   for (std::size_t n = 4; n < two.placement.node_host.size(); ++n)
     two.placement.node_host[n] = 1;  // nodes 4..7 live on the other host
@@ -138,20 +142,20 @@ TEST(Machine, UsedExtentsLeaveOutOtherHostsNodes) {
   EXPECT_EQ(mine[1].offset + mine[1].bytes, Machine::segment_bytes(two));
   // The other host's four nodes are the gap: half of the node FIFOs.
   const std::size_t gap = mine[1].offset - mine[0].bytes;
-  EXPECT_EQ(
-      Machine::segment_bytes(two) - Segment::allocated_bytes(Machine::segment_bytes(two), mine),
-      gap);
+  EXPECT_EQ(Machine::segment_bytes(two) -
+                job_runtime::Segment::allocated_bytes(Machine::segment_bytes(two), mine),
+            gap);
   EXPECT_GE(gap, 4u * kFifoGroups * kReceptionFifos * 64 * sizeof(Packet));
 }
 
 TEST(Machine, AttachReproducesTheFormattedJob) {
-  JobOptions o = job_options(8, "2x2x2", "heater", 16);
+  job_runtime::JobOptions o = job_options(8, "2x2x2", "heater", 16);
   o.mapping = "ZYXT";
   o.seed = 4242;
   Job job(o);
   const Machine view = Machine::attach(job.memory.span());
   EXPECT_EQ(view.shape(), job.config.shape);
-  EXPECT_EQ(view.config().mode, NodeMode::heater);
+  EXPECT_EQ(view.config().mode, job_runtime::NodeMode::heater);
   EXPECT_EQ(view.config().fifo_packets, 16u);
   EXPECT_EQ(view.config().seed, 4242u);
   EXPECT_EQ(view.config().mapping_source, "order ZYXT");
@@ -161,13 +165,13 @@ TEST(Machine, AttachReproducesTheFormattedJob) {
 }
 
 TEST(Machine, AttachReproducesAVirtualNodeJobOnAMesh) {
-  JobOptions o = job_options(15, "4x2x1", "vn", 8);
+  job_runtime::JobOptions o = job_options(15, "4x2x1", "vn", 8);
   o.mesh = "x";
   o.mapping = "TXYZ";
   Job job(o);
   const Machine view = Machine::attach(job.memory.span());
   EXPECT_EQ(view.shape().to_string(), "4x2x1 mesh:x");
-  EXPECT_EQ(view.config().mode, NodeMode::virtual_node);
+  EXPECT_EQ(view.config().mode, job_runtime::NodeMode::virtual_node);
   EXPECT_EQ(view.mapping().tasks_per_node(), 2);
   EXPECT_EQ(view.mapping().size(), 15);
   EXPECT_EQ(view.mapping().locations(), job.config.mapping.locations());
@@ -202,7 +206,7 @@ TEST(Machine, ViewsShareFifosBarrierLinksAndTaskSlots) {
 }
 
 TEST(Machine, ReservesNamedRegionsForUpperLayers) {
-  JobConfig c = JobConfig::resolve(job_options(8, "2x2x2", "heater", 4));
+  job_runtime::JobConfig c = job_runtime::JobConfig::resolve(job_options(8, "2x2x2", "heater", 4));
   const std::size_t plain = Machine::segment_bytes(c);
   c.regions.push_back({"collective", 1000});
   c.regions.push_back({"x", 5000});
@@ -242,21 +246,21 @@ TEST(Machine, ReservesNamedRegionsForUpperLayers) {
 }
 
 TEST(Machine, RejectsBadRegionRequests) {
-  JobConfig c = JobConfig::resolve(job_options(8, "2x2x2", "heater", 4));
-  JobConfig long_name = c;
+  job_runtime::JobConfig c = job_runtime::JobConfig::resolve(job_options(8, "2x2x2", "heater", 4));
+  job_runtime::JobConfig long_name = c;
   long_name.regions.push_back({"sixteen-chars-xx", 64});
   EXPECT_THAT(config_error([&] { Machine::segment_bytes(long_name); }), HasSubstr("1..15"));
-  JobConfig no_name = c;
+  job_runtime::JobConfig no_name = c;
   no_name.regions.push_back({"", 64});
   EXPECT_THAT(config_error([&] { Machine::segment_bytes(no_name); }), HasSubstr("1..15"));
-  JobConfig too_many = c;
+  job_runtime::JobConfig too_many = c;
   for (const char* name : {"r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8"})
     too_many.regions.push_back({name, 64});
   EXPECT_THAT(config_error([&] { Machine::segment_bytes(too_many); }), HasSubstr("too many"));
 }
 
 TEST(Machine, FormatRejectsASegmentTooSmallForTheJob) {
-  const JobConfig c = JobConfig::resolve(job_options(8, "2x2x2"));
+  const job_runtime::JobConfig c = job_runtime::JobConfig::resolve(job_options(8, "2x2x2"));
   SharedMemory memory(Machine::segment_bytes(c));
   EXPECT_THAT(config_error([&] { Machine::format(memory.span().first(4096), c); }),
               HasSubstr("too small"));
@@ -945,7 +949,7 @@ TEST_F(EndpointTest, DepositLineMayGoTheLongWayRoundTheTorus) {
 }
 
 TEST_F(EndpointTest, DepositLineOnAMeshMustPointAtTheDestination) {
-  JobOptions o = job_options(8, "8x1x1");
+  job_runtime::JobOptions o = job_options(8, "8x1x1");
   o.mesh = "x";
   Job job(o);
   PacketSpec away = to({5, 0});
@@ -1076,9 +1080,9 @@ TEST_F(EndpointTest, AFloodOfMalformedPacketsIsLoggedAsACount) {
 
 TEST(RateLimit, LogsTheFirstInFullThenACountAtMostOncePerPeriod) {
   using namespace std::chrono_literals;
-  log::RateLimit limit;
-  const auto t0 = log::RateLimit::Clock::time_point{} + 100s;
-  for (std::uint64_t i = 0; i < log::RateLimit::kInFull; ++i)
+  job_runtime::log::RateLimit limit;
+  const auto t0 = job_runtime::log::RateLimit::Clock::time_point{} + 100s;
+  for (std::uint64_t i = 0; i < job_runtime::log::RateLimit::kInFull; ++i)
     EXPECT_TRUE(limit.note(t0).in_full);
   for (int i = 0; i < 5; ++i) {
     const auto v = limit.note(t0 + 500ms);
@@ -1090,7 +1094,7 @@ TEST(RateLimit, LogsTheFirstInFullThenACountAtMostOncePerPeriod) {
   EXPECT_EQ(v.summarize, 6u);  // the five above and this one
   EXPECT_EQ(limit.note(t0 + 1500ms).summarize, 0u);
   EXPECT_EQ(limit.note(t0 + 2200ms).summarize, 2u);
-  EXPECT_EQ(limit.seen(), log::RateLimit::kInFull + 8);
+  EXPECT_EQ(limit.seen(), job_runtime::log::RateLimit::kInFull + 8);
   EXPECT_EQ(limit.unreported(), 0u);
 }
 
@@ -1196,7 +1200,7 @@ TEST(JobBarrier, SynchronisesThreadsForManyGenerations) {
   Job job(job_options(4, "2x2x1"));
   constexpr int kThreads = 4;
   constexpr int kGenerations = kUnderTsan ? 200 : 1000;
-  JobBarrier& barrier = job.machine.barrier();
+  job_runtime::JobBarrier& barrier = job.machine.barrier();
   std::atomic<int> counter{0};
   std::atomic<int> inconsistencies{0};
   std::vector<std::thread> threads;
@@ -1222,11 +1226,11 @@ TEST(JobBarrier, SynchronisesThreadsForManyGenerations) {
 
 TEST(JobBarrier, SleepingWaitersAreWokenByTheLastArrival) {
   Job job(job_options(2, "2x1x1"));
-  WaitPolicy sleepy;
+  job_runtime::WaitPolicy sleepy;
   sleepy.spin_rounds = 0;
   sleepy.yield_rounds = 0;
   sleepy.max_sleep = 20s;  // only a wake-up can end the sleep in time
-  JobBarrier& barrier = job.machine.barrier();
+  job_runtime::JobBarrier& barrier = job.machine.barrier();
   const auto start = std::chrono::steady_clock::now();
   std::thread late([&] {
     std::this_thread::sleep_for(50ms);
@@ -1309,7 +1313,7 @@ TEST_F(EndpointTest, WaitReturnsWhenAPacketArrivesFromAnotherThread) {
 }
 
 TEST_F(EndpointTest, WaitSleepingOnTheDoorbellIsWokenByInject) {
-  WaitPolicy sleepy;
+  job_runtime::WaitPolicy sleepy;
   sleepy.spin_rounds = 0;
   sleepy.yield_rounds = 0;
   sleepy.max_sleep = 20s;  // only the doorbell can end the sleep in time
@@ -1327,7 +1331,8 @@ TEST_F(EndpointTest, WaitSleepingOnTheDoorbellIsWokenByInject) {
   EXPECT_GE(returned, sent);
   EXPECT_LT(returned - sent, 2s);
   EXPECT_GE(receiver.counters().sleeps, 1u);
-  RecordProperty("asymmetric_fences", asymmetric_fences_enabled() ? "membarrier" : "fences");
+  RecordProperty("asymmetric_fences",
+                 job_runtime::asymmetric_fences_enabled() ? "membarrier" : "fences");
   const auto f = receiver.poll();
   ASSERT_TRUE(f);
   EXPECT_EQ(receiver.peek(*f).word, 1u) << "woken by the sender, not the watchdog";
@@ -1337,7 +1342,7 @@ TEST_F(EndpointTest, WaitSleepingOnTheDoorbellIsWokenByInject) {
 // either; the 30 s timeout means only the ring can end the sleep in time.
 TEST(DoorbellTest, SleepOnEitherWakesForEachBell) {
   for (int which = 0; which < 2; ++which) {
-    Doorbell a, b;
+    job_runtime::Doorbell a, b;
     std::atomic<bool> rung{false};
     std::thread ringer([&] {
       std::this_thread::sleep_for(20ms);
@@ -1346,7 +1351,7 @@ TEST(DoorbellTest, SleepOnEitherWakesForEachBell) {
     });
     const auto start = std::chrono::steady_clock::now();
     while (!rung.load())
-      sleep_on_either(
+      job_runtime::sleep_on_either(
           a, b, [&] { return rung.load(); }, 30s);
     EXPECT_LT(std::chrono::steady_clock::now() - start, 10s) << "not woken by bell " << which;
     ringer.join();
@@ -1436,16 +1441,16 @@ TEST(FenceMode, ChosenByTasksPerCoreUnlessBglFencesSaysOtherwise) {
   ScopedEnv env;
   env.unset("BGL_FENCES");
   const int cores = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
-  EXPECT_EQ(fence_mode_for_host(cores), FenceMode::asymmetric);
-  EXPECT_EQ(fence_mode_for_host(cores + 1), FenceMode::symmetric);
+  EXPECT_EQ(job_runtime::fence_mode_for_host(cores), job_runtime::FenceMode::asymmetric);
+  EXPECT_EQ(job_runtime::fence_mode_for_host(cores + 1), job_runtime::FenceMode::symmetric);
   env.set("BGL_FENCES", "auto");
-  EXPECT_EQ(fence_mode_for_host(cores + 1), FenceMode::symmetric);
+  EXPECT_EQ(job_runtime::fence_mode_for_host(cores + 1), job_runtime::FenceMode::symmetric);
   env.set("BGL_FENCES", "asymmetric");
-  EXPECT_EQ(fence_mode_for_host(cores + 1), FenceMode::asymmetric);
+  EXPECT_EQ(job_runtime::fence_mode_for_host(cores + 1), job_runtime::FenceMode::asymmetric);
   env.set("BGL_FENCES", "symmetric");
-  EXPECT_EQ(fence_mode_for_host(1), FenceMode::symmetric);
+  EXPECT_EQ(job_runtime::fence_mode_for_host(1), job_runtime::FenceMode::symmetric);
   env.set("BGL_FENCES", "sometimes");
-  EXPECT_THAT(config_error([] { fence_mode_for_host(1); }),
+  EXPECT_THAT(config_error([] { job_runtime::fence_mode_for_host(1); }),
               ::testing::AllOf(HasSubstr("BGL_FENCES=sometimes"),
                                HasSubstr("auto, asymmetric or symmetric")));
 }
@@ -1453,12 +1458,13 @@ TEST(FenceMode, ChosenByTasksPerCoreUnlessBglFencesSaysOtherwise) {
 // The launcher decides once; every process that attaches reads the segment, whatever its own
 // environment says, so that producers and sleepers of one job always agree.
 TEST(FenceMode, RecordedInTheSegmentAndReadByEveryProcess) {
-  for (const FenceMode mode : {FenceMode::asymmetric, FenceMode::symmetric}) {
+  for (const job_runtime::FenceMode mode :
+       {job_runtime::FenceMode::asymmetric, job_runtime::FenceMode::symmetric}) {
     ScopedEnv env;
     env.set("BGL_FENCES", std::string(to_string(mode)).c_str());
     Job job(job_options(8, "2x2x2"));
     EXPECT_EQ(job.machine.fences(), mode);
-    env.set("BGL_FENCES", mode == FenceMode::symmetric ? "asymmetric" : "symmetric");
+    env.set("BGL_FENCES", mode == job_runtime::FenceMode::symmetric ? "asymmetric" : "symmetric");
     EXPECT_EQ(Machine::attach(job.memory.span()).fences(), mode);
   }
 }
@@ -1468,11 +1474,12 @@ TEST(FenceMode, RecordedInTheSegmentAndReadByEveryProcess) {
 // that neither fence mode loses a ring.
 TEST(FenceMode, NoWakeUpIsLostInEitherMode) {
   constexpr int kRounds = 500;
-  WaitPolicy sleepy;
+  job_runtime::WaitPolicy sleepy;
   sleepy.spin_rounds = 0;
   sleepy.yield_rounds = 0;
   sleepy.max_sleep = 20s;
-  for (const FenceMode mode : {FenceMode::asymmetric, FenceMode::symmetric}) {
+  for (const job_runtime::FenceMode mode :
+       {job_runtime::FenceMode::asymmetric, job_runtime::FenceMode::symmetric}) {
     ScopedEnv env;
     env.set("BGL_FENCES", std::string(to_string(mode)).c_str());
     Job job(job_options(2, "2x1x1"), sleepy);

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "../src/ofi/wire.hpp"
-#include "bgl/packet_layer/job_config.hpp"
+#include "bgl/job_runtime/job_config.hpp"
 #include "bgl/packet_layer/machine.hpp"
 #include "bgl/packet_layer/ofi_agent.hpp"
 
@@ -149,7 +149,7 @@ class Message {
     ++header().count;
   }
   void store(std::uint8_t region, std::uint64_t offset, std::size_t bytes, std::uint64_t word,
-             std::uint64_t value, std::uint64_t bell = kNoOffset,
+             std::uint64_t value, std::uint64_t bell = job_runtime::kNoOffset,
              std::optional<std::uint16_t> claimed = std::nullopt) {
     const wire::StoreRecord r{region, 0,      claimed.value_or(static_cast<std::uint16_t>(bytes)),
                               0,      offset, word,
@@ -189,7 +189,7 @@ PacketHeader header_to(const torus_emu::Shape& shape, torus_emu::NodeId node, st
 
 // A job segment in aligned heap memory.
 struct TestSegment {
-  explicit TestSegment(const JobConfig& config)
+  explicit TestSegment(const job_runtime::JobConfig& config)
       : bytes(Machine::segment_bytes(config)), storage(bytes + 4096) {
     auto* base = reinterpret_cast<std::byte*>(
         (reinterpret_cast<std::uintptr_t>(storage.data()) + 4095) / 4096 * 4096);
@@ -202,7 +202,7 @@ struct TestSegment {
 
 // Host 0's agent, started, with the test playing host 1 through a raw endpoint.
 struct AgentAndRawHost1 {
-  AgentAndRawHost1(const Machine& machine, const Placement& placement)
+  AgentAndRawHost1(const Machine& machine, const job_runtime::Placement& placement)
       : agent(machine, placement, options()) {
     host1.connect(agent.address());
     agent.start({agent.address(), host1.name()});
@@ -217,13 +217,13 @@ struct AgentAndRawHost1 {
 };
 
 TEST(OfiAgent, ValidatesEveryInboundRecordAndDeliversOnlyValidOnes) {
-  JobOptions o;
+  job_runtime::JobOptions o;
   o.ntasks = 8;
   o.shape = "2x2x2";
   o.hosts = 2;
   o.host_index = 0;
-  auto config = JobConfig::resolve(o);
-  ASSERT_EQ(config.placement.transport, Transport::ofi);
+  auto config = job_runtime::JobConfig::resolve(o);
+  ASSERT_EQ(config.placement.transport, job_runtime::Transport::ofi);
   TestSegment seg(config);
   const auto machine = Machine::format(seg.span, config);
   const auto& shape = machine.shape();
@@ -309,13 +309,13 @@ TEST(OfiAgent, ValidatesEveryInboundRecordAndDeliversOnlyValidOnes) {
   EXPECT_EQ(stats.packets_received, 2u);
 }
 
-JobConfig two_host_config(int host) {
-  JobOptions o;
+job_runtime::JobConfig two_host_config(int host) {
+  job_runtime::JobOptions o;
   o.ntasks = 8;
   o.shape = "2x2x2";
   o.hosts = 2;
   o.host_index = host;
-  auto config = JobConfig::resolve(o);
+  auto config = job_runtime::JobConfig::resolve(o);
   config.regions.push_back({"other", 128});
   config.regions.push_back({"replica", 8192});
   return config;
@@ -340,17 +340,18 @@ TEST(OfiAgent, ValidatesInboundRemoteStoresAndAppliesOnlyValidOnes) {
   RawEndpoint& host1 = job.host1;
 
   Message m(wire::Kind::store, 0);
-  m.store(1, 256, 100, 64, 7, 1024);                // valid: bytes, word raised to 7, doorbell
-  m.store(1, 512, 0, 72, 3);                        // valid: word only
-  m.store(1, 8190, 16, kNoOffset, 0);               // bytes beyond the region
-  m.store(5, 0, 16, kNoOffset, 0);                  // no region 5
-  m.store(1, 0, 16, 4, 9);                          // word not aligned
-  m.store(1, 0, 16, 8, 9);                          // word inside the stored bytes
-  m.store(1, 0, 0, 8192, 9);                        // word beyond the region
-  m.store(1, 0, 8, kNoOffset, 0, 100);              // doorbell not aligned
-  m.store(1, 0, 0, kNoOffset, 0);                   // a store of nothing
-  m.store(0, 64, 100, kNoOffset, 0);                // beyond the small region
-  m.store(1, 0, 4, kNoOffset, 0, kNoOffset, 4000);  // claims more bytes than the message has
+  m.store(1, 256, 100, 64, 7, 1024);                 // valid: bytes, word raised to 7, doorbell
+  m.store(1, 512, 0, 72, 3);                         // valid: word only
+  m.store(1, 8190, 16, job_runtime::kNoOffset, 0);   // bytes beyond the region
+  m.store(5, 0, 16, job_runtime::kNoOffset, 0);      // no region 5
+  m.store(1, 0, 16, 4, 9);                           // word not aligned
+  m.store(1, 0, 16, 8, 9);                           // word inside the stored bytes
+  m.store(1, 0, 0, 8192, 9);                         // word beyond the region
+  m.store(1, 0, 8, job_runtime::kNoOffset, 0, 100);  // doorbell not aligned
+  m.store(1, 0, 0, job_runtime::kNoOffset, 0);       // a store of nothing
+  m.store(0, 64, 100, job_runtime::kNoOffset, 0);    // beyond the small region
+  m.store(1, 0, 4, job_runtime::kNoOffset, 0, job_runtime::kNoOffset,
+          4000);  // claims more bytes than the message has
   host1.send(m.bytes());
   Message lower(wire::Kind::store, 1);
   lower.store(1, 0, 0, 64, 5);  // lower than 7: the word keeps 7
@@ -408,21 +409,22 @@ TEST(OfiAgent, RemoteStoresTravelBetweenTwoAgentsInOrderUnderCredits) {
   // 2 credits run out, so the sender's agent must wait for credits coming back.
   constexpr int kBursts = 150;
   std::atomic<int> checked{0};
-  const auto policy = WaitPolicy::for_job(2);
+  const auto policy = job_runtime::WaitPolicy::for_job(2);
   std::thread sender([&] {
-    std::array<std::byte, kMaxStoreBytes> bytes{};
+    std::array<std::byte, job_runtime::kMaxStoreBytes> bytes{};
     for (int burst = 0; burst < kBursts; ++burst) {
       while (checked.load(std::memory_order_acquire) < burst)
         std::this_thread::yield();
       for (int k = 0; k < 8; ++k) {
         const int i = burst * 8 + k + 1;
         bytes.fill(static_cast<std::byte>(i));
-        const StoreRequest r{1,
-                             static_cast<std::uint8_t>(replica),
-                             static_cast<std::uint64_t>(k) * kMaxStoreBytes,
-                             4096,
-                             static_cast<std::uint64_t>(i),
-                             4160};
+        const job_runtime::StoreRequest r{
+            1,
+            static_cast<std::uint8_t>(replica),
+            static_cast<std::uint64_t>(k) * job_runtime::kMaxStoreBytes,
+            4096,
+            static_cast<std::uint64_t>(i),
+            4160};
         m0.remote_store(0, r, bytes, policy);
       }
     }
@@ -436,8 +438,8 @@ TEST(OfiAgent, RemoteStoresTravelBetweenTwoAgentsInOrderUnderCredits) {
     // The word shows the burst's last store: every store of the burst is in (bytes before word,
     // stores in ring order).
     for (int k = 0; k < 8; ++k)
-      for (std::size_t b = 0; b < kMaxStoreBytes; ++b)
-        ASSERT_EQ(target[static_cast<std::size_t>(k) * kMaxStoreBytes + b],
+      for (std::size_t b = 0; b < job_runtime::kMaxStoreBytes; ++b)
+        ASSERT_EQ(target[static_cast<std::size_t>(k) * job_runtime::kMaxStoreBytes + b],
                   static_cast<std::byte>(burst * 8 + k + 1))
             << "burst " << burst << " slot " << k;
     checked.store(++burst, std::memory_order_release);
@@ -445,10 +447,12 @@ TEST(OfiAgent, RemoteStoresTravelBetweenTwoAgentsInOrderUnderCredits) {
   sender.join();
   EXPECT_EQ(word_at(target, 4096), static_cast<std::uint64_t>(kBursts * 8));
   // A store with a bad region is refused before it leaves the task.
-  EXPECT_THROW(m0.try_remote_store(0, StoreRequest{1, 7, 0, 0, 1}, {}), std::invalid_argument);
-  EXPECT_THROW(m0.try_remote_store(0, StoreRequest{1, 1, 8000, kNoOffset, 0},
-                                   std::span<const std::byte>(target.data(), 300)),
+  EXPECT_THROW(m0.try_remote_store(0, job_runtime::StoreRequest{1, 7, 0, 0, 1}, {}),
                std::invalid_argument);
+  EXPECT_THROW(
+      m0.try_remote_store(0, job_runtime::StoreRequest{1, 1, 8000, job_runtime::kNoOffset, 0},
+                          std::span<const std::byte>(target.data(), 300)),
+      std::invalid_argument);
   std::thread finish1([&] { a1.finish(0); });
   a0.finish(0);
   finish1.join();

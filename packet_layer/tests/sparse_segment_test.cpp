@@ -48,9 +48,9 @@ class MapFile {
   std::filesystem::path path_;
 };
 
-JobOptions sparse(const std::string& shape, const MapFile& map, int ntasks,
-                  bool virtual_time = false) {
-  JobOptions o;
+job_runtime::JobOptions sparse(const std::string& shape, const MapFile& map, int ntasks,
+                               bool virtual_time = false) {
+  job_runtime::JobOptions o;
   o.ntasks = ntasks;
   o.shape = shape;
   o.mode = "heater";
@@ -61,17 +61,17 @@ JobOptions sparse(const std::string& shape, const MapFile& map, int ntasks,
 
 class Job {
  public:
-  explicit Job(const JobOptions& o)
-      : config(JobConfig::resolve(o)),
+  explicit Job(const job_runtime::JobOptions& o)
+      : config(job_runtime::JobConfig::resolve(o)),
         memory(Machine::segment_bytes(config)),
         machine(Machine::format(memory.span(), config)) {}
   Endpoint& ep(torus_emu::Rank r) {
     auto& e = endpoints_[r];
-    if (!e) e = std::make_unique<Endpoint>(machine, r, 0, WaitPolicy{});
+    if (!e) e = std::make_unique<Endpoint>(machine, r, 0, job_runtime::WaitPolicy{});
     return *e;
   }
 
-  JobConfig config;
+  job_runtime::JobConfig config;
   test_support::SharedMemory memory;
   Machine machine;
 
@@ -80,17 +80,18 @@ class Job {
 };
 
 TEST(SparseSegment, SizeFollowsTheTasksNotTheShape) {
-  JobOptions o;
+  job_runtime::JobOptions o;
   o.ntasks = 2;
   o.shape = "64x64x64";
   o.mode = "heater";
-  const auto big = Machine::segment_bytes(JobConfig::resolve(o));
+  const auto big = Machine::segment_bytes(job_runtime::JobConfig::resolve(o));
   EXPECT_LT(big, 32 * kMiB) << "2 tasks on 64x64x64 (was 98 GiB when every node had FIFOs)";
   o.virtual_time = true;
-  EXPECT_LT(Machine::segment_bytes(JobConfig::resolve(o)), 32 * kMiB) << "with virtual time";
+  EXPECT_LT(Machine::segment_bytes(job_runtime::JobConfig::resolve(o)), 32 * kMiB)
+      << "with virtual time";
   o.virtual_time = false;
   o.shape = "2x1x1";
-  const auto small = Machine::segment_bytes(JobConfig::resolve(o));
+  const auto small = Machine::segment_bytes(job_runtime::JobConfig::resolve(o));
   // Same FIFOs; the difference is the shape's small per-node tables.
   EXPECT_LT(big - small, 20 * kMiB);
 }
@@ -209,7 +210,7 @@ TEST(SparseSegment, EveryLinkAPacketCanCrossHasStorage) {
   for (const auto& c : cases) {
     SCOPED_TRACE(c.shape);
     const MapFile map(c.tasks);
-    JobOptions o = sparse(c.shape, map, static_cast<int>(c.tasks.size()));
+    job_runtime::JobOptions o = sparse(c.shape, map, static_cast<int>(c.tasks.size()));
     if (c.mesh) o.mesh = c.mesh;
     Job job(o);
     const auto& shape = job.machine.shape();

@@ -22,8 +22,8 @@ using virtual_time::Tick;
 
 using TimedJob = test_support::InProcessMachine;
 
-JobOptions timed_options(int ntasks, const char* shape, const char* mode = "heater") {
-  JobOptions o = test_support::job_options(ntasks, shape, mode);
+job_runtime::JobOptions timed_options(int ntasks, const char* shape, const char* mode = "heater") {
+  job_runtime::JobOptions o = test_support::job_options(ntasks, shape, mode);
   o.virtual_time = true;
   return o;
 }
@@ -112,7 +112,7 @@ TEST(PacketVirtualTime, VirtualNodeSiblingsUseTheScratchpadNotALink) {
 }
 
 TEST(PacketVirtualTime, OffMeansNoClockAndNoBlock) {
-  JobOptions o = timed_options(8, "8x1x1");
+  job_runtime::JobOptions o = timed_options(8, "8x1x1");
   o.virtual_time = false;
   TimedJob job(o);
   EXPECT_EQ(job.machine.vt_params(), nullptr);
@@ -134,11 +134,11 @@ TEST(PacketVirtualTime, TheParameterSetTravelsInTheSegment) {
 }
 
 TEST(PacketVirtualTime, OptionsNeedVirtualTimeAndOneHost) {
-  JobOptions o = timed_options(8, "2x2x2");
+  job_runtime::JobOptions o = timed_options(8, "2x2x2");
   o.virtual_time = false;
   o.vt_cpu_factor = 2;
   try {
-    JobConfig::resolve(o);
+    job_runtime::JobConfig::resolve(o);
     FAIL() << "accepted --vt-cpu-factor without virtual time";
   } catch (const ConfigError& e) {
     EXPECT_THAT(e.what(), HasSubstr("need virtual time"));
@@ -146,14 +146,14 @@ TEST(PacketVirtualTime, OptionsNeedVirtualTimeAndOneHost) {
   o = timed_options(8, "2x2x2");
   o.hosts = 2;
   try {
-    JobConfig::resolve(o);
+    job_runtime::JobConfig::resolve(o);
     FAIL() << "accepted virtual time over two hosts";
   } catch (const ConfigError& e) {
     EXPECT_THAT(e.what(), HasSubstr("one host"));
   }
-  EXPECT_THROW(parse_cpu_factor("-1", "--vt-cpu-factor"), ConfigError);
-  EXPECT_THROW(parse_cpu_factor("x", "--vt-cpu-factor"), ConfigError);
-  EXPECT_EQ(parse_cpu_factor("2.5", "--vt-cpu-factor"), 2.5);
+  EXPECT_THROW(job_runtime::parse_cpu_factor("-1", "--vt-cpu-factor"), ConfigError);
+  EXPECT_THROW(job_runtime::parse_cpu_factor("x", "--vt-cpu-factor"), ConfigError);
+  EXPECT_EQ(job_runtime::parse_cpu_factor("2.5", "--vt-cpu-factor"), 2.5);
 }
 
 }  // namespace

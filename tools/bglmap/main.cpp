@@ -13,9 +13,9 @@
 #include <optional>
 #include <string_view>
 
-#include "bgl/env.hpp"
-#include "bgl/log.hpp"
-#include "bgl/packet_layer/job_config.hpp"
+#include "bgl/job_runtime/env.hpp"
+#include "bgl/job_runtime/job_config.hpp"
+#include "bgl/job_runtime/log.hpp"
 #include "bgl/torus_emu/distance.hpp"
 #include "bgl/torus_emu/error.hpp"
 #include "bgl/torus_emu/mapping_optimizer.hpp"
@@ -121,14 +121,14 @@ struct Model {
 
 Model model_of(std::optional<std::string> file) {
   Model m;
-  if (!file) file = env::get("BGL_VT_PARAMS");
+  if (!file) file = job_runtime::env::get("BGL_VT_PARAMS");
   if (file && !file->empty()) {
     m.params = virtual_time::Params::from_file(*file);
     m.source = "parameters " + printable(*file, 256);
   }
-  if (const auto limit = env::get("BGL_ML_EAGER_LIMIT"))
-    m.options.eager_limit =
-        static_cast<std::uint64_t>(env::parse_int(*limit, "BGL_ML_EAGER_LIMIT", 0, 1ll << 31));
+  if (const auto limit = job_runtime::env::get("BGL_ML_EAGER_LIMIT"))
+    m.options.eager_limit = static_cast<std::uint64_t>(
+        job_runtime::env::parse_int(*limit, "BGL_ML_EAGER_LIMIT", 0, 1ll << 31));
   return m;
 }
 
@@ -199,7 +199,7 @@ void write_output(const std::optional<std::string>& path, const std::string& tex
 }
 
 int run(int argc, char** argv) {
-  packet_layer::JobOptions o;
+  job_runtime::JobOptions o;
   bool check = false, optimize = false;
   std::optional<std::string> matrix_file, rate_file, output, vt_params;
   torus_emu::OptimizeOptions search;
@@ -210,7 +210,7 @@ int run(int argc, char** argv) {
       return argv[++i];
     };
     if (a == "-np" || a == "-n")
-      o.ntasks = static_cast<int>(env::parse_int(value(), a, 1, 1 << 20));
+      o.ntasks = static_cast<int>(job_runtime::env::parse_int(value(), a, 1, 1 << 20));
     else if (a == "--shape")
       o.shape = value();
     else if (a == "--mesh")
@@ -235,9 +235,9 @@ int run(int argc, char** argv) {
       vt_params = value();
     else if (a == "--search-seed")
       search.seed = static_cast<std::uint64_t>(
-          env::parse_int(value(), a, 0, std::numeric_limits<std::int64_t>::max()));
+          job_runtime::env::parse_int(value(), a, 0, std::numeric_limits<std::int64_t>::max()));
     else if (a == "--search-seconds") {
-      search.max_seconds = env::parse_seconds(value(), a);
+      search.max_seconds = job_runtime::env::parse_seconds(value(), a);
       if (search.max_seconds <= 0) throw ConfigError("--search-seconds must be more than 0");
     } else if (a == "-h" || a == "--help")
       return std::fputs(kUsage, stdout), std::fputs(kHelp, stdout), 0;
@@ -271,7 +271,7 @@ int run(int argc, char** argv) {
   }
   if (rate_file) o.mapfile = rate_file;
   o.merge_environment();
-  const auto c = packet_layer::JobConfig::resolve(o);
+  const auto c = job_runtime::JobConfig::resolve(o);
   if (input) {
     const std::string from =
         printable(*matrix_file, 256) + (input->run ? " (run: " + *input->run + ")" : std::string());
@@ -302,7 +302,7 @@ int run(int argc, char** argv) {
                       ? ""
                       : "; nothing better than the starting mapping was found: it is kept");
     std::string text = "# bglmap --optimize for " + printable(*matrix_file, 256) + " on " +
-                       c.shape.to_string() + " " + std::string(packet_layer::to_string(c.mode)) +
+                       c.shape.to_string() + " " + std::string(job_runtime::to_string(c.mode)) +
                        ": hop-bytes " + std::to_string(result.after.hop_bytes) + " (start " +
                        std::to_string(result.before.hop_bytes) + "), busiest link " +
                        std::to_string(result.after.busiest_link_bytes) + " bytes (start " +
@@ -332,7 +332,7 @@ int run(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   try {
-    bgl::log::init("bglmap");
+    bgl::job_runtime::log::init("bglmap");
     return run(argc, argv);
   } catch (const bgl::ConfigError& e) {
     std::fprintf(stderr, "bglmap: %s\n", bgl::printable_message(e.what()).c_str());

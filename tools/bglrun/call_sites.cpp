@@ -58,7 +58,7 @@ std::string basename_of(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-// One task's row as written by packet_layer::CallSites::write(); nullopt when a field is missing or
+// One task's row as written by job_runtime::CallSites::write(); nullopt when a field is missing or
 // wrong.
 struct TaskRow {
   std::string module, symbol, op, algorithm, rule;

@@ -48,7 +48,7 @@ std::string rank_list(const std::vector<int>& ranks) {
 }  // namespace
 
 DeadlockWatch::DeadlockWatch(const packet_layer::Machine& machine,
-                             const packet_layer::Segment& segment, std::chrono::milliseconds window)
+                             const job_runtime::Segment& segment, std::chrono::milliseconds window)
     : machine_(machine), segment_(segment), window_(window) {}
 
 bool DeadlockWatch::all_asleep(const std::vector<pid_t>& pids) const {
@@ -147,28 +147,28 @@ std::string DeadlockWatch::describe_bell(std::uint64_t offset, torus_emu::Rank r
 
 std::string DeadlockWatch::describe_wait(torus_emu::Rank rank) const {
   const auto& w = machine_.task(rank).wait;
-  const auto kind = static_cast<packet_layer::WaitKind>(w.kind.load(std::memory_order_acquire));
+  const auto kind = static_cast<job_runtime::WaitKind>(w.kind.load(std::memory_order_acquire));
   const auto detail = w.detail.load(std::memory_order_acquire);
   const auto bell = describe_bell(w.bell.load(std::memory_order_acquire), rank);
   switch (kind) {
-    case packet_layer::WaitKind::packets:
+    case job_runtime::WaitKind::packets:
       return "packets (asleep on " + bell + ")";
-    case packet_layer::WaitKind::injection_room:
+    case job_runtime::WaitKind::injection_room:
       return "room in a peer's reception FIFO for the packets in its injection FIFOs (the peer "
              "does not receive)";
-    case packet_layer::WaitKind::job_barrier: {
+    case job_runtime::WaitKind::job_barrier: {
       const auto& b = machine_.barrier();
       return "the job barrier (generation " + std::to_string(detail) + "; " +
              std::to_string(b.arrived.load(std::memory_order_acquire)) + " of " +
              std::to_string(machine_.barrier_participants()) + " arrived)";
     }
-    case packet_layer::WaitKind::global_interrupt:
+    case job_runtime::WaitKind::global_interrupt:
       return "the global-interrupt barrier (its barrier number " + std::to_string(detail) + ")";
-    case packet_layer::WaitKind::wire:
+    case job_runtime::WaitKind::wire:
       return "global-interrupt wire " + std::to_string(detail);
-    case packet_layer::WaitKind::tree:
+    case job_runtime::WaitKind::tree:
       return "a collective-network (tree) operation";
-    case packet_layer::WaitKind::unspecified:
+    case job_runtime::WaitKind::unspecified:
       break;
   }
   return "a wake-up on " + bell;

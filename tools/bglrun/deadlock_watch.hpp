@@ -1,6 +1,6 @@
 #pragma once
 // Deadlock detection for the tasks of this host: a job in which every running task keeps sleeping
-// in a wait of the runtime (the wait records in the task slots, bgl/packet_layer/wait_state.hpp)
+// in a wait of the runtime (the wait records in the task slots, bgl/job_runtime/wait_state.hpp)
 // and none sees any work for a whole window is stuck for good, since only a task can make work for
 // another. The watch then names what each task waits for, so that the launcher can stop the job
 // at once instead of at --timeout.
@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "bgl/job_runtime/segment.hpp"
 #include "bgl/packet_layer/machine.hpp"
-#include "bgl/packet_layer/segment.hpp"
 
 namespace bgl::bglrun {
 
@@ -22,7 +22,7 @@ class DeadlockWatch {
   using Clock = std::chrono::steady_clock;
   // `window`: how long every task must keep sleeping without work before the job counts as
   // deadlocked.
-  DeadlockWatch(const packet_layer::Machine& machine, const packet_layer::Segment& segment,
+  DeadlockWatch(const packet_layer::Machine& machine, const job_runtime::Segment& segment,
                 std::chrono::milliseconds window);
   // Called often while the job runs, with each rank's pid (0 when not running on this host).
   // Returns the headline once a deadlock is certain (states() says what each task waits for).
@@ -41,7 +41,7 @@ class DeadlockWatch {
   bool all_asleep(const std::vector<pid_t>& pids) const;
 
   const packet_layer::Machine& machine_;
-  const packet_layer::Segment& segment_;
+  const job_runtime::Segment& segment_;
   std::chrono::milliseconds window_;
   Clock::time_point next_sample_{};
   std::optional<Clock::time_point> since_;  // when every task was last seen asleep from

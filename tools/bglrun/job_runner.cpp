@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "bgl/log.hpp"
+#include "bgl/job_runtime/log.hpp"
 #include "deadlock_watch.hpp"
 #include "supervise_util.hpp"
 
@@ -34,7 +34,7 @@ sigset_t launcher_signals() {
   return set;
 }
 
-JobRunner::JobRunner(const packet_layer::Machine& machine, const packet_layer::Segment& segment,
+JobRunner::JobRunner(const packet_layer::Machine& machine, const job_runtime::Segment& segment,
                      RunSettings settings)
     : machine_(machine), segment_(segment), settings_(std::move(settings)) {
   tasks_.resize(static_cast<std::size_t>(machine.mapping().size()));

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "bgl/job_runtime/segment.hpp"
 #include "bgl/packet_layer/machine.hpp"
-#include "bgl/packet_layer/segment.hpp"
 
 namespace bgl::bglrun {
 
@@ -43,7 +43,7 @@ struct RunSettings {
 
 class JobRunner {
  public:
-  JobRunner(const packet_layer::Machine& machine, const packet_layer::Segment& segment,
+  JobRunner(const packet_layer::Machine& machine, const job_runtime::Segment& segment,
             RunSettings settings);
   // Returns the launcher's exit status: 0, the first failing task's exit code, 128 + signal, or
   // 124 for a timeout, 125 for a deadlock.
@@ -63,7 +63,7 @@ class JobRunner {
   int running_count() const;
 
   const packet_layer::Machine& machine_;
-  const packet_layer::Segment& segment_;
+  const job_runtime::Segment& segment_;
   RunSettings settings_;
   std::vector<Task> tasks_;
   std::vector<int> left_early_;  // ranks that exited 0 without finishing their runtime, in order

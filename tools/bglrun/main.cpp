@@ -17,13 +17,13 @@
 #include <string_view>
 
 #include "bgl/collective_net_emu/region.hpp"
-#include "bgl/env.hpp"
-#include "bgl/log.hpp"
+#include "bgl/job_runtime/env.hpp"
+#include "bgl/job_runtime/log.hpp"
+#include "bgl/job_runtime/segment.hpp"
+#include "bgl/job_runtime/traffic_matrix.hpp"
 #include "bgl/packet_layer/machine.hpp"
 #include "bgl/packet_layer/ofi_agent.hpp"
-#include "bgl/packet_layer/segment.hpp"
 #include "bgl/packet_layer/segment_monitor.hpp"
-#include "bgl/packet_layer/traffic_matrix.hpp"
 #include "bgl/torus_emu/error.hpp"
 #include "bgl/torus_emu/user_text.hpp"
 #include "call_sites.hpp"
@@ -69,7 +69,7 @@ void confine_tasks(int cores) {
     spdlog::warn("cannot confine the tasks to {} core(s): {}", cores, std::strerror(errno));
 }
 
-void print_mapping(const packet_layer::JobConfig& c) {
+void print_mapping(const job_runtime::JobConfig& c) {
   std::printf("# %s\n# rank  x  y  z  t\n", c.summary().c_str());
   for (int r = 0; r < c.ntasks(); ++r) {
     const auto rank = static_cast<torus_emu::Rank>(r);
@@ -82,7 +82,7 @@ void print_mapping(const packet_layer::JobConfig& c) {
 // formula); this host's part is allocated when the job starts.
 void print_segment_size(std::size_t bytes) {
   std::printf("# shared-memory segment: %zu MiB in /dev/shm (%zu MiB free)\n",
-              (bytes + (1u << 20) - 1) >> 20, packet_layer::Segment::free_bytes() >> 20);
+              (bytes + (1u << 20) - 1) >> 20, job_runtime::Segment::free_bytes() >> 20);
 }
 
 // A multi-host job started without a process manager: run one bglrun per host under Hydra's
@@ -92,9 +92,9 @@ void print_segment_size(std::size_t bytes) {
 // default launcher (ssh) on the hosts of the placement. -disable-auto-cleanup: when a host dies,
 // the others' agents notice and end the job with an error naming it, instead of Hydra killing
 // them silently.
-[[noreturn]] void relaunch_under_hydra(const packet_layer::Placement& placement, int argc,
+[[noreturn]] void relaunch_under_hydra(const job_runtime::Placement& placement, int argc,
                                        char** argv) {
-  const std::string hydra = env::get("BGL_HYDRA").value_or("mpiexec.hydra");
+  const std::string hydra = job_runtime::env::get("BGL_HYDRA").value_or("mpiexec.hydra");
   char self_buf[4096];
   const ssize_t n = readlink("/proc/self/exe", self_buf, sizeof self_buf - 1);
   const std::string self = n > 0 ? std::string(self_buf, static_cast<std::size_t>(n)) : argv[0];
@@ -107,7 +107,7 @@ void print_segment_size(std::size_t bytes) {
   // each, started by bglrun itself in place of ssh, so that one dying host takes down only its
   // own proxy, as on real hosts.
   const bool emulated = std::all_of(placement.hosts.begin(), placement.hosts.end(),
-                                    [](const packet_layer::HostEntry& h) {
+                                    [](const job_runtime::HostEntry& h) {
                                       return h.address.starts_with("127.") || !h.netns.empty();
                                     });
   if (emulated) {
@@ -174,7 +174,7 @@ void enter_netns(const std::string& name) {
   spdlog::info("entered network namespace {}", name);
 }
 
-std::string describe_rank(const packet_layer::JobConfig& c, int r) {
+std::string describe_rank(const job_runtime::JobConfig& c, int r) {
   const auto rank = static_cast<torus_emu::Rank>(r);
   return "rank " + std::to_string(r) + " on node " + torus_emu::to_string(c.mapping.coord(rank)) +
          " t=" + std::to_string(c.mapping.location(rank).t);
@@ -182,7 +182,7 @@ std::string describe_rank(const packet_layer::JobConfig& c, int r) {
 
 // Each rank's host. MPI ranks of one job agree on everything through the PMI barriers of every
 // host's ranks, so a host without ranks could not take part: that is a configuration error.
-std::vector<int> hosts_of_ranks(const packet_layer::JobConfig& c) {
+std::vector<int> hosts_of_ranks(const job_runtime::JobConfig& c) {
   const auto& placement = c.placement;
   std::vector<int> host(static_cast<std::size_t>(c.ntasks()));
   std::vector<int> count(static_cast<std::size_t>(placement.host_count()));
@@ -202,7 +202,8 @@ std::vector<int> hosts_of_ranks(const packet_layer::JobConfig& c) {
 
 int launch(int argc, char** argv) {
   const auto o = bglrun::parse_command_line(argc, argv);
-  log::init("bglrun", o.log_level ? std::optional<std::string_view>(*o.log_level) : std::nullopt);
+  job_runtime::log::init(
+      "bglrun", o.log_level ? std::optional<std::string_view>(*o.log_level) : std::nullopt);
   if (o.help) {
     std::fputs(bglrun::usage(), stdout);
     std::fputs(bglrun::mpiexec_usage(), stdout);
@@ -220,12 +221,12 @@ int launch(int argc, char** argv) {
     // For scripts that run many jobs and compare their output (MPICH's runtests): cleaning
     // before each job keeps the start-up warning below out of the program's output.
     std::printf("bglrun: removed %d shared-memory segments left by launchers that were killed\n",
-                packet_layer::Segment::remove_stale());
+                job_runtime::Segment::remove_stale());
     return 0;
   }
   // Reading the configuration (files included) leaves nothing to clean up: until it is done,
   // signals keep their default actions.
-  auto config = packet_layer::JobConfig::resolve(o.job);
+  auto config = job_runtime::JobConfig::resolve(o.job);
 
   // From here on, signals wait until the launcher can clean up after them.
   sigset_t signals = bglrun::launcher_signals();
@@ -246,19 +247,19 @@ int launch(int argc, char** argv) {
                         " bglrun processes; start exactly one per host");
     auto job = o.job;
     job.host_index = pmi->rank();
-    config = packet_layer::JobConfig::resolve(job);
+    config = job_runtime::JobConfig::resolve(job);
     spdlog::set_pattern("[bglrun@" + std::to_string(pmi->rank()) + " %^%l%$] %v");
   }
   config.regions.push_back(
       {std::string(collective_net_emu::kRegionName), collective_net_emu::region_bytes(config)});
   // The communication matrix, for the statistics (one row per task, written when it ends).
-  if ((o.stats_file || o.report_file) && config.ntasks() <= packet_layer::kTrafficMaxTasks)
-    config.regions.push_back({std::string(packet_layer::kTrafficRegion),
-                              packet_layer::traffic_region_bytes(config.ntasks())});
+  if ((o.stats_file || o.report_file) && config.ntasks() <= job_runtime::kTrafficMaxTasks)
+    config.regions.push_back({std::string(job_runtime::kTrafficRegion),
+                              job_runtime::traffic_region_bytes(config.ntasks())});
   if (o.dry_run || o.show_mapping) print_mapping(config);
   const auto extents = packet_layer::Machine::used_extents(config);
   if (o.dry_run) {
-    print_segment_size(packet_layer::Segment::allocated_bytes(
+    print_segment_size(job_runtime::Segment::allocated_bytes(
         packet_layer::Machine::segment_bytes(config), extents));
     return 0;
   }
@@ -292,23 +293,23 @@ int launch(int argc, char** argv) {
   const bool mpi_across_hosts = mpiexec && pmi;
   const auto host_of_rank = mpi_across_hosts ? hosts_of_ranks(config) : std::vector<int>{};
 
-  config.fences = packet_layer::fence_mode_for_host(config.local_tasks());  // checks BGL_FENCES
-  if (const int stale = packet_layer::Segment::remove_stale())
+  config.fences = job_runtime::fence_mode_for_host(config.local_tasks());  // checks BGL_FENCES
+  if (const int stale = job_runtime::Segment::remove_stale())
     spdlog::warn("removed {} shared-memory segments left by launchers that were killed", stale);
   config.job_id = pmi ? std::hash<std::string>{}(pmi->kvs_name())
                       : (std::uint64_t{std::random_device{}()} << 32 | std::random_device{}());
   auto segment =
-      packet_layer::Segment::create(packet_layer::Machine::segment_bytes(config), extents);
+      job_runtime::Segment::create(packet_layer::Machine::segment_bytes(config), extents);
   bglrun::Watchdog watchdog(segment.name());
   const auto machine = packet_layer::Machine::format(segment.bytes(), config);
   collective_net_emu::format(machine);
   spdlog::info("{}; segment {} ({} MiB virtual)", config.summary(), segment.name(),
                segment.bytes().size() >> 20);
   const auto& placement = config.placement;
-  if (placement.host_count() > 1 || placement.transport != packet_layer::Transport::shm) {
+  if (placement.host_count() > 1 || placement.transport != job_runtime::Transport::shm) {
     // Reported at start-up (once per job: by host 0): which nodes each host holds.
     const auto text = "placement (" + placement.source + ", transport " +
-                      std::string(packet_layer::to_string(placement.transport)) + "):\n" +
+                      std::string(job_runtime::to_string(placement.transport)) + "):\n" +
                       placement.report(config.shape);
     if (placement.this_host == 0)
       std::fprintf(stderr, "bglrun: %s", text.c_str());
@@ -320,7 +321,7 @@ int launch(int argc, char** argv) {
   if (const auto& ns = placement.hosts[static_cast<std::size_t>(placement.this_host)].netns;
       !ns.empty())
     enter_netns(ns);
-  if (placement.transport == packet_layer::Transport::ofi) {
+  if (placement.transport == job_runtime::Transport::ofi) {
     agent = std::make_unique<packet_layer::OfiAgent>(machine, placement,
                                                      packet_layer::OfiOptions::from_environment());
     std::vector<std::vector<std::byte>> addresses{agent->address()};
@@ -348,7 +349,7 @@ int launch(int argc, char** argv) {
   bglrun::RunSettings settings{o.command, o.timeout_seconds, o.kill_grace_seconds, {}};
   // Several hosts: a task may wait for another host's, which this host cannot see.
   if (config.placement.host_count() == 1 &&
-      config.placement.transport == packet_layer::Transport::shm)
+      config.placement.transport == job_runtime::Transport::shm)
     settings.deadlock_seconds = o.deadlock_seconds;
   settings.on_process_group = [&watchdog](pid_t group) { watchdog.watch_group(group); };
   // Idle while the job runs, the launcher watches the segment's control structures: a stray

@@ -25,8 +25,8 @@
 #include <sstream>
 #include <string_view>
 
-#include "bgl/env.hpp"
-#include "bgl/log.hpp"
+#include "bgl/job_runtime/env.hpp"
+#include "bgl/job_runtime/log.hpp"
 #include "bgl/torus_emu/error.hpp"
 #include "bgl/torus_emu/user_text.hpp"
 #include "deadlock_watch.hpp"
@@ -137,7 +137,7 @@ std::vector<pid_t> children() {
 
 class MpiexecJob {
  public:
-  MpiexecJob(const packet_layer::Machine& machine, const packet_layer::Segment& segment,
+  MpiexecJob(const packet_layer::Machine& machine, const job_runtime::Segment& segment,
              const RunSettings& settings, std::string mpiexec)
       : machine_(machine),
         segment_(segment),
@@ -167,7 +167,7 @@ class MpiexecJob {
   std::string describe(int rank) const;
 
   const packet_layer::Machine& machine_;
-  const packet_layer::Segment& segment_;
+  const job_runtime::Segment& segment_;
   const RunSettings& settings_;
   std::string mpiexec_;
   pid_t child_ = -1;
@@ -786,7 +786,7 @@ std::string mpiexec_in(const std::string& prefix, const std::string& source) {
 std::optional<std::string> choose_mpiexec(const std::optional<std::string>& choice,
                                           const std::optional<std::string>& mpich_prefix,
                                           const std::vector<std::string>& command) {
-  std::string how = choice.value_or(env::get("BGL_LAUNCHER").value_or("auto"));
+  std::string how = choice.value_or(job_runtime::env::get("BGL_LAUNCHER").value_or("auto"));
   if (how != "auto" && how != "mpiexec" && how != "direct")
     throw ConfigError("--launcher '" + how + "': expected auto, mpiexec or direct");
   if (how == "direct") return std::nullopt;
@@ -797,12 +797,12 @@ std::optional<std::string> choose_mpiexec(const std::optional<std::string>& choi
   // then the MPICH the program was linked with, then the one installed beside bglrun, then the
   // one tools/build_mpich.sh built last in its cache.
   if (mpich_prefix) return mpiexec_in(*mpich_prefix, "--mpich-prefix");
-  if (auto m = env::get("BGL_MPIEXEC")) {
+  if (auto m = job_runtime::env::get("BGL_MPIEXEC")) {
     if (access(m->c_str(), X_OK) != 0)
       throw ConfigError("BGL_MPIEXEC='" + *m + "' is not executable");
     return *m;
   }
-  if (auto p = env::get("BGL_MPICH_PREFIX")) return mpiexec_in(*p, "BGL_MPICH_PREFIX");
+  if (auto p = job_runtime::env::get("BGL_MPICH_PREFIX")) return mpiexec_in(*p, "BGL_MPICH_PREFIX");
   if (!libmpi.empty()) {
     const std::string lib_dir = libmpi.substr(0, libmpi.rfind('/'));
     const std::string mpiexec = lib_dir + "/../bin/mpiexec";
@@ -811,7 +811,7 @@ std::optional<std::string> choose_mpiexec(const std::optional<std::string>& choi
   if (const std::string own = own_prefix(); !own.empty() && is_device_mpich(own))
     return own + "/bin/mpiexec";
   std::string cache;
-  if (auto c = env::get("BGL_CACHE_DIR"))
+  if (auto c = job_runtime::env::get("BGL_CACHE_DIR"))
     cache = *c;
   else if (const char* home = std::getenv("HOME"))
     cache = std::string(home) + "/.cache/bglemu";
@@ -823,7 +823,7 @@ std::optional<std::string> choose_mpiexec(const std::optional<std::string>& choi
                     "--mpich-prefix or set BGL_MPICH_PREFIX or BGL_MPIEXEC");
 }
 
-int run_with_mpiexec(const packet_layer::Machine& machine, const packet_layer::Segment& segment,
+int run_with_mpiexec(const packet_layer::Machine& machine, const job_runtime::Segment& segment,
                      const RunSettings& settings, const std::string& mpiexec) {
   return MpiexecJob(machine, segment, settings, mpiexec).run();
 }

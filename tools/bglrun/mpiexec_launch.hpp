@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "bgl/job_runtime/segment.hpp"
 #include "bgl/packet_layer/machine.hpp"
-#include "bgl/packet_layer/segment.hpp"
 #include "job_runner.hpp"
 
 namespace bgl::bglrun {
@@ -34,7 +34,7 @@ std::optional<std::string> choose_mpiexec(const std::optional<std::string>& choi
 
 // Runs the job through mpiexec; returns bglrun's exit status like JobRunner::run(): 0, the
 // failing rank's exit code, 128 + signal, or 124 for a timeout.
-int run_with_mpiexec(const packet_layer::Machine& machine, const packet_layer::Segment& segment,
+int run_with_mpiexec(const packet_layer::Machine& machine, const job_runtime::Segment& segment,
                      const RunSettings& settings, const std::string& mpiexec);
 
 }  // namespace bgl::bglrun

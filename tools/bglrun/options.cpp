@@ -3,7 +3,7 @@
 #include <optional>
 #include <string_view>
 
-#include "bgl/env.hpp"
+#include "bgl/job_runtime/env.hpp"
 #include "bgl/torus_emu/error.hpp"
 #include "bgl/torus_emu/user_text.hpp"
 
@@ -53,7 +53,7 @@ void apply(LauncherOptions& o, LauncherFlags& given, std::string_view flag,
            const std::string& value) {
   auto& j = o.job;
   if (flag == "-np" || flag == "-n" || flag == "--np") {
-    j.ntasks = static_cast<int>(env::parse_int(value, flag, 1, 1 << 20));
+    j.ntasks = static_cast<int>(job_runtime::env::parse_int(value, flag, 1, 1 << 20));
   } else if (flag == "--shape") {
     j.shape = value;
   } else if (flag == "--mesh") {
@@ -65,15 +65,15 @@ void apply(LauncherOptions& o, LauncherFlags& given, std::string_view flag,
   } else if (flag == "--mapfile") {
     j.mapfile = value;
   } else if (flag == "--timeout") {
-    given.timeout_seconds = env::parse_seconds(value, flag);
+    given.timeout_seconds = job_runtime::env::parse_seconds(value, flag);
   } else if (flag == "--deadlock") {
-    given.deadlock_seconds = env::parse_seconds(value, flag);
+    given.deadlock_seconds = job_runtime::env::parse_seconds(value, flag);
   } else if (flag == "--kill-grace") {
-    given.kill_grace_seconds = env::parse_seconds(value, flag);
+    given.kill_grace_seconds = job_runtime::env::parse_seconds(value, flag);
   } else if (flag == "--fifo-packets") {
-    j.fifo_packets = packet_layer::parse_fifo_packets(value, flag);
+    j.fifo_packets = job_runtime::parse_fifo_packets(value, flag);
   } else if (flag == "--seed") {
-    j.seed = packet_layer::parse_seed(value, flag);
+    j.seed = job_runtime::parse_seed(value, flag);
   } else if (flag == "--stats") {
     o.stats_file = value;
   } else if (flag == "--report") {
@@ -83,7 +83,8 @@ void apply(LauncherOptions& o, LauncherFlags& given, std::string_view flag,
   } else if (flag == "--trace-time") {
     o.trace_time = value;
   } else if (flag == "--trace-events") {
-    o.trace_events = static_cast<std::uint64_t>(env::parse_int(value, flag, 1, 1LL << 32));
+    o.trace_events =
+        static_cast<std::uint64_t>(job_runtime::env::parse_int(value, flag, 1, 1LL << 32));
   } else if (flag == "--log-level") {
     o.log_level = value;
   } else if (flag == "--launcher") {
@@ -91,15 +92,16 @@ void apply(LauncherOptions& o, LauncherFlags& given, std::string_view flag,
   } else if (flag == "--mpich-prefix") {
     o.mpich_prefix = value;
   } else if (flag == "--hosts") {
-    j.hosts = static_cast<int>(env::parse_int(value, flag, 1, packet_layer::Placement::kMaxHosts));
+    j.hosts = static_cast<int>(
+        job_runtime::env::parse_int(value, flag, 1, job_runtime::Placement::kMaxHosts));
   } else if (flag == "--hostfile") {
     j.hostfile = value;
   } else if (flag == "--vt-params") {
     j.vt_params = std::string(value);
   } else if (flag == "--vt-cpu-factor") {
-    j.vt_cpu_factor = packet_layer::parse_cpu_factor(value, flag);
+    j.vt_cpu_factor = job_runtime::parse_cpu_factor(value, flag);
   } else if (flag == "--vt-cores") {
-    o.vt_cores = static_cast<int>(env::parse_int(value, flag, 0, 4096));
+    o.vt_cores = static_cast<int>(job_runtime::env::parse_int(value, flag, 0, 4096));
   } else if (flag == "--transport") {
     j.transport = value;
   }
@@ -220,23 +222,24 @@ LauncherOptions parse_command_line(int argc, char** argv) {
   const auto seconds = [](const std::optional<double>& flag, const char* variable,
                           double fallback) {
     if (flag) return *flag;
-    if (auto v = env::get(variable)) return env::parse_seconds(*v, variable);
+    if (auto v = job_runtime::env::get(variable))
+      return job_runtime::env::parse_seconds(*v, variable);
     return fallback;
   };
   o.timeout_seconds = seconds(given.timeout_seconds, "BGL_TIMEOUT", 0);
   o.kill_grace_seconds = seconds(given.kill_grace_seconds, "BGL_KILL_GRACE", 2);
   o.deadlock_seconds = seconds(given.deadlock_seconds, "BGL_DEADLOCK", 3);
-  if (!o.stats_file) o.stats_file = env::get("BGL_STATS");
-  if (!o.report_file) o.report_file = env::get("BGL_REPORT");
-  if (!o.trace_file) o.trace_file = env::get("BGL_TRACE");
-  if (!o.trace_time) o.trace_time = env::get("BGL_TRACE_TIME");
+  if (!o.stats_file) o.stats_file = job_runtime::env::get("BGL_STATS");
+  if (!o.report_file) o.report_file = job_runtime::env::get("BGL_REPORT");
+  if (!o.trace_file) o.trace_file = job_runtime::env::get("BGL_TRACE");
+  if (!o.trace_time) o.trace_time = job_runtime::env::get("BGL_TRACE_TIME");
   if (!o.trace_events)
-    if (auto v = env::get("BGL_TRACE_EVENTS"))
-      o.trace_events =
-          static_cast<std::uint64_t>(env::parse_int(*v, "BGL_TRACE_EVENTS", 1, 1LL << 32));
+    if (auto v = job_runtime::env::get("BGL_TRACE_EVENTS"))
+      o.trace_events = static_cast<std::uint64_t>(
+          job_runtime::env::parse_int(*v, "BGL_TRACE_EVENTS", 1, 1LL << 32));
   if (!o.vt_cores)
-    if (auto v = env::get("BGL_VT_CORES"))
-      o.vt_cores = static_cast<int>(env::parse_int(*v, "BGL_VT_CORES", 0, 4096));
+    if (auto v = job_runtime::env::get("BGL_VT_CORES"))
+      o.vt_cores = static_cast<int>(job_runtime::env::parse_int(*v, "BGL_VT_CORES", 0, 4096));
   if (!o.job.ntasks) throw ConfigError("missing -np N (the number of tasks)");
   if (o.command.empty() && !o.dry_run) throw ConfigError("missing the program to run");
   return o;

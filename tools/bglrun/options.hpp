@@ -4,12 +4,12 @@
 #include <string>
 #include <vector>
 
-#include "bgl/packet_layer/job_config.hpp"
+#include "bgl/job_runtime/job_config.hpp"
 
 namespace bgl::bglrun {
 
 struct LauncherOptions {
-  packet_layer::JobOptions job;
+  job_runtime::JobOptions job;
   double timeout_seconds = 0;     // 0: none (a flag or variable may say 0 too)
   double kill_grace_seconds = 2;  // between SIGTERM and SIGKILL when stopping a job
   double deadlock_seconds = 3;    // --deadlock: stop a job whose tasks all wait this long; 0: never

@@ -9,16 +9,16 @@
 #include <cstring>
 #include <utility>
 
-#include "bgl/env.hpp"
+#include "bgl/job_runtime/env.hpp"
 #include "bgl/torus_emu/error.hpp"
 
 namespace bgl::bglrun {
 
 std::optional<PmiClient> PmiClient::from_environment() {
-  const auto fd = env::get_int("PMI_FD", 0, 1 << 20);
+  const auto fd = job_runtime::env::get_int("PMI_FD", 0, 1 << 20);
   if (!fd) return std::nullopt;
-  const auto rank = env::get_int("PMI_RANK", 0, 1 << 24);
-  const auto size = env::get_int("PMI_SIZE", 1, 1 << 24);
+  const auto rank = job_runtime::env::get_int("PMI_RANK", 0, 1 << 24);
+  const auto size = job_runtime::env::get_int("PMI_SIZE", 1, 1 << 24);
   if (!rank || !size || *rank >= *size)
     throw ConfigError("PMI_FD is set but PMI_RANK/PMI_SIZE are missing or inconsistent");
   PmiClient c(static_cast<int>(*fd), static_cast<int>(*rank), static_cast<int>(*size));

@@ -14,7 +14,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "bgl/log.hpp"
+#include "bgl/job_runtime/log.hpp"
 #include "bgl/torus_emu/error.hpp"
 #include "bgl/torus_emu/user_text.hpp"
 

@@ -12,7 +12,7 @@
 #include <map>
 #include <system_error>
 
-#include "bgl/packet_layer/traffic_matrix.hpp"
+#include "bgl/job_runtime/traffic_matrix.hpp"
 #include "bgl/torus_emu/error.hpp"
 #include "bgl/torus_emu/user_text.hpp"
 #include "bgl/virtual_time/latency_histogram.hpp"
@@ -161,16 +161,16 @@ std::string_view fifo_name(int f) {
 // messages and user data bytes it sent there (sparse rows: [dest, bytes, messages]).
 json traffic_json(const packet_layer::Machine& m) {
   const int tasks = m.config().ntasks();
-  const auto region = m.region(packet_layer::kTrafficRegion);
+  const auto region = m.region(job_runtime::kTrafficRegion);
   if (region.empty())
     return {{"recorded", false},
-            {"reason", "more than " + std::to_string(packet_layer::kTrafficMaxTasks) + " tasks"}};
+            {"reason", "more than " + std::to_string(job_runtime::kTrafficMaxTasks) + " tasks"}};
   json rows = json::array();
   std::uint64_t bytes = 0, messages = 0, pairs = 0;
   for (int s = 0; s < tasks; ++s) {
     json row = json::array();
     for (int d = 0; d < tasks; ++d) {
-      const auto& p = packet_layer::traffic_row(region, tasks, s)[static_cast<std::size_t>(d)];
+      const auto& p = job_runtime::traffic_row(region, tasks, s)[static_cast<std::size_t>(d)];
       if (p.messages == 0) continue;
       row.push_back(json::array({d, p.bytes, p.messages}));
       bytes += p.bytes;
@@ -238,7 +238,7 @@ std::string statistics_json(const packet_layer::Machine& m, double host_seconds,
     }
   }
   const json job = {{"shape", shape.to_string()},
-                    {"mode", packet_layer::to_string(c.mode)},
+                    {"mode", job_runtime::to_string(c.mode)},
                     {"tasks", c.ntasks()},
                     {"mapping", c.mapping_source},
                     {"fifo_packets", c.fifo_packets},

@@ -11,8 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bgl/log.hpp"
-#include "bgl/packet_layer/trace.hpp"
+#include "bgl/job_runtime/log.hpp"
+#include "bgl/job_runtime/trace.hpp"
 #include "bgl/torus_emu/error.hpp"
 #include "bgl/torus_emu/user_text.hpp"
 
@@ -77,7 +77,7 @@ TraceFile::TraceFile(std::filesystem::path path, Clock clock, std::uint64_t max_
 }
 
 void TraceFile::mark_start() {
-  ::setenv("BGL_TRACE_EPOCH_NS", std::to_string(packet_layer::Trace::monotonic_ns()).c_str(), 1);
+  ::setenv("BGL_TRACE_EPOCH_NS", std::to_string(job_runtime::Trace::monotonic_ns()).c_str(), 1);
 }
 
 TraceFile::~TraceFile() {

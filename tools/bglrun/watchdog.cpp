@@ -10,7 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "bgl/log.hpp"
+#include "bgl/job_runtime/log.hpp"
 
 namespace bgl::bglrun {
 namespace {

@@ -15,7 +15,7 @@
 #include <stdexcept>
 
 #include "../data_copy.hpp"
-#include "bgl/log.hpp"
+#include "bgl/job_runtime/log.hpp"
 #include "protocol_ops.hpp"
 
 namespace bgl::message_layer {

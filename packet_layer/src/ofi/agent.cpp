@@ -10,10 +10,10 @@
 #include <cstring>
 #include <deque>
 
-#include "bgl/env.hpp"
-#include "bgl/log.hpp"
+#include "bgl/job_runtime/backoff.hpp"
+#include "bgl/job_runtime/env.hpp"
+#include "bgl/job_runtime/log.hpp"
 #include "bgl/packet_layer/backend.hpp"
-#include "bgl/packet_layer/backoff.hpp"
 #include "bgl/torus_emu/error.hpp"
 #include "wire.hpp"
 
@@ -62,18 +62,19 @@ constexpr int kLoggedRejections = 20;  // per host, then every 1000th
 
 OfiOptions OfiOptions::from_environment() {
   OfiOptions o;
-  if (auto p = env::get("FI_PROVIDER")) o.provider = *p;
-  if (auto p = env::get("BGL_OFI_PROGRESS")) {
+  if (auto p = job_runtime::env::get("FI_PROVIDER")) o.provider = *p;
+  if (auto p = job_runtime::env::get("BGL_OFI_PROGRESS")) {
     if (*p != "default" && *p != "manual" && *p != "auto")
       throw ConfigError("BGL_OFI_PROGRESS='" + *p + "': expected default, manual or auto");
     o.progress = *p;
   }
-  if (auto v = env::get_int("BGL_OFI_CREDITS", 1, 1 << 16))
+  if (auto v = job_runtime::env::get_int("BGL_OFI_CREDITS", 1, 1 << 16))
     o.credits = static_cast<std::uint32_t>(*v);
-  if (auto v = env::get_int("BGL_OFI_BATCH", 1, 32)) o.batch = static_cast<std::uint32_t>(*v);
-  if (auto v = env::get_int("BGL_OFI_SLEEP_US", 0, 1'000'000))
+  if (auto v = job_runtime::env::get_int("BGL_OFI_BATCH", 1, 32))
+    o.batch = static_cast<std::uint32_t>(*v);
+  if (auto v = job_runtime::env::get_int("BGL_OFI_SLEEP_US", 0, 1'000'000))
     o.sleep = std::chrono::microseconds(*v);
-  if (auto v = env::get_int("BGL_OFI_TIMEOUT_MS", 100, 3'600'000)) {
+  if (auto v = job_runtime::env::get_int("BGL_OFI_TIMEOUT_MS", 100, 3'600'000)) {
     o.timeout = std::chrono::milliseconds(*v);
     o.heartbeat = std::min(o.heartbeat, o.timeout / 5);
   }
@@ -122,7 +123,7 @@ struct OfiAgent::Impl {
   };
 
   const Machine& machine;
-  Placement placement;
+  job_runtime::Placement placement;
   OfiOptions options;
   int hosts;
   int me;
@@ -148,7 +149,7 @@ struct OfiAgent::Impl {
 
   std::vector<torus_emu::Rank> local_ranks;
   std::size_t next_ring = 0;
-  WaitPolicy policy;
+  job_runtime::WaitPolicy policy;
 
   // Barrier across hosts.
   std::uint32_t generation = 0;
@@ -166,14 +167,14 @@ struct OfiAgent::Impl {
   std::atomic<bool> faulted{false};
   OfiStats stats;
 
-  Impl(const Machine& m, const Placement& p, OfiOptions o)
+  Impl(const Machine& m, const job_runtime::Placement& p, OfiOptions o)
       : machine(m),
         placement(p),
         options(std::move(o)),
         hosts(p.host_count()),
         me(p.this_host),
         peers(static_cast<std::size_t>(hosts)),
-        policy(WaitPolicy::for_job(m.local_tasks() + 1)) {
+        policy(job_runtime::WaitPolicy::for_job(m.local_tasks() + 1)) {
     open();
     for (int r = 0; r < m.mapping().size(); ++r)
       if (m.local(static_cast<torus_emu::Rank>(r)))
@@ -218,7 +219,8 @@ struct OfiAgent::Impl {
       hints->domain_attr->control_progress = p;
     }
     // libfabric itself honours FI_PROVIDER; without it, ask for the default provider by name.
-    if (!env::get("FI_PROVIDER")) hints->fabric_attr->prov_name = strdup(options.provider.c_str());
+    if (!job_runtime::env::get("FI_PROVIDER"))
+      hints->fabric_attr->prov_name = strdup(options.provider.c_str());
     const auto& host = placement.hosts[static_cast<std::size_t>(me)];
     const int rc =
         fi_getinfo(FI_VERSION(1, 9), host.address.c_str(), nullptr, FI_SOURCE, hints, &info);
@@ -437,16 +439,16 @@ struct OfiAgent::Impl {
   bool drain_stores() {
     bool any = false;
     for (const torus_emu::Rank r : local_ranks) {
-      StoreRing& ring = machine.store_ring(r);
+      job_runtime::StoreRing& ring = machine.store_ring(r);
       bool took = false;
-      while (const StoreRecord* rec = ring.front()) {
-        const StoreRequest& q = rec->request;
+      while (const job_runtime::StoreRecord* rec = ring.front()) {
+        const job_runtime::StoreRequest& q = rec->request;
         const std::span<const std::byte> bytes(rec->data.data(), rec->bytes);
         const int host = q.host;
         if (host == me || host >= hosts) {
           const auto region = machine.region(static_cast<int>(q.region));
-          if (host == me && !check_store(q, bytes.size(), region.size()))
-            apply_store(region, q, bytes);
+          if (host == me && !job_runtime::check_store(q, bytes.size(), region.size()))
+            job_runtime::apply_store(region, q, bytes);
           else
             spdlog::error("discarded a malformed remote store of rank {}", r);
           ring.pop();
@@ -506,24 +508,25 @@ struct OfiAgent::Impl {
         return;
       }
       std::memcpy(&rec, data + at, sizeof rec);
-      if (rec.bytes > kMaxStoreBytes || at + sizeof rec + rec.bytes > len) {
+      if (rec.bytes > job_runtime::kMaxStoreBytes || at + sizeof rec + rec.bytes > len) {
         reject(src, "store " + std::to_string(i) + " claims " + std::to_string(rec.bytes) +
                         " bytes, beyond a store's size or the message");
         peer.store_owed += hdr.count - i;
         return;
       }
-      const StoreRequest q{
+      const job_runtime::StoreRequest q{
           static_cast<std::uint16_t>(me), rec.region, rec.offset, rec.word, rec.value, rec.bell};
       const auto region = machine.region(static_cast<int>(rec.region));
       const std::span<const std::byte> bytes(data + at + sizeof rec, rec.bytes);
-      if (const char* why = check_store(q, bytes.size(), region.size())) {
+      if (const char* why = job_runtime::check_store(q, bytes.size(), region.size())) {
         reject(src, std::string("store into region ") + std::to_string(rec.region) + " at " +
                         std::to_string(rec.offset) + " (" + std::to_string(rec.bytes) +
                         " bytes, word " +
-                        (rec.word == kNoOffset ? std::string("none") : std::to_string(rec.word)) +
+                        (rec.word == job_runtime::kNoOffset ? std::string("none")
+                                                            : std::to_string(rec.word)) +
                         "): " + why);
       } else {
-        apply_store(region, q, bytes);
+        job_runtime::apply_store(region, q, bytes);
         ++stats.stores_applied;
       }
       ++peer.store_owed;
@@ -806,7 +809,7 @@ struct OfiAgent::Impl {
   bool barrier_step() {
     if (hosts == 1) return false;
     bool any = false;
-    JobBarrier& b = machine.barrier();
+    job_runtime::JobBarrier& b = machine.barrier();
     const std::size_t needed =
         (local_ranks.size() / wire::kMaxExchangePerMessage + 2) * static_cast<std::size_t>(hosts);
     if (!arrival_sent && free_send.size() >= needed &&
@@ -873,7 +876,7 @@ struct OfiAgent::Impl {
   }
 
   void run() {
-    Backoff backoff(policy);
+    job_runtime::Backoff backoff(policy);
     auto next_housekeeping = Clock::now();
     for (;;) {
       if (stop.load(std::memory_order_relaxed)) return;
@@ -933,7 +936,8 @@ struct OfiAgent::Impl {
   }
 };
 
-OfiAgent::OfiAgent(const Machine& machine, const Placement& placement, OfiOptions options)
+OfiAgent::OfiAgent(const Machine& machine, const job_runtime::Placement& placement,
+                   OfiOptions options)
     : impl_(std::make_unique<Impl>(machine, placement, std::move(options))) {}
 
 OfiAgent::~OfiAgent() = default;

@@ -44,8 +44,7 @@ class CollectiveNetwork {
  public:
   // One object per task and route class.
   CollectiveNetwork(const packet_layer::Machine& machine, torus_emu::Rank rank,
-                    const packet_layer::WaitPolicy& policy,
-                    RouteClass route = RouteClass::combine0);
+                    const job_runtime::WaitPolicy& policy, RouteClass route = RouteClass::combine0);
   explicit CollectiveNetwork(const packet_layer::Runtime& runtime,
                              RouteClass route = RouteClass::combine0);
 

@@ -6,7 +6,7 @@
 // channel 0: barrier k raises (k even) or lowers (k odd) this task's input; the task whose change
 // makes the AND rise (count reaches N) or the OR fall (count reaches 0) completes the barrier and
 // wakes the sleepers. A task can only start barrier k + 1 after k completed, so nobody can miss a
-// completion. Waiting spins briefly, yields, then sleeps on a futex (packet_layer::Backoff), so
+// completion. Waiting spins briefly, yields, then sleeps on a futex (job_runtime::Backoff), so
 // hundreds of tasks on two cores do not spin each other out.
 //
 // Several hosts: the counts above are per host (the host's own tasks), and each host publishes its
@@ -21,7 +21,7 @@
 
 #include "bgl/collective_net_emu/layout.hpp"
 #include "bgl/collective_net_emu/meanwhile.hpp"
-#include "bgl/packet_layer/backoff.hpp"
+#include "bgl/job_runtime/backoff.hpp"
 #include "bgl/packet_layer/machine.hpp"
 #include "bgl/virtual_time/clock.hpp"
 
@@ -41,7 +41,7 @@ class GlobalInterrupt {
 
   // Throws ConfigError when the job has no collective network.
   GlobalInterrupt(const packet_layer::Machine& machine, torus_emu::Rank rank,
-                  const packet_layer::WaitPolicy& policy);
+                  const job_runtime::WaitPolicy& policy);
 
   // All tasks of the job.
   void barrier() { wait(arrive()); }
@@ -87,7 +87,7 @@ class GlobalInterrupt {
   std::uint32_t hosts_ = 1, host_ = 0, local_tasks_ = 0;
   std::uint8_t region_index_ = 0;
   std::vector<std::uint32_t> task_hosts_;
-  packet_layer::WaitPolicy policy_;
+  job_runtime::WaitPolicy policy_;
   std::uint32_t arrivals_ = 0;
   std::uint32_t raised_mask_ = 0;  // this task's wire inputs
   virtual_time::Clock* clock_ = nullptr;

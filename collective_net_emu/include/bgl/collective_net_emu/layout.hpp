@@ -32,8 +32,8 @@
 
 #include "bgl/collective_net_emu/alu.hpp"
 #include "bgl/collective_net_emu/options.hpp"
-#include "bgl/packet_layer/doorbell.hpp"
-#include "bgl/packet_layer/job_config.hpp"
+#include "bgl/job_runtime/doorbell.hpp"
+#include "bgl/job_runtime/job_config.hpp"
 
 namespace bgl::collective_net_emu::layout {
 
@@ -111,8 +111,8 @@ struct alignas(64) PartialSlot {
 static_assert(sizeof(PartialSlot) == 320);
 
 struct DownControl {
-  packet_layer::Doorbell results;         // rung when a result is published
-  packet_layer::Doorbell space;           // rung when the last reader releases a slot
+  job_runtime::Doorbell results;          // rung when a result is published
+  job_runtime::Doorbell space;            // rung when the last reader releases a slot
   std::atomic<std::uint64_t> vt_last{0};  // virtual time of the class's latest result
 };
 
@@ -122,13 +122,13 @@ struct alignas(64) WireState {
   // Virtual time, channel 0: the latest arrival at barriers of odd and even number. A task starts
   // barrier k + 2 only after everybody arrived at k + 1, so nobody still reads k's value then.
   std::atomic<std::uint64_t> vt_arrival[2]{};
-  alignas(64) packet_layer::Doorbell bell;
+  alignas(64) job_runtime::Doorbell bell;
 };
 
 struct alignas(64) InboxControl {
   std::atomic<std::uint64_t> tail{0};  // producers
   alignas(64) std::atomic<std::uint64_t> head{0};
-  alignas(64) packet_layer::Doorbell bell;
+  alignas(64) job_runtime::Doorbell bell;
 };
 
 struct alignas(32) InboxSlot {

@@ -15,7 +15,7 @@
 // wait does the idling, so the round must not sleep itself (it would not wake for the wire).
 #include <chrono>
 
-#include "bgl/packet_layer/doorbell.hpp"
+#include "bgl/job_runtime/doorbell.hpp"
 
 namespace bgl::collective_net_emu {
 
@@ -25,7 +25,7 @@ inline constexpr std::chrono::microseconds kMeanwhileLast{20'000};
 struct Meanwhile {
   bool (*round)(void* context) = nullptr;  // true when it did anything
   void* context = nullptr;
-  packet_layer::Doorbell* bell =
+  job_runtime::Doorbell* bell =
       nullptr;  // rings when the round may find work; none: only the interval
   // The interval for work no doorbell announces.
   std::chrono::microseconds first = kMeanwhileFirst, last = kMeanwhileLast;

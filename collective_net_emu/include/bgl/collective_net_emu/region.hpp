@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "bgl/collective_net_emu/options.hpp"
-#include "bgl/packet_layer/job_config.hpp"
+#include "bgl/job_runtime/job_config.hpp"
 #include "bgl/packet_layer/machine.hpp"
 
 namespace bgl::collective_net_emu {
@@ -17,8 +17,8 @@ inline constexpr std::string_view kRegionName = "collnet";
 
 // Bytes of the "collnet" region for this job; options from the environment (ConfigError names a
 // malformed BGL_TREE* variable).
-std::size_t region_bytes(const packet_layer::JobConfig& config);
-std::size_t region_bytes(const packet_layer::JobConfig& config, const Options& options);
+std::size_t region_bytes(const job_runtime::JobConfig& config);
+std::size_t region_bytes(const job_runtime::JobConfig& config, const Options& options);
 
 // Lays the region out (tree, rings, wires, inboxes). The options must be those region_bytes saw.
 void format(const packet_layer::Machine& machine);

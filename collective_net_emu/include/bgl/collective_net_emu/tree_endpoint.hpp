@@ -39,7 +39,7 @@
 #include "bgl/collective_net_emu/layout.hpp"
 #include "bgl/collective_net_emu/meanwhile.hpp"
 #include "bgl/collective_net_emu/status.hpp"
-#include "bgl/packet_layer/backoff.hpp"
+#include "bgl/job_runtime/backoff.hpp"
 #include "bgl/packet_layer/endpoint.hpp"
 #include "bgl/packet_layer/machine.hpp"
 #include "bgl/virtual_time/clock.hpp"
@@ -81,7 +81,7 @@ class TreeEndpoint {
  public:
   // Throws ConfigError when the job has no collective network.
   TreeEndpoint(const packet_layer::Machine& machine, torus_emu::Rank rank,
-               const packet_layer::WaitPolicy& policy);
+               const job_runtime::WaitPolicy& policy);
 
   // --- combining classes -------------------------------------------------------------------
   // This task's contribution to `seq`: `data` (at most 256 bytes, the rest of the packet zero).
@@ -156,7 +156,7 @@ class TreeEndpoint {
   std::uint32_t ring() const { return header_->ring; }
   int tree_height() const { return static_cast<int>(header_->height); }
   const TreeCounters& counters() const { return counters_; }
-  const packet_layer::WaitPolicy& wait_policy() const { return policy_; }
+  const job_runtime::WaitPolicy& wait_policy() const { return policy_; }
   // Work to keep doing while waiting (meanwhile.hpp).
   void set_meanwhile(Meanwhile m) { meanwhile_ = m; }
   // Virtual time (a job run with it on): contributions leave at this clock's time, results set it
@@ -215,10 +215,10 @@ class TreeEndpoint {
   // A remote store of `bytes` (at `at`, in this replica) to every other host that runs tasks,
   // raising `word` to `value` there and ringing `bell`.
   void forward(const void* at, std::size_t bytes, const std::atomic<std::uint64_t>* word,
-               std::uint64_t value, const packet_layer::Doorbell* bell) const;
+               std::uint64_t value, const job_runtime::Doorbell* bell) const;
   // Raises `word` to `value` in `host`'s replica and rings `bell` there.
   void forward_to(std::uint32_t host, const std::atomic<std::uint64_t>* word, std::uint64_t value,
-                  const packet_layer::Doorbell* bell) const;
+                  const job_runtime::Doorbell* bell) const;
   std::uint64_t offset_of(const void* p) const {
     return static_cast<std::uint64_t>(static_cast<const std::byte*>(p) - region_);
   }
@@ -237,11 +237,11 @@ class TreeEndpoint {
   Inbox inbox(torus_emu::Rank r, std::uint32_t lane) const;
   std::uint32_t host_of(torus_emu::Rank r) const;
   template <class Ready>
-  void block(packet_layer::Doorbell& bell, Ready&& ready);
+  void block(job_runtime::Doorbell& bell, Ready&& ready);
 
   const packet_layer::Machine* machine_;
   torus_emu::Rank rank_;
-  packet_layer::WaitPolicy policy_;
+  job_runtime::WaitPolicy policy_;
   Meanwhile meanwhile_;
   virtual_time::Clock* clock_ = nullptr;  // virtual time on
   virtual_time::Tick level_cycles_ = 0, packet_cycles_ = 0;

@@ -23,8 +23,8 @@
 
 #include "bgl/collectives/params.hpp"
 #include "bgl/collectives/schedule.hpp"
+#include "bgl/job_runtime/rate_limit.hpp"
 #include "bgl/message_layer/message_layer.hpp"
-#include "bgl/rate_limit.hpp"
 
 namespace bgl::collective_net_emu {
 class CollectiveNetwork;
@@ -112,7 +112,7 @@ class Executor {
   void* progress_context_ = nullptr;
   std::unordered_map<Key, Slot, KeyHash> slots_;
   std::uint64_t malformed_packets_ = 0;
-  log::RateLimit malformed_log_;
+  job_runtime::log::RateLimit malformed_log_;
   void malformed(const packet_layer::PacketHeader& h, const std::string& why);
 };
 

@@ -16,8 +16,8 @@
 #include <thread>
 #include <vector>
 
-#include "bgl/packet_layer/backoff.hpp"
-#include "bgl/packet_layer/doorbell.hpp"
+#include "bgl/job_runtime/backoff.hpp"
+#include "bgl/job_runtime/doorbell.hpp"
 
 namespace bgl::message_layer {
 
@@ -34,7 +34,7 @@ class Coprocessor {
   };
 
   // The coprocessor sleeps on `bell` when idle (ring it to wake it: packets for its FIFO group do).
-  Coprocessor(packet_layer::Doorbell& bell, const packet_layer::WaitPolicy& policy);
+  Coprocessor(job_runtime::Doorbell& bell, const job_runtime::WaitPolicy& policy);
   ~Coprocessor();  // stops after the units in progress; transient units never started are dropped
   Coprocessor(const Coprocessor&) = delete;
   Coprocessor& operator=(const Coprocessor&) = delete;
@@ -81,8 +81,8 @@ class Coprocessor {
   bool has_work();
   void fail(Permanent& p, const char* what);
 
-  packet_layer::Doorbell& bell_;
-  const packet_layer::WaitPolicy& policy_;
+  job_runtime::Doorbell& bell_;
+  const job_runtime::WaitPolicy& policy_;
   std::vector<Slot> slots_;
   std::vector<std::uint32_t> free_;  // main thread only
   boost::lockfree::spsc_queue<std::uint32_t, boost::lockfree::capacity<kMaxTransient>> queue_;

@@ -9,12 +9,12 @@
 #include <memory>
 #include <span>
 
+#include "bgl/job_runtime/traffic_matrix.hpp"
 #include "bgl/message_layer/coprocessor.hpp"
 #include "bgl/message_layer/messages.hpp"
 #include "bgl/message_layer/protocol.hpp"
 #include "bgl/message_layer/statistics.hpp"
 #include "bgl/packet_layer/endpoint.hpp"
-#include "bgl/packet_layer/traffic_matrix.hpp"
 
 namespace bgl::message_layer {
 
@@ -95,7 +95,7 @@ class MessageLayer {
   const Statistics& statistics() const;
   // Per destination rank: the messages this task sent there and their user data bytes (counted
   // when a send completes, as in statistics()).
-  std::span<const packet_layer::PairTraffic> traffic() const;
+  std::span<const job_runtime::PairTraffic> traffic() const;
   const Config& config() const;
   // Coprocessor mode: the node's second processor, for costart()/cojoin(); nullptr otherwise.
   Coprocessor* coprocessor();

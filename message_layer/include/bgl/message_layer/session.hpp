@@ -6,9 +6,9 @@
 #include <chrono>
 #include <memory>
 
+#include "bgl/job_runtime/node_mode.hpp"
 #include "bgl/message_layer/bootstrap.hpp"
 #include "bgl/message_layer/message_layer.hpp"
-#include "bgl/packet_layer/node_mode.hpp"
 #include "bgl/packet_layer/runtime.hpp"
 
 namespace bgl::message_layer {
@@ -35,7 +35,7 @@ class Session {
 
   Rank rank() const { return runtime_.rank(); }
   int size() const { return runtime_.size(); }
-  packet_layer::NodeMode mode() const { return runtime_.machine().config().mode; }
+  job_runtime::NodeMode mode() const { return runtime_.machine().config().mode; }
   const torus_emu::Mapping& mapping() const { return runtime_.machine().mapping(); }
   packet_layer::Runtime& runtime() { return runtime_; }
   MessageLayer& layer() { return *layer_; }

@@ -10,10 +10,10 @@
 #include <cstdint>
 #include <span>
 
+#include "bgl/job_runtime/placement.hpp"
 #include "bgl/packet_layer/header.hpp"
 #include "bgl/packet_layer/machine.hpp"
 #include "bgl/packet_layer/outbound_ring.hpp"
-#include "bgl/packet_layer/placement.hpp"
 
 namespace bgl::packet_layer {
 
@@ -29,7 +29,7 @@ class Backend {
   // Copies the packet towards `to`; false (nothing copied) when there is no room now.
   virtual bool try_deliver(Target to, const PacketHeader& h, std::span<const std::byte> payload,
                            std::span<const std::byte> more) = 0;
-  virtual Transport transport() const = 0;
+  virtual job_runtime::Transport transport() const = 0;
 };
 
 class ShmBackend final : public Backend {
@@ -41,7 +41,7 @@ class ShmBackend final : public Backend {
     machine_->doorbell(to.node, to.group).ring();
     return true;
   }
-  Transport transport() const override { return Transport::shm; }
+  job_runtime::Transport transport() const override { return job_runtime::Transport::shm; }
   // try_deliver() to a node whose slot the caller resolved when it set the node up.
   bool try_deliver(NodeSlot slot, Target to, const PacketHeader& h,
                    std::span<const std::byte> payload, std::span<const std::byte> more) {
@@ -64,18 +64,18 @@ class ShmBackend final : public Backend {
 
 class OfiBackend final : public Backend {
  public:
-  OfiBackend(OutboundRing& ring, Doorbell& agent) : ring_(&ring), agent_(&agent) {}
+  OfiBackend(OutboundRing& ring, job_runtime::Doorbell& agent) : ring_(&ring), agent_(&agent) {}
   bool try_deliver(Target to, const PacketHeader& h, std::span<const std::byte> payload,
                    std::span<const std::byte> more) override {
     if (!ring_->try_push(to.node, to.group, to.fifo, h, payload, more)) return false;
     agent_->ring();
     return true;
   }
-  Transport transport() const override { return Transport::ofi; }
+  job_runtime::Transport transport() const override { return job_runtime::Transport::ofi; }
 
  private:
   OutboundRing* ring_;
-  Doorbell* agent_;
+  job_runtime::Doorbell* agent_;
 };
 
 }  // namespace bgl::packet_layer

@@ -15,13 +15,13 @@
 #include <span>
 #include <vector>
 
+#include "bgl/job_runtime/backoff.hpp"
+#include "bgl/job_runtime/call_sites.hpp"
+#include "bgl/job_runtime/rate_limit.hpp"
+#include "bgl/job_runtime/trace.hpp"
 #include "bgl/packet_layer/backend.hpp"
-#include "bgl/packet_layer/backoff.hpp"
-#include "bgl/packet_layer/call_sites.hpp"
 #include "bgl/packet_layer/header.hpp"
 #include "bgl/packet_layer/machine.hpp"
-#include "bgl/packet_layer/trace.hpp"
-#include "bgl/rate_limit.hpp"
 #include "bgl/torus_emu/link_counters.hpp"
 #include "bgl/torus_emu/rng.hpp"
 #include "bgl/virtual_time/clock.hpp"
@@ -65,7 +65,8 @@ struct FifoRef {
 
 class Endpoint {
  public:
-  Endpoint(const Machine& machine, torus_emu::Rank rank, int group, const WaitPolicy& policy);
+  Endpoint(const Machine& machine, torus_emu::Rank rank, int group,
+           const job_runtime::WaitPolicy& policy);
 
   // Copies the packet into the network; its payload is `payload` followed by `more` (so a protocol
   // prefix and user data need not be assembled first). Throws std::invalid_argument for a
@@ -119,7 +120,7 @@ class Endpoint {
   std::uint32_t pending_packets() const { return pending_packets_; }
   // What rings when a packet for this task arrives (or a coprocessor finishes a receive): for a
   // wait elsewhere that must also wake for this task's packets.
-  Doorbell& doorbell() const { return *bell_; }
+  job_runtime::Doorbell& doorbell() const { return *bell_; }
 
   Destination destination_of(torus_emu::Rank rank) const;
   torus_emu::Rank rank() const { return rank_; }
@@ -140,12 +141,12 @@ class Endpoint {
   // the host CPU time the program spent between them becomes computation on the clock.
   bool metered() const { return meter_.active(); }
   // bglrun --trace: this task's timeline, null when tracing is off (pkt/trace.hpp).
-  Trace* trace() const { return trace_; }
-  void set_trace(Trace* trace) { trace_ = trace; }
+  job_runtime::Trace* trace() const { return trace_; }
+  void set_trace(job_runtime::Trace* trace) { trace_ = trace; }
   // bglrun --stats/--report/--trace: this task's collective calls per call site, null otherwise
   // (pkt/call_sites.hpp).
-  CallSites* call_sites() const { return call_sites_; }
-  void set_call_sites(CallSites* sites) { call_sites_ = sites; }
+  job_runtime::CallSites* call_sites() const { return call_sites_; }
+  void set_call_sites(job_runtime::CallSites* sites) { call_sites_ = sites; }
   void enter_stack() {
     if (meter_.active()) [[unlikely]]
       meter_.enter(clock_);
@@ -178,7 +179,7 @@ class Endpoint {
   // group's doorbell: the shared-memory hot path pushes into it without asking the Machine.
   struct Lane {
     ReceptionFifo fifo;
-    Doorbell* bell = nullptr;
+    job_runtime::Doorbell* bell = nullptr;
   };
   // What the endpoint knows about each destination node, computed once so that injecting does no
   // coordinate arithmetic: its coordinates and the reception FIFO a deterministic route ends in.
@@ -254,7 +255,7 @@ class Endpoint {
   std::optional<OfiBackend> ofi_;
   VirtualFifo* virtual_out_ = nullptr;  // virtual-node mode: to the node's other task
   VirtualFifo* virtual_in_ = nullptr;   // and from it
-  Doorbell* bell_;
+  job_runtime::Doorbell* bell_;
   torus_emu::Coord me_;
   std::uint32_t here_ = 0;                // header bytes 0..3 of packets for this node and group
   std::array<std::uint8_t, 3> source_{};  // header bytes 9..11: this task's rank
@@ -268,8 +269,8 @@ class Endpoint {
   torus_emu::Rng rng_;
   mutable torus_emu::LinkCounters links_;
   TaskCounters counters_;
-  log::RateLimit reject_log_;  // malformed packets: a peer may send any number
-  Backoff backoff_;
+  job_runtime::log::RateLimit reject_log_;  // malformed packets: a peer may send any number
+  job_runtime::Backoff backoff_;
   std::uint64_t moved_at_wait_ = 0;  // packets moved when wait() was last called
   bool published_ = false;
   virtual_time::TorusTiming timing_;  // enabled only with virtual time on
@@ -289,8 +290,8 @@ class Endpoint {
   std::array<VirtualInjection, kInjectionFifos> vt_injection_{};
   std::uint32_t vt_injection_depth_ = 0;
   int injecting_ = 0;  // the injection FIFO of the packet being injected
-  Trace* trace_ = nullptr;
-  CallSites* call_sites_ = nullptr;
+  job_runtime::Trace* trace_ = nullptr;
+  job_runtime::CallSites* call_sites_ = nullptr;
 };
 
 }  // namespace bgl::packet_layer

@@ -14,17 +14,17 @@
 #include <string_view>
 #include <vector>
 
-#include "bgl/packet_layer/asymmetric_fence.hpp"
-#include "bgl/packet_layer/backoff.hpp"
-#include "bgl/packet_layer/doorbell.hpp"
-#include "bgl/packet_layer/job_barrier.hpp"
-#include "bgl/packet_layer/job_config.hpp"
+#include "bgl/job_runtime/asymmetric_fence.hpp"
+#include "bgl/job_runtime/backoff.hpp"
+#include "bgl/job_runtime/doorbell.hpp"
+#include "bgl/job_runtime/job_barrier.hpp"
+#include "bgl/job_runtime/job_config.hpp"
+#include "bgl/job_runtime/remote_store.hpp"
+#include "bgl/job_runtime/segment.hpp"
+#include "bgl/job_runtime/wait_state.hpp"
 #include "bgl/packet_layer/outbound_ring.hpp"
 #include "bgl/packet_layer/reception_fifo.hpp"
-#include "bgl/packet_layer/remote_store.hpp"
-#include "bgl/packet_layer/segment.hpp"
 #include "bgl/packet_layer/virtual_fifo.hpp"
-#include "bgl/packet_layer/wait_state.hpp"
 #include "bgl/virtual_time/link_calendar.hpp"
 
 namespace bgl::packet_layer {
@@ -64,7 +64,8 @@ struct alignas(64) TaskSlot {
   std::atomic<std::uint32_t> published{0};
   std::int32_t pid = 0;
   TaskCounters counters;
-  WaitState wait;  // what the task's main thread sleeps for (the launcher's deadlock detection)
+  job_runtime::WaitState
+      wait;  // what the task's main thread sleeps for (the launcher's deadlock detection)
   // A few bytes each task publishes for the others during start-up (bootstrap allgather).
   std::array<std::byte, kExchangeBytes> exchange{};
   // Statistics of the layers above, as a JSON object text (NUL-terminated), written at the end.
@@ -91,61 +92,62 @@ inline constexpr std::uint32_t kNoLink = virtual_time::kNoCalendar;
 
 class Machine {
  public:
-  static std::size_t segment_bytes(const JobConfig& config);
+  static std::size_t segment_bytes(const job_runtime::JobConfig& config);
   // The parts of the segment this host uses (all but other hosts' nodes' FIFOs), which the
   // launcher allocates up front.
-  static std::vector<Segment::Extent> used_extents(const JobConfig& config);
+  static std::vector<job_runtime::Segment::Extent> used_extents(
+      const job_runtime::JobConfig& config);
   // Lays the job out in a zero-filled segment of segment_bytes(config) bytes.
-  static Machine format(std::span<std::byte> segment, const JobConfig& config);
+  static Machine format(std::span<std::byte> segment, const job_runtime::JobConfig& config);
   // Validates the segment (magic, version, size) and takes a view; throws ConfigError.
   static Machine attach(std::span<std::byte> segment);
 
-  const JobConfig& config() const { return config_; }
+  const job_runtime::JobConfig& config() const { return config_; }
   const torus_emu::Shape& shape() const { return config_.shape; }
   const torus_emu::Mapping& mapping() const { return config_.mapping; }
-  const Placement& placement() const { return config_.placement; }
+  const job_runtime::Placement& placement() const { return config_.placement; }
   // Tasks of this host (the others run on other hosts, with segments of their own).
   bool local(torus_emu::Rank rank) const {
     return config_.placement.local(config_.mapping.location(rank).node);
   }
   int local_tasks() const;
   // Which side of a doorbell handshake fences (asymmetric_fence.hpp), chosen when formatted.
-  FenceMode fences() const;
+  job_runtime::FenceMode fences() const;
   std::uint64_t job_id() const { return config_.job_id; }
 
   // A node that hosts no task has no FIFOs: asking for them throws std::invalid_argument.
   ReceptionFifo fifo(torus_emu::NodeId node, int group, int index) const;
-  Doorbell& doorbell(torus_emu::NodeId node, int group) const;
+  job_runtime::Doorbell& doorbell(torus_emu::NodeId node, int group) const;
   // The node's slot, or kNoNodeSlot when it hosts no task (or lies outside the partition).
   NodeSlot node_slot(torus_emu::NodeId node) const {
     return node < node_slots_.size() ? node_slots_[node] : kNoNodeSlot;
   }
   // The node -> slot table of a job (what node_slot() answers), for storage laid out the same way
   // elsewhere (the collective network's region).
-  static std::vector<NodeSlot> node_slots(const JobConfig& config);
+  static std::vector<NodeSlot> node_slots(const job_runtime::JobConfig& config);
   // The nodes that host tasks, in slot order.
   std::span<const torus_emu::NodeId> occupied_nodes() const { return occupied_; }
   // fifo() and doorbell() of a slot already resolved (no table look-up).
   ReceptionFifo fifo_in_slot(NodeSlot slot, int group, int index) const;
-  Doorbell& doorbell_in_slot(NodeSlot slot, int group) const;
-  JobBarrier& barrier() const;
+  job_runtime::Doorbell& doorbell_in_slot(NodeSlot slot, int group) const;
+  job_runtime::JobBarrier& barrier() const;
   // Who takes part in barrier(): the local tasks, plus the libfabric agent when the job spans
   // hosts (it completes a barrier generation only when every host's tasks have arrived).
   std::uint32_t barrier_participants() const;
   // Transport ofi only: the ring from `rank` (a local task) to the host's agent, and the agent's
   // doorbell.
   OutboundRing& outbound(torus_emu::Rank rank) const;
-  Doorbell& agent_bell() const;
+  job_runtime::Doorbell& agent_bell() const;
   // Transport ofi only: the ring from `rank` (a local task) to the agent for remote stores
   // (remote_store.hpp).
-  StoreRing& store_ring(torus_emu::Rank rank) const;
+  job_runtime::StoreRing& store_ring(torus_emu::Rank rank) const;
   // A one-sided put into host `r.host`'s copy of a region, queued for the agent; false when the
   // task's store ring is full. Throws std::invalid_argument for a store that check_store refuses.
-  bool try_remote_store(torus_emu::Rank from, const StoreRequest& r,
+  bool try_remote_store(torus_emu::Rank from, const job_runtime::StoreRequest& r,
                         std::span<const std::byte> bytes) const;
   // Same, but waits (spin, yield, sleep on the ring's doorbell) while the ring is full.
-  void remote_store(torus_emu::Rank from, const StoreRequest& r, std::span<const std::byte> bytes,
-                    const WaitPolicy& policy) const;
+  void remote_store(torus_emu::Rank from, const job_runtime::StoreRequest& r,
+                    std::span<const std::byte> bytes, const job_runtime::WaitPolicy& policy) const;
   // The directed links that packets can cross (routes run between nodes with tasks), each with
   // its totals and, with virtual time, its calendar; link_index() maps every directed link
   // (node * 6 + direction) to its index in links() and calendars(), or to kNoLink.
@@ -177,12 +179,12 @@ class Machine {
 
  private:
   struct Layout;
-  Machine(std::span<std::byte> segment, JobConfig config);
+  Machine(std::span<std::byte> segment, job_runtime::JobConfig config);
   std::byte* group_region(NodeSlot slot, int group) const;
   NodeSlot checked_slot(torus_emu::NodeId node) const;
 
   std::span<std::byte> segment_;
-  JobConfig config_;
+  job_runtime::JobConfig config_;
   std::vector<NodeSlot> node_slots_;         // node -> slot (kNoNodeSlot: no task there)
   std::vector<torus_emu::NodeId> occupied_;  // slot -> node
   std::vector<std::uint32_t> link_index_;    // directed link -> links() index (kNoLink: none)

@@ -27,8 +27,8 @@
 #include <thread>
 #include <vector>
 
+#include "bgl/job_runtime/placement.hpp"
 #include "bgl/packet_layer/machine.hpp"
-#include "bgl/packet_layer/placement.hpp"
 
 namespace bgl::packet_layer {
 
@@ -56,7 +56,7 @@ struct OfiStats {
 class OfiAgent {
  public:
   // Opens the fabric and the endpoint bound to this host's address from the placement.
-  OfiAgent(const Machine& machine, const Placement& placement, OfiOptions options);
+  OfiAgent(const Machine& machine, const job_runtime::Placement& placement, OfiOptions options);
   ~OfiAgent();
   OfiAgent(const OfiAgent&) = delete;
   OfiAgent& operator=(const OfiAgent&) = delete;

@@ -5,9 +5,9 @@
 #include <optional>
 #include <span>
 
+#include "bgl/job_runtime/segment.hpp"
 #include "bgl/packet_layer/endpoint.hpp"
 #include "bgl/packet_layer/machine.hpp"
-#include "bgl/packet_layer/segment.hpp"
 
 namespace bgl::packet_layer {
 
@@ -24,7 +24,7 @@ class Runtime {
   torus_emu::Rank rank() const { return rank_; }
   int size() const { return machine_->mapping().size(); }
   const Machine& machine() const { return *machine_; }
-  const WaitPolicy& wait_policy() const { return *policy_; }
+  const job_runtime::WaitPolicy& wait_policy() const { return *policy_; }
   Endpoint& endpoint() { return *endpoint_; }
   // All tasks of the job. With virtual time, a global-interrupt barrier on the clocks too:
   // everybody leaves at the last arrival plus the interrupt network's latency.
@@ -36,12 +36,12 @@ class Runtime {
  private:
   Runtime() = default;
   void exchange_barrier();  // start-up: no virtual time
-  Segment segment_;
+  job_runtime::Segment segment_;
   std::unique_ptr<Machine> machine_;
-  std::unique_ptr<WaitPolicy> policy_;
+  std::unique_ptr<job_runtime::WaitPolicy> policy_;
   std::unique_ptr<Endpoint> endpoint_;
-  std::unique_ptr<Trace> trace_;           // bglrun --trace
-  std::unique_ptr<CallSites> call_sites_;  // bglrun --stats, --report, --trace
+  std::unique_ptr<job_runtime::Trace> trace_;           // bglrun --trace
+  std::unique_ptr<job_runtime::CallSites> call_sites_;  // bglrun --stats, --report, --trace
   torus_emu::Rank rank_ = 0;
 };
 

@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "bgl/log.hpp"
+#include "bgl/job_runtime/log.hpp"
 
 namespace bgl::test_support {
 

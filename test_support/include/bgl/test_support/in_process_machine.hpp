@@ -12,15 +12,15 @@
 namespace bgl::test_support {
 
 struct InProcessMachine {
-  explicit InProcessMachine(packet_layer::JobConfig c,
-                            packet_layer::WaitPolicy p = packet_layer::WaitPolicy{})
+  explicit InProcessMachine(job_runtime::JobConfig c,
+                            job_runtime::WaitPolicy p = job_runtime::WaitPolicy{})
       : config(std::move(c)),
         memory(packet_layer::Machine::segment_bytes(config)),
         machine(packet_layer::Machine::format(memory.span(), config)),
         policy(p) {}
-  explicit InProcessMachine(const packet_layer::JobOptions& o,
-                            packet_layer::WaitPolicy p = packet_layer::WaitPolicy{})
-      : InProcessMachine(packet_layer::JobConfig::resolve(o), p) {}
+  explicit InProcessMachine(const job_runtime::JobOptions& o,
+                            job_runtime::WaitPolicy p = job_runtime::WaitPolicy{})
+      : InProcessMachine(job_runtime::JobConfig::resolve(o), p) {}
   InProcessMachine(const InProcessMachine&) = delete;
   InProcessMachine& operator=(const InProcessMachine&) = delete;
 
@@ -35,10 +35,10 @@ struct InProcessMachine {
   torus_emu::NodeId node(torus_emu::Coord c) const { return machine.shape().node_id(c); }
   int ntasks() const { return config.ntasks(); }
 
-  packet_layer::JobConfig config;
+  job_runtime::JobConfig config;
   SharedMemory memory;
   packet_layer::Machine machine;
-  packet_layer::WaitPolicy policy;
+  job_runtime::WaitPolicy policy;
 
  private:
   std::map<torus_emu::Rank, std::unique_ptr<packet_layer::Endpoint>>
@@ -46,9 +46,9 @@ struct InProcessMachine {
 };
 
 // Options of a job of `ntasks` tasks on `shape` in `mode`, FIFOs of `fifo_packets` packets.
-inline packet_layer::JobOptions job_options(int ntasks, const char* shape,
-                                            const char* mode = "heater", int fifo_packets = 64) {
-  packet_layer::JobOptions o;
+inline job_runtime::JobOptions job_options(int ntasks, const char* shape,
+                                           const char* mode = "heater", int fifo_packets = 64) {
+  job_runtime::JobOptions o;
   o.ntasks = ntasks;
   o.shape = shape;
   o.mode = mode;
