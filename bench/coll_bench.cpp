@@ -122,7 +122,8 @@ int main(int argc, char** argv) {
     std::unique_ptr<collective_net_emu::CollectiveNetwork> net;
     try {
       net = std::make_unique<collective_net_emu::CollectiveNetwork>(
-          session->runtime(), collective_net_emu::RouteClass::combine1);
+          session->runtime().machine().job(), session->runtime().rank(),
+          session->runtime().wait_policy(), collective_net_emu::RouteClass::combine1);
     } catch (const std::exception&) {
     }
     Executor executor(session->layer(), net.get());

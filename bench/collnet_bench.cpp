@@ -44,7 +44,9 @@ Options parse(int argc, char** argv) {
 class Bench {
  public:
   Bench(packet_layer::Runtime& rt)
-      : rt_(rt), net_(rt), tree_(rt.endpoint(), static_cast<int>(rt.rank()), rt.size()) {
+      : rt_(rt),
+        net_(rt.machine().job(), rt.rank(), rt.wait_policy()),
+        tree_(rt.endpoint(), static_cast<int>(rt.rank()), rt.size()) {
     if (auto s = job_runtime::env::get_int("BGL_P2P_WATCHDOG", 1, 3600))
       tree_.enable_watchdog(static_cast<int>(*s));
   }

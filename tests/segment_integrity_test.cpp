@@ -69,7 +69,7 @@ void scribble(std::span<std::byte> where, std::uint64_t seed) {
     b = static_cast<std::byte>(rng());
 }
 
-std::span<std::byte> part(const std::vector<packet_layer::ControlPart>& parts,
+std::span<std::byte> part(const std::vector<job_runtime::ControlPart>& parts,
                           const std::string& name) {
   for (const auto& p : parts)
     if (p.name == name) return writable(p.bytes);
@@ -111,14 +111,16 @@ void expect_named(const std::function<void(const packet_layer::Machine&)>& corru
 
 TEST(SegmentIntegrity, MappingTableOverwritten) {
   expect_named(
-      [](const packet_layer::Machine& m) { scribble(part(m.description(), "mapping table"), 1); },
+      [](const packet_layer::Machine& m) {
+        scribble(part(m.job().description(), "mapping table"), 1);
+      },
       "mapping table");
 }
 
 TEST(SegmentIntegrity, SegmentHeaderOverwritten) {
   expect_named(
       [](const packet_layer::Machine& m) {
-        scribble(part(m.description(), "segment header").subspan(40, 16), 2);
+        scribble(part(m.job().description(), "segment header").subspan(40, 16), 2);
       },
       "segment header");
 }
@@ -126,9 +128,10 @@ TEST(SegmentIntegrity, SegmentHeaderOverwritten) {
 TEST(SegmentIntegrity, CollectiveNetworkRegionHeaderOverwritten) {
   expect_named(
       [](const packet_layer::Machine& m) {
-        scribble(part(collective_net_emu::constant_parts(m), "collective network region header")
-                     .subspan(8, 8),
-                 3);
+        scribble(
+            part(collective_net_emu::constant_parts(m.job()), "collective network region header")
+                .subspan(8, 8),
+            3);
       },
       "collective network region header");
 }
@@ -158,7 +161,7 @@ TEST(SegmentIntegrity, ReceptionFifoSlotSequenceNumbersOverwritten) {
 }
 
 TEST(SegmentIntegrity, BarrierCountOverwritten) {
-  expect_named([](const packet_layer::Machine& m) { m.barrier().arrived.store(1000); },
+  expect_named([](const packet_layer::Machine& m) { m.job().barrier().arrived.store(1000); },
                "job barrier");
 }
 
@@ -174,9 +177,9 @@ TEST(SegmentIntegrity, AttachRefusesACorruptJobDescription) {
       packet_layer::Machine::segment_bytes(config));
   const auto machine = packet_layer::Machine::format(aligned, config);
   EXPECT_NO_THROW(packet_layer::Machine::attach(aligned));
-  EXPECT_EQ(machine.check_description(), std::nullopt);
+  EXPECT_EQ(machine.job().check_description(), std::nullopt);
   // Ranks 3 and 4 swapped: still a valid mapping, only the checksum tells.
-  auto table = part(machine.description(), "mapping table");
+  auto table = part(machine.job().description(), "mapping table");
   std::byte entry[8];
   std::memcpy(entry, table.data() + 3 * 8, 8);
   std::memcpy(table.data() + 3 * 8, table.data() + 4 * 8, 8);
@@ -187,7 +190,7 @@ TEST(SegmentIntegrity, AttachRefusesACorruptJobDescription) {
   } catch (const std::exception& e) {
     EXPECT_THAT(std::string(e.what()), HasSubstr("checksum"));
   }
-  EXPECT_NE(machine.check_description(), std::nullopt);
+  EXPECT_NE(machine.job().check_description(), std::nullopt);
 }
 
 }  // namespace

@@ -92,7 +92,7 @@ int bgl_nm_idle_open(uint32_t rank, bgl_nm_idle_t** out) {
       idle->fifos[static_cast<std::size_t>(i)] = idle->machine->fifo(loc.node, loc.t, i);
     // The launcher names a task that dies by its pid (the packet layer writes the same value again
     // when the task publishes its statistics at the end).
-    idle->machine->task(rank).pid = static_cast<std::int32_t>(getpid());
+    idle->machine->job().task(rank).pid = static_cast<std::int32_t>(getpid());
     *out = idle.release();
     return BGL_MSG_OK;
   } catch (const bgl::ConfigError& e) {

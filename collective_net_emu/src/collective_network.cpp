@@ -2,8 +2,6 @@
 
 #include <stdexcept>
 
-#include "bgl/packet_layer/runtime.hpp"
-
 namespace bgl::collective_net_emu {
 namespace {
 
@@ -68,18 +66,16 @@ class FpCursor {
 
 }  // namespace
 
-CollectiveNetwork::CollectiveNetwork(const packet_layer::Machine& machine, torus_emu::Rank rank,
+CollectiveNetwork::CollectiveNetwork(const job_runtime::Job& job, torus_emu::Rank rank,
                                      const job_runtime::WaitPolicy& policy, RouteClass route)
     : route_(route),
-      tree_(machine, rank, policy),
-      interrupt_(machine, rank, policy),
+      tree_(job, rank, policy),
+      interrupt_(job, rank, policy),
       lookahead_(std::max<std::size_t>(tree_.ring() / 5, 2) - 1),
       emax_((lookahead_ + 1) * fp::kExponentsPerPacket) {
   if (route == RouteClass::to_root)
     throw std::invalid_argument("collectives need a combining class");
 }
-CollectiveNetwork::CollectiveNetwork(const packet_layer::Runtime& runtime, RouteClass route)
-    : CollectiveNetwork(runtime.machine(), runtime.rank(), runtime.wait_policy(), route) {}
 
 // Runs `packets` sequence numbers through the window: inject(seq, k) as far as the window (and the
 // caller's dependencies) allow, receive(seq, k) whatever has arrived, sleep when neither moves.

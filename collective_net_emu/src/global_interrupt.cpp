@@ -9,10 +9,10 @@
 
 namespace bgl::collective_net_emu {
 
-GlobalInterrupt::GlobalInterrupt(const packet_layer::Machine& machine, torus_emu::Rank rank,
+GlobalInterrupt::GlobalInterrupt(const job_runtime::Job& job, torus_emu::Rank rank,
                                  const job_runtime::WaitPolicy& policy)
-    : machine_(&machine), rank_(rank), policy_(rung_waits(policy)) {
-  const auto region = attach_region(machine);
+    : job_(&job), rank_(rank), policy_(rung_waits(policy)) {
+  const auto region = attach_region(job);
   const auto* h = std::launder(reinterpret_cast<const layout::RegionHeader*>(region.data()));
   if (rank >= h->ntasks) throw std::invalid_argument("rank outside the job");
   ntasks_ = h->ntasks;
@@ -24,8 +24,8 @@ GlobalInterrupt::GlobalInterrupt(const packet_layer::Machine& machine, torus_emu
   const auto* host_tasks =
       std::launder(reinterpret_cast<const std::uint32_t*>(region.data() + h->host_tasks_offset));
   if (hosts_ > 1) {
-    host_ = machine.placement().node_host[machine.mapping().location(rank).node];
-    region_index_ = static_cast<std::uint8_t>(machine.region_index(kRegionName));
+    host_ = job.placement().node_host[job.mapping().location(rank).node];
+    region_index_ = static_cast<std::uint8_t>(job.region_index(kRegionName));
   }
   local_tasks_ = host_tasks[host_];
   for (std::uint32_t host = 0; host < hosts_; ++host)
@@ -42,7 +42,7 @@ void GlobalInterrupt::forward(int channel, std::uint64_t value) const {
     const job_runtime::StoreRequest r{
         static_cast<std::uint16_t>(host), region_index_, 0, offset(&word), value,
         offset(&wires_[channel].bell)};
-    machine_->remote_store(rank_, r, {}, policy_);
+    job_->remote_store(rank_, r, {}, policy_);
   }
 }
 
@@ -54,7 +54,7 @@ layout::WireState& GlobalInterrupt::wire(int channel) const {
 }
 
 void GlobalInterrupt::set_clock(virtual_time::Clock& clock) {
-  if (machine_->vt_params()) clock_ = &clock;
+  if (job_->vt_params()) clock_ = &clock;
 }
 
 std::uint32_t GlobalInterrupt::arrive() {
@@ -105,7 +105,7 @@ void GlobalInterrupt::wait(std::uint32_t ticket) {
       w.bell, [&] { return test(ticket); }, policy_, meanwhile_);
   if (clock_) [[unlikely]]
     clock_->arrive(virtual_time::barrier_release(
-        *machine_->vt_params(), w.vt_arrival[ticket % 2].load(std::memory_order_relaxed)));
+        *job_->vt_params(), w.vt_arrival[ticket % 2].load(std::memory_order_relaxed)));
 }
 
 void GlobalInterrupt::set_wire(int channel, bool raised) {

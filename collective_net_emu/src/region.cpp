@@ -17,7 +17,7 @@ using namespace layout;
 // Where everything goes, computed identically by region_bytes and format.
 struct Plan {
   RegionHeader header{};
-  std::vector<packet_layer::NodeSlot>
+  std::vector<job_runtime::NodeSlot>
       slot;  // node -> its NodeEntry (only nodes with tasks have one)
   std::vector<NodeEntry> entries;
   std::vector<std::uint32_t> host_tasks;
@@ -43,7 +43,7 @@ Plan::Plan(const job_runtime::JobConfig& config, const Options& options) {
   h.magic = kMagic;
   h.version = kVersion;
   h.ntasks = static_cast<std::uint32_t>(config.ntasks());
-  slot = packet_layer::Machine::node_slots(config);
+  slot = job_runtime::Job::node_slots(config);
   h.tree_nodes = static_cast<std::uint32_t>(tree.nodes().size());
   h.ring = options.ring_for(config.ntasks());
   h.inbox = options.inbox_packets;
@@ -94,9 +94,10 @@ Plan::Plan(const job_runtime::JobConfig& config, const Options& options) {
 }
 
 void Plan::fill_entries(const job_runtime::JobConfig& config, const Tree& tree) {
-  const auto occupied = static_cast<std::size_t>(
-      std::count_if(slot.begin(), slot.end(),
-                    [](packet_layer::NodeSlot s) { return s != packet_layer::kNoNodeSlot; }));
+  const auto occupied =
+      static_cast<std::size_t>(std::count_if(slot.begin(), slot.end(), [](job_runtime::NodeSlot s) {
+        return s != job_runtime::kNoNodeSlot;
+      }));
   entries.assign(occupied, NodeEntry{});
   for (auto& e : entries) {
     e.parent = -1;
@@ -168,13 +169,13 @@ std::size_t region_bytes(const job_runtime::JobConfig& config, const Options& op
   return Plan(config, options).header.total_bytes;
 }
 
-void format(const packet_layer::Machine& machine) {
-  format(machine, Options::from_environment());
+void format(const job_runtime::Job& job) {
+  format(job, Options::from_environment());
 }
 
-void format(const packet_layer::Machine& machine, const Options& options) {
-  const auto region = machine.region(kRegionName);
-  const Plan plan(machine.config(), options);
+void format(const job_runtime::Job& job, const Options& options) {
+  const auto region = job.region(kRegionName);
+  const Plan plan(job.config(), options);
   const RegionHeader& h = plan.header;
   if (region.size() < h.total_bytes)
     throw ConfigError("the job segment's '" + std::string(kRegionName) + "' region has " +
@@ -215,8 +216,8 @@ void format(const packet_layer::Machine& machine, const Options& options) {
                 h.total_bytes >> 10);
 }
 
-std::span<std::byte> attach_region(const packet_layer::Machine& machine) {
-  const auto region = machine.region(kRegionName);
+std::span<std::byte> attach_region(const job_runtime::Job& job) {
+  const auto region = job.region(kRegionName);
   if (region.size() < sizeof(RegionHeader))
     throw ConfigError("this job has no collective network region ('" + std::string(kRegionName) +
                       "'); start it with bglrun");
@@ -225,22 +226,22 @@ std::span<std::byte> attach_region(const packet_layer::Machine& machine) {
     throw ConfigError(
         "the job's collective network region is not formatted (collective_net_emu::format)");
   if (h->total_bytes > region.size() ||
-      h->ntasks != static_cast<std::uint32_t>(machine.config().ntasks()) ||
-      h->node_slots != static_cast<std::uint32_t>(machine.occupied_nodes().size()) ||
-      h->hosts != static_cast<std::uint32_t>(machine.placement().host_count()))
+      h->ntasks != static_cast<std::uint32_t>(job.config().ntasks()) ||
+      h->node_slots != static_cast<std::uint32_t>(job.occupied_nodes().size()) ||
+      h->hosts != static_cast<std::uint32_t>(job.placement().host_count()))
     throw ConfigError("the job's collective network region does not match the job");
-  if (h->hosts > 1 && (machine.placement().transport != job_runtime::Transport::ofi ||
-                       machine.region_index(kRegionName) < 0))
+  if (h->hosts > 1 && (job.placement().transport != job_runtime::Transport::ofi ||
+                       job.region_index(kRegionName) < 0))
     throw ConfigError("the collective network spans " + std::to_string(h->hosts) +
                       " hosts but the job has no libfabric transport to carry it");
   return region;
 }
 
-std::vector<packet_layer::ControlPart> constant_parts(const packet_layer::Machine& machine) {
-  const auto region = machine.region(kRegionName);
+std::vector<job_runtime::ControlPart> constant_parts(const job_runtime::Job& job) {
+  const auto region = job.region(kRegionName);
   if (region.size() < sizeof(RegionHeader)) return {};
   const auto* h = at<const RegionHeader>(region, 0);
-  std::vector<packet_layer::ControlPart> parts{
+  std::vector<job_runtime::ControlPart> parts{
       {"collective network region header", region.first(sizeof(RegionHeader))}};
   if (h->nodes_offset <= h->wires_offset && h->wires_offset <= region.size())
     parts.push_back({"collective network tree table",

@@ -26,28 +26,28 @@ PacketSpan input(std::byte* slot, int index) {
 
 }  // namespace
 
-TreeEndpoint::TreeEndpoint(const packet_layer::Machine& machine, torus_emu::Rank rank,
+TreeEndpoint::TreeEndpoint(const job_runtime::Job& job, torus_emu::Rank rank,
                            const job_runtime::WaitPolicy& policy)
-    : machine_(&machine), rank_(rank), policy_(rung_waits(policy)) {
-  const auto region = attach_region(machine);
+    : job_(&job), rank_(rank), policy_(rung_waits(policy)) {
+  const auto region = attach_region(job);
   region_ = region.data();
   header_ = at<const RegionHeader>(region_, 0);
   mask_ = header_->ring - 1;
   if (rank >= header_->ntasks) throw std::invalid_argument("rank outside the job");
   const auto* nodes = at<const NodeEntry>(region_, header_->nodes_offset);
   // Where this task's contributions land: its node, or the parent when the node has no other input.
-  auto node = machine.mapping().location(rank).node;
+  auto node = job.mapping().location(rank).node;
   // Only nodes with tasks have entries (every tree node hosts tasks), found by their node slot.
-  const NodeEntry* e = &nodes[machine.node_slot(node)];
+  const NodeEntry* e = &nodes[job.node_slot(node)];
   int position = e->local_rank[0] == static_cast<std::int32_t>(rank) ? 0 : 1;
   while (e->inputs == 1 && e->parent >= 0) {
     position = e->position;
     node = static_cast<torus_emu::NodeId>(e->parent);
-    e = &nodes[machine.node_slot(node)];
+    e = &nodes[job.node_slot(node)];
   }
   entry_position_ = static_cast<std::uint8_t>(position);
   direct_ = e->inputs == 1;
-  for (; !direct_; e = &nodes[machine.node_slot(static_cast<torus_emu::NodeId>(e->parent))]) {
+  for (; !direct_; e = &nodes[job.node_slot(static_cast<torus_emu::NodeId>(e->parent))]) {
     chain_.push_back({e->ring_offset, e->slot_stride, e->inputs, e->position});
     if (e->parent < 0) break;
   }
@@ -57,7 +57,7 @@ TreeEndpoint::TreeEndpoint(const packet_layer::Machine& machine, torus_emu::Rank
   local_tasks_ = host_tasks[host_];
   for (std::uint32_t h = 0; h < header_->hosts; ++h)
     if (host_tasks[h] > 0) task_hosts_.push_back(h);
-  if (multi_) region_index_ = static_cast<std::uint8_t>(machine.region_index(kRegionName));
+  if (multi_) region_index_ = static_cast<std::uint8_t>(job.region_index(kRegionName));
   for (int c = 0; c < kCombineClasses; ++c) {
     ClassState& s = classes_[static_cast<std::size_t>(c)];
     const std::uint64_t down =
@@ -80,7 +80,7 @@ TreeEndpoint::TreeEndpoint(const packet_layer::Machine& machine, torus_emu::Rank
 
 std::uint32_t TreeEndpoint::host_of(torus_emu::Rank r) const {
   if (header_->hosts == 1) return 0;
-  return machine_->placement().node_host[machine_->mapping().location(r).node];
+  return job_->placement().node_host[job_->mapping().location(r).node];
 }
 
 void TreeEndpoint::forward(const void* from, std::size_t bytes,
@@ -97,7 +97,7 @@ void TreeEndpoint::forward(const void* from, std::size_t bytes,
     if (h == host_) continue;
     job_runtime::StoreRequest r = base;
     r.host = static_cast<std::uint16_t>(h);
-    machine_->remote_store(rank_, r, data, policy_);
+    job_->remote_store(rank_, r, data, policy_);
   }
 }
 
@@ -155,7 +155,7 @@ void TreeEndpoint::commit(RouteClass c, Seq seq, Op op) {
 // --- virtual time ------------------------------------------------------------------------------
 
 void TreeEndpoint::set_clock(virtual_time::Clock& clock) {
-  const auto* params = machine_->vt_params();
+  const auto* params = job_->vt_params();
   if (!params) return;
   clock_ = &clock;
   level_cycles_ = virtual_time::tree_latency(*params, 1);
@@ -163,7 +163,7 @@ void TreeEndpoint::set_clock(virtual_time::Clock& clock) {
 }
 
 virtual_time::Tick TreeEndpoint::depart() {
-  clock_->charge(virtual_time::Params::ticks(machine_->vt_params()->packet_write_cycles));
+  clock_->charge(virtual_time::Params::ticks(job_->vt_params()->packet_write_cycles));
   return clock_->now();
 }
 
@@ -189,7 +189,7 @@ virtual_time::Tick TreeEndpoint::result_vt(const ClassState& s, virtual_time::Ti
 
 void TreeEndpoint::take_time(const DownSlot& slot) {
   clock_->arrive(slot.vt);
-  clock_->charge(virtual_time::Params::ticks(machine_->vt_params()->packet_read_cycles));
+  clock_->charge(virtual_time::Params::ticks(job_->vt_params()->packet_read_cycles));
 }
 
 // Counts this contribution in; whoever completes a slot combines it and carries the result on.
@@ -363,7 +363,7 @@ void TreeEndpoint::commit_broadcast(RouteClass c, Seq seq) {
       job_runtime::StoreRequest r{
           static_cast<std::uint16_t>(h), region_index_, offset_of(image),
           offset_of(&d.published),       seq + 1,       offset_of(&s.control->results)};
-      machine_->remote_store(rank_, r, {image, bytes}, policy_);
+      job_->remote_store(rank_, r, {image, bytes}, policy_);
     }
     d.readers_left.store(local_tasks_ - 1, std::memory_order_relaxed);
     d.published.store(seq + 1, std::memory_order_release);
@@ -485,7 +485,7 @@ InjectStatus TreeEndpoint::send(torus_emu::Rank dest, std::uint32_t tag,
                                       offset_of(&in.seq[pos & mask]),
                                       pos + 1,
                                       offset_of(&inbox(dest, dest_host).control->bell)};
-    machine_->remote_store(
+    job_->remote_store(
         rank_, r,
         {reinterpret_cast<const std::byte*>(&slot), offsetof(InboxSlot, data) + data.size()},
         policy_);
@@ -542,7 +542,7 @@ void TreeEndpoint::forward_to(std::uint32_t host, const std::atomic<std::uint64_
                               std::uint64_t value, const job_runtime::Doorbell* bell) const {
   const job_runtime::StoreRequest r{
       static_cast<std::uint16_t>(host), region_index_, 0, offset_of(word), value, offset_of(bell)};
-  machine_->remote_store(rank_, r, {}, policy_);
+  job_->remote_store(rank_, r, {}, policy_);
 }
 
 void TreeEndpoint::wait_send_space(torus_emu::Rank dest) {

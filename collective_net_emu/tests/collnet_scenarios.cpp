@@ -57,7 +57,7 @@ struct Context {
 
   Context(packet_layer::Runtime& r, std::uint64_t delay_seed, int delay_us)
       : rt(r),
-        net(r),
+        net(r.machine().job(), r.rank(), r.wait_policy()),
         me(static_cast<int>(r.rank())),
         size(r.size()),
         delay_state(mix(delay_seed * 1000003 + r.rank())),
@@ -451,7 +451,8 @@ int p2p(Context& c, std::uint32_t n) {
 }
 
 int classes(Context& c) {
-  CollectiveNetwork other(c.rt, RouteClass::combine1);
+  CollectiveNetwork other(c.rt.machine().job(), c.rt.rank(), c.rt.wait_policy(),
+                          RouteClass::combine1);
   std::vector<std::uint32_t> a(5000, static_cast<std::uint32_t>(c.me)), b(5000, 1), ra(5000),
       rb(5000);
   for (int round = 0; round < 10; ++round) {

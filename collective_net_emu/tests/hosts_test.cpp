@@ -55,7 +55,7 @@ TEST(Hosts, IntegerAndFloatingPointResultsEqualOneHost) {
   {
     InProcessJob job(kTasks, "2x2x2");
     job.run([&](torus_emu::Rank rank) {
-      CollectiveNetwork net(job.machine(), rank, job.policy());
+      CollectiveNetwork net(job.machine().job(), rank, job.policy());
       std::vector<double> out(kDoubles);
       EXPECT_EQ(net.allreduce_sum(doubles_of(rank, kDoubles), out), Status::ok);
       if (rank == 0) one_host = out;
@@ -66,7 +66,7 @@ TEST(Hosts, IntegerAndFloatingPointResultsEqualOneHost) {
     InProcessHosts job(kTasks, "2x2x2", hosts);
     std::atomic<int> failures{0};
     job.run([&](torus_emu::Rank rank) {
-      CollectiveNetwork net(job.machine(rank), rank, job.policy());
+      CollectiveNetwork net(job.machine(rank).job(), rank, job.policy());
       const auto in = input_of(rank, kWords);
       std::vector<std::uint64_t> out(kWords);
       if (net.allreduce<std::uint64_t>(AluOp::add, in, out) != Status::ok || out != sum) ++failures;
@@ -92,7 +92,7 @@ TEST(Hosts, StreamingBroadcastBarrierWiresAndPointToPoint) {
   InProcessHosts job(6, "3x2x1", 2, options, ofi);
   std::atomic<int> failures{0};
   job.run([&](torus_emu::Rank rank) {
-    CollectiveNetwork net(job.machine(rank), rank, job.policy());
+    CollectiveNetwork net(job.machine(rank).job(), rank, job.policy());
     TreeEndpoint& tree = net.tree();
     // 200 packets streamed through the 4-deep window: each packet's sum of ranks + seq.
     for (Seq s = 0, next = 0; next < 200;) {

@@ -34,7 +34,7 @@ class InProcessHosts {
       config.regions.push_back({std::string(kRegionName), region_bytes(config, options)});
       Host& host = hosts_.emplace_back();
       host.job = std::make_unique<test_support::InProcessMachine>(std::move(config), policy_);
-      format(host.job->machine, options);
+      format(host.job->machine.job(), options);
       ofi.timeout = std::chrono::milliseconds(60'000);
       host.agent = std::make_unique<packet_layer::OfiAgent>(host.job->machine,
                                                             host.job->config.placement, ofi);

@@ -29,7 +29,7 @@ class InProcessJob {
   InProcessJob(int ntasks, const std::string& shape, const std::string& mode = "heater",
                const Options& options = {})
       : job_(make_config(ntasks, shape, mode, options), job_runtime::WaitPolicy::for_job(ntasks)) {
-    format(job_.machine, options);
+    format(job_.machine.job(), options);
   }
 
   const packet_layer::Machine& machine() const { return job_.machine; }

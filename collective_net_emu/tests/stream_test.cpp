@@ -66,7 +66,7 @@ TEST(Stream, AllreduceMatchesTheSequentialReference) {
     }
     std::atomic<int> failures{0};
     job.run([&](torus_emu::Rank rank) {
-      CollectiveNetwork net(job.machine(), rank, job.policy());
+      CollectiveNetwork net(job.machine().job(), rank, job.policy());
       const auto in = input_of(rank, kWords);
       std::vector<std::uint64_t> out(kWords);
       if (net.allreduce<std::uint64_t>(AluOp::add, in, out) != Status::ok || out != expect)
@@ -82,7 +82,7 @@ TEST(Stream, WindowBoundsHowFarATaskRunsAhead) {
   Options options;
   options.ring_packets = 4;
   InProcessJob job(2, "2x1x1", "heater", options);
-  TreeEndpoint a(job.machine(), 0, job.policy()), b(job.machine(), 1, job.policy());
+  TreeEndpoint a(job.machine().job(), 0, job.policy()), b(job.machine().job(), 1, job.policy());
   const Op add{AluOp::add, Lane::u64};
   for (Seq s = 0; s < 4; ++s)
     ASSERT_EQ(a.inject(kClass, s, add, bytes_of(s)), InjectStatus::ok);
@@ -113,7 +113,7 @@ TEST(Stream, WindowBoundsHowFarATaskRunsAhead) {
 
 TEST(Stream, MisuseIsRejected) {
   InProcessJob job(2, "2x1x1");
-  TreeEndpoint a(job.machine(), 0, job.policy());
+  TreeEndpoint a(job.machine().job(), 0, job.policy());
   const Op add{AluOp::add, Lane::u64};
   std::array<std::byte, 8> out;
   EXPECT_THROW(a.receive(kClass, 3, out), std::invalid_argument);  // results come in order
@@ -123,7 +123,7 @@ TEST(Stream, MisuseIsRejected) {
   EXPECT_THROW(a.inject(RouteClass::to_root, 5, add, bytes_of(1)), std::invalid_argument);
   EXPECT_THROW(a.inject(kClass, 5, add, std::vector<std::byte>(257)), std::invalid_argument);
   EXPECT_THROW(a.broadcast(kClass, 7, bytes_of(1)), std::invalid_argument);  // not the next result
-  TreeEndpoint b(job.machine(), 1, job.policy());
+  TreeEndpoint b(job.machine().job(), 1, job.policy());
   EXPECT_THROW(b.send(1, 0, bytes_of(1)), std::invalid_argument);  // only to or from the root
   EXPECT_EQ(b.send(0, 0, bytes_of(1)), InjectStatus::ok);
 }
@@ -132,7 +132,7 @@ TEST(Stream, OperationsTheTasksDisagreeOnAreReportedNotMixed) {
   InProcessJob job(3, "3x1x1");
   std::atomic<int> mismatches{0};
   job.run([&](torus_emu::Rank rank) {
-    TreeEndpoint ep(job.machine(), rank, job.policy());
+    TreeEndpoint ep(job.machine().job(), rank, job.policy());
     const Op op{rank == 2 ? AluOp::max : AluOp::add, Lane::u64};
     ASSERT_EQ(ep.inject(kClass, 0, op, bytes_of(rank)), InjectStatus::ok);
     ep.wait_result(kClass, 0);
@@ -158,7 +158,7 @@ TEST(Stream, SlowContributorsCauseBackpressureNotLoss) {
   std::atomic<int> failures{0};
   std::atomic<std::uint64_t> fast_full{0};
   job.run([&](torus_emu::Rank rank) {
-    TreeEndpoint ep(job.machine(), rank, job.policy());
+    TreeEndpoint ep(job.machine().job(), rank, job.policy());
     const auto in = input_of(rank, kWords, 5);
     std::vector<std::uint64_t> out(kWords);
     const Op op{AluOp::bit_xor, Lane::u64};
@@ -196,7 +196,7 @@ TEST(Stream, BroadcastFromEveryRootWithASleepyReader) {
   InProcessJob job(5, "5x1x1", "heater", options);
   std::atomic<int> failures{0};
   job.run([&](torus_emu::Rank rank) {
-    CollectiveNetwork net(job.machine(), rank, job.policy());
+    CollectiveNetwork net(job.machine().job(), rank, job.policy());
     for (torus_emu::Rank root = 0; root < 5; ++root) {
       std::vector<std::uint64_t> buf(32 * 20 + 3);  // 21 packets through a 4-deep ring
       if (rank == root) buf = input_of(root, buf.size(), 9);
@@ -228,7 +228,7 @@ TEST(Stream, FloatingPointSumIsBitIdenticalEverywhereAndCorrectlyRounded) {
   }
   std::vector<std::vector<double>> results(6);
   job.run([&](torus_emu::Rank rank) {
-    CollectiveNetwork net(job.machine(), rank, job.policy());
+    CollectiveNetwork net(job.machine().job(), rank, job.policy());
     auto v = input(rank);
     if (rank % 2) std::this_thread::sleep_for(std::chrono::milliseconds(rank));
     ASSERT_EQ(net.allreduce_sum(v, v), Status::ok);  // in place
@@ -247,7 +247,7 @@ TEST(Stream, FloatingPointScheduleWorksWithTheSmallestRing) {
   InProcessJob job(3, "3x1x1", "heater", options);
   std::vector<std::vector<double>> results(3);
   job.run([&](torus_emu::Rank rank) {
-    CollectiveNetwork net(job.machine(), rank, job.policy());
+    CollectiveNetwork net(job.machine().job(), rank, job.policy());
     std::vector<double> v(300);
     for (std::size_t i = 0; i < v.size(); ++i)
       v[i] = static_cast<double>(i) * (rank + 1) + 0.25;
@@ -264,7 +264,7 @@ TEST(Stream, FloatingPointScheduleWorksWithTheSmallestRing) {
 TEST(Stream, FloatingPointSpecialValuesComeBackWithAStatus) {
   InProcessJob job(3, "3x1x1");
   job.run([&](torus_emu::Rank rank) {
-    CollectiveNetwork net(job.machine(), rank, job.policy());
+    CollectiveNetwork net(job.machine().job(), rank, job.policy());
     std::vector<double> v{1.0, 2.0, 3.0};
     if (rank == 1) v[1] = std::numeric_limits<double>::infinity();
     std::vector<double> out(3);
@@ -288,7 +288,7 @@ TEST(GlobalInterruptTest, BarrierHoldsEveryoneUntilAllArrive) {
   std::vector<std::atomic<int>> arrived(kRounds);
   std::atomic<int> failures{0};
   job.run([&](torus_emu::Rank rank) {
-    GlobalInterrupt gi(job.machine(), rank, job.policy());
+    GlobalInterrupt gi(job.machine().job(), rank, job.policy());
     std::mt19937 rng(rank);
     for (int k = 0; k < kRounds; ++k) {
       if (rng() % 16 == 0) std::this_thread::sleep_for(50us);
@@ -302,7 +302,7 @@ TEST(GlobalInterruptTest, BarrierHoldsEveryoneUntilAllArrive) {
 
 TEST(GlobalInterruptTest, SplitPhaseBarrier) {
   InProcessJob job(2, "2x1x1");
-  GlobalInterrupt a(job.machine(), 0, job.policy()), b(job.machine(), 1, job.policy());
+  GlobalInterrupt a(job.machine().job(), 0, job.policy()), b(job.machine().job(), 1, job.policy());
   const auto ta = a.arrive();
   EXPECT_FALSE(a.test(ta));
   const auto tb = b.arrive();
@@ -318,7 +318,7 @@ TEST(GlobalInterruptTest, WiresReadOrAndAnd) {
   InProcessJob job(3, "3x1x1");
   std::vector<std::unique_ptr<GlobalInterrupt>> gi;
   for (torus_emu::Rank r = 0; r < 3; ++r)
-    gi.push_back(std::make_unique<GlobalInterrupt>(job.machine(), r, job.policy()));
+    gi.push_back(std::make_unique<GlobalInterrupt>(job.machine().job(), r, job.policy()));
   EXPECT_FALSE(gi[0]->wire_any(1));
   gi[1]->set_wire(1, true);
   gi[1]->set_wire(1, true);  // idempotent
@@ -352,7 +352,7 @@ TEST(GlobalInterruptTest, AWaitingTaskAnswersPacketsAsTheyArrive) {
   std::atomic<int> late{0};
   job.run([&](torus_emu::Rank rank) {
     packet_layer::Endpoint ep(job.machine(), rank, 0, job.policy());
-    GlobalInterrupt gi(job.machine(), rank, sleepy);
+    GlobalInterrupt gi(job.machine().job(), rank, sleepy);
     const std::array<std::byte, 8> payload{};
     const packet_layer::PacketSpec to_peer{ep.destination_of(1 - rank)};
     if (rank == 0) {
@@ -401,7 +401,7 @@ TEST(GlobalInterruptTest, AWaitWithNothingUnannouncedSleepsThrough) {
     std::uint64_t sleeps = 0;
     job.run([&](torus_emu::Rank rank) {
       packet_layer::Endpoint ep(job.machine(), rank, 0, job.policy());
-      GlobalInterrupt gi(job.machine(), rank, sleepy);
+      GlobalInterrupt gi(job.machine().job(), rank, sleepy);
       if (rank == 1) {
         std::this_thread::sleep_for(300ms);
         gi.barrier();
@@ -428,7 +428,7 @@ TEST(PointToPoint, TasksTalkToTheRootAndBack) {
   constexpr std::uint32_t kPerTask = 50;
   std::atomic<int> failures{0};
   job.run([&](torus_emu::Rank rank) {
-    TreeEndpoint ep(job.machine(), rank, job.policy());
+    TreeEndpoint ep(job.machine().job(), rank, job.policy());
     const torus_emu::Rank root = ep.root_rank();
     if (rank == root) {
       std::vector<std::uint32_t> next(6, 0);
@@ -469,7 +469,7 @@ TEST(Region, JobsWithoutTheRegionGetAClearError) {
   const auto machine = packet_layer::Machine::format(
       {aligned, packet_layer::Machine::segment_bytes(config)}, config);
   try {
-    TreeEndpoint ep(machine, 0, job_runtime::WaitPolicy{});
+    TreeEndpoint ep(machine.job(), 0, job_runtime::WaitPolicy{});
     ADD_FAILURE();
   } catch (const ConfigError& e) {
     EXPECT_THAT(e.what(), ::testing::HasSubstr("no collective network region"));

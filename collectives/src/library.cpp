@@ -18,7 +18,8 @@ namespace {
 std::unique_ptr<collective_net_emu::CollectiveNetwork> network_of(message_layer::Session& s) {
   try {
     return std::make_unique<collective_net_emu::CollectiveNetwork>(
-        s.runtime(), collective_net_emu::RouteClass::combine1);
+        s.runtime().machine().job(), s.runtime().rank(), s.runtime().wait_policy(),
+        collective_net_emu::RouteClass::combine1);
   } catch (const std::exception& e) {
     spdlog::debug("collectives: no collective network ({}); torus algorithms only", e.what());
     return nullptr;

@@ -322,7 +322,8 @@ int run(int argc, char** argv) {
   std::unique_ptr<collective_net_emu::CollectiveNetwork> net;
   if (mode == "world")
     net = std::make_unique<collective_net_emu::CollectiveNetwork>(
-        session->runtime(), collective_net_emu::RouteClass::combine1);
+        session->runtime().machine().job(), session->runtime().rank(),
+        session->runtime().wait_policy(), collective_net_emu::RouteClass::combine1);
   Executor executor(session->layer(), net.get());
 
   Topology topo;

@@ -35,7 +35,7 @@ void MessageLayer::Engine::co_malformed(const packet_layer::PacketHeader& h, con
 
 void MessageLayer::Engine::start_coprocessor() {
   const auto& machine = ep_.machine();
-  co_policy_ = job_runtime::WaitPolicy::for_job(size_ + 1, machine.vt_params() != nullptr);
+  co_policy_ = job_runtime::WaitPolicy::for_job(size_ + 1, machine.job().vt_params() != nullptr);
   co_table_ = std::make_unique<CoReceive[]>(config_.max_receives);
   co_active_.reserve(config_.max_receives);
   auto& bell = machine.doorbell(ep_.node(), 1);

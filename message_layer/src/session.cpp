@@ -57,7 +57,7 @@ Session::Session(packet_layer::Runtime runtime, std::unique_ptr<Bootstrap> boots
 // that mixed up environments would otherwise exchange packets with strangers.
 void Session::check_agreement() {
   const std::uint64_t mine =
-      runtime_.machine().job_id() ^ static_cast<std::uint64_t>(runtime_.size());
+      runtime_.machine().job().job_id() ^ static_cast<std::uint64_t>(runtime_.size());
   std::vector<std::uint64_t> all(static_cast<std::size_t>(bootstrap_->size()));
   bootstrap_->allgather(std::as_bytes(std::span(&mine, 1)), std::as_writable_bytes(std::span(all)));
   for (std::size_t r = 0; r < all.size(); ++r)
@@ -74,7 +74,7 @@ void Session::barrier() {
     return;
   }
   const packet_layer::Machine& machine = runtime_.machine();
-  job_runtime::JobBarrier& job = machine.barrier();
+  job_runtime::JobBarrier& job = machine.job().barrier();
   packet_layer::Endpoint& ep = runtime_.endpoint();
   bool last = false;
   const std::uint32_t generation =
@@ -131,15 +131,16 @@ void Session::finalize(std::chrono::milliseconds patience) {
 
 // The row of the job's communication matrix, when bglrun asked for one (--stats, --report).
 void Session::publish_traffic() const {
-  const auto row = job_runtime::traffic_row(runtime_.machine().region(job_runtime::kTrafficRegion),
-                                            size(), static_cast<int>(rank()));
+  const auto row =
+      job_runtime::traffic_row(runtime_.machine().job().region(job_runtime::kTrafficRegion), size(),
+                               static_cast<int>(rank()));
   const auto mine = layer_->traffic();
   if (!row.empty() && mine.size() == row.size()) std::copy(mine.begin(), mine.end(), row.begin());
 }
 
 Session::~Session() {
   const std::string json = layer_->statistics().to_json();
-  auto& report = runtime_.machine().task(rank()).report;
+  auto& report = runtime_.machine().job().task(rank()).report;
   if (json.size() < report.size())
     std::memcpy(report.data(), json.c_str(), json.size() + 1);
   else

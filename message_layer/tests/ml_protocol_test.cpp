@@ -344,7 +344,7 @@ TEST(MlStatisticsJson, JsonCarriesEveryCounterUnderItsName) {
   // Fits the launcher's per-task report slot even with large counters.
   for (auto& p : s.protocol)
     p.bytes_received = ~0ULL;
-  EXPECT_LT(s.to_json().size(), packet_layer::TaskSlot{}.report.size());
+  EXPECT_LT(s.to_json().size(), job_runtime::TaskSlot{}.report.size());
 }
 
 TEST(MlStatisticsJson, FreshLayerReportsZeros) {

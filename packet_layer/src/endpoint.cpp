@@ -58,22 +58,22 @@ Endpoint::Endpoint(const Machine& machine, torus_emu::Rank rank, int group,
   const auto& shape = machine.shape();
   const auto& placement = machine.placement();
   const bool ofi = placement.transport == job_runtime::Transport::ofi;
-  if (ofi) ofi_.emplace(machine.outbound(rank), machine.agent_bell());
+  if (ofi) ofi_.emplace(machine.outbound(rank), machine.job().agent_bell());
   peers_.resize(static_cast<std::size_t>(shape.node_count()));
   deterministic_traffic_.resize(peers_.size());
   for (torus_emu::NodeId n = 0; n < peers_.size(); ++n) {
     const auto c = shape.coord(n);
     const auto last = torus_emu::deterministic_route(shape, node_, n).last();
-    const NodeSlot slot = machine.node_slot(n);
+    const job_runtime::NodeSlot slot = machine.node_slot(n);
     peers_[n] = Peer{{static_cast<std::uint8_t>(c.x), static_cast<std::uint8_t>(c.y),
                       static_cast<std::uint8_t>(c.z)},
                      static_cast<std::uint8_t>(last ? torus_emu::index_of(*last) : kLocalFifo),
                      // With BGL_TRANSPORT=ofi on one host every other node goes through the agent
                      // (a loopback test of the libfabric path); the node itself never does.
                      ofi && n != node_ && (!placement.local(n) || placement.host_count() == 1),
-                     static_cast<std::uint8_t>(slot == kNoNodeSlot ? 0 : kFifoGroups),
+                     static_cast<std::uint8_t>(slot == job_runtime::kNoNodeSlot ? 0 : kFifoGroups),
                      slot};
-    if (!peers_[n].remote && slot != kNoNodeSlot)
+    if (!peers_[n].remote && slot != job_runtime::kNoNodeSlot)
       for (int g = 0; g < kFifoGroups; ++g)
         peers_[n].lanes[static_cast<std::size_t>(g)] = {
             machine.fifo_in_slot(slot, g, peers_[n].deterministic_fifo),
@@ -85,7 +85,8 @@ Endpoint::Endpoint(const Machine& machine, torus_emu::Rank rank, int group,
   std::memcpy(&here_, here.data(), sizeof here_);
   source_ = {static_cast<std::uint8_t>(rank_), static_cast<std::uint8_t>(rank_ >> 8),
              static_cast<std::uint8_t>(rank_ >> 16)};
-  machine.task(rank).pid = static_cast<std::int32_t>(getpid());  // peers validate VN copies by it
+  machine.job().task(rank).pid =
+      static_cast<std::int32_t>(getpid());  // peers validate VN copies by it
   if (machine.config().mode == job_runtime::NodeMode::virtual_node) {
     virtual_out_ = &machine.virtual_fifo(node_, group);
     virtual_in_ = &machine.virtual_fifo(node_, 1 - group);
@@ -97,7 +98,7 @@ Endpoint::Endpoint(const Machine& machine, torus_emu::Rank rank, int group,
     for (auto& pending : q.ring)
       pending.slot = slot++;
   }
-  if (const auto* params = machine.vt_params()) {
+  if (const auto* params = machine.job().vt_params()) {
     timing_ = virtual_time::TorusTiming(*params, machine.shape(), machine.calendars(),
                                         machine.link_index());
     line_arrivals_.resize(slot);
@@ -587,7 +588,7 @@ void Endpoint::wait() {
 void Endpoint::publish_statistics() {
   if (published_) return;
   published_ = true;
-  TaskSlot& slot = machine_->task(rank_);
+  job_runtime::TaskSlot& slot = machine_->job().task(rank_);
   slot.pid = static_cast<std::int32_t>(getpid());
   counters_.vt_clock = clock_.now();
   counters_.vt_software = clock_.software();

@@ -44,14 +44,15 @@ Runtime Runtime::from_environment(std::optional<torus_emu::Rank> host_rank) {
             rt.machine_->placement().node_host[rt.machine_->mapping().location(rt.rank_).node]) +
         ", but this segment belongs to host " + std::to_string(rt.machine_->placement().this_host));
   rt.policy_ = std::make_unique<job_runtime::WaitPolicy>(
-      job_runtime::WaitPolicy::for_job(size, rt.machine_->vt_params() != nullptr));
+      job_runtime::WaitPolicy::for_job(size, rt.machine_->job().vt_params() != nullptr));
   const int group = rt.machine_->mapping().location(rt.rank_).t;
   rt.endpoint_ = std::make_unique<Endpoint>(*rt.machine_, rt.rank_, group, *rt.policy_);
-  const auto* params = rt.machine_->vt_params();
+  const auto* params = rt.machine_->job().vt_params();
   rt.trace_ = job_runtime::Trace::from_environment(rt.rank_, rt.endpoint_->clock(),
                                                    params ? params->cpu_hz : 0);
   rt.endpoint_->set_trace(rt.trace_.get());
-  job_runtime::wait_record::attach(&rt.machine_->task(rt.rank_).wait, rt.segment_.bytes().data());
+  job_runtime::wait_record::attach(&rt.machine_->job().task(rt.rank_).wait,
+                                   rt.segment_.bytes().data());
   rt.call_sites_ =
       job_runtime::CallSites::from_environment(rt.rank_, params ? &rt.endpoint_->clock() : nullptr);
   rt.endpoint_->set_call_sites(rt.call_sites_.get());
@@ -69,13 +70,14 @@ Runtime::~Runtime() {
 }
 
 void Runtime::allgather(std::span<const std::byte> mine, std::span<std::byte> all) {
-  if (mine.size() > kExchangeBytes || all.size() != mine.size() * static_cast<std::size_t>(size()))
+  if (mine.size() > job_runtime::kExchangeBytes ||
+      all.size() != mine.size() * static_cast<std::size_t>(size()))
     throw std::invalid_argument(
         "allgather: at most 256 bytes each, and size() times that in total");
-  std::copy(mine.begin(), mine.end(), machine_->task(rank_).exchange.begin());
+  std::copy(mine.begin(), mine.end(), machine_->job().task(rank_).exchange.begin());
   exchange_barrier();
   for (int r = 0; r < size(); ++r) {
-    const auto& slot = machine_->task(static_cast<torus_emu::Rank>(r)).exchange;
+    const auto& slot = machine_->job().task(static_cast<torus_emu::Rank>(r)).exchange;
     std::copy_n(slot.begin(), mine.size(),
                 all.begin() + static_cast<std::ptrdiff_t>(r * mine.size()));
   }
@@ -83,7 +85,7 @@ void Runtime::allgather(std::span<const std::byte> mine, std::span<std::byte> al
 }
 
 void Runtime::exchange_barrier() {
-  machine_->barrier().arrive_and_wait(machine_->barrier_participants(), *policy_);
+  machine_->job().barrier().arrive_and_wait(machine_->job().barrier_participants(), *policy_);
 }
 
 void Runtime::barrier() {
@@ -91,9 +93,9 @@ void Runtime::barrier() {
   // A global-interrupt barrier in virtual time: everybody leaves when the last has arrived, plus
   // the interrupt network's latency.
   auto& clock = endpoint_->clock();
-  auto& job = machine_->barrier();
+  auto& job = machine_->job().barrier();
   const auto generation =
-      job.arrive_and_wait(machine_->barrier_participants(), *policy_, clock.now());
+      job.arrive_and_wait(machine_->job().barrier_participants(), *policy_, clock.now());
   clock.arrive(
       virtual_time::barrier_release(*endpoint_->vt_params(), job.latest_clock_of(generation)));
 }

@@ -196,13 +196,13 @@ TEST(Machine, ViewsShareFifosBarrierLinksAndTaskSlots) {
   EXPECT_EQ(view.fifo(1, 1, 3).control().tail.load(), 0u) << "groups are distinct";
   EXPECT_EQ(view.fifo(1, 0, 3).capacity(), 4u);
 
-  EXPECT_EQ(&view.barrier().arrived, &job.machine.barrier().arrived);
+  EXPECT_EQ(&view.job().barrier().arrived, &job.machine.job().barrier().arrived);
   EXPECT_EQ(&view.doorbell(5, 1), &job.machine.doorbell(5, 1));
   EXPECT_NE(&view.doorbell(5, 0), &view.doorbell(5, 1));
   EXPECT_EQ(view.links().size(), 8u * 6u);
   EXPECT_EQ(view.links().data(), job.machine.links().data());
-  EXPECT_EQ(&view.task(7), &job.machine.task(7));
-  EXPECT_EQ(view.task(7).published.load(), 0u);
+  EXPECT_EQ(&view.job().task(7), &job.machine.job().task(7));
+  EXPECT_EQ(view.job().task(7).published.load(), 0u);
 }
 
 TEST(Machine, ReservesNamedRegionsForUpperLayers) {
@@ -214,8 +214,8 @@ TEST(Machine, ReservesNamedRegionsForUpperLayers) {
   EXPECT_EQ(Machine::segment_bytes(c) % 4096, 0u);
   SharedMemory memory(Machine::segment_bytes(c));
   const Machine m = Machine::format(memory.span(), c);
-  const auto a = m.region("collective");
-  const auto b = m.region("x");
+  const auto a = m.job().region("collective");
+  const auto b = m.job().region("x");
   ASSERT_EQ(a.size(), 1000u);
   ASSERT_EQ(b.size(), 5000u);
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(a.data()) % 64, 0u);
@@ -224,22 +224,26 @@ TEST(Machine, ReservesNamedRegionsForUpperLayers) {
   EXPECT_LE(b.data() + b.size(), memory.span().data() + memory.span().size());
   EXPECT_TRUE(a.data() + a.size() <= b.data() || b.data() + b.size() <= a.data()) << "disjoint";
   EXPECT_TRUE(std::all_of(a.begin(), a.end(), [](std::byte v) { return v == std::byte{0}; }));
-  EXPECT_TRUE(m.region("other").empty());
-  EXPECT_TRUE(m.region("").empty());
+  EXPECT_TRUE(m.job().region("other").empty());
+  EXPECT_TRUE(m.job().region("").empty());
 
   // Regions do not overlap the packet layer's own structures: fill them and check a FIFO works.
   std::fill(a.begin(), a.end(), std::byte{0xff});
   std::fill(b.begin(), b.end(), std::byte{0xff});
   const Machine view = Machine::attach(memory.span());
-  EXPECT_EQ(view.region("collective").data(), a.data());
-  EXPECT_EQ(view.region("x").size(), 5000u);
-  ASSERT_EQ(view.config().regions.size(), 2u);
+  EXPECT_EQ(view.job().region("collective").data(), a.data());
+  EXPECT_EQ(view.job().region("x").size(), 5000u);
+  // The packet layer's own two regions come after the job's.
+  ASSERT_EQ(view.config().regions.size(), 4u);
   EXPECT_EQ(view.config().regions[0].name, "collective");
   EXPECT_EQ(view.config().regions[1].bytes, 5000u);
+  EXPECT_EQ(view.config().regions[2].name, kNodesRegion);
+  EXPECT_TRUE(view.config().regions[2].per_node);
+  EXPECT_EQ(view.config().regions[3].name, kTorusRegion);
   for (const auto& link : view.links())
     EXPECT_EQ(link.packets.load(), 0u);
   for (torus_emu::Rank r = 0; r < 8; ++r)
-    EXPECT_EQ(view.task(r).published.load(), 0u);
+    EXPECT_EQ(view.job().task(r).published.load(), 0u);
   ReceptionFifo f = view.fifo(7, 1, kHighPriorityFifo);
   f.attach_consumer();
   EXPECT_EQ(f.front(), nullptr);
@@ -254,7 +258,7 @@ TEST(Machine, RejectsBadRegionRequests) {
   no_name.regions.push_back({"", 64});
   EXPECT_THAT(config_error([&] { Machine::segment_bytes(no_name); }), HasSubstr("1..15"));
   job_runtime::JobConfig too_many = c;
-  for (const char* name : {"r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8"})
+  for (const char* name : {"r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10"})
     too_many.regions.push_back({name, 64});
   EXPECT_THAT(config_error([&] { Machine::segment_bytes(too_many); }), HasSubstr("too many"));
 }
@@ -285,8 +289,8 @@ TEST(Machine, AttachRejectsAnotherVersion) {
   Job job(job_options(8, "2x2x2"));
   std::uint32_t version = 0;
   std::memcpy(&version, job.memory.span().data() + 8, sizeof version);  // after the magic
-  ASSERT_EQ(version, 9u);
-  version = 8;
+  ASSERT_EQ(version, 10u);
+  version = 9;
   std::memcpy(job.memory.span().data() + 8, &version, sizeof version);
   EXPECT_THAT(config_error([&] { Machine::attach(job.memory.span()); }),
               HasSubstr("another bglemu version"));
@@ -1159,23 +1163,23 @@ TEST_F(EndpointTest, PublishStatisticsWritesCountersAndLinkTotalsOnce) {
   while (auto f = a.poll())
     a.discard(*f);
 
-  EXPECT_EQ(job.machine.task(0).published.load(), 0u);
+  EXPECT_EQ(job.machine.job().task(0).published.load(), 0u);
   a.publish_statistics();
   b.publish_statistics();
   a.publish_statistics();  // idempotent
 
-  const TaskSlot& sa = job.machine.task(0);
+  const job_runtime::TaskSlot& sa = job.machine.job().task(0);
   EXPECT_EQ(sa.published.load(), 1u);
   EXPECT_EQ(sa.pid, ::getpid());
   EXPECT_EQ(sa.counters.packets_injected, 3u);
   EXPECT_EQ(sa.counters.bytes_injected, 3u * 64u);
   EXPECT_EQ(sa.counters.packets_received, 1u);
   EXPECT_EQ(sa.counters.payload_bytes_received, 1u);
-  const TaskSlot& sb = job.machine.task(7);
+  const job_runtime::TaskSlot& sb = job.machine.job().task(7);
   EXPECT_EQ(sb.published.load(), 1u);
   EXPECT_EQ(sb.counters.packets_received, 3u);
   EXPECT_EQ(sb.counters.payload_bytes_received, 120u);
-  EXPECT_EQ(job.machine.task(3).published.load(), 0u);
+  EXPECT_EQ(job.machine.job().task(3).published.load(), 0u);
 
   std::uint64_t packets = 0, bytes_total = 0;
   const auto links = job.machine.links();
@@ -1200,7 +1204,7 @@ TEST(JobBarrier, SynchronisesThreadsForManyGenerations) {
   Job job(job_options(4, "2x2x1"));
   constexpr int kThreads = 4;
   constexpr int kGenerations = kUnderTsan ? 200 : 1000;
-  job_runtime::JobBarrier& barrier = job.machine.barrier();
+  job_runtime::JobBarrier& barrier = job.machine.job().barrier();
   std::atomic<int> counter{0};
   std::atomic<int> inconsistencies{0};
   std::vector<std::thread> threads;
@@ -1230,7 +1234,7 @@ TEST(JobBarrier, SleepingWaitersAreWokenByTheLastArrival) {
   sleepy.spin_rounds = 0;
   sleepy.yield_rounds = 0;
   sleepy.max_sleep = 20s;  // only a wake-up can end the sleep in time
-  job_runtime::JobBarrier& barrier = job.machine.barrier();
+  job_runtime::JobBarrier& barrier = job.machine.job().barrier();
   const auto start = std::chrono::steady_clock::now();
   std::thread late([&] {
     std::this_thread::sleep_for(50ms);
@@ -1463,9 +1467,9 @@ TEST(FenceMode, RecordedInTheSegmentAndReadByEveryProcess) {
     ScopedEnv env;
     env.set("BGL_FENCES", std::string(to_string(mode)).c_str());
     Job job(job_options(8, "2x2x2"));
-    EXPECT_EQ(job.machine.fences(), mode);
+    EXPECT_EQ(job.machine.job().fences(), mode);
     env.set("BGL_FENCES", mode == job_runtime::FenceMode::symmetric ? "asymmetric" : "symmetric");
-    EXPECT_EQ(Machine::attach(job.memory.span()).fences(), mode);
+    EXPECT_EQ(Machine::attach(job.memory.span()).job().fences(), mode);
   }
 }
 
@@ -1483,7 +1487,7 @@ TEST(FenceMode, NoWakeUpIsLostInEitherMode) {
     ScopedEnv env;
     env.set("BGL_FENCES", std::string(to_string(mode)).c_str());
     Job job(job_options(2, "2x1x1"), sleepy);
-    ASSERT_EQ(job.machine.fences(), mode);
+    ASSERT_EQ(job.machine.job().fences(), mode);
     Endpoint& zero = job.ep(0);
     Endpoint& one = job.ep(1);
     const auto start = std::chrono::steady_clock::now();

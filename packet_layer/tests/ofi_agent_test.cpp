@@ -330,9 +330,9 @@ TEST(OfiAgent, ValidatesInboundRemoteStoresAndAppliesOnlyValidOnes) {
   const auto config = two_host_config(0);
   TestSegment seg(config);
   const auto machine = Machine::format(seg.span, config);
-  const int replica = machine.region_index("replica");
+  const int replica = machine.job().region_index("replica");
   ASSERT_EQ(replica, 1);
-  const auto region = machine.region(replica);
+  const auto region = machine.job().region(replica);
   ASSERT_EQ(region.size(), 8192u);
 
   AgentAndRawHost1 job(machine, config.placement);
@@ -375,7 +375,7 @@ TEST(OfiAgent, ValidatesInboundRemoteStoresAndAppliesOnlyValidOnes) {
       ASSERT_EQ(region[i], std::byte{0}) << "byte " << i << " written";
     }
   }
-  for (auto b : machine.region(0))
+  for (auto b : machine.job().region(0))
     ASSERT_EQ(b, std::byte{0});
   EXPECT_FALSE(agent.fault().has_value());
   Message bye(wire::Kind::bye, 2);
@@ -402,8 +402,8 @@ TEST(OfiAgent, RemoteStoresTravelBetweenTwoAgentsInOrderUnderCredits) {
   a0.start(addresses);
   a1.start(addresses);
 
-  const int replica = m0.region_index("replica");
-  const auto target = m1.region(replica);
+  const int replica = m0.job().region_index("replica");
+  const auto target = m1.job().region(replica);
   // Bursts of 8 stores into slots 0..7, each followed by the word at 4096 raised to its number;
   // the next burst starts when the receiver has checked this one (`checked`). Within a burst the
   // 2 credits run out, so the sender's agent must wait for credits coming back.
@@ -425,7 +425,7 @@ TEST(OfiAgent, RemoteStoresTravelBetweenTwoAgentsInOrderUnderCredits) {
             4096,
             static_cast<std::uint64_t>(i),
             4160};
-        m0.remote_store(0, r, bytes, policy);
+        m0.job().remote_store(0, r, bytes, policy);
       }
     }
   });
@@ -447,11 +447,11 @@ TEST(OfiAgent, RemoteStoresTravelBetweenTwoAgentsInOrderUnderCredits) {
   sender.join();
   EXPECT_EQ(word_at(target, 4096), static_cast<std::uint64_t>(kBursts * 8));
   // A store with a bad region is refused before it leaves the task.
-  EXPECT_THROW(m0.try_remote_store(0, job_runtime::StoreRequest{1, 7, 0, 0, 1}, {}),
+  EXPECT_THROW(m0.job().try_remote_store(0, job_runtime::StoreRequest{1, 7, 0, 0, 1}, {}),
                std::invalid_argument);
   EXPECT_THROW(
-      m0.try_remote_store(0, job_runtime::StoreRequest{1, 1, 8000, job_runtime::kNoOffset, 0},
-                          std::span<const std::byte>(target.data(), 300)),
+      m0.job().try_remote_store(0, job_runtime::StoreRequest{1, 1, 8000, job_runtime::kNoOffset, 0},
+                                std::span<const std::byte>(target.data(), 300)),
       std::invalid_argument);
   std::thread finish1([&] { a1.finish(0); });
   a0.finish(0);

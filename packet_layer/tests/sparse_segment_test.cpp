@@ -99,13 +99,13 @@ TEST(SparseSegment, SizeFollowsTheTasksNotTheShape) {
 TEST(SparseSegment, OnlyNodesWithTasksHaveFifos) {
   const MapFile map({{0, 0, 0}, {5, 9, 3}});
   Job job(sparse("16x16x16", map, 2));
-  const auto occupied = job.machine.occupied_nodes();
+  const auto occupied = job.machine.job().occupied_nodes();
   ASSERT_EQ(occupied.size(), 2u);
   const auto far = job.machine.shape().node_id({5, 9, 3});
   EXPECT_EQ(occupied[0], 0u);
   EXPECT_EQ(occupied[1], far);
   EXPECT_EQ(job.machine.node_slot(far), 1u);
-  EXPECT_EQ(job.machine.node_slot(1), kNoNodeSlot);
+  EXPECT_EQ(job.machine.node_slot(1), job_runtime::kNoNodeSlot);
   EXPECT_THROW(job.machine.fifo(1, 0, 0), std::invalid_argument);
   EXPECT_NE(&job.machine.doorbell(0, 0), &job.machine.doorbell(far, 0));
   // The two nodes' FIFOs are distinct storage.

@@ -115,7 +115,7 @@ TEST(PacketVirtualTime, OffMeansNoClockAndNoBlock) {
   job_runtime::JobOptions o = timed_options(8, "8x1x1");
   o.virtual_time = false;
   TimedJob job(o);
-  EXPECT_EQ(job.machine.vt_params(), nullptr);
+  EXPECT_EQ(job.machine.job().vt_params(), nullptr);
   EXPECT_TRUE(job.machine.calendars().empty());
   EXPECT_FALSE(job.ep(0).timed());
   std::array<std::byte, 16> payload{};
@@ -127,8 +127,8 @@ TEST(PacketVirtualTime, OffMeansNoClockAndNoBlock) {
 TEST(PacketVirtualTime, TheParameterSetTravelsInTheSegment) {
   TimedJob job(timed_options(8, "2x2x2"));
   const Machine attached = Machine::attach(job.memory.span());
-  ASSERT_NE(attached.vt_params(), nullptr);
-  EXPECT_EQ(attached.vt_params()->hop_cycles, 63);
+  ASSERT_NE(attached.job().vt_params(), nullptr);
+  EXPECT_EQ(attached.job().vt_params()->hop_cycles, 63);
   EXPECT_EQ(attached.config().vt_params_source, "built-in defaults");
   EXPECT_EQ(attached.calendars().size(), 8u * 6u);
 }

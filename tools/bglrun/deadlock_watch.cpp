@@ -56,7 +56,8 @@ bool DeadlockWatch::all_asleep(const std::vector<pid_t>& pids) const {
   for (std::size_t r = 0; r < pids.size(); ++r) {
     if (pids[r] <= 0) continue;
     any = true;
-    if (machine_.task(static_cast<torus_emu::Rank>(r))
+    if (machine_.job()
+            .task(static_cast<torus_emu::Rank>(r))
             .wait.asleep.load(std::memory_order_acquire) == 0)
       return false;
   }
@@ -75,7 +76,7 @@ std::optional<std::string> DeadlockWatch::check(Clock::time_point now,
     std::vector<Seen> seen(pids.size());
     for (std::size_t r = 0; r < pids.size(); ++r) {
       if (pids[r] <= 0) continue;
-      const auto& w = machine_.task(static_cast<torus_emu::Rank>(r)).wait;
+      const auto& w = machine_.job().task(static_cast<torus_emu::Rank>(r)).wait;
       seen[r] = {w.sleeps.load(std::memory_order_acquire), w.wakes.load(std::memory_order_acquire),
                  cpu_ticks(pids[r])};
     }
@@ -89,7 +90,8 @@ std::optional<std::string> DeadlockWatch::check(Clock::time_point now,
   if (now - *since_ < window_) {
     // Any work seen starts the window again (cheap: no /proc reads).
     for (std::size_t r = 0; r < pids.size(); ++r)
-      if (pids[r] > 0 && machine_.task(static_cast<torus_emu::Rank>(r))
+      if (pids[r] > 0 && machine_.job()
+                                 .task(static_cast<torus_emu::Rank>(r))
                                  .wait.wakes.load(std::memory_order_acquire) != base_[r].wakes) {
         since_.reset();
         return std::nullopt;
@@ -129,15 +131,15 @@ std::string DeadlockWatch::describe_bell(std::uint64_t offset, torus_emu::Rank r
   const auto& m = machine_.mapping();
   const auto me = m.location(rank);
   if (offset == at(&machine_.doorbell(me.node, me.t))) return "its reception doorbell";
-  if (offset == at(&machine_.barrier().bell)) return "the job barrier's doorbell";
-  for (int i = 0; i < machine_.region_count(); ++i) {
-    const auto region = machine_.region(i);
+  if (offset == at(&machine_.job().barrier().bell)) return "the job barrier's doorbell";
+  for (int i = 0; i < machine_.job().region_count(); ++i) {
+    const auto region = machine_.job().region(i);
     if (!region.empty() && offset >= at(region.data()) &&
         offset < at(region.data()) + region.size())
       return "a doorbell in the segment's region " + std::to_string(i) + " (+" +
              std::to_string(offset - at(region.data())) + ")";
   }
-  for (const auto node : machine_.occupied_nodes())
+  for (const auto node : machine_.job().occupied_nodes())
     for (int g = 0; g < 2; ++g)
       if (offset == at(&machine_.doorbell(node, g)))
         return "the doorbell of FIFO group " + std::to_string(g) + " of node " +
@@ -146,7 +148,7 @@ std::string DeadlockWatch::describe_bell(std::uint64_t offset, torus_emu::Rank r
 }
 
 std::string DeadlockWatch::describe_wait(torus_emu::Rank rank) const {
-  const auto& w = machine_.task(rank).wait;
+  const auto& w = machine_.job().task(rank).wait;
   const auto kind = static_cast<job_runtime::WaitKind>(w.kind.load(std::memory_order_acquire));
   const auto detail = w.detail.load(std::memory_order_acquire);
   const auto bell = describe_bell(w.bell.load(std::memory_order_acquire), rank);
@@ -157,10 +159,10 @@ std::string DeadlockWatch::describe_wait(torus_emu::Rank rank) const {
       return "room in a peer's reception FIFO for the packets in its injection FIFOs (the peer "
              "does not receive)";
     case job_runtime::WaitKind::job_barrier: {
-      const auto& b = machine_.barrier();
+      const auto& b = machine_.job().barrier();
       return "the job barrier (generation " + std::to_string(detail) + "; " +
              std::to_string(b.arrived.load(std::memory_order_acquire)) + " of " +
-             std::to_string(machine_.barrier_participants()) + " arrived)";
+             std::to_string(machine_.job().barrier_participants()) + " arrived)";
     }
     case job_runtime::WaitKind::global_interrupt:
       return "the global-interrupt barrier (its barrier number " + std::to_string(detail) + ")";

@@ -123,7 +123,7 @@ void JobRunner::stop(int signal, const std::string& why, bool task_failed) {
 void JobRunner::check_left_early() {
   if (stopping_ || left_early_.empty()) return;
   const auto unfinished = [&](std::size_t r) {
-    const auto& slot = machine_.task(static_cast<torus_emu::Rank>(r));
+    const auto& slot = machine_.job().task(static_cast<torus_emu::Rank>(r));
     return slot.pid != 0 && slot.published.load(std::memory_order_acquire) == 0;
   };
   const int rank = left_early_.front();
@@ -149,9 +149,9 @@ void JobRunner::on_exit(pid_t pid, int status) {
   if (rank < 0) return;  // not ours (cannot happen: we have no other children)
   tasks_[static_cast<std::size_t>(rank)].running = false;
   const bool failed = !WIFEXITED(status) || WEXITSTATUS(status) != 0;
-  if (!failed &&
-      machine_.task(static_cast<torus_emu::Rank>(rank)).published.load(std::memory_order_acquire) ==
-          0)
+  if (!failed && machine_.job()
+                         .task(static_cast<torus_emu::Rank>(rank))
+                         .published.load(std::memory_order_acquire) == 0)
     left_early_.push_back(rank);
   if (!failed || stopping_) return;
   if (WIFEXITED(status)) {

@@ -302,7 +302,7 @@ int launch(int argc, char** argv) {
       job_runtime::Segment::create(packet_layer::Machine::segment_bytes(config), extents);
   bglrun::Watchdog watchdog(segment.name());
   const auto machine = packet_layer::Machine::format(segment.bytes(), config);
-  collective_net_emu::format(machine);
+  collective_net_emu::format(machine.job());
   spdlog::info("{}; segment {} ({} MiB virtual)", config.summary(), segment.name(),
                segment.bytes().size() >> 20);
   const auto& placement = config.placement;
@@ -354,7 +354,7 @@ int launch(int argc, char** argv) {
   settings.on_process_group = [&watchdog](pid_t group) { watchdog.watch_group(group); };
   // Idle while the job runs, the launcher watches the segment's control structures: a stray
   // write into them stops the job with their name instead of hanging it.
-  packet_layer::SegmentMonitor monitor(machine, collective_net_emu::constant_parts(machine));
+  packet_layer::SegmentMonitor monitor(machine, collective_net_emu::constant_parts(machine.job()));
   std::unique_ptr<bglrun::PmiServer> pmi_server;
   if (mpi_across_hosts) {
     std::vector<int> local;
@@ -406,12 +406,12 @@ int launch(int argc, char** argv) {
 
   spdlog::info("{}", bglrun::statistics_summary(machine));
   const std::chrono::duration<double> host = std::chrono::steady_clock::now() - started;
-  if (machine.vt_params())
+  if (machine.job().vt_params())
     std::fputs(bglrun::virtual_time_summary(machine, host.count()).c_str(), stderr);
   std::optional<nlohmann::json> sites;
   if (call_sites)
-    sites =
-        call_sites->merge(config.ntasks(), machine.vt_params() ? machine.vt_params()->cpu_hz : 0);
+    sites = call_sites->merge(config.ntasks(),
+                              machine.job().vt_params() ? machine.job().vt_params()->cpu_hz : 0);
   if (stats || report) {
     const auto text = bglrun::statistics_json(machine, host.count(), sites ? &*sites : nullptr);
     if (stats && !stats->commit(text) && status == 0) status = 1;

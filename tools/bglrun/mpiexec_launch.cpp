@@ -222,7 +222,7 @@ class MpiexecJob {
 std::string MpiexecJob::describe(int r) const {
   const auto& m = machine_.mapping();
   const auto rank = static_cast<torus_emu::Rank>(r);
-  const pid_t pid = machine_.task(rank).pid;
+  const pid_t pid = machine_.job().task(rank).pid;
   return "rank " + std::to_string(r) + " on node " + torus_emu::to_string(m.coord(rank)) +
          " t=" + std::to_string(m.location(rank).t) +
          (pid ? " (pid " + std::to_string(pid) + ")" : "");
@@ -389,7 +389,7 @@ bool MpiexecJob::watch_ranks() {
   bool unknown = false;
   for (std::size_t r = 0; r < pidfds_.size(); ++r) {
     if (pidfds_[r] != -1) continue;
-    const pid_t pid = machine_.task(static_cast<torus_emu::Rank>(r)).pid;
+    const pid_t pid = machine_.job().task(static_cast<torus_emu::Rank>(r)).pid;
     if (pid <= 0) {
       unknown = unknown || machine_.local(static_cast<torus_emu::Rank>(r));
       continue;
@@ -464,7 +464,7 @@ void MpiexecJob::take_ended_ranks() {
 }
 
 void MpiexecJob::rank_ended(int rank, bool watched) {
-  const auto& slot = machine_.task(static_cast<torus_emu::Rank>(rank));
+  const auto& slot = machine_.job().task(static_cast<torus_emu::Rank>(rank));
   if (slot.published.load(std::memory_order_acquire) != 0) return;  // finished MPI normally
   if (first_failed_ >= 0) return;
   first_failed_ = rank;
@@ -664,7 +664,7 @@ int MpiexecJob::run() {
     // seen waiting.
     if (deadlock && !stopping_ && !unknown) {
       for (std::size_t r = 0; r < pidfds_.size(); ++r)
-        running[r] = pidfds_[r] >= 0 ? machine_.task(static_cast<torus_emu::Rank>(r)).pid : 0;
+        running[r] = pidfds_[r] >= 0 ? machine_.job().task(static_cast<torus_emu::Rank>(r)).pid : 0;
       if (auto headline = deadlock->check(now, running)) {
         exit_status_ = 125;
         stopped_by_launcher_ = true;

@@ -26,7 +26,7 @@ json coord(torus_emu::Coord c) {
   return json::array({c.x, c.y, c.z});
 }
 
-json counters(const packet_layer::TaskCounters& c) {
+json counters(const job_runtime::TaskCounters& c) {
   return {{"packets_injected", c.packets_injected},
           {"bytes_injected", c.bytes_injected},
           {"packets_received", c.packets_received},
@@ -47,14 +47,14 @@ struct Prediction {
 Prediction predict(const packet_layer::Machine& m) {
   Prediction p;
   for (int r = 0; r < m.config().ntasks(); ++r) {
-    const auto& slot = m.task(static_cast<torus_emu::Rank>(r));
+    const auto& slot = m.job().task(static_cast<torus_emu::Rank>(r));
     if (slot.published.load() && (p.rank < 0 || slot.counters.vt_clock > p.cycles))
       p = {slot.counters.vt_clock, r};
   }
   return p;
 }
 
-json clock(const packet_layer::TaskCounters& c, const virtual_time::Params& p) {
+json clock(const job_runtime::TaskCounters& c, const virtual_time::Params& p) {
   return {{"cycles", c.vt_clock},
           {"seconds", p.seconds(c.vt_clock)},
           {"software_cycles", c.vt_software},
@@ -123,7 +123,7 @@ json protocol_latencies(const json& tasks, const virtual_time::Params& params) {
 }
 
 json virtual_time_json(const packet_layer::Machine& m, const json& tasks) {
-  const auto& params = *m.vt_params();
+  const auto& params = *m.job().vt_params();
   const auto predicted = predict(m);
   json links = json::array();
   const auto calendars = m.calendars();
@@ -161,7 +161,7 @@ std::string_view fifo_name(int f) {
 // messages and user data bytes it sent there (sparse rows: [dest, bytes, messages]).
 json traffic_json(const packet_layer::Machine& m) {
   const int tasks = m.config().ntasks();
-  const auto region = m.region(job_runtime::kTrafficRegion);
+  const auto region = m.job().region(job_runtime::kTrafficRegion);
   if (region.empty())
     return {{"recorded", false},
             {"reason", "more than " + std::to_string(job_runtime::kTrafficMaxTasks) + " tasks"}};
@@ -194,13 +194,13 @@ std::string statistics_json(const packet_layer::Machine& m, double host_seconds,
   json tasks = json::array();
   for (int r = 0; r < c.ntasks(); ++r) {
     const auto rank = static_cast<torus_emu::Rank>(r);
-    const auto& slot = m.task(rank);
+    const auto& slot = m.job().task(rank);
     json t = {
         {"rank", r}, {"node", coord(c.mapping.coord(rank))}, {"t", c.mapping.location(rank).t}};
     t["published"] = slot.published.load() != 0;
     if (slot.published.load()) {
       t["counters"] = counters(slot.counters);
-      if (const auto* p = m.vt_params()) t["virtual_clock"] = clock(slot.counters, *p);
+      if (const auto* p = m.job().vt_params()) t["virtual_clock"] = clock(slot.counters, *p);
     }
     // Layers above the packet layer leave their own statistics as JSON text in the task's slot.
     const std::string report(slot.report.data(), strnlen(slot.report.data(), slot.report.size()));
@@ -223,7 +223,7 @@ std::string statistics_json(const packet_layer::Machine& m, double host_seconds,
          {"bytes", totals[index[i]].bytes.load()}});
   }
   json fifos = json::array();
-  for (const torus_emu::NodeId n : m.occupied_nodes()) {  // nodes without tasks have no FIFOs
+  for (const torus_emu::NodeId n : m.job().occupied_nodes()) {  // nodes without tasks have no FIFOs
     for (int g = 0; g < packet_layer::kFifoGroups; ++g) {
       for (int f = 0; f < packet_layer::kReceptionFifos; ++f) {
         const auto& ctl = m.fifo(n, g, f).control();
@@ -246,13 +246,13 @@ std::string statistics_json(const packet_layer::Machine& m, double host_seconds,
                     {"host_seconds", host_seconds}};
   json all{{"job", job}, {"tasks", tasks}, {"links", links}, {"fifos", fifos}};
   all["traffic"] = traffic_json(m);
-  if (m.vt_params()) all["virtual_time"] = virtual_time_json(m, all["tasks"]);
+  if (m.job().vt_params()) all["virtual_time"] = virtual_time_json(m, all["tasks"]);
   if (collective_sites) all["collective_sites"] = *collective_sites;
   return all.dump(1) + "\n";
 }
 
 std::string virtual_time_summary(const packet_layer::Machine& m, double host_seconds) {
-  const auto& params = *m.vt_params();
+  const auto& params = *m.job().vt_params();
   const auto predicted = predict(m);
   char line[512];
   if (predicted.rank < 0) {
@@ -288,7 +288,7 @@ std::string statistics_summary(const packet_layer::Machine& m) {
   std::uint64_t injected = 0, received = 0, stalls = 0, traversals = 0, busiest = 0;
   std::size_t busiest_index = 0;
   for (int r = 0; r < m.config().ntasks(); ++r) {
-    const auto& c = m.task(static_cast<torus_emu::Rank>(r)).counters;
+    const auto& c = m.job().task(static_cast<torus_emu::Rank>(r)).counters;
     injected += c.packets_injected;
     received += c.packets_received;
     stalls += c.delivery_stalls;

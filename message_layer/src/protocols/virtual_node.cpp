@@ -36,7 +36,7 @@ void check_post(const Engine& e, const SendMessage& m, std::size_t) {
 // may do so: name the node's other task. Without Yama the call fails harmlessly (EINVAL) and
 // ordinary same-user permission applies.
 void allow_sibling_reads(Engine& e, Rank sibling) {
-  const std::int32_t pid = e.ep_.machine().task(sibling).pid;
+  const std::int32_t pid = e.ep_.machine().job().task(sibling).pid;
   if (pid <= 0) return;  // not attached yet: try again with the next message
   e.vn_reader_allowed_ = true;
   if (::prctl(PR_SET_PTRACER, static_cast<unsigned long>(pid), 0, 0, 0) != 0 && errno != EINVAL)
@@ -147,7 +147,7 @@ void copy_from_cell(Engine& e, Engine::RecvState& r) {
 // call) this says so once, and every virtual-node message streams from then on.
 bool copy_from_sender(Engine& e, Engine::RecvState& r) {
   if (e.vn_copy_refused_) return false;
-  if (r.vn.pid != e.ep_.machine().task(r.source).pid) {
+  if (r.vn.pid != e.ep_.machine().job().task(r.source).pid) {
     spdlog::error(
         "rank {}: virtual-node message from rank {} names pid {}, not the task's; streaming it "
         "instead",

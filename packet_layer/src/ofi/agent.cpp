@@ -174,7 +174,7 @@ struct OfiAgent::Impl {
         hosts(p.host_count()),
         me(p.this_host),
         peers(static_cast<std::size_t>(hosts)),
-        policy(job_runtime::WaitPolicy::for_job(m.local_tasks() + 1)) {
+        policy(job_runtime::WaitPolicy::for_job(m.job().local_tasks() + 1)) {
     open();
     for (int r = 0; r < m.mapping().size(); ++r)
       if (m.local(static_cast<torus_emu::Rank>(r)))
@@ -252,8 +252,9 @@ struct OfiAgent::Impl {
     if ((r = fi_enable(ep))) fail("fi_enable", r);
 
     // Control messages of one barrier: the exchange entries of our tasks, to every other host.
-    const std::size_t barrier_buffers = (machine.local_tasks() / wire::kMaxExchangePerMessage + 2) *
-                                        static_cast<std::size_t>(hosts);
+    const std::size_t barrier_buffers =
+        (machine.job().local_tasks() / wire::kMaxExchangePerMessage + 2) *
+        static_cast<std::size_t>(hosts);
     const std::size_t send_buffers = std::max<std::size_t>(128, barrier_buffers + 64);
     buffers = std::vector<Buffer>(kRecvBuffers + send_buffers);
     for (std::size_t i = 0; i < buffers.size(); ++i) {
@@ -439,14 +440,14 @@ struct OfiAgent::Impl {
   bool drain_stores() {
     bool any = false;
     for (const torus_emu::Rank r : local_ranks) {
-      job_runtime::StoreRing& ring = machine.store_ring(r);
+      job_runtime::StoreRing& ring = machine.job().store_ring(r);
       bool took = false;
       while (const job_runtime::StoreRecord* rec = ring.front()) {
         const job_runtime::StoreRequest& q = rec->request;
         const std::span<const std::byte> bytes(rec->data.data(), rec->bytes);
         const int host = q.host;
         if (host == me || host >= hosts) {
-          const auto region = machine.region(static_cast<int>(q.region));
+          const auto region = machine.job().region(static_cast<int>(q.region));
           if (host == me && !job_runtime::check_store(q, bytes.size(), region.size()))
             job_runtime::apply_store(region, q, bytes);
           else
@@ -516,7 +517,7 @@ struct OfiAgent::Impl {
       }
       const job_runtime::StoreRequest q{
           static_cast<std::uint16_t>(me), rec.region, rec.offset, rec.word, rec.value, rec.bell};
-      const auto region = machine.region(static_cast<int>(rec.region));
+      const auto region = machine.job().region(static_cast<int>(rec.region));
       const std::span<const std::byte> bytes(data + at + sizeof rec, rec.bytes);
       if (const char* why = job_runtime::check_store(q, bytes.size(), region.size())) {
         reject(src, std::string("store into region ") + std::to_string(rec.region) + " at " +
@@ -563,7 +564,7 @@ struct OfiAgent::Impl {
     if (!placement.local(rec.node))
       return "target node " + std::to_string(rec.node) + " lives on host " +
              std::to_string(placement.node_host[rec.node]) + ", not here";
-    if (machine.node_slot(rec.node) == kNoNodeSlot)
+    if (machine.node_slot(rec.node) == job_runtime::kNoNodeSlot)
       return "target node " + std::to_string(rec.node) + " hosts no task";
     if (rec.group >= kFifoGroups) return "FIFO group " + std::to_string(rec.group);
     if (rec.fifo >= kReceptionFifos) return "reception FIFO " + std::to_string(rec.fifo);
@@ -734,12 +735,12 @@ struct OfiAgent::Impl {
           at += sizeof e;
           if (e.rank >= static_cast<std::uint32_t>(machine.mapping().size()) ||
               placement.node_host[machine.mapping().location(e.rank).node] != src ||
-              e.bytes > kExchangeBytes) {
+              e.bytes > job_runtime::kExchangeBytes) {
             spdlog::error("discarded a bootstrap entry from {} for rank {}", host_name(src),
                           e.rank);
             continue;
           }
-          std::memcpy(machine.task(e.rank).exchange.data(), e.data, e.bytes);
+          std::memcpy(machine.job().task(e.rank).exchange.data(), e.data, e.bytes);
         }
         break;
       }
@@ -809,7 +810,7 @@ struct OfiAgent::Impl {
   bool barrier_step() {
     if (hosts == 1) return false;
     bool any = false;
-    job_runtime::JobBarrier& b = machine.barrier();
+    job_runtime::JobBarrier& b = machine.job().barrier();
     const std::size_t needed =
         (local_ranks.size() / wire::kMaxExchangePerMessage + 2) * static_cast<std::size_t>(hosts);
     if (!arrival_sent && free_send.size() >= needed &&
@@ -824,8 +825,10 @@ struct OfiAgent::Impl {
           const std::size_t last =
               std::min(local_ranks.size(), first + wire::kMaxExchangePerMessage);
           for (std::size_t k = first; k < last; ++k) {
-            wire::Exchange e{local_ranks[k], static_cast<std::uint32_t>(kExchangeBytes), {}};
-            std::memcpy(e.data, machine.task(local_ranks[k]).exchange.data(), kExchangeBytes);
+            wire::Exchange e{
+                local_ranks[k], static_cast<std::uint32_t>(job_runtime::kExchangeBytes), {}};
+            std::memcpy(e.data, machine.job().task(local_ranks[k]).exchange.data(),
+                        job_runtime::kExchangeBytes);
             std::memcpy(buf.data.data() + buf.used, &e, sizeof e);
             buf.used += sizeof e;
           }
@@ -841,7 +844,8 @@ struct OfiAgent::Impl {
       arrivals[generation & 1] = 0;
       arrival_sent = false;
       ++generation;
-      b.arrive_and_wait(machine.barrier_participants(), policy);  // the last: releases the tasks
+      b.arrive_and_wait(machine.job().barrier_participants(),
+                        policy);  // the last: releases the tasks
       any = true;
     }
     return any;
@@ -865,13 +869,13 @@ struct OfiAgent::Impl {
 
   bool stores_pending() const {
     for (auto r : local_ranks)
-      if (machine.store_ring(r).front()) return true;
+      if (machine.job().store_ring(r).front()) return true;
     return false;
   }
 
   bool idle_ready() const {
     for (auto r : local_ranks)
-      if (machine.outbound(r).front() || machine.store_ring(r).front()) return true;
+      if (machine.outbound(r).front() || machine.job().store_ring(r).front()) return true;
     return false;
   }
 
@@ -927,10 +931,10 @@ struct OfiAgent::Impl {
         backoff.reset();
       } else if (options.sleep.count() == 0 || !backoff.sleeping()) {
         backoff.idle(
-            machine.agent_bell(), [&] { return idle_ready(); },
+            machine.job().agent_bell(), [&] { return idle_ready(); },
             options.sleep.count() ? options.sleep : std::chrono::microseconds(1));
       } else {
-        machine.agent_bell().sleep_unless([&] { return idle_ready(); }, options.sleep);
+        machine.job().agent_bell().sleep_unless([&] { return idle_ready(); }, options.sleep);
       }
     }
   }

@@ -69,7 +69,7 @@ constexpr std::size_t store_record_bytes(std::size_t bytes) {
 struct Exchange {
   std::uint32_t rank;
   std::uint32_t bytes;
-  std::byte data[kExchangeBytes];
+  std::byte data[job_runtime::kExchangeBytes];
 };
 
 inline constexpr std::size_t kMaxExchangePerMessage =

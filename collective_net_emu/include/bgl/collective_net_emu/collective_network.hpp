@@ -18,10 +18,6 @@
 #include "bgl/collective_net_emu/global_interrupt.hpp"
 #include "bgl/collective_net_emu/tree_endpoint.hpp"
 
-namespace bgl::packet_layer {
-class Runtime;
-}
-
 namespace bgl::collective_net_emu {
 
 template <class T>
@@ -43,10 +39,8 @@ constexpr Lane lane_of() {
 class CollectiveNetwork {
  public:
   // One object per task and route class.
-  CollectiveNetwork(const packet_layer::Machine& machine, torus_emu::Rank rank,
+  CollectiveNetwork(const job_runtime::Job& job, torus_emu::Rank rank,
                     const job_runtime::WaitPolicy& policy, RouteClass route = RouteClass::combine0);
-  explicit CollectiveNetwork(const packet_layer::Runtime& runtime,
-                             RouteClass route = RouteClass::combine0);
 
   // out = in combined over all tasks (in.size() == out.size(); any length).
   Status allreduce(Op op, std::span<const std::byte> in, std::span<std::byte> out);

@@ -22,7 +22,7 @@
 #include "bgl/collective_net_emu/layout.hpp"
 #include "bgl/collective_net_emu/meanwhile.hpp"
 #include "bgl/job_runtime/backoff.hpp"
-#include "bgl/packet_layer/machine.hpp"
+#include "bgl/job_runtime/job.hpp"
 #include "bgl/virtual_time/clock.hpp"
 
 namespace bgl::collective_net_emu {
@@ -40,7 +40,7 @@ class GlobalInterrupt {
   static constexpr int kChannels = layout::kWireChannels;  // 1..3 are free for wires
 
   // Throws ConfigError when the job has no collective network.
-  GlobalInterrupt(const packet_layer::Machine& machine, torus_emu::Rank rank,
+  GlobalInterrupt(const job_runtime::Job& job, torus_emu::Rank rank,
                   const job_runtime::WaitPolicy& policy);
 
   // All tasks of the job.
@@ -77,7 +77,7 @@ class GlobalInterrupt {
   // Several hosts: forwards this host's word of `channel` to the other hosts.
   void forward(int channel, std::uint64_t value) const;
 
-  const packet_layer::Machine* machine_;
+  const job_runtime::Job* job_;
   torus_emu::Rank rank_;
   layout::WireState* wires_;
   std::uint32_t ntasks_;

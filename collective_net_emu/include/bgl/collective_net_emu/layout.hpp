@@ -50,8 +50,7 @@ struct RegionHeader {
   std::uint64_t magic;
   std::uint32_t version;
   std::uint32_t ntasks;
-  std::uint32_t
-      node_slots;  // nodes with tasks (NodeEntry count, indexed by packet_layer::NodeSlot)
+  std::uint32_t node_slots;  // nodes with tasks (NodeEntry count, indexed by job_runtime::NodeSlot)
   std::uint32_t tree_nodes;
   std::uint32_t ring;
   std::uint32_t inbox;

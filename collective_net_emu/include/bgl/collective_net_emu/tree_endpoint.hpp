@@ -40,14 +40,14 @@
 #include "bgl/collective_net_emu/meanwhile.hpp"
 #include "bgl/collective_net_emu/status.hpp"
 #include "bgl/job_runtime/backoff.hpp"
-#include "bgl/packet_layer/endpoint.hpp"
-#include "bgl/packet_layer/machine.hpp"
+#include "bgl/job_runtime/job.hpp"
 #include "bgl/virtual_time/clock.hpp"
 
 namespace bgl::collective_net_emu {
 
 using Seq = std::uint64_t;
-using packet_layer::InjectStatus;
+// What an injection into the tree answers: taken, or no room now (backpressure, never loss).
+enum class InjectStatus : std::uint8_t { ok, full };
 
 // BG/L's packet classes (route ids). combine0 and combine1 carry partition-wide reductions and
 // broadcasts, each with its own sequence numbers and rings; point-to-point traffic between a task
@@ -80,7 +80,7 @@ struct TreeCounters {
 class TreeEndpoint {
  public:
   // Throws ConfigError when the job has no collective network.
-  TreeEndpoint(const packet_layer::Machine& machine, torus_emu::Rank rank,
+  TreeEndpoint(const job_runtime::Job& job, torus_emu::Rank rank,
                const job_runtime::WaitPolicy& policy);
 
   // --- combining classes -------------------------------------------------------------------
@@ -239,7 +239,7 @@ class TreeEndpoint {
   template <class Ready>
   void block(job_runtime::Doorbell& bell, Ready&& ready);
 
-  const packet_layer::Machine* machine_;
+  const job_runtime::Job* job_;
   torus_emu::Rank rank_;
   job_runtime::WaitPolicy policy_;
   Meanwhile meanwhile_;

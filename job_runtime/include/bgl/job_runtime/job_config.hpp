@@ -51,11 +51,13 @@ double parse_cpu_factor(std::string_view text, std::string_view what);
 int parse_fifo_packets(std::string_view text, std::string_view source);
 std::uint64_t parse_seed(std::string_view text, std::string_view source);
 
-// A region of the segment reserved for a component above the packet layer (e.g. the collective
-// network), zero-filled; the component formats and interprets it.
+// A region of the segment reserved for a component (the packet layer's FIFOs, the collective
+// network's tree, ...), zero-filled; the component formats and interprets it. A per-node region
+// has a block of `bytes` for every node that hosts tasks (Job::node_slot order).
 struct RegionRequest {
   std::string name;  // at most 15 characters
   std::size_t bytes = 0;
+  bool per_node = false;
 };
 
 struct JobConfig {

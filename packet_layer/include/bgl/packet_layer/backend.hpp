@@ -43,15 +43,16 @@ class ShmBackend final : public Backend {
   }
   job_runtime::Transport transport() const override { return job_runtime::Transport::shm; }
   // try_deliver() to a node whose slot the caller resolved when it set the node up.
-  bool try_deliver(NodeSlot slot, Target to, const PacketHeader& h,
+  bool try_deliver(job_runtime::NodeSlot slot, Target to, const PacketHeader& h,
                    std::span<const std::byte> payload, std::span<const std::byte> more) {
     if (!machine_->fifo_in_slot(slot, to.group, to.fifo).try_push(h, payload, more)) return false;
     machine_->doorbell_in_slot(slot, to.group).ring();
     return true;
   }
   // try_deliver() of a packet with its virtual-time stamp.
-  bool try_deliver_at(NodeSlot slot, Target to, virtual_time::Stamp stamp, const PacketHeader& h,
-                      std::span<const std::byte> payload, std::span<const std::byte> more) {
+  bool try_deliver_at(job_runtime::NodeSlot slot, Target to, virtual_time::Stamp stamp,
+                      const PacketHeader& h, std::span<const std::byte> payload,
+                      std::span<const std::byte> more) {
     if (!machine_->fifo_in_slot(slot, to.group, to.fifo).try_push_at(stamp, h, payload, more))
       return false;
     machine_->doorbell_in_slot(slot, to.group).ring();

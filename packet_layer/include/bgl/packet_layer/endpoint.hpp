@@ -127,7 +127,7 @@ class Endpoint {
   torus_emu::NodeId node() const { return node_; }
   int group() const { return group_; }
   const Machine& machine() const { return *machine_; }
-  const TaskCounters& counters() const { return counters_; }
+  const job_runtime::TaskCounters& counters() const { return counters_; }
 
   // Virtual time (bglrun --virtual-time): this endpoint's BG/L clock. Injecting charges a packet
   // write and stamps the packet with its arrival time at BG/L rates over its route; taking a
@@ -136,7 +136,7 @@ class Endpoint {
   bool timed() const { return timing_.enabled(); }
   virtual_time::Clock& clock() { return clock_; }
   const virtual_time::Clock& clock() const { return clock_; }
-  const virtual_time::Params* vt_params() const { return machine_->vt_params(); }
+  const virtual_time::Params* vt_params() const { return machine_->job().vt_params(); }
   // The layers above call these around every entry into the emulated stack: with a CPU factor,
   // the host CPU time the program spent between them becomes computation on the clock.
   bool metered() const { return meter_.active(); }
@@ -190,7 +190,7 @@ class Endpoint {
     // FIFO groups a packet may name: kFifoGroups, or 0 for a node that hosts no task (and so has
     // no FIFOs), which makes the range check of the group refuse packets for it at no extra cost.
     std::uint8_t groups;
-    NodeSlot slot;                          // where its FIFOs are (kNoNodeSlot: none)
+    job_runtime::NodeSlot slot;             // where its FIFOs are (kNoNodeSlot: none)
     std::array<Lane, kFifoGroups> lanes{};  // shared-memory peers that host tasks only
   };
   // Deterministic routes are fixed, so their link traffic is counted per destination and spread
@@ -268,7 +268,7 @@ class Endpoint {
   std::uint32_t pending_packets_ = 0;
   torus_emu::Rng rng_;
   mutable torus_emu::LinkCounters links_;
-  TaskCounters counters_;
+  job_runtime::TaskCounters counters_;
   job_runtime::log::RateLimit reject_log_;  // malformed packets: a peer may send any number
   job_runtime::Backoff backoff_;
   std::uint64_t moved_at_wait_ = 0;  // packets moved when wait() was last called

@@ -19,7 +19,7 @@ class SegmentMonitor {
   using Clock = std::chrono::steady_clock;
   // `constant` adds parts of the segment that nobody writes after start-up (besides the job
   // description). Copies them now: call it once the segment is formatted.
-  SegmentMonitor(const Machine& machine, std::vector<ControlPart> constant,
+  SegmentMonitor(const Machine& machine, std::vector<job_runtime::ControlPart> constant,
                  Clock::duration interval = std::chrono::milliseconds(200));
 
   // Checks when `interval` has passed since the last check (cheap otherwise): the corrupt part,
@@ -32,7 +32,7 @@ class SegmentMonitor {
   std::optional<std::string> check_fifos(std::size_t budget);
 
   const Machine& machine_;
-  std::vector<ControlPart> parts_;
+  std::vector<job_runtime::ControlPart> parts_;
   std::vector<std::vector<std::byte>> copies_;
   Clock::duration interval_;
   Clock::time_point last_{};
