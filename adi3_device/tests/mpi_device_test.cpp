@@ -191,6 +191,37 @@ TEST_F(Mpi, Pt2ptVirtualNode4AdaptiveEager) {
   EXPECT_THAT(r.output, HasSubstr("pt2pt: OK"));
 }
 
+TEST_F(Mpi, ForcedOnePacketProtocolRefusesLargerMessagesAndEndsTheJob) {
+  // pt2pt runs under MPI_ERRORS_RETURN and does not check its sends' codes: a refused send that
+  // returned an ordinary error left its peer waiting for the message forever. The refusal is
+  // fatal, so the job ends at once (well within --deadlock's 3 s, never by it), naming the
+  // message, the limit and the variable.
+  const std::string refusal =
+      "one-packet protocol forced for 217 bytes; at most 180 fit with this header "
+      "(BGL_ML_PROTOCOL=one_packet takes only messages that fit one packet";
+  const auto pt2pt = program("pt2pt");
+  const auto one = run_process({kBglrun, "-np", "2", "--timeout", "60", pt2pt}, 90,
+                               {"BGL_ML_PROTOCOL=one_packet"});
+  EXPECT_NE(one.exit_code, 0) << one.output;
+  EXPECT_NE(one.exit_code, 124) << one.output;
+  EXPECT_THAT(one.output, ::testing::Not(HasSubstr("deadlock"))) << one.output;
+  // Hydra's abort path can drop the rank's last output on one host (RankAbortEndsJob).
+  if (one.output.find("Abort(") != std::string::npos) {
+    EXPECT_THAT(one.output, HasSubstr(refusal)) << one.output;
+  }
+  // On two hosts bglrun serves the ranks' PMI itself: the report always arrives.
+  const auto two = run_process(
+      {kBglrun, "--hosts", "2", "-np", "4", "--shape", "2x2x1", "--timeout", "60", pt2pt}, 90,
+      {"BGL_ML_PROTOCOL=one_packet"});
+  EXPECT_NE(two.exit_code, 0) << two.output;
+  EXPECT_NE(two.exit_code, 124) << two.output;
+  EXPECT_THAT(two.output, HasSubstr(refusal)) << two.output;
+  EXPECT_THAT(two.output, HasSubstr("bglrun: rank 0 on node (0,0,0) t=0 called MPI_Abort (or "
+                                    "hit a fatal MPI error)"))
+      << two.output;
+  expect_none_left(pt2pt);
+}
+
 TEST_F(Mpi, CollHeater8) {
   const auto r = bglrun({"-np", "8", "--shape", "2x2x2", "--timeout", "200", program("coll")});
   EXPECT_EQ(r.exit_code, 0) << r.output;

@@ -249,14 +249,18 @@ static int unstage(staged_t * s, int unpack)
     return mpi_errno;
 }
 
-/* The library's answer as MPI's: done (0), not handled (1: run MPICH's), or an error. */
+/* The library's answer as MPI's: done (0), not handled (1: run MPICH's), or an error. An error
+ * is fatal: the other ranks are inside the same collective and would wait for this one forever
+ * (under MPI_ERRORS_RETURN), and what fails there (a protocol forced by BGL_ML_PROTOCOL that
+ * cannot carry a step's message) is the job's configuration, not something the program handles. */
 static int hook_result(int rc, int *handled)
 {
     int mpi_errno = MPI_SUCCESS;
     *handled = rc == BGL_COLL_DONE;
     if (rc < 0) {
         *handled = 1;
-        MPIR_ERR_SET1(mpi_errno, MPI_ERR_OTHER, "**fail", "**fail %s", bgl_msg_last_error());
+        MPIR_ERR_SETFATAL1(mpi_errno, MPI_ERR_OTHER, "**fail", "**fail %s",
+                           bgl_msg_last_error());
     }
     return mpi_errno;
 }
