@@ -221,6 +221,24 @@ TEST_F(Mpi, ForcedOnePacketProtocolRefusesLargerMessagesAndEndsTheJob) {
                                     "hit a fatal MPI error)"))
       << two.output;
   expect_none_left(pt2pt);
+  // Collectives: MPICH's own algorithms note a failed step's error and go on to the next step
+  // (the root of a bcast went on to the tree while its peer waited for the refused message); the
+  // refusal stops the job at once instead.
+  const auto coll = program("coll");
+  const auto one_coll =
+      run_process({kBglrun, "-np", "4", "--shape", "2x2x1", "--timeout", "60", coll}, 90,
+                  {"BGL_ML_PROTOCOL=one_packet"});
+  EXPECT_NE(one_coll.exit_code, 0) << one_coll.output;
+  EXPECT_NE(one_coll.exit_code, 124) << one_coll.output;
+  EXPECT_THAT(one_coll.output, ::testing::Not(HasSubstr("deadlock"))) << one_coll.output;
+  const auto two_coll = run_process(
+      {kBglrun, "--hosts", "2", "-np", "4", "--shape", "2x2x1", "--timeout", "60", coll}, 90,
+      {"BGL_ML_PROTOCOL=one_packet"});
+  EXPECT_NE(two_coll.exit_code, 0) << two_coll.output;
+  EXPECT_NE(two_coll.exit_code, 124) << two_coll.output;
+  EXPECT_THAT(two_coll.output, HasSubstr("BGL_ML_PROTOCOL=one_packet takes only messages that fit"))
+      << two_coll.output;
+  expect_none_left(coll);
 }
 
 TEST_F(Mpi, CollHeater8) {
