@@ -9,8 +9,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
 #include <sstream>
@@ -95,6 +97,37 @@ TEST(MultiHost, AdaptiveRoutingReordersAcrossHostsAndLosesNothing) {
   std::smatch m;
   ASSERT_TRUE(std::regex_search(r.output, m, adaptive)) << r.output;
   EXPECT_GT(std::stoi(m[1]), 0);
+}
+
+TEST(MultiHost, StatisticsAreOneJobsWithEveryHostsTasksAndLinks) {
+  // Host 0 merges the other host's part: every task with its counters, every link with the
+  // packets of both hosts' tasks, as the same job on one host (the traffic is deterministic).
+  const auto one_path = temp_path("one-host.json"), two_path = temp_path("two-hosts.json");
+  const std::vector<std::string> job{"-np", "8", "--shape", "2x2x2"};
+  auto one_args = job, two_args = job;
+  one_args.insert(one_args.end(), {"--stats", one_path, kScenarios, "order", "300"});
+  two_args.insert(two_args.begin(), {"--hosts", "2"});
+  two_args.insert(two_args.end(), {"--stats", two_path, kScenarios, "order", "300"});
+  const auto one = bglrun(one_args);
+  const auto two = bglrun(two_args);
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  ASSERT_EQ(two.exit_code, 0) << two.output;
+  std::ifstream one_file(one_path), two_file(two_path);
+  const auto a = nlohmann::json::parse(one_file), b = nlohmann::json::parse(two_file);
+  ASSERT_EQ(b["tasks"].size(), 8u);
+  for (std::size_t r = 0; r < 8; ++r) {
+    ASSERT_TRUE(b["tasks"][r].value("published", false)) << "rank " << r << ": " << b["tasks"][r];
+    EXPECT_EQ(a["tasks"][r]["counters"]["packets_injected"],
+              b["tasks"][r]["counters"]["packets_injected"])
+        << "rank " << r;
+    EXPECT_EQ(a["tasks"][r]["counters"]["packets_received"],
+              b["tasks"][r]["counters"]["packets_received"])
+        << "rank " << r;
+  }
+  EXPECT_EQ(a["links"], b["links"]);
+  EXPECT_FALSE(b["job"].contains("hosts_missing"));
+  std::remove(one_path.c_str());
+  std::remove(two_path.c_str());
 }
 
 TEST(MultiHost, DepositBitLinesSpanFourHosts) {

@@ -8,8 +8,8 @@
  *   - returns BGL_COLL_DONE when it ran the operation (every rank of the communicator got the
  *     same answer for the same arguments: the decision must be a pure function of them),
  *   - returns BGL_COLL_NOT_HANDLED when it has no algorithm for the case: MPICH's runs instead,
- *   - returns a negative bgl_msg_status on failure (bgl_msg_last_error() explains); MPI reports
- *     MPI_ERR_OTHER with that text.
+ *   - returns a negative bgl_msg_status on failure (bgl_msg_last_error() explains); the netmod
+ *     stops the job with that text (the other ranks are inside the same collective).
  * The hooks run inside an MPI call on the application's thread. They wait by calling
  * env->progress(env->progress_context) in their loops: the device's progress, which advances
  * the message layer, runs MPICH's own active messages that arrive meanwhile and idles politely

@@ -22,6 +22,7 @@
 #include <optional>
 #include <random>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -189,6 +190,55 @@ TEST_F(Mpi, Pt2ptVirtualNode4AdaptiveEager) {
                              240, {"BGL_ML_ADAPTIVE_EAGER=1"});
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("pt2pt: OK"));
+}
+
+TEST_F(Mpi, ForcedOnePacketProtocolRefusesLargerMessagesAndEndsTheJob) {
+  // pt2pt runs under MPI_ERRORS_RETURN and does not check its sends' codes: a refused send that
+  // returned an ordinary error left its peer waiting for the message forever. The refusal is
+  // fatal, so the job ends at once (well within --deadlock's 3 s, never by it), naming the
+  // message, the limit and the variable.
+  const std::string refusal =
+      "one-packet protocol forced for 217 bytes; at most 180 fit with this header "
+      "(BGL_ML_PROTOCOL=one_packet takes only messages that fit one packet";
+  const auto pt2pt = program("pt2pt");
+  const auto one = run_process({kBglrun, "-np", "2", "--timeout", "60", pt2pt}, 90,
+                               {"BGL_ML_PROTOCOL=one_packet"});
+  EXPECT_NE(one.exit_code, 0) << one.output;
+  EXPECT_NE(one.exit_code, 124) << one.output;
+  EXPECT_THAT(one.output, ::testing::Not(HasSubstr("deadlock"))) << one.output;
+  // Hydra's abort path can drop the rank's last output on one host (RankAbortEndsJob).
+  if (one.output.find("Abort(") != std::string::npos) {
+    EXPECT_THAT(one.output, HasSubstr(refusal)) << one.output;
+  }
+  // On two hosts bglrun serves the ranks' PMI itself: the report always arrives.
+  const auto two = run_process(
+      {kBglrun, "--hosts", "2", "-np", "4", "--shape", "2x2x1", "--timeout", "60", pt2pt}, 90,
+      {"BGL_ML_PROTOCOL=one_packet"});
+  EXPECT_NE(two.exit_code, 0) << two.output;
+  EXPECT_NE(two.exit_code, 124) << two.output;
+  EXPECT_THAT(two.output, HasSubstr(refusal)) << two.output;
+  EXPECT_THAT(two.output, HasSubstr("bglrun: rank 0 on node (0,0,0) t=0 called MPI_Abort (or "
+                                    "hit a fatal MPI error)"))
+      << two.output;
+  expect_none_left(pt2pt);
+  // Collectives: MPICH's own algorithms note a failed step's error and go on to the next step
+  // (the root of a bcast went on to the tree while its peer waited for the refused message); the
+  // refusal stops the job at once instead.
+  const auto coll = program("coll");
+  const auto one_coll =
+      run_process({kBglrun, "-np", "4", "--shape", "2x2x1", "--timeout", "60", coll}, 90,
+                  {"BGL_ML_PROTOCOL=one_packet"});
+  EXPECT_NE(one_coll.exit_code, 0) << one_coll.output;
+  EXPECT_NE(one_coll.exit_code, 124) << one_coll.output;
+  EXPECT_THAT(one_coll.output, ::testing::Not(HasSubstr("deadlock"))) << one_coll.output;
+  const auto two_coll = run_process(
+      {kBglrun, "--hosts", "2", "-np", "4", "--shape", "2x2x1", "--timeout", "60", coll}, 90,
+      {"BGL_ML_PROTOCOL=one_packet"});
+  EXPECT_NE(two_coll.exit_code, 0) << two_coll.output;
+  EXPECT_NE(two_coll.exit_code, 124) << two_coll.output;
+  EXPECT_THAT(two_coll.output, HasSubstr("BGL_ML_PROTOCOL=one_packet takes only messages that fit"))
+      << two_coll.output;
+  expect_none_left(coll);
 }
 
 TEST_F(Mpi, CollHeater8) {
@@ -1083,6 +1133,95 @@ TEST_F(Mpi, FourHostsGiveTheSameRanksCoordinatesAndResults) {
   EXPECT_EQ(coll.exit_code, 0) << coll.output;
   EXPECT_THAT(coll.output, HasSubstr("coll: OK (8 ranks, 0 errors)"));
   EXPECT_GT(remote_stores(coll.output), 0u) << "the collectives did not use the tree across hosts";
+}
+
+// The summary table's row of one protocol ("  rendezvous    8    3,400  800,000  95.1%").
+std::string summary_row(const std::string& output, const std::string& protocol) {
+  std::istringstream in(output);
+  for (std::string line; std::getline(in, line);)
+    if (line.starts_with("  " + protocol + " ")) return line;
+  return "(no " + protocol + " row)";
+}
+
+TEST_F(Mpi, StatisticsReportAndTraceOfTwoHostsAreOneJobsResult) {
+  // Each host's bglrun counts its own tasks, the links along the routes of its tasks' packets, its
+  // nodes' FIFOs and its tasks' rows of the communication matrix; host 0 merges the hosts' parts
+  // into one statistics file, report and trace: for a deterministic program the same counts as
+  // the same job on one host.
+  const auto exchange = program("exchange");
+  const fs::path dir = fs::path(kBinDir) / ("two-host-stats." + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::vector<std::string> job{"-np", "8", "--shape", "2x2x2", "--timeout", "120"};
+  auto one_args = job, two_args = job;
+  one_args.insert(one_args.end(), {"--stats", (dir / "one.json").string(), exchange});
+  two_args.insert(two_args.begin(), {"--hosts", "2"});
+  two_args.insert(two_args.end(),
+                  {"--stats", (dir / "two.json").string(), "--report", (dir / "two.html").string(),
+                   "--trace", (dir / "two.trace.json").string(), exchange});
+  const auto one = bglrun(one_args, 150);
+  const auto two = bglrun(two_args, 150);
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  ASSERT_EQ(two.exit_code, 0) << two.output;
+  EXPECT_THAT(two.output, HasSubstr("exchange: OK (8 ranks, 0 errors)"));
+  const auto a = nlohmann::json::parse(read_file((dir / "one.json").string()));
+  const auto b = nlohmann::json::parse(read_file((dir / "two.json").string()));
+  ASSERT_EQ(b["tasks"].size(), 8u);
+  std::uint64_t received_a = 0, received_b = 0;
+  for (std::size_t r = 0; r < 8; ++r) {
+    const auto &ta = a["tasks"][r], &tb = b["tasks"][r];
+    ASSERT_TRUE(tb.value("published", false)) << "rank " << r << " has no counters:\n" << tb;
+    for (const char* counter : {"packets_injected", "bytes_injected"})
+      EXPECT_EQ(ta["counters"][counter], tb["counters"][counter]) << "rank " << r << " " << counter;
+    EXPECT_EQ(ta["message_layer"]["protocols"], tb["message_layer"]["protocols"]) << "rank " << r;
+    received_a += ta["counters"]["packets_received"].get<std::uint64_t>();
+    received_b += tb["counters"]["packets_received"].get<std::uint64_t>();
+  }
+  // What the tasks received agrees with their FIFOs' counts, whichever host held them (the
+  // packets left over when the tasks end, e.g. a last acknowledgement, vary from run to run).
+  EXPECT_GT(received_a, 0u);
+  EXPECT_EQ(a["links"], b["links"]);      // every link, both hosts' packets on it
+  EXPECT_EQ(a["traffic"], b["traffic"]);  // the communication matrix: messages and bytes
+  EXPECT_EQ(b["traffic"]["messages"], 24);
+  const auto fifo_total = [](const nlohmann::json& stats, int z) {
+    std::uint64_t total = 0;
+    for (const auto& f : stats["fifos"])
+      if (z < 0 || f["node"][2] == z) total += f["received"].get<std::uint64_t>();
+    return total;
+  };
+  EXPECT_EQ(fifo_total(b, -1), received_b);
+  EXPECT_GT(fifo_total(b, 0), 0u);  // host 0's nodes (z = 0) and host 1's
+  EXPECT_GT(fifo_total(b, 1), 0u);
+  EXPECT_FALSE(b["job"].contains("hosts_missing"));
+  // Every task's collective calls, in the same algorithms as on one host: MPICH's node-aware
+  // compositions (a host is a "node" to MPICH) would hand the hooks per-host communicators.
+  EXPECT_EQ(b["collective_sites"]["tasks_reporting"], 8);
+  const auto site_rows = [](const nlohmann::json& stats) {
+    std::multiset<std::string> rows;
+    for (const auto& row : stats["collective_sites"]["sites"])
+      rows.insert(row["site"].get<std::string>() + " " + row["op"].get<std::string>() + " " +
+                  row["algorithm"].get<std::string>() + " size " + row["comm_size"].dump() +
+                  " tasks " + row["tasks"].dump() + " calls " + row["calls"].dump());
+    return rows;
+  };
+  EXPECT_EQ(site_rows(b), site_rows(a));
+  EXPECT_THAT(site_rows(b),
+              ::testing::Contains("main (exchange.c:21) allreduce tree size 8 tasks 8 calls 8"));
+  // The terminal summary and the report are made from the merged statistics.
+  for (const std::string protocol : {"one_packet", "eager", "rendezvous"})
+    EXPECT_EQ(summary_row(two.output, protocol), summary_row(one.output, protocol)) << two.output;
+  EXPECT_TRUE(fs::file_size(dir / "two.html") > 0);
+  // The trace holds every rank's events, each host's ranks from that host.
+  const auto trace = nlohmann::json::parse(read_file((dir / "two.trace.json").string()));
+  EXPECT_EQ(trace["otherData"]["tasks_without_events"], 0);
+  std::set<int> ranks_with_events;
+  for (const auto& e : trace["traceEvents"])
+    if (e["ph"] != "M") ranks_with_events.insert(e["pid"].get<int>());
+  EXPECT_EQ(ranks_with_events.size(), 8u);
+  // Host 1's part was taken and removed.
+  for (const auto& e : fs::directory_iterator(dir))
+    EXPECT_EQ(e.path().filename().string().find(".host"), std::string::npos) << e.path();
+  fs::remove_all(dir);
 }
 
 TEST_F(Mpi, RankDeathsOnAnotherHostEndTheJobAndNameTheRank) {

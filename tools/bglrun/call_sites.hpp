@@ -47,6 +47,8 @@ class CallSiteFiles {
   // After the job: the merged table ("collective_sites" of the statistics; docs/CONFIGURATION.md).
   // `cpu_hz` > 0: virtual time, cycles are converted to seconds.
   nlohmann::json merge(int ntasks, double cpu_hz) const;
+  // The tasks' directory (several hosts: the other hosts' files are copied into it).
+  const std::filesystem::path& dir() const { return dir_; }
 
  private:
   std::filesystem::path dir_;

@@ -27,6 +27,8 @@
 #include "bgl/torus_emu/error.hpp"
 #include "bgl/torus_emu/user_text.hpp"
 #include "call_sites.hpp"
+#include "coll_selection.hpp"
+#include "host_parts.hpp"
 #include "job_runner.hpp"
 #include "mpiexec_launch.hpp"
 #include "options.hpp"
@@ -38,6 +40,9 @@
 #include "watchdog.hpp"
 
 namespace {
+
+// How long host 0 waits for the other hosts' parts of the results (HostParts).
+constexpr std::chrono::seconds kHostPartsWait{30}, kHostPartsWaitFailed{3};
 
 using namespace bgl;
 
@@ -200,6 +205,41 @@ std::vector<int> hosts_of_ranks(const job_runtime::JobConfig& c) {
   return host;
 }
 
+// Host 0 of several: waits for the other hosts' parts of the results and merges their statistics
+// into `document` (their tasks' call-site and trace files go into this host's directories). The
+// hosts leave their parts once their agents agreed that every host's tasks have ended, so they
+// come within moments; a host that failed may leave none. False when a part is missing.
+bool merge_host_parts(const bglrun::HostParts& parts, const bglrun::HostParts::Files& files,
+                      std::optional<nlohmann::json>& document, bool job_failed) {
+  const auto wait = job_failed ? kHostPartsWaitFailed : kHostPartsWait;
+  auto collected = parts.collect(wait, files);
+  bool ok = collected.missing.empty();
+  for (auto& [host, doc] : collected.statistics) {
+    try {
+      bglrun::merge_statistics(*document, doc, "host " + std::to_string(host) + "'s statistics");
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "bglrun: %s\n", bgl::printable_message(e.what()).c_str());
+      collected.missing.push_back(host);
+      ok = false;
+    }
+  }
+  if (!collected.missing.empty()) {
+    std::string hosts;
+    for (const int h : collected.missing)
+      hosts += (hosts.empty() ? "" : ", ") + std::to_string(h);
+    std::fprintf(
+        stderr,
+        "bglrun: the job's statistics, report and trace lack the tasks of host(s) %s: "
+        "their part did not arrive in %s within %lld s (every host must see the "
+        "directory of --stats, --report or --trace: on a cluster, a shared file "
+        "system)\n",
+        hosts.c_str(), parts.part(collected.missing.front()).parent_path().c_str(),
+        static_cast<long long>(std::chrono::duration_cast<std::chrono::seconds>(wait).count()));
+    if (document) (*document)["job"]["hosts_missing"] = collected.missing;
+  }
+  return ok;
+}
+
 int launch(int argc, char** argv) {
   const auto o = bglrun::parse_command_line(argc, argv);
   job_runtime::log::init(
@@ -356,7 +396,9 @@ int launch(int argc, char** argv) {
   // write into them stops the job with their name instead of hanging it.
   packet_layer::SegmentMonitor monitor(machine, collective_net_emu::constant_parts(machine.job()));
   std::unique_ptr<bglrun::PmiServer> pmi_server;
+  std::optional<bglrun::FlatCollectiveSelection> selection;
   if (mpi_across_hosts) {
+    selection.emplace();
     std::vector<int> local;
     for (int r = 0; r < config.ntasks(); ++r)
       if (host_of_rank[static_cast<std::size_t>(r)] == placement.this_host) local.push_back(r);
@@ -408,12 +450,26 @@ int launch(int argc, char** argv) {
   const std::chrono::duration<double> host = std::chrono::steady_clock::now() - started;
   if (machine.job().vt_params())
     std::fputs(bglrun::virtual_time_summary(machine, host.count()).c_str(), stderr);
+  std::optional<nlohmann::json> document;
+  if (stats || report) document = bglrun::statistics_document(machine, host.count());
+  // Several hosts: one result for the job, written by host 0 from every host's part.
+  if (placement.host_count() > 1 && call_sites) {
+    const bglrun::HostParts parts(o.stats_file    ? *o.stats_file
+                                  : o.report_file ? *o.report_file
+                                                  : *o.trace_file,
+                                  config.job_id, placement.host_count(), placement.this_host);
+    const bglrun::HostParts::Files files{document ? &*document : nullptr, call_sites->dir(),
+                                         trace ? trace->tasks_dir() : std::filesystem::path{}};
+    if (placement.this_host != 0) return parts.publish(files) || status != 0 ? status : 1;
+    if (!merge_host_parts(parts, files, document, status != 0) && status == 0) status = 1;
+  }
   std::optional<nlohmann::json> sites;
   if (call_sites)
     sites = call_sites->merge(config.ntasks(),
                               machine.job().vt_params() ? machine.job().vt_params()->cpu_hz : 0);
-  if (stats || report) {
-    const auto text = bglrun::statistics_json(machine, host.count(), sites ? &*sites : nullptr);
+  if (document) {
+    if (sites) (*document)["collective_sites"] = *sites;
+    const auto text = bglrun::statistics_text(*document);
     if (stats && !stats->commit(text) && status == 0) status = 1;
     if (!bglrun::finish_report(text, report ? &*report : nullptr) && status == 0) status = 1;
   }

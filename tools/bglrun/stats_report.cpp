@@ -11,6 +11,7 @@
 #include <cstring>
 #include <map>
 #include <system_error>
+#include <tuple>
 
 #include "bgl/job_runtime/traffic_matrix.hpp"
 #include "bgl/torus_emu/error.hpp"
@@ -189,6 +190,15 @@ json traffic_json(const packet_layer::Machine& m) {
 
 std::string statistics_json(const packet_layer::Machine& m, double host_seconds,
                             const nlohmann::json* collective_sites) {
+  return statistics_text(statistics_document(m, host_seconds, collective_sites));
+}
+
+std::string statistics_text(const nlohmann::json& document) {
+  return document.dump(1) + "\n";
+}
+
+json statistics_document(const packet_layer::Machine& m, double host_seconds,
+                         const nlohmann::json* collective_sites) {
   const auto& c = m.config();
   const auto& shape = m.shape();
   json tasks = json::array();
@@ -224,6 +234,7 @@ std::string statistics_json(const packet_layer::Machine& m, double host_seconds,
   }
   json fifos = json::array();
   for (const torus_emu::NodeId n : m.job().occupied_nodes()) {  // nodes without tasks have no FIFOs
+    if (!c.placement.local(n)) continue;  // another host's segment holds them
     for (int g = 0; g < packet_layer::kFifoGroups; ++g) {
       for (int f = 0; f < packet_layer::kReceptionFifos; ++f) {
         const auto& ctl = m.fifo(n, g, f).control();
@@ -248,7 +259,117 @@ std::string statistics_json(const packet_layer::Machine& m, double host_seconds,
   all["traffic"] = traffic_json(m);
   if (m.job().vt_params()) all["virtual_time"] = virtual_time_json(m, all["tasks"]);
   if (collective_sites) all["collective_sites"] = *collective_sites;
-  return all.dump(1) + "\n";
+  return all;
+}
+
+namespace {
+
+// A node's coordinates as its place in node-id order (x fastest), the order one host writes.
+std::tuple<int, int, int> node_order(const json& node) {
+  if (!node.is_array() || node.size() != 3 || !node[0].is_number_integer() ||
+      !node[1].is_number_integer() || !node[2].is_number_integer())
+    throw ConfigError("a node is not [x, y, z]: " + node.dump());
+  return {node[2].get<int>(), node[1].get<int>(), node[0].get<int>()};
+}
+
+int name_index(const json& name, int count, std::string_view (*name_of)(int)) {
+  for (int i = 0; i < count; ++i)
+    if (name.is_string() && name.get<std::string>() == name_of(i)) return i;
+  throw ConfigError("unknown link or FIFO name " + name.dump());
+}
+std::string_view direction_name(int d) {
+  return torus_emu::to_string(static_cast<torus_emu::Direction>(d));
+}
+
+const json& member(const json& object, const char* key, const std::string& what) {
+  if (!object.is_object() || !object.contains(key))
+    throw ConfigError(what + " has no \"" + key + "\"");
+  return object[key];
+}
+
+// Adds `other`'s per-link (or per-FIFO) rows to `into`'s: rows with the same key are one row,
+// `sum` fields added and `max` fields the larger; the result in `key`'s order.
+template <class Key>
+void merge_rows(json& into, const json& other, Key key, std::initializer_list<const char*> sum,
+                std::initializer_list<const char*> max) {
+  std::map<decltype(key(json{})), json> rows;
+  for (const json* side : std::initializer_list<const json*>{&into, &other}) {
+    for (const auto& row : *side) {
+      auto [it, fresh] = rows.try_emplace(key(row), row);
+      if (fresh) continue;
+      for (const char* f : sum)
+        it->second[f] = it->second.value(f, std::uint64_t{0}) + row.value(f, std::uint64_t{0});
+      for (const char* f : max)
+        it->second[f] =
+            std::max(it->second.value(f, std::uint64_t{0}), row.value(f, std::uint64_t{0}));
+    }
+  }
+  into = json::array();
+  for (auto& [k, row] : rows)
+    into.push_back(std::move(row));
+}
+
+void merge_traffic(json& into, const json& other) {
+  if (!into.value("recorded", false) || !other.value("recorded", false)) return;
+  std::map<std::uint64_t, std::map<std::uint64_t, std::pair<std::uint64_t, std::uint64_t>>> rows;
+  for (const json* side : std::initializer_list<const json*>{&into, &other})
+    for (const auto& row : side->value("rows", json::array()))
+      for (const auto& to : row.value("to", json::array()))
+        if (to.is_array() && to.size() == 3) {
+          auto& cell = rows[row.value("source", std::uint64_t{0})][to[0].get<std::uint64_t>()];
+          cell.first += to[1].get<std::uint64_t>();
+          cell.second += to[2].get<std::uint64_t>();
+        }
+  json out = json::array();
+  std::uint64_t bytes = 0, messages = 0, pairs = 0;
+  for (const auto& [source, dests] : rows) {
+    json row = json::array();
+    for (const auto& [dest, cell] : dests) {
+      row.push_back(json::array({dest, cell.first, cell.second}));
+      bytes += cell.first;
+      messages += cell.second;
+      ++pairs;
+    }
+    out.push_back({{"source", source}, {"to", std::move(row)}});
+  }
+  into["rows"] = std::move(out);
+  into["bytes"] = bytes;
+  into["messages"] = messages;
+  into["pairs"] = pairs;
+}
+
+}  // namespace
+
+void merge_statistics(json& into, const json& other, const std::string& what) {
+  const json& job = member(other, "job", what);
+  for (const char* key : {"shape", "mode", "tasks"})
+    if (member(job, key, what) != into["job"][key])
+      throw ConfigError(what + " are of another job: " + key + " " + job[key].dump() + ", not " +
+                        into["job"][key].dump());
+  json& tasks = into["tasks"];
+  const json& theirs = member(other, "tasks", what);
+  if (!theirs.is_array() || theirs.size() != tasks.size())
+    throw ConfigError(what + " do not list every task");
+  for (std::size_t r = 0; r < tasks.size(); ++r)
+    if (theirs[r].value("published", false) && !tasks[r].value("published", false))
+      tasks[r] = theirs[r];
+  const auto link_key = [](const json& l) {
+    return std::tuple_cat(
+        node_order(l.at("node")),
+        std::tuple{name_index(l.at("dir"), torus_emu::kDirections, direction_name)});
+  };
+  merge_rows(into["links"], member(other, "links", what), link_key, {"packets", "bytes"}, {});
+  const auto fifo_key = [](const json& f) {
+    return std::tuple_cat(
+        node_order(f.at("node")),
+        std::tuple{f.at("group").get<int>(), name_index(f.at("fifo"), packet_layer::kReceptionFifos,
+                                                        [](int i) { return fifo_name(i); })});
+  };
+  merge_rows(into["fifos"], member(other, "fifos", what), fifo_key, {"received", "full_events"},
+             {"high_water"});
+  if (other.contains("traffic")) merge_traffic(into["traffic"], other["traffic"]);
+  into["job"]["host_seconds"] =
+      std::max(into["job"].value("host_seconds", 0.0), job.value("host_seconds", 0.0));
 }
 
 std::string virtual_time_summary(const packet_layer::Machine& m, double host_seconds) {

@@ -1,6 +1,6 @@
 #pragma once
 #include <filesystem>
-#include <nlohmann/json_fwd.hpp>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 
@@ -14,6 +14,20 @@ namespace bgl::bglrun {
 // `collective_sites`: the tasks' collective calls per call site (call_sites.hpp), if recorded.
 std::string statistics_json(const packet_layer::Machine& machine, double host_seconds,
                             const nlohmann::json* collective_sites = nullptr);
+// The same as a JSON document (on several hosts: this host's part, for merge_statistics), and
+// a document as the file's text.
+nlohmann::json statistics_document(const packet_layer::Machine& machine, double host_seconds,
+                                   const nlohmann::json* collective_sites = nullptr);
+std::string statistics_text(const nlohmann::json& document);
+
+// Several hosts: adds another host's statistics document to `into` (this host's), so that the
+// result is what one host would have written for the whole job. Each host counts the tasks it ran
+// (published there), the links along the routes of the packets its tasks injected, the FIFOs of
+// its nodes and the communication-matrix rows of its tasks: tasks are taken from the host that
+// published them, link and FIFO counters and matrix rows added, the job's host time is the
+// longest. Throws ConfigError naming `what` (e.g. "host 1's statistics") when `other` is not a
+// statistics document of the same job (shape, mode, tasks).
+void merge_statistics(nlohmann::json& into, const nlohmann::json& other, const std::string& what);
 
 // Virtual time: the predicted BG/L time (the slowest task's clock) next to the host time, and
 // the parameter set that produced it, as one line for the terminal.

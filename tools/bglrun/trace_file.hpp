@@ -35,6 +35,8 @@ class TraceFile {
               const nlohmann::json* collective_sites = nullptr);
 
   std::uint64_t events_per_task() const { return per_task_; }
+  // The tasks' directory (several hosts: the other hosts' files are copied into it).
+  const std::filesystem::path& tasks_dir() const { return tasks_dir_; }
 
  private:
   StatsFile out_;

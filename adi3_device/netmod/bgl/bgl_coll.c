@@ -249,14 +249,22 @@ static int unstage(staged_t * s, int unpack)
     return mpi_errno;
 }
 
-/* The library's answer as MPI's: done (0), not handled (1: run MPICH's), or an error. */
+/* The library's answer as MPI's: done (0), not handled (1: run MPICH's), or an error. An error
+ * stops the job at once: the other ranks are inside the same collective and would wait for this
+ * one forever (an error returned to MPICH's own collective algorithms, which call the hooks on
+ * sub-communicators, is noted and the algorithm goes on), and what fails there (a protocol forced
+ * by BGL_ML_PROTOCOL that cannot carry a step's message) is the job's configuration, not
+ * something the program handles. */
 static int hook_result(int rc, int *handled)
 {
     int mpi_errno = MPI_SUCCESS;
     *handled = rc == BGL_COLL_DONE;
     if (rc < 0) {
+        char what[MPI_MAX_ERROR_STRING];
+        snprintf(what, sizeof(what), "the collectives library failed: %s", bgl_msg_last_error());
         *handled = 1;
-        MPIR_ERR_SET1(mpi_errno, MPI_ERR_OTHER, "**fail", "**fail %s", bgl_msg_last_error());
+        MPID_Abort(MPIR_Process.comm_world, MPI_SUCCESS, 1, what);
+        MPIR_ERR_SETFATAL1(mpi_errno, MPI_ERR_OTHER, "**fail", "**fail %s", what);
     }
     return mpi_errno;
 }

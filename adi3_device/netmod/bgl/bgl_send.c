@@ -159,16 +159,24 @@ static int send_take(uint32_t dest, int handler_id, const void *hdr, size_t hdr_
     return MPI_SUCCESS;
 }
 
-/* Hands the message to the layer; if it refuses, the descriptor goes back to the free list. */
+/* Hands the message to the layer. The layer refuses only what the job's configuration or the
+ * device got wrong (a protocol forced by BGL_ML_PROTOCOL that cannot carry the message, a header
+ * too large), never something the program could handle, so the job stops at once naming it. An
+ * error returned instead would leave the peer waiting forever for a message that was never sent:
+ * under MPI_ERRORS_RETURN, and inside MPICH's collective algorithms, which note a failed step's
+ * error and go on to their next step even when it is fatal. */
 static int send_post(MPIDI_BGL_send_t * s)
 {
     int mpi_errno = MPI_SUCCESS;
     if (unlikely(MPIDI_BGL_global.virtual_time))
         bgl_msg_vt_charge(MPIDI_BGL_global.session, BGL_MSG_VT_MPI_SEND);
     if (bgl_msg_post(MPIDI_BGL_global.session, &s->msg) != 0) {
+        char what[MPI_MAX_ERROR_STRING];
+        snprintf(what, sizeof(what), "the bgl device cannot send a message to rank %u: %s",
+                 (unsigned) s->msg.dest, bgl_msg_last_error());
         send_give_back(s);
-        MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**fail", "**fail %s",
-                             bgl_msg_last_error());
+        MPID_Abort(MPIR_Process.comm_world, MPI_SUCCESS, 1, what);
+        MPIR_ERR_SETFATALANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**fail", "**fail %s", what);
     }
     MPIDI_BGL_global.sends_in_flight++;
   fn_exit:

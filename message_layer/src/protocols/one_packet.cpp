@@ -20,15 +20,23 @@ std::size_t capacity(std::size_t header_bytes) {
   return packet_layer::kMaxPayloadBytes - wire::kFirstBytes - header_bytes;
 }
 
-[[noreturn, gnu::cold, gnu::noinline]] void refuse(std::size_t bytes, std::size_t header_bytes) {
-  throw std::invalid_argument("one-packet protocol forced for " + std::to_string(bytes) +
-                              " bytes; at most " + std::to_string(capacity(header_bytes)) +
-                              " fit with this header");
+// A message that does not fit one packet is refused, never split: split, it would be an eager
+// message under another name, and a job that forced the protocol would measure the wrong thing.
+[[noreturn, gnu::cold, gnu::noinline]] void refuse(std::size_t bytes, std::size_t header_bytes,
+                                                   bool by_configuration) {
+  std::string what = "one-packet protocol forced for " + std::to_string(bytes) +
+                     " bytes; at most " + std::to_string(capacity(header_bytes)) +
+                     " fit with this header";
+  if (by_configuration)
+    what +=
+        " (BGL_ML_PROTOCOL=one_packet takes only messages that fit one packet: unset it, or "
+        "force eager, rendezvous or adaptive_eager)";
+  throw std::invalid_argument(what);
 }
 
 void check_post(const Engine&, const SendMessage& m, std::size_t bytes) {
   if (bytes > capacity(m.header.size())) [[unlikely]]
-    refuse(bytes, m.header.size());
+    refuse(bytes, m.header.size(), !m.protocol);
 }
 
 // A message that waited in its destination's queue: its header from the message's own copy.

@@ -1,0 +1,33 @@
+#pragma once
+// MPI programs on several hosts: the collective compositions MPICH's CH4 picks on one host.
+#include <filesystem>
+
+namespace bgl::bglrun {
+
+// MPICH's CH4 chooses, per collective, between compositions: node-aware ones (a step among the
+// ranks of each "node", one among the nodes' first ranks) when the communicator spans several
+// nodes, else the netmod's collective on the whole communicator. MPICH's nodes are what PMI says
+// share a machine: on several hosts, the hosts. The emulated partition has no such level (its
+// nodes are BG/L nodes), and the node-aware steps would hand the device's collective hooks
+// sub-communicators that are never the whole job, so the collective network and the global
+// interrupt would go unused. While it exists, this file is MPICH's selection table
+// (MPIR_CVAR_CH4_COLL_SELECTION_TUNING_JSON_FILE) with the compositions MPICH 4.0.2's built-in
+// table picks for one node: the same collectives as on one host.
+class FlatCollectiveSelection {
+ public:
+  // Writes the table to a new temporary file and points the ranks (through bglrun's environment)
+  // at it, unless MPIR_CVAR_CH4_COLL_SELECTION_TUNING_JSON_FILE is already set (the user's table
+  // wins). Throws ConfigError when the file cannot be written.
+  FlatCollectiveSelection();
+  FlatCollectiveSelection(const FlatCollectiveSelection&) = delete;
+  FlatCollectiveSelection& operator=(const FlatCollectiveSelection&) = delete;
+  ~FlatCollectiveSelection();  // removes the file
+
+  // MPICH 4.0.2's maint/tuning/coll/ch4/generic.json without its node-aware branches.
+  static const char* table();
+
+ private:
+  std::filesystem::path path_;
+};
+
+}  // namespace bgl::bglrun
