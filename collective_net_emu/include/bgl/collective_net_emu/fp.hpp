@@ -1,6 +1,6 @@
 #pragma once
-// Floating-point reductions on an integer ALU (seed 004: "two phases, one for the exponents and one
-// for the normalised mantissas").
+// Floating-point reductions on an integer ALU, as BG/L's tree did them: two phases, one for the
+// exponents and one for the normalised mantissas.
 //
 // Sum of doubles, element by element:
 //   phase 1  every task contributes exponent_of(x) (u32 lane); the tree's integer MAX gives E, the

@@ -4,7 +4,7 @@
 
 namespace bgl::job_runtime {
 
-// BG/L's three ways of using a node's two processors (seed 004, "node modes").
+// BG/L's three ways of using a node's two processors.
 //   heater:       one task per node, the second processor idle (default);
 //   coprocessor:  one task per node, the second processor helps it (FIFO group 1 is its own);
 //   virtual_node: two tasks per node, t = 0 and 1, each with its own FIFO group.

@@ -1,5 +1,5 @@
 #pragma once
-// Coprocessor mode's second processor (seed 004, "coprocessor mode"; digest §5.7): a thread that
+// Coprocessor mode's second processor: a thread that
 // runs work units the main task hands it. Permanent units run whenever the coprocessor is idle
 // (the communication unit that receives rendezvous data is one); transient units run once:
 // costart() starts one, cojoin() waits for it and returns its result. The two processors

@@ -1,5 +1,5 @@
 #pragma once
-// BG/L's message layer (seed 004, "message layer"; digest §5.9-5.10): active messages of any size
+// BG/L's message layer: active messages of any size
 // between ranks over the packet layer, with the one-packet, eager, rendezvous and adaptive-eager
 // protocols. MPI non-overtaking holds for every mix of protocols: messages from one rank to another
 // reach the arrival handler in the order they were posted.

@@ -1,5 +1,5 @@
 #pragma once
-// Virtual-node mode's virtual FIFOs (seed 004, "virtual torus device"): per node one ring from
+// Virtual-node mode's virtual FIFOs (BG/L's virtual torus device): per node one ring from
 // task 0 to task 1 and one back, in the node's scratchpad. Each has exactly one producer and one
 // consumer, which is what boost::lockfree::spsc_queue guarantees; with a compile-time capacity its
 // storage is inline and its indices are integers, so it is valid in memory shared between
