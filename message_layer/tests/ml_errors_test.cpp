@@ -111,7 +111,9 @@ TEST(MlInProcessErrors, BadPostsThrowInvalidArgumentAndLeaveTheLayerUsable) {
     const auto what = invalid_argument([&] { c.job->ml(0).post(m); });
     EXPECT_THAT(what, HasSubstr(c.message)) << c.what;
     // Only a protocol the job forced names the variable that forced it.
-    if (c.job == &job) EXPECT_THAT(what, Not(HasSubstr("BGL_ML_PROTOCOL"))) << c.what;
+    if (c.job == &job) {
+      EXPECT_THAT(what, Not(HasSubstr("BGL_ML_PROTOCOL"))) << c.what;
+    }
   }
   // Nothing was queued, and no message number was used up: valid messages still arrive, in order.
   for (InProcessJob* j : {&job, &job_forced}) {
