@@ -2,7 +2,8 @@
 // size, side by side with the floor: a raw single-producer/single-consumer ring of the same slot
 // size (Boost.Lockfree spsc_queue, compile-time capacity, placed in shared memory) between the same
 // two processes. Compared runs are interleaved round by round.
-//   bglrun -np 2 --shape 2x1x1 build/bin/pl_stream [--rounds R] [--packets N] [--json]
+//   bglrun -np 2 --shape 2x1x1 build/bin/pl_stream [--rounds R] [--packets N] [--size B] [--json]
+// --size runs one packet size only (one of 32, 64, 128, 192, 256): for profiling.
 #include <boost/lockfree/spsc_queue.hpp>
 #include <utility>
 
@@ -84,6 +85,10 @@ int run(int argc, char** argv) {
   for (std::size_t i = 0; i + 1 < args.rest.size(); ++i)
     if (args.rest[i] == "--packets")
       n = static_cast<std::uint64_t>(env::parse_int(args.rest[i + 1], "--packets", 1, 1LL << 40));
+  const auto only = static_cast<std::size_t>(args.number("--size", 0, 0, 256));
+  if (only != 0 && std::find(std::begin(kSizes), std::end(kSizes), only) == std::end(kSizes))
+    throw ConfigError("pl_stream --size " + std::to_string(only) +
+                      ": not one of the sizes measured (32, 64, 128, 192, 256)");
   auto rt = packet_layer::Runtime::from_environment();
   if (rt.size() != 2) throw ConfigError("pl_stream needs exactly 2 tasks (bglrun -np 2)");
   bench::ScratchMemory scratch(rt, sizeof(FloorRing<256>) + 4096);
@@ -92,6 +97,7 @@ int run(int argc, char** argv) {
   packet_stream(rt, 64, n / 10);  // warm up
   for (int round = 0; round < args.rounds; ++round) {
     for (std::size_t s = 0; s < std::size(kSizes); ++s) {
+      if (only != 0 && kSizes[s] != only) continue;
       floor[s].add(
           floor_by_index(rt, scratch.data(), s, n, std::make_index_sequence<std::size(kSizes)>()));
       packet[s].add(packet_stream(rt, kSizes[s], n));
@@ -105,6 +111,7 @@ int run(int argc, char** argv) {
                    {"packet_bytes", "packet_Mpps_best", "packet_Mpps_median", "packet_GBps_median",
                     "floor_Mpps_best", "floor_Mpps_median", "floor_GBps_median", "ratio_median"});
     for (std::size_t s = 0; s < std::size(kSizes); ++s) {
+      if (only != 0 && kSizes[s] != only) continue;
       const double payload = static_cast<double>(kSizes[s] - packet_layer::kHeaderBytes);
       const double pm = n / packet[s].median() / 1e6, fm = n / floor[s].median() / 1e6;
       t.row({kSizes[s], n / packet[s].min() / 1e6, pm, pm * payload / 1e3, n / floor[s].min() / 1e6,

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <bit>
 #include <cstring>
 #include <optional>
 #include <stdexcept>
@@ -67,6 +68,7 @@ Endpoint::Endpoint(const Machine& machine, torus_emu::Rank rank, int group,
     const NodeSlot slot = machine.node_slot(n);
     peers_[n] = Peer{{static_cast<std::uint8_t>(c.x), static_cast<std::uint8_t>(c.y),
                       static_cast<std::uint8_t>(c.z)},
+                     static_cast<std::uint32_t>(c.x | c.y << 8 | c.z << 16),
                      static_cast<std::uint8_t>(last ? torus_emu::index_of(*last) : kLocalFifo),
                      // With BGL_TRANSPORT=ofi on one host every other node goes through the agent
                      // (a loopback test of the libfabric path); the node itself never does.
@@ -85,6 +87,7 @@ Endpoint::Endpoint(const Machine& machine, torus_emu::Rank rank, int group,
   std::memcpy(&here_, here.data(), sizeof here_);
   source_ = {static_cast<std::uint8_t>(rank_), static_cast<std::uint8_t>(rank_ >> 8),
              static_cast<std::uint8_t>(rank_ >> 16)};
+  source_bits_ = std::uint64_t{static_cast<std::uint32_t>(rank_) & kMaxSourceRank} << 8;
   machine.task(rank).pid = static_cast<std::int32_t>(getpid());  // peers validate VN copies by it
   if (machine.config().mode == NodeMode::virtual_node) {
     virtual_out_ = &machine.virtual_fifo(node_, group);
@@ -301,15 +304,10 @@ InjectStatus Endpoint::inject(int fifo, const PacketSpec& spec, std::span<const 
   const bool plain =
       spec.routing == Routing::deterministic && !spec.high_priority && !spec.deposit_line;
   PacketHeader h;
-  if (plain) {  // build_header() without the flags
-    h.dest = peer.coord;
-    h.dest_group = spec.dest.group;
-    h.chunks = chunks_for(bytes);
-    h.payload_bytes = static_cast<std::uint8_t>(bytes);
-    h.dispatch = spec.dispatch;
-    h.source = source_;
-    h.word = spec.word;
-    h.seal();
+  ReceptionFifo::HeaderWords words{};
+  if (plain) {
+    words = plain_header(peer, spec, bytes);
+    h = std::bit_cast<PacketHeader>(words);
   } else {
     build_header(spec, bytes, h);
   }
@@ -334,7 +332,7 @@ InjectStatus Endpoint::inject(int fifo, const PacketSpec& spec, std::span<const 
   if (q.count == 0 && !spec.deposit_line) {
     if (plain && index != kVirtualFifo && !peer.remote && !timed()) {
       Lane& lane = peer.lanes[spec.dest.group];
-      if (lane.fifo.try_push(h, payload, more)) {
+      if (lane.fifo.try_push(words, payload, more)) {
         lane.bell->ring();
         return InjectStatus::ok;
       }

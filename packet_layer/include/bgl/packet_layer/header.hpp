@@ -63,16 +63,21 @@ struct PacketHeader {
   }
   std::size_t packet_bytes() const { return std::size_t{chunks} * kChunkBytes; }
 
+  // The check byte of a header whose bytes 0..7 are `hardware` (little endian; byte 7, the check
+  // byte itself, is ignored): for producers that build the header in a register.
+  static constexpr std::uint8_t check_of(std::uint64_t hardware) {
+    hardware &= 0x00ffffffffffffffULL;
+    hardware ^= hardware >> 32;
+    hardware ^= hardware >> 16;
+    hardware ^= hardware >> 8;
+    return static_cast<std::uint8_t>(hardware) ^ 0x5a;
+  }
   // Inline: computed for every packet sent and checked for every packet received.
   std::uint8_t compute_check() const {
-    // One load of the 8 hardware bytes, the check byte itself masked out, folded to one byte.
+    // One load of the 8 hardware bytes, folded to one byte.
     std::uint64_t word;
     std::memcpy(&word, this, sizeof word);
-    word &= 0x00ffffffffffffffULL;
-    word ^= word >> 32;
-    word ^= word >> 16;
-    word ^= word >> 8;
-    return static_cast<std::uint8_t>(word) ^ 0x5a;
+    return check_of(word);
   }
   void seal() { check = compute_check(); }
 
