@@ -303,19 +303,21 @@ InjectStatus Endpoint::inject(int fifo, const PacketSpec& spec, std::span<const 
   Peer& peer = peers_[spec.dest.node];
   const bool plain =
       spec.routing == Routing::deterministic && !spec.high_priority && !spec.deposit_line;
+  // A plain packet's header stays in registers (words) until a slower path needs it in memory:
+  // written as two words and read back as one header, it would wait for the store buffer.
+  const std::uint8_t chunks = chunks_for(bytes);
+  const std::uint32_t packet_bytes = chunks * static_cast<std::uint32_t>(kChunkBytes);
   PacketHeader h;
   ReceptionFifo::HeaderWords words{};
-  if (plain) {
+  if (plain)
     words = plain_header(peer, spec, bytes);
-    h = std::bit_cast<PacketHeader>(words);
-  } else {
+  else
     build_header(spec, bytes, h);
-  }
   std::uint8_t index;
   virtual_time::Stamp stamp;  // virtual time only
   if (!plain || timed()) [[unlikely]] {
     injecting_ = fifo;
-    index = route_and_account(spec, h.chunks, stamp.arrival);
+    index = route_and_account(spec, chunks, stamp.arrival);
     if (timed())
       stamp.origin = spec.vt_origin == kOriginAtDeparture ? clock_.now() : spec.vt_origin;
   } else if (virtual_out_ && spec.dest.node == node_ && spec.dest.group != group_) {
@@ -324,11 +326,11 @@ InjectStatus Endpoint::inject(int fifo, const PacketSpec& spec, std::span<const 
   } else {
     auto& traffic = deterministic_traffic_[spec.dest.node];
     ++traffic.packets;
-    traffic.bytes += h.packet_bytes();
+    traffic.bytes += packet_bytes;
     index = peer.deterministic_fifo;
   }
   ++counters_.packets_injected;
-  counters_.bytes_injected += h.packet_bytes();
+  counters_.bytes_injected += packet_bytes;
   if (q.count == 0 && !spec.deposit_line) {
     if (plain && index != kVirtualFifo && !peer.remote && !timed()) {
       Lane& lane = peer.lanes[spec.dest.group];
@@ -336,10 +338,13 @@ InjectStatus Endpoint::inject(int fifo, const PacketSpec& spec, std::span<const 
         lane.bell->ring();
         return InjectStatus::ok;
       }
-    } else if (push(spec.dest.node, spec.dest.group, index, h, payload, more, stamp)) {
-      return InjectStatus::ok;
+    } else {
+      if (plain) h = std::bit_cast<PacketHeader>(words);
+      if (push(spec.dest.node, spec.dest.group, index, h, payload, more, stamp))
+        return InjectStatus::ok;
     }
   }
+  if (plain) h = std::bit_cast<PacketHeader>(words);
   enqueue(fifo, h, payload, more, index, stamp);
   drain(fifo);
   return InjectStatus::ok;
@@ -532,7 +537,7 @@ void Endpoint::receive(FifoRef f, std::span<std::byte> dst) {
   if (dst.size() < n)
     throw std::invalid_argument("receive buffer of " + std::to_string(dst.size()) +
                                 " bytes is smaller than the payload (" + std::to_string(n) + ")");
-  if (n != 0) std::memcpy(dst.data(), p->payload.data(), n);
+  copy_packet_bytes(dst.data(), p->payload.data(), n);
   ++counters_.packets_received;
   counters_.payload_bytes_received += n;
   pop(f);

@@ -126,8 +126,9 @@ class ReceptionFifo {
     std::memcpy(packet, &header.hardware, 8);
     std::memcpy(packet + 8, &header.software, 8);
     Packet& slot = cell->packet;
-    if (!payload.empty()) std::memcpy(slot.payload.data(), payload.data(), payload.size());
-    if (!more.empty()) std::memcpy(slot.payload.data() + payload.size(), more.data(), more.size());
+    copy_packet_bytes(slot.payload.data(), payload.data(), payload.size());
+    if (!more.empty())
+      copy_packet_bytes(slot.payload.data() + payload.size(), more.data(), more.size());
     if constexpr (kTimed) cell->stamp = stamp;
     cell->seq.store(pos + 1, std::memory_order_release);
     // The next slot this producer is likely to fill, if it is known to be free (so the consumer is
