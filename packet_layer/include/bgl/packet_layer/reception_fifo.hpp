@@ -57,6 +57,8 @@ class ReceptionFifo {
   // The consumer refreshes its high-water mark every this many packets: reading the producers'
   // tail costs a cache miss, too much to pay per packet.
   static constexpr std::uint64_t kHighWaterSampling = 32;
+  // How many slots ahead of the one it fills a producer prefetches for writing.
+  static constexpr std::uint64_t kPrefetchAhead = 4;
 
   static std::size_t region_bytes(std::uint32_t capacity);
   // Initialises a region of region_bytes(capacity) bytes; capacity is a power of two.
@@ -131,10 +133,13 @@ class ReceptionFifo {
       copy_packet_bytes(slot.payload.data() + payload.size(), more.data(), more.size());
     if constexpr (kTimed) cell->stamp = stamp;
     cell->seq.store(pos + 1, std::memory_order_release);
-    // The next slot this producer is likely to fill, if it is known to be free (so the consumer is
-    // not reading it): its lines up to the size of this packet.
-    if (pos + 1 < limit_) {
-      const auto* next = reinterpret_cast<const std::byte*>(&slots_[(pos + 1) & mask_]);
+    // A slot this producer is likely to fill a few packets from now, if it is known to be free
+    // (so the consumer is done with it and will not read it before it is published): its lines up
+    // to the size of this packet, so that they are ours by the time we write them. A few packets
+    // ahead, because taking a line from the other core takes longer than one packet.
+    if (pos + kPrefetchAhead < limit_) {
+      const auto* next =
+          reinterpret_cast<const std::byte*>(&slots_[(pos + kPrefetchAhead) & mask_]);
       const std::size_t used =
           offsetof(FifoSlot, packet) + kHeaderBytes + payload.size() + more.size();
       for (std::size_t line = 0; line < used; line += 64)
