@@ -17,7 +17,7 @@ namespace bgl::job_runtime {
 namespace {
 
 constexpr std::uint64_t kMagic = 0x3130554d454c4742ULL;  // "BGLEMU01"
-constexpr std::uint32_t kVersion = 10;
+constexpr std::uint32_t kVersion = 11;
 
 constexpr std::size_t align_up(std::size_t n, std::size_t a) {
   return (n + a - 1) / a * a;

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <bit>
 #include <cstring>
 #include <optional>
 #include <stdexcept>
@@ -67,6 +68,7 @@ Endpoint::Endpoint(const Machine& machine, torus_emu::Rank rank, int group,
     const job_runtime::NodeSlot slot = machine.node_slot(n);
     peers_[n] = Peer{{static_cast<std::uint8_t>(c.x), static_cast<std::uint8_t>(c.y),
                       static_cast<std::uint8_t>(c.z)},
+                     static_cast<std::uint32_t>(c.x | c.y << 8 | c.z << 16),
                      static_cast<std::uint8_t>(last ? torus_emu::index_of(*last) : kLocalFifo),
                      // With BGL_TRANSPORT=ofi on one host every other node goes through the agent
                      // (a loopback test of the libfabric path); the node itself never does.
@@ -85,6 +87,7 @@ Endpoint::Endpoint(const Machine& machine, torus_emu::Rank rank, int group,
   std::memcpy(&here_, here.data(), sizeof here_);
   source_ = {static_cast<std::uint8_t>(rank_), static_cast<std::uint8_t>(rank_ >> 8),
              static_cast<std::uint8_t>(rank_ >> 16)};
+  source_bits_ = std::uint64_t{static_cast<std::uint32_t>(rank_) & kMaxSourceRank} << 8;
   machine.job().task(rank).pid =
       static_cast<std::int32_t>(getpid());  // peers validate VN copies by it
   if (machine.config().mode == job_runtime::NodeMode::virtual_node) {
@@ -301,24 +304,21 @@ InjectStatus Endpoint::inject(int fifo, const PacketSpec& spec, std::span<const 
   Peer& peer = peers_[spec.dest.node];
   const bool plain =
       spec.routing == Routing::deterministic && !spec.high_priority && !spec.deposit_line;
+  // A plain packet's header stays in registers (words) until a slower path needs it in memory:
+  // written as two words and read back as one header, it would wait for the store buffer.
+  const std::uint8_t chunks = chunks_for(bytes);
+  const std::uint32_t packet_bytes = chunks * static_cast<std::uint32_t>(kChunkBytes);
   PacketHeader h;
-  if (plain) {  // build_header() without the flags
-    h.dest = peer.coord;
-    h.dest_group = spec.dest.group;
-    h.chunks = chunks_for(bytes);
-    h.payload_bytes = static_cast<std::uint8_t>(bytes);
-    h.dispatch = spec.dispatch;
-    h.source = source_;
-    h.word = spec.word;
-    h.seal();
-  } else {
+  ReceptionFifo::HeaderWords words{};
+  if (plain)
+    words = plain_header(peer, spec, bytes);
+  else
     build_header(spec, bytes, h);
-  }
   std::uint8_t index;
   virtual_time::Stamp stamp;  // virtual time only
   if (!plain || timed()) [[unlikely]] {
     injecting_ = fifo;
-    index = route_and_account(spec, h.chunks, stamp.arrival);
+    index = route_and_account(spec, chunks, stamp.arrival);
     if (timed())
       stamp.origin = spec.vt_origin == kOriginAtDeparture ? clock_.now() : spec.vt_origin;
   } else if (virtual_out_ && spec.dest.node == node_ && spec.dest.group != group_) {
@@ -327,22 +327,25 @@ InjectStatus Endpoint::inject(int fifo, const PacketSpec& spec, std::span<const 
   } else {
     auto& traffic = deterministic_traffic_[spec.dest.node];
     ++traffic.packets;
-    traffic.bytes += h.packet_bytes();
+    traffic.bytes += packet_bytes;
     index = peer.deterministic_fifo;
   }
   ++counters_.packets_injected;
-  counters_.bytes_injected += h.packet_bytes();
+  counters_.bytes_injected += packet_bytes;
   if (q.count == 0 && !spec.deposit_line) {
     if (plain && index != kVirtualFifo && !peer.remote && !timed()) {
       Lane& lane = peer.lanes[spec.dest.group];
-      if (lane.fifo.try_push(h, payload, more)) {
+      if (lane.fifo.try_push(words, payload, more)) {
         lane.bell->ring();
         return InjectStatus::ok;
       }
-    } else if (push(spec.dest.node, spec.dest.group, index, h, payload, more, stamp)) {
-      return InjectStatus::ok;
+    } else {
+      if (plain) h = std::bit_cast<PacketHeader>(words);
+      if (push(spec.dest.node, spec.dest.group, index, h, payload, more, stamp))
+        return InjectStatus::ok;
     }
   }
+  if (plain) h = std::bit_cast<PacketHeader>(words);
   enqueue(fifo, h, payload, more, index, stamp);
   drain(fifo);
   return InjectStatus::ok;
@@ -535,7 +538,7 @@ void Endpoint::receive(FifoRef f, std::span<std::byte> dst) {
   if (dst.size() < n)
     throw std::invalid_argument("receive buffer of " + std::to_string(dst.size()) +
                                 " bytes is smaller than the payload (" + std::to_string(n) + ")");
-  if (n != 0) std::memcpy(dst.data(), p->payload.data(), n);
+  copy_packet_bytes(dst.data(), p->payload.data(), n);
   ++counters_.packets_received;
   counters_.payload_bytes_received += n;
   pop(f);

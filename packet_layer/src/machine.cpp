@@ -13,9 +13,6 @@
 namespace bgl::packet_layer {
 namespace {
 
-using job_runtime::JobConfig;
-using job_runtime::NodeSlot;
-
 constexpr std::size_t align_up(std::size_t n, std::size_t a) {
   return (n + a - 1) / a * a;
 }
@@ -29,7 +26,7 @@ struct LinkPlan {
   std::vector<std::uint32_t> of_link;  // filled only when asked for
   std::size_t count = 0;
 
-  LinkPlan(const JobConfig& c, bool table) {
+  LinkPlan(const job_runtime::JobConfig& c, bool table) {
     const auto& shape = c.shape;
     std::array<std::vector<bool>, 3> task_at, on_arc;
     for (int d = 0; d < 3; ++d) {
@@ -79,10 +76,11 @@ std::size_t virtual_cells_offset(std::size_t occupied) {
   return align_up(occupied * 2 * sizeof(VirtualFifo), 4096);
 }
 
-std::size_t occupied_nodes(const JobConfig& c) {
+std::size_t occupied_nodes(const job_runtime::JobConfig& c) {
   const auto slots = job_runtime::Job::node_slots(c);
-  return static_cast<std::size_t>(std::count_if(
-      slots.begin(), slots.end(), [](NodeSlot s) { return s != job_runtime::kNoNodeSlot; }));
+  return static_cast<std::size_t>(
+      std::count_if(slots.begin(), slots.end(),
+                    [](job_runtime::NodeSlot s) { return s != job_runtime::kNoNodeSlot; }));
 }
 
 }  // namespace
@@ -94,7 +92,7 @@ struct Machine::Layout {
   std::size_t fifo, group, node;                          // "torus.nodes", per node
   std::size_t virtual_fifos, outbound, calendars, torus;  // "torus"
 
-  Layout(const JobConfig& c, std::size_t occupied, std::size_t crossable) {
+  Layout(const job_runtime::JobConfig& c, std::size_t occupied, std::size_t crossable) {
     fifo = align_up(ReceptionFifo::region_bytes(c.fifo_packets), 4096);
     group = align_up(sizeof(job_runtime::Doorbell), 4096) + kReceptionFifos * fifo;
     node = kFifoGroups * group;
@@ -113,8 +111,8 @@ struct Machine::Layout {
   }
 };
 
-JobConfig Machine::with_regions(const JobConfig& config) {
-  JobConfig c = config;
+job_runtime::JobConfig Machine::with_regions(const job_runtime::JobConfig& config) {
+  job_runtime::JobConfig c = config;
   if (c.placement.node_host.empty()) c.placement = job_runtime::Placement::single(c.shape);
   const auto has = [&c](std::string_view name) {
     return std::any_of(c.regions.begin(), c.regions.end(),
@@ -128,11 +126,12 @@ JobConfig Machine::with_regions(const JobConfig& config) {
   return c;
 }
 
-std::size_t Machine::segment_bytes(const JobConfig& config) {
+std::size_t Machine::segment_bytes(const job_runtime::JobConfig& config) {
   return job_runtime::Job::segment_bytes(with_regions(config));
 }
 
-std::vector<job_runtime::Segment::Extent> Machine::used_extents(const JobConfig& config) {
+std::vector<job_runtime::Segment::Extent> Machine::used_extents(
+    const job_runtime::JobConfig& config) {
   return job_runtime::Job::used_extents(with_regions(config));
 }
 
@@ -156,11 +155,11 @@ Machine::Machine(job_runtime::Job job) : job_(std::move(job)) {
   calendars_offset_ = l.calendars;
 }
 
-Machine Machine::format(std::span<std::byte> segment, const JobConfig& config) {
+Machine Machine::format(std::span<std::byte> segment, const job_runtime::JobConfig& config) {
   Machine m(job_runtime::Job::format(segment, with_regions(config)));
   const auto& c = m.config();
   const auto occupied = m.job_.occupied_nodes();
-  for (NodeSlot slot = 0; slot < occupied.size(); ++slot) {
+  for (job_runtime::NodeSlot slot = 0; slot < occupied.size(); ++slot) {
     if (!c.placement.local(occupied[slot])) continue;  // another host's segment holds its FIFOs
     for (int g = 0; g < kFifoGroups; ++g) {
       new (&m.doorbell_in_slot(slot, g)) job_runtime::Doorbell{};
@@ -190,26 +189,26 @@ Machine Machine::attach(std::span<std::byte> segment) {
   return Machine(job_runtime::Job::attach(segment));
 }
 
-std::byte* Machine::group_region(NodeSlot slot, int group) const {
+std::byte* Machine::group_region(job_runtime::NodeSlot slot, int group) const {
   return nodes_ + static_cast<std::size_t>(slot) * node_stride_ +
          static_cast<std::size_t>(group) * group_stride_;
 }
 
-NodeSlot Machine::checked_slot(torus_emu::NodeId node) const {
-  const NodeSlot slot = node_slot(node);
+job_runtime::NodeSlot Machine::checked_slot(torus_emu::NodeId node) const {
+  const job_runtime::NodeSlot slot = node_slot(node);
   if (slot == job_runtime::kNoNodeSlot)
     throw std::invalid_argument("node " + std::to_string(node) +
                                 " hosts no task, so it has no reception FIFOs");
   return slot;
 }
 
-ReceptionFifo Machine::fifo_in_slot(NodeSlot slot, int group, int index) const {
+ReceptionFifo Machine::fifo_in_slot(job_runtime::NodeSlot slot, int group, int index) const {
   return ReceptionFifo(group_region(slot, group) + align_up(sizeof(job_runtime::Doorbell), 4096) +
                            static_cast<std::size_t>(index) * fifo_stride_,
                        config().fifo_packets);
 }
 
-job_runtime::Doorbell& Machine::doorbell_in_slot(NodeSlot slot, int group) const {
+job_runtime::Doorbell& Machine::doorbell_in_slot(job_runtime::NodeSlot slot, int group) const {
   return *std::launder(reinterpret_cast<job_runtime::Doorbell*>(group_region(slot, group)));
 }
 

@@ -20,8 +20,9 @@ std::size_t ReceptionFifo::region_bytes(std::uint32_t capacity) {
 void ReceptionFifo::format(std::byte* region, std::uint32_t capacity) {
   new (region) FifoControl{};
   auto* slots = reinterpret_cast<FifoSlot*>(region + kControlBytes);
+  // 0: never published (a slot's sequence number is the position + 1 it was last published for).
   for (std::uint32_t i = 0; i < capacity; ++i)
-    new (&slots[i].seq) std::atomic<std::uint64_t>(i);
+    new (&slots[i].seq) std::atomic<std::uint64_t>(0);
 }
 
 ReceptionFifo::ReceptionFifo(std::byte* region, std::uint32_t capacity)
@@ -33,17 +34,26 @@ const char* ReceptionFifo::check_consistency() const {
   const std::uint64_t cap = std::uint64_t{mask_} + 1;
   const std::uint64_t tail_before = control_->tail.load(std::memory_order_acquire);
   const std::uint64_t head = control_->head.load(std::memory_order_acquire);
-  // The consumer frees a slot before it publishes the head, so a producer may be one slot
-  // further than head + capacity for a moment.
-  if (tail_before > head + cap + 1) return "tail more than the capacity ahead of the head";
+  // Producers claim a position only below the head they read plus the capacity, and the head
+  // only grows: read later, it bounds the earlier tail.
+  if (tail_before > head + cap) return "tail more than the capacity ahead of the head";
   for (std::uint64_t j = 0; j < cap; ++j) {
     const std::uint64_t seq = slots_[j].seq.load(std::memory_order_acquire);
-    // A slot's number is its position (free) or its position + 1 (published), and that position
-    // lies between the head and a capacity past the tail.
-    if ((seq & mask_) != j && ((seq - 1) & mask_) != j) return "slot sequence number";
-    if (seq + cap < head) return "slot sequence number behind the head";
-    if (seq > control_->tail.load(std::memory_order_acquire) + 2 * cap)
+    // Every position in [head - capacity, head) was published before it was consumed, so a slot
+    // that had one holds that position's number or a later one.
+    const bool had_consumed_position = head >= cap || j < head;
+    if (seq == 0) {
+      if (had_consumed_position) return "slot sequence number behind the head";
+      continue;
+    }
+    // Published: for a position of this slot, claimed (below the tail) and not more than a
+    // capacity behind the head.
+    const std::uint64_t published = seq - 1;
+    if ((published & mask_) != j) return "slot sequence number";
+    if (published >= control_->tail.load(std::memory_order_acquire))
       return "slot sequence number beyond the tail";
+    if (had_consumed_position && published + cap < head)
+      return "slot sequence number behind the head";
   }
   if (head > control_->tail.load(std::memory_order_acquire)) return "head beyond the tail";
   return nullptr;

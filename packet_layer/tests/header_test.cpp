@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstddef>
 #include <cstring>
 #include <ostream>
@@ -292,6 +293,42 @@ TEST(PacketHeader, DescribeFitsTheLargestValues) {
   const std::string text = h.describe();
   EXPECT_THAT(text, HasSubstr("source=16777215"));
   EXPECT_THAT(text, HasSubstr("word=4294967295"));  // not truncated
+}
+
+// Every size a packet can carry is copied exactly: no byte missing, none written past the end
+// (the blocks overlap inside the range, never outside it), from and to any alignment.
+TEST(PacketBytes, CopyIsExactForEverySizeAndAlignment) {
+  for (std::size_t n = 0; n <= kMaxPacketBytes; ++n) {
+    for (std::size_t shift : {0u, 1u, 7u}) {
+      std::array<std::byte, kMaxPacketBytes + 16> src{}, dst{};
+      for (std::size_t i = 0; i < src.size(); ++i)
+        src[i] = static_cast<std::byte>(i * 13 + n);
+      dst.fill(std::byte{0xee});
+      copy_packet_bytes(dst.data() + shift, src.data() + 8 - shift, n);
+      for (std::size_t i = 0; i < dst.size(); ++i) {
+        const bool inside = i >= shift && i < shift + n;
+        ASSERT_EQ(dst[i], inside ? src[i - shift + 8 - shift] : std::byte{0xee})
+            << "size " << n << " shift " << shift << " byte " << i;
+      }
+    }
+  }
+}
+
+// A header built as words (PacketHeader::check_of on the hardware word) seals like seal().
+TEST(PacketHeader, CheckOfTheHardwareWordIsTheSealedCheckByte) {
+  for (unsigned v = 0; v < 4096; ++v) {
+    PacketHeader h;
+    h.dest = {static_cast<std::uint8_t>(v), static_cast<std::uint8_t>(v >> 3), 5};
+    h.dest_group = static_cast<std::uint8_t>(v & 1);
+    h.flags = static_cast<std::uint8_t>(v >> 5);
+    h.chunks = static_cast<std::uint8_t>(1 + v % 8);
+    h.payload_bytes = static_cast<std::uint8_t>(v % 241);
+    h.check = static_cast<std::uint8_t>(v * 7);  // ignored
+    std::uint64_t word;
+    std::memcpy(&word, &h, sizeof word);
+    h.seal();
+    EXPECT_EQ(PacketHeader::check_of(word), h.check) << v;
+  }
 }
 
 }  // namespace

@@ -7,7 +7,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -271,6 +273,86 @@ TEST(ReceptionFifo, ProducerAndConsumerViewsOfOneRegionAreOneFifo) {
   }
   EXPECT_EQ(late_consumer.front(), nullptr);
   EXPECT_EQ(r.consumer().front(), nullptr);
+}
+
+// The consumer writes only its own control line: taking a packet leaves the slot (its sequence
+// number, header and payload) as the producer wrote it, so a slot's lines travel only from the
+// producer to the consumer, and the producer learns of free slots from the head alone.
+TEST(ReceptionFifo, TakingAPacketLeavesItsSlotUntouched) {
+  Region r(4);
+  ReceptionFifo f = r.consumer();
+  for (std::uint32_t i = 0; i < 6; ++i) {  // past one wrap-around
+    ASSERT_TRUE(f.try_push(header(i, 200), payload_for(i, 200)));
+    const Packet* p = f.front();
+    ASSERT_NE(p, nullptr);
+    const auto* slot = reinterpret_cast<const std::byte*>(p) - offsetof(FifoSlot, packet);
+    const std::vector<std::byte> before(slot, slot + sizeof(FifoSlot));
+    f.pop();
+    EXPECT_TRUE(std::equal(before.begin(), before.end(), slot)) << "packet " << i;
+    EXPECT_EQ(f.front(), nullptr);
+    EXPECT_EQ(f.control().head.load(), i + 1);
+  }
+}
+
+// A header pushed as its two words (built in registers) arrives as the same header.
+TEST(ReceptionFifo, HeaderPushedAsWordsArrivesIntact) {
+  Region r(4);
+  ReceptionFifo f = r.consumer();
+  PacketHeader h = header(0xabcdef01u, 99, 7);
+  h.source = {1, 2, 3};
+  h.seal();
+  ReceptionFifo::HeaderWords words;
+  std::memcpy(&words, &h, sizeof words);
+  ASSERT_TRUE(f.try_push(words, payload_for(5, 99)));
+  const Packet* p = f.front();
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(std::memcmp(&p->header, &h, sizeof h), 0) << p->header.describe();
+  EXPECT_TRUE(payload_matches(*p, 5));
+}
+
+// What the launcher's watcher checks holds at every step of normal use, and each kind of forged
+// index or sequence number is named.
+TEST(ReceptionFifo, ConsistencyHoldsInUseAndNamesForgedNumbers) {
+  constexpr std::uint32_t kCapacity = 4;
+  Region r(kCapacity);
+  ReceptionFifo producer = r.producer();
+  ReceptionFifo consumer = r.consumer();
+  EXPECT_EQ(consumer.check_consistency(), nullptr);
+  std::uint32_t pushed = 0;
+  for (int round = 0; round < 20; ++round) {
+    for (int i = 0; i <= round % 5; ++i) {
+      producer.try_push(header(pushed, 16), payload_for(pushed, 16)) ? ++pushed : 0u;
+      ASSERT_EQ(consumer.check_consistency(), nullptr) << "round " << round;
+    }
+    for (int i = 0; i <= round % 3 && consumer.front() != nullptr; ++i) {
+      consumer.pop();
+      ASSERT_EQ(consumer.check_consistency(), nullptr) << "round " << round;
+    }
+  }
+  ASSERT_GT(consumer.control().head.load(), 2 * kCapacity) << "the test must wrap around twice";
+
+  auto* slots = reinterpret_cast<FifoSlot*>(r.data() + (sizeof(FifoControl) + 63) / 64 * 64);
+  auto& control = const_cast<FifoControl&>(consumer.control());
+  const std::uint64_t tail = control.tail.load();
+  const auto forged = [&](std::uint64_t seq) {
+    const std::uint64_t saved = slots[1].seq.load();
+    slots[1].seq.store(seq);
+    const char* why = consumer.check_consistency();
+    slots[1].seq.store(saved);
+    return std::string(why ? why : "consistent");
+  };
+  EXPECT_EQ(forged(0), "slot sequence number behind the head") << "never published";
+  EXPECT_EQ(forged(2 + 1), "slot sequence number") << "another slot's position";
+  EXPECT_EQ(forged((tail + kCapacity) / kCapacity * kCapacity + 1 + 1),
+            "slot sequence number beyond the tail");
+  EXPECT_EQ(forged(1 + 1), "slot sequence number behind the head") << "two laps old";
+  EXPECT_EQ(consumer.check_consistency(), nullptr);
+
+  control.tail.store(control.head.load() + kCapacity + 1);
+  EXPECT_STREQ(consumer.check_consistency(), "tail more than the capacity ahead of the head");
+  control.tail.store(tail);
+  control.head.store(tail + 1);
+  EXPECT_NE(consumer.check_consistency(), nullptr);
 }
 
 TEST(ReceptionFifo, ConsumerRecordsHighWaterMark) {

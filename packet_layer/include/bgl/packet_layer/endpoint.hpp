@@ -185,6 +185,7 @@ class Endpoint {
   // coordinate arithmetic: its coordinates and the reception FIFO a deterministic route ends in.
   struct Peer {
     std::array<std::uint8_t, 3> coord;
+    std::uint32_t coord_bytes;  // coord as header bytes 0..2 of a little-endian word
     std::uint8_t deterministic_fifo;
     bool remote;  // reached through the libfabric backend (another host, or BGL_TRANSPORT=ofi)
     // FIFO groups a packet may name: kFifoGroups, or 0 for a node that hosts no task (and so has
@@ -226,6 +227,16 @@ class Endpoint {
             std::span<const std::byte> payload, std::span<const std::byte> more,
             virtual_time::Stamp stamp);
   void build_header(const PacketSpec& spec, std::size_t payload, PacketHeader& h) const;
+  // The header of a deterministic, normal-priority packet without the deposit bit, built in
+  // registers: no byte stores read back as words (see ReceptionFifo::HeaderWords).
+  ReceptionFifo::HeaderWords plain_header(const Peer& peer, const PacketSpec& spec,
+                                          std::size_t payload) const {
+    std::uint64_t hardware = peer.coord_bytes | std::uint64_t{spec.dest.group} << 24 |
+                             std::uint64_t{chunks_for(payload)} << 40 |
+                             std::uint64_t{payload} << 48;
+    hardware |= std::uint64_t{PacketHeader::check_of(hardware)} << 56;
+    return {hardware, spec.dispatch | source_bits_ | std::uint64_t{spec.word} << 32};
+  }
   std::uint8_t route_and_account(const PacketSpec& spec, std::uint8_t chunks,
                                  std::uint64_t& arrival);
   // Virtual time of a packet leaving now (charges the write); its arrival over `route`.
@@ -259,6 +270,7 @@ class Endpoint {
   torus_emu::Coord me_;
   std::uint32_t here_ = 0;                // header bytes 0..3 of packets for this node and group
   std::array<std::uint8_t, 3> source_{};  // header bytes 9..11: this task's rank
+  std::uint64_t source_bits_ = 0;         // the same, as bits 8..31 of header word 8..15
   std::vector<Peer> peers_;
   mutable std::vector<torus_emu::LinkCounters::Count> deterministic_traffic_;
   int next_poll_ = 0;

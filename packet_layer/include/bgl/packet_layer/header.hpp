@@ -63,16 +63,21 @@ struct PacketHeader {
   }
   std::size_t packet_bytes() const { return std::size_t{chunks} * kChunkBytes; }
 
+  // The check byte of a header whose bytes 0..7 are `hardware` (little endian; byte 7, the check
+  // byte itself, is ignored): for producers that build the header in a register.
+  static constexpr std::uint8_t check_of(std::uint64_t hardware) {
+    hardware &= 0x00ffffffffffffffULL;
+    hardware ^= hardware >> 32;
+    hardware ^= hardware >> 16;
+    hardware ^= hardware >> 8;
+    return static_cast<std::uint8_t>(hardware) ^ 0x5a;
+  }
   // Inline: computed for every packet sent and checked for every packet received.
   std::uint8_t compute_check() const {
-    // One load of the 8 hardware bytes, the check byte itself masked out, folded to one byte.
+    // One load of the 8 hardware bytes, folded to one byte.
     std::uint64_t word;
     std::memcpy(&word, this, sizeof word);
-    word &= 0x00ffffffffffffffULL;
-    word ^= word >> 32;
-    word ^= word >> 16;
-    word ^= word >> 8;
-    return static_cast<std::uint8_t>(word) ^ 0x5a;
+    return check_of(word);
   }
   void seal() { check = compute_check(); }
 
@@ -96,6 +101,30 @@ struct PacketHeader {
 std::string_view to_string(PacketHeader::Problem p);
 static_assert(sizeof(PacketHeader) == kHeaderBytes);
 static_assert(std::is_trivially_copyable_v<PacketHeader>);
+
+// Copies n <= 256 bytes of a packet: 32-byte blocks, the last one ending at n (overlapping the one
+// before it), small sizes in two overlapping words. Every packet goes through two of these, and
+// the compiler's inline `rep movsq` for an unknown size below 256 costs more to start than the
+// whole copy.
+inline void copy_packet_bytes(std::byte* dst, const std::byte* src, std::size_t n) {
+  if (n >= 32) {
+    for (std::size_t i = 0; i + 32 < n; i += 32)
+      std::memcpy(dst + i, src + i, 32);
+    std::memcpy(dst + n - 32, src + n - 32, 32);
+  } else if (n >= 16) {
+    std::memcpy(dst, src, 16);
+    std::memcpy(dst + n - 16, src + n - 16, 16);
+  } else if (n >= 8) {
+    std::memcpy(dst, src, 8);
+    std::memcpy(dst + n - 8, src + n - 8, 8);
+  } else if (n >= 4) {
+    std::memcpy(dst, src, 4);
+    std::memcpy(dst + n - 4, src + n - 4, 4);
+  } else {
+    for (std::size_t i = 0; i < n; ++i)
+      dst[i] = src[i];
+  }
+}
 
 // A whole packet as a FIFO holds it. 8-byte aligned only (not like BG/L's 32-byte chunks): in a
 // reception FIFO slot it follows the slot's sequence number directly, so that the sequence, the
