@@ -26,13 +26,13 @@ std::string protocol_name(std::optional<Protocol> p) {
 }
 
 // Where the two tasks of a test live, and how far apart that is.
-struct Placement {
+struct PairLayout {
   const char* name;
   JobSpec spec;
   int hops;
 };
 
-const Placement kPlacements[] = {
+const PairLayout kPairLayouts[] = {
     {"Neighbours", {.ntasks = 2, .shape = "4x4x2", .mapping_text = "0 0 0\n1 0 0\n"}, 1},
     {"Farthest4x4x2", {.ntasks = 2, .shape = "4x4x2", .mapping_text = "0 0 0\n2 2 1\n"}, 5},
     {"Farthest8x2x1",
@@ -177,7 +177,7 @@ class Pair {
 // ---------------------------------------------------------------------------------------------
 // Every protocol x size x alignment x placement
 
-using MatrixParam = std::tuple<std::optional<Protocol>, Placement>;
+using MatrixParam = std::tuple<std::optional<Protocol>, PairLayout>;
 
 void PrintTo(const MatrixParam& p, std::ostream* os) {
   *os << protocol_name(std::get<0>(p)) << " " << std::get<1>(p).name;
@@ -252,10 +252,10 @@ std::vector<MatrixParam> matrix() {
        {std::optional<Protocol>{}, std::optional<Protocol>{Protocol::one_packet},
         std::optional<Protocol>{Protocol::eager}, std::optional<Protocol>{Protocol::rendezvous},
         std::optional<Protocol>{Protocol::adaptive_eager}})
-    for (const auto& placement : kPlacements)
+    for (const auto& placement : kPairLayouts)
       v.emplace_back(p, placement);
   // The virtual-node protocol exists between the two tasks of a node only.
-  for (const auto& placement : kPlacements)
+  for (const auto& placement : kPairLayouts)
     if (placement.hops == 0) v.emplace_back(Protocol::virtual_node, placement);
   return v;
 }
@@ -274,7 +274,7 @@ TEST(MlTransfer, ConfiguredProtocolLimitsDecide) {
   configs[3].limits.forced = Protocol::adaptive_eager;
   configs[3].limits.eager_limit = 0;
   for (const Config& c : configs) {
-    Pair pair(kPlacements[1].spec, c);
+    Pair pair(kPairLayouts[1].spec, c);
     for (std::size_t size : {0u, 1u, 220u, 221u, 999u, 1000u, 1001u, 16384u, 16385u, 100000u})
       for (Rank from : {0u, 1u})
         pair.send(from, size, 3, 7, std::nullopt);
@@ -340,7 +340,7 @@ TEST(MlTransfer, VirtualNodeProtocolCopiesOrStreams) {
 // Zero bytes, headers, oneself
 
 TEST(MlTransfer, ZeroByteMessagesWithNullBuffersEveryProtocolAndTarget) {
-  InProcessJob job(kPlacements[1].spec);
+  InProcessJob job(kPairLayouts[1].spec);
   struct Got {
     int arrivals = 0, completions = 0;
     std::size_t bytes = ~std::size_t{0};
@@ -413,7 +413,7 @@ TEST(MlTransfer, ZeroByteMessagesWithNullBuffersEveryProtocolAndTarget) {
 
 TEST(MlTransfer, UserHeadersOfEverySizeArriveIntact) {
   for (Protocol p : kAllProtocols) {
-    InProcessJob job(kPlacements[2].spec);
+    InProcessJob job(kPairLayouts[2].spec);
     Outbox out;
     Inbox in(job.ml(1), 4, [](Inbox&, Delivery& d) { return Inbox::into(d, d.bytes, 5); });
     std::vector<std::pair<std::vector<std::byte>, std::size_t>> sent;
@@ -511,7 +511,7 @@ class MlGatherScatter : public ::testing::TestWithParam<Protocol> {};
 
 TEST_P(MlGatherScatter, EveryCombinationOfListsAndBuffers) {
   const Protocol p = GetParam();
-  InProcessJob job(kPlacements[1].spec);
+  InProcessJob job(kPairLayouts[1].spec);
   std::mt19937 rng(42);
   // The receiver's answer for message seq: its scatter list (empty: a plain buffer), and whether
   // it is accepted later.
@@ -575,7 +575,7 @@ class MlTruncation : public ::testing::TestWithParam<Protocol> {};
 
 TEST_P(MlTruncation, CompletionReportsWhatFitAndNothingOverflows) {
   const Protocol p = GetParam();
-  InProcessJob job(kPlacements[0].spec);
+  InProcessJob job(kPairLayouts[0].spec);
   enum Kind { kBuffer, kScatter, kLaterBuffer, kLaterScatter };
   struct Plan {
     std::size_t capacity;

@@ -61,7 +61,7 @@ int count_lines(const std::string& text, const std::string& pattern) {
 }
 
 std::string temp_path(const std::string& name) {
-  return ::testing::TempDir() + "/nm_" + name + "." + std::to_string(getpid());
+  return ::testing::TempDir() + "/node_modes_" + name + "." + std::to_string(getpid());
 }
 
 nlohmann::json read_json(const std::string& path) {

@@ -1,5 +1,5 @@
 #pragma once
-// Shared pieces of the node-mode tests (nm_*), over the message-layer tests' data helpers
+// Shared pieces of the node-mode tests (node_modes_*), over the message-layer tests' data helpers
 // (ml_test_data.hpp): receive destinations (one guarded buffer or a scatter list), the
 // eligibility rule of the coprocessor's communication unit. Used by the in-process
 // unit tests and by the task programs that bglrun runs.
