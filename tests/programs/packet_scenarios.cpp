@@ -106,6 +106,23 @@ int order(packet_layer::Runtime& rt, std::uint32_t n) {
   return 0;
 }
 
+// Waits (at most 10 s) until packets wait in at least two of this task's reception FIFOs, so
+// that the reception order can interleave the paths however slowly they arrive (a loaded machine,
+// packets through the libfabric agents); a fixed sleep was not always long enough.
+void await_several_fifos(packet_layer::Runtime& rt) {
+  const auto at = rt.machine().mapping().location(rt.rank());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    int waiting = 0;
+    for (int i = 0; i < packet_layer::kReceptionFifos; ++i) {
+      const auto& c = rt.machine().fifo(at.node, at.t, i).control();
+      waiting += c.tail.load(std::memory_order_acquire) > c.head.load(std::memory_order_acquire);
+    }
+    if (waiting >= 2) return;
+    usleep(1'000);
+  }
+}
+
 int adaptive(packet_layer::Runtime& rt, std::uint32_t n) {
   auto& ep = rt.endpoint();
   const int me = static_cast<int>(rt.rank());
@@ -126,7 +143,10 @@ int adaptive(packet_layer::Runtime& rt, std::uint32_t n) {
   } else if (static_cast<torus_emu::Rank>(me) == last) {
     for (const bool expect_reordering : {true, false}) {
       // Let the FIFOs fill so that the reception order interleaves the paths.
-      usleep(20'000);
+      if (expect_reordering)
+        await_several_fifos(rt);
+      else
+        usleep(20'000);
       std::vector<bool> seen(n, false);
       std::uint32_t got = 0, inversions = 0, highest = 0;
       std::uint32_t fifo_mask = 0;
