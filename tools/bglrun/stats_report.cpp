@@ -234,7 +234,7 @@ json statistics_document(const packet_layer::Machine& m, double host_seconds,
   }
   json fifos = json::array();
   for (const torus_emu::NodeId n : m.job().occupied_nodes()) {  // nodes without tasks have no FIFOs
-    if (!c.placement.local(n)) continue;  // another host's segment holds them
+    if (!c.placement.local(n)) continue;                        // another host's segment holds them
     for (int g = 0; g < packet_layer::kFifoGroups; ++g) {
       for (int f = 0; f < packet_layer::kReceptionFifos; ++f) {
         const auto& ctl = m.fifo(n, g, f).control();

@@ -12,8 +12,8 @@ int main(int argc, char** argv) {
   const int next = (mt_rank + 1) % mt_size, prev = (mt_rank + mt_size - 1) % mt_size;
   for (int i = 0; i < 3; i++) {
     mt_fill(out, (size_t)sizes[i], (uint64_t)(100 * mt_rank + i));
-    MPI_Sendrecv(out, sizes[i], MPI_BYTE, next, i, in, sizes[i], MPI_BYTE, prev, i,
-                 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Sendrecv(out, sizes[i], MPI_BYTE, next, i, in, sizes[i], MPI_BYTE, prev, i, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE);
     MT_CHECK(mt_verify(in, (size_t)sizes[i], (uint64_t)(100 * prev + i)) == 0,
              "message %d from %d corrupt", i, prev);
   }
