@@ -71,6 +71,9 @@ struct LinkPlan {
   }
 };
 
+// A FIFO group's doorbell has a page of its own; the group's FIFOs follow it.
+constexpr std::size_t kBellBytes = align_up(sizeof(job_runtime::Doorbell), 4096);
+
 // Within the virtual-node area: the rings first, then the cells.
 std::size_t virtual_cells_offset(std::size_t occupied) {
   return align_up(occupied * 2 * sizeof(VirtualFifo), 4096);
@@ -94,7 +97,7 @@ struct Machine::Layout {
 
   Layout(const job_runtime::JobConfig& c, std::size_t occupied, std::size_t crossable) {
     fifo = align_up(ReceptionFifo::region_bytes(c.fifo_packets), 4096);
-    group = align_up(sizeof(job_runtime::Doorbell), 4096) + kReceptionFifos * fifo;
+    group = kBellBytes + kReceptionFifos * fifo;
     node = kFifoGroups * group;
     virtual_fifos = align_up(sizeof(LinkTotals) * crossable, 4096);
     const std::size_t virtual_bytes =
@@ -113,7 +116,6 @@ struct Machine::Layout {
 
 job_runtime::JobConfig Machine::with_regions(const job_runtime::JobConfig& config) {
   job_runtime::JobConfig c = config;
-  if (c.placement.node_host.empty()) c.placement = job_runtime::Placement::single(c.shape);
   const auto has = [&c](std::string_view name) {
     return std::any_of(c.regions.begin(), c.regions.end(),
                        [name](const auto& r) { return r.name == name; });
@@ -164,10 +166,7 @@ Machine Machine::format(std::span<std::byte> segment, const job_runtime::JobConf
     for (int g = 0; g < kFifoGroups; ++g) {
       new (&m.doorbell_in_slot(slot, g)) job_runtime::Doorbell{};
       for (int i = 0; i < kReceptionFifos; ++i)
-        ReceptionFifo::format(m.group_region(slot, g) +
-                                  align_up(sizeof(job_runtime::Doorbell), 4096) +
-                                  static_cast<std::size_t>(i) * m.fifo_stride_,
-                              c.fifo_packets);
+        ReceptionFifo::format(m.fifo_region(slot, g, i), c.fifo_packets);
     }
   }
   for (auto& link : m.links())
@@ -194,6 +193,10 @@ std::byte* Machine::group_region(job_runtime::NodeSlot slot, int group) const {
          static_cast<std::size_t>(group) * group_stride_;
 }
 
+std::byte* Machine::fifo_region(job_runtime::NodeSlot slot, int group, int index) const {
+  return group_region(slot, group) + kBellBytes + static_cast<std::size_t>(index) * fifo_stride_;
+}
+
 job_runtime::NodeSlot Machine::checked_slot(torus_emu::NodeId node) const {
   const job_runtime::NodeSlot slot = node_slot(node);
   if (slot == job_runtime::kNoNodeSlot)
@@ -203,9 +206,7 @@ job_runtime::NodeSlot Machine::checked_slot(torus_emu::NodeId node) const {
 }
 
 ReceptionFifo Machine::fifo_in_slot(job_runtime::NodeSlot slot, int group, int index) const {
-  return ReceptionFifo(group_region(slot, group) + align_up(sizeof(job_runtime::Doorbell), 4096) +
-                           static_cast<std::size_t>(index) * fifo_stride_,
-                       config().fifo_packets);
+  return ReceptionFifo(fifo_region(slot, group, index), config().fifo_packets);
 }
 
 job_runtime::Doorbell& Machine::doorbell_in_slot(job_runtime::NodeSlot slot, int group) const {

@@ -93,6 +93,7 @@ class Machine {
   struct Layout;
   explicit Machine(job_runtime::Job job);
   std::byte* group_region(job_runtime::NodeSlot slot, int group) const;
+  std::byte* fifo_region(job_runtime::NodeSlot slot, int group, int index) const;
   job_runtime::NodeSlot checked_slot(torus_emu::NodeId node) const;
 
   job_runtime::Job job_;
