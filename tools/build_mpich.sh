@@ -4,7 +4,7 @@
 #
 #   tools/build_mpich.sh [options]
 #     --bglml PATH          libbglml.so to use (default: build it with CMake in build/)
-#     --bglml-include DIR   directory with bgl/message_layer/bgl_msg.h, bgl_nm_idle.h, bgl_coll_hooks.h,
+#     --bglml-include DIR   directory with bgl/message_layer/bgl_msg.h, bgl_coll_hooks.h,
 #                           bgl_nm_topo.h or bgl_nm_trace.h
 #                           (repeatable)
 #     --jobs N              make -jN (default: nproc)
@@ -139,7 +139,7 @@ source_hash=$( {
   echo "$config_hash $patches_hash"
   for f in $(source_files); do echo "$f"; cat "$netmod_src/$f"; done
   cat "$repo/message_layer/include/bgl/message_layer/bgl_msg.h" "$repo/message_layer/include/bgl/message_layer/bgl_ids.h" \
-    "$repo/adi3_device/bglml/bgl_nm_idle.h" "$repo/adi3_device/bglml/bgl_coll_hooks.h" \
+    "$repo/adi3_device/bglml/bgl_coll_hooks.h" \
     "$repo/adi3_device/bglml/bgl_nm_topo.h" "$repo/adi3_device/bglml/bgl_nm_trace.h" \
     "$mpix_dir/mpix.h" "$mpix_dir/mpixf.h"
 } | sha256sum | cut -c1-16)
@@ -201,15 +201,14 @@ install_bglml() {
   for d in "${includes[@]}"; do
     copy_header "$d/bgl/message_layer/bgl_msg.h" "$prefix/include/bgl/message_layer/"
     copy_header "$d/bgl/message_layer/bgl_ids.h" "$prefix/include/bgl/message_layer/"
-    copy_header "$d/bgl_nm_idle.h" "$prefix/include/"
     copy_header "$d/bgl_coll_hooks.h" "$prefix/include/"
     copy_header "$d/bgl_nm_topo.h" "$prefix/include/"
     copy_header "$d/bgl_nm_trace.h" "$prefix/include/"
   done
   [ -f "$prefix/include/bgl/message_layer/bgl_msg.h" ] && [ -f "$prefix/include/bgl/message_layer/bgl_ids.h" ] &&
-    [ -f "$prefix/include/bgl_nm_idle.h" ] && [ -f "$prefix/include/bgl_coll_hooks.h" ] &&
+    [ -f "$prefix/include/bgl_coll_hooks.h" ] &&
     [ -f "$prefix/include/bgl_nm_topo.h" ] && [ -f "$prefix/include/bgl_nm_trace.h" ] ||
-    die "bgl_msg.h / bgl_ids.h / bgl_nm_idle.h / bgl_coll_hooks.h / bgl_nm_topo.h / bgl_nm_trace.h not found in ${includes[*]}"
+    die "bgl_msg.h / bgl_ids.h / bgl_coll_hooks.h / bgl_nm_topo.h / bgl_nm_trace.h not found in ${includes[*]}"
   # The Blue Gene extensions (MPIX_*, implemented in the netmod's bgl_mpix.c) for C and Fortran.
   copy_header "$mpix_dir/mpix.h" "$prefix/include/"
   copy_header "$mpix_dir/mpixf.h" "$prefix/include/"

@@ -4,7 +4,7 @@
 # with N1 and N2 round trips; the difference divided by N2-N1 leaves out start-up and finalize.
 # Instruction counts do not drift with the machine's load the way times do, so this shows where
 # the device's small-message latency goes (docs/PERFORMANCE.md, "Where the small-message latency
-# goes"). The device's ranks sleep instead of spinning (BGL_NM_SPIN_US=0, BGL_NM_YIELD_US=0) so
+# goes"). The device's ranks sleep instead of spinning (BGL_SPIN=0, BGL_YIELD=0) so
 # that polling adds little; Debian's ranks always poll, so compare the process whose messages were
 # already there when it asked for them (the smaller count).
 #
@@ -41,7 +41,7 @@ for n in "$n1" "$n2"; do
   cg=(valgrind --tool=callgrind --callgrind-out-file="$out/debian.$n.%p")
   timeout 1200 mpiexec.mpich -n 2 "${cg[@]}" "$out/bench_debian" "$n" > "$out/debian.$n.log" 2>&1
   cg=(valgrind --tool=callgrind --callgrind-out-file="$out/bgl.$n.%p")
-  BGL_NM_SPIN_US=0 BGL_NM_YIELD_US=0 BGL_MPIEXEC=$prefix/bin/mpiexec \
+  BGL_SPIN=0 BGL_YIELD=0 BGL_MPIEXEC=$prefix/bin/mpiexec \
     timeout 1200 "$bglrun" -np 2 --shape 2x1x1 --timeout 1180 --launcher mpiexec \
     "${cg[@]}" "$out/bench_bgl" "$n" > "$out/bgl.$n.log" 2>&1
 done

@@ -11,7 +11,6 @@
 
 #include "bgl/collectives/library.hpp"
 #include "bgl/message_layer/c_session.hpp"
-#include "idle_cap.hpp"
 #include "bgl_coll_hooks.h"
 
 using namespace bgl;
@@ -30,30 +29,23 @@ struct Hooks {
 
   explicit Hooks(const bgl_coll_env_t& e) : env(e), library(message_layer::session_of(e.session)) {
     library.executor().set_progress(&Hooks::progress_round, this, &Hooks::meanwhile_round);
-    adi3_device::set_pending_probe(&Hooks::injection_pending, this);
   }
-  ~Hooks() { adi3_device::set_pending_probe(nullptr, nullptr); }
   Hooks(const Hooks&) = delete;
   Hooks& operator=(const Hooks&) = delete;
 
-  // The library's packets and MPICH's alike: anything still in the injection FIFOs.
-  static bool injection_pending(void* self) {
-    return !static_cast<Hooks*>(self)->library.executor().layer().endpoint().injection_idle();
-  }
-
-  static bool progress_round(void* self) {
+  static bool round(void* self, int wait) {
     const bgl_coll_env_t& e = static_cast<Hooks*>(self)->env;
-    const int rc = e.progress(e.progress_context);
+    const int rc = e.progress(e.progress_context, wait);
     if (rc < 0)
       throw std::runtime_error("collectives: the device's progress failed (" +
                                std::string(bgl_msg_last_error()) + ")");
     return rc > 0;
   }
-  // The same round inside a tree or global-interrupt wait, which idles itself (idle_cap.hpp).
-  static bool meanwhile_round(void* self) {
-    const adi3_device::IdleSleepSuppressed no_sleep;
-    return progress_round(self);
-  }
+  // The library's waits on the message layer: a round that waits when it finds nothing.
+  static bool progress_round(void* self) { return round(self, 1); }
+  // Inside a tree or global-interrupt wait, which does the waiting itself (on the wire and the
+  // task's doorbell at once): a round that never waits.
+  static bool meanwhile_round(void* self) { return round(self, 0); }
 };
 
 std::optional<Hooks> g_hooks;

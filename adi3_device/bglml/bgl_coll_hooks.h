@@ -33,7 +33,7 @@
 extern "C" {
 #endif
 
-#define BGL_COLL_HOOKS_VERSION 1
+#define BGL_COLL_HOOKS_VERSION 2
 #define BGL_COLL_DONE 0
 #define BGL_COLL_NOT_HANDLED 1
 
@@ -69,9 +69,11 @@ typedef enum bgl_coll_op {
 typedef struct bgl_coll_env {
   int version; /* BGL_COLL_HOOKS_VERSION */
   bgl_msg_session_t* session;
-  /* One round of the device's progress: returns 1 if anything happened, 0 if not (after idling
-   * a little), negative on error. */
-  int (*progress)(void* context);
+  /* One round of the device's progress: returns 1 if anything happened, 0 if not, negative on
+   * error. When nothing happened and `wait` is 1, the round first waits until something may have
+   * happened (the message layer's bgl_msg_wait); with 0 it returns at once (the caller waits
+   * itself, on more than the task's doorbell). */
+  int (*progress)(void* context, int wait);
   void* progress_context;
 } bgl_coll_env_t;
 

@@ -1,19 +1,25 @@
 // The device's view of the partition and the torus-aware topology mapping (bgl_nm_topo.h).
 #include "bgl_nm_topo.h"
 
+#include <cstdio>
 #include <exception>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "bgl/message_layer/bgl_msg.h"
+#include "bgl/message_layer/c_session.hpp"
+#include "bgl/packet_layer/machine.hpp"
 #include "bgl/torus_emu/error.hpp"
-#include "idle_machine.hpp"
 #include "topo_map.hpp"
 
 namespace {
 
 thread_local std::string g_error;
+
+const bgl::packet_layer::Machine& machine_of(bgl_msg_session_t* session) {
+  return bgl::message_layer::session_of(session).runtime().machine();
+}
 
 std::vector<bgl::adi3_device::topo::Place> places_of(const bgl::packet_layer::Machine& m, int n,
                                                      const uint32_t tasks[]) {
@@ -47,8 +53,12 @@ int guarded(F&& f) {
 
 extern "C" {
 
-int bgl_nm_topo_partition(const bgl_nm_idle_t* idle, bgl_nm_partition_t* out) {
-  const auto& m = bgl::adi3_device::machine_of(*idle);
+const char* bgl_nm_topo_error(void) {
+  return g_error.c_str();
+}
+
+int bgl_nm_topo_partition(bgl_msg_session_t* session, bgl_nm_partition_t* out) {
+  const auto& m = machine_of(session);
   const auto& s = m.shape();
   constexpr bgl::torus_emu::Dim dims[] = {bgl::torus_emu::Dim::x, bgl::torus_emu::Dim::y,
                                           bgl::torus_emu::Dim::z};
@@ -62,8 +72,8 @@ int bgl_nm_topo_partition(const bgl_nm_idle_t* idle, bgl_nm_partition_t* out) {
   return BGL_MSG_OK;
 }
 
-int bgl_nm_topo_location(const bgl_nm_idle_t* idle, uint32_t task, int loc[4]) {
-  const auto& mapping = bgl::adi3_device::machine_of(*idle).mapping();
+int bgl_nm_topo_location(bgl_msg_session_t* session, uint32_t task, int loc[4]) {
+  const auto& mapping = machine_of(session).mapping();
   if (task >= static_cast<uint32_t>(mapping.size())) {
     g_error = "rank " + std::to_string(task) + " outside the job's " +
               std::to_string(mapping.size()) + " tasks";
@@ -77,8 +87,8 @@ int bgl_nm_topo_location(const bgl_nm_idle_t* idle, uint32_t task, int loc[4]) {
   return BGL_MSG_OK;
 }
 
-int bgl_nm_topo_task_at(const bgl_nm_idle_t* idle, const int loc[4], int* task) {
-  const auto& mapping = bgl::adi3_device::machine_of(*idle).mapping();
+int bgl_nm_topo_task_at(bgl_msg_session_t* session, const int loc[4], int* task) {
+  const auto& mapping = machine_of(session).mapping();
   const auto& s = mapping.shape();
   const bgl::torus_emu::Coord c{loc[0], loc[1], loc[2]};
   if (!s.contains(c) || loc[3] < 0 || loc[3] >= mapping.tasks_per_node()) {
@@ -93,10 +103,10 @@ int bgl_nm_topo_task_at(const bgl_nm_idle_t* idle, const int loc[4], int* task) 
   return BGL_MSG_OK;
 }
 
-int bgl_nm_topo_cart_map(const bgl_nm_idle_t* idle, int n, const uint32_t tasks[], int ndims,
+int bgl_nm_topo_cart_map(bgl_msg_session_t* session, int n, const uint32_t tasks[], int ndims,
                          const int dims[], const int periods[], int rank_of_pos[]) {
   return guarded([&] {
-    const auto& m = bgl::adi3_device::machine_of(*idle);
+    const auto& m = machine_of(session);
     const auto places = places_of(m, n, tasks);
     const auto a = bgl::adi3_device::topo::cart_map(
         m.shape(), places, std::span(dims, static_cast<std::size_t>(ndims)),
@@ -106,10 +116,10 @@ int bgl_nm_topo_cart_map(const bgl_nm_idle_t* idle, int n, const uint32_t tasks[
   });
 }
 
-int bgl_nm_topo_graph_map(const bgl_nm_idle_t* idle, int n, const uint32_t tasks[], int nnodes,
+int bgl_nm_topo_graph_map(bgl_msg_session_t* session, int n, const uint32_t tasks[], int nnodes,
                           const int index[], const int edges[], int rank_of_pos[]) {
   return guarded([&] {
-    const auto& m = bgl::adi3_device::machine_of(*idle);
+    const auto& m = machine_of(session);
     const auto places = places_of(m, n, tasks);
     const auto nedges = nnodes > 0 ? index[nnodes - 1] : 0;
     const auto a = bgl::adi3_device::topo::graph_map(
@@ -120,10 +130,10 @@ int bgl_nm_topo_graph_map(const bgl_nm_idle_t* idle, int n, const uint32_t tasks
   });
 }
 
-int bgl_nm_topo_dims_create(const bgl_nm_idle_t* idle, int n, const uint32_t tasks[], int ndims,
+int bgl_nm_topo_dims_create(bgl_msg_session_t* session, int n, const uint32_t tasks[], int ndims,
                             int dims[]) {
   return guarded([&] {
-    const auto& m = bgl::adi3_device::machine_of(*idle);
+    const auto& m = machine_of(session);
     const auto places = places_of(m, n, tasks);
     const auto filled = bgl::adi3_device::topo::torus_dims(
         m.shape(), places, std::span<const int>(dims, static_cast<std::size_t>(ndims)));
@@ -131,6 +141,22 @@ int bgl_nm_topo_dims_create(const bgl_nm_idle_t* idle, int n, const uint32_t tas
     std::copy(filled->begin(), filled->end(), dims);
     return 1;
   });
+}
+
+int bgl_nm_processor_name(bgl_msg_session_t* session, char* name, size_t bytes) {
+  const auto& m = machine_of(session);
+  const auto rank = bgl::message_layer::session_of(session).rank();
+  const auto c = m.mapping().coord(rank);
+  const auto& s = m.shape();
+  const int n = std::snprintf(name, bytes, "BGL <%d,%d,%d,%d> in %dx%dx%d %s mode", c.x, c.y, c.z,
+                              m.mapping().location(rank).t, s.extent(bgl::torus_emu::Dim::x),
+                              s.extent(bgl::torus_emu::Dim::y), s.extent(bgl::torus_emu::Dim::z),
+                              std::string(bgl::job_runtime::to_string(m.config().mode)).c_str());
+  if (n < 0 || static_cast<std::size_t>(n) >= bytes) {
+    g_error = "the processor name does not fit in " + std::to_string(bytes) + " bytes";
+    return BGL_MSG_ERR_ARG;
+  }
+  return BGL_MSG_OK;
 }
 
 }  // extern "C"

@@ -24,13 +24,13 @@ static unsigned long g_rounds;
     }                                                                                        \
   } while (0)
 
-/* The device's progress in miniature: advance, and idle on the doorbell when nothing happened. */
-static int progress(void* context) {
+/* The device's progress in miniature: advance, and wait when nothing happened and asked to. */
+static int progress(void* context, int wait) {
   (void)context;
   ++g_rounds;
   const int rc = bgl_msg_advance(g_session);
   if (rc < 0) return rc;
-  if (rc == 0) bgl_msg_wait(g_session);
+  if (rc == 0 && wait) bgl_msg_wait(g_session);
   return rc;
 }
 

@@ -154,6 +154,19 @@ TEST_F(Mpi, HelloInVirtualNodeModeWithMapfile) {
   EXPECT_THAT(r.output, HasSubstr("hello from rank 15 of 16 on BGL <0,0,0,1>"));
 }
 
+// The netmod's former waiting variables are not silently ignored: rank 0 says what replaced them,
+// and the job runs.
+TEST_F(Mpi, RetiredWaitingVariablesAreReported) {
+  const auto r = run_process({kBglrun, "-np", "2", "--timeout", "60", program("hello")}, 90,
+                             {"BGL_NM_SPIN_US=5", "BGL_NM_OVERSUBSCRIBED=1"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("bgl netmod: BGL_NM_SPIN_US is no longer read: MPI ranks wait "
+                                  "with the job's waiting policy (BGL_SPIN, BGL_YIELD, "
+                                  "BGL_SLEEP_US)"));
+  EXPECT_THAT(r.output, HasSubstr("bgl netmod: BGL_NM_OVERSUBSCRIBED is no longer read"));
+  EXPECT_THAT(r.output, HasSubstr("hello from rank 1 of 2"));
+}
+
 TEST_F(Mpi, Pt2ptHeater2) {
   const auto r = bglrun({"-np", "2", "--mode", "heater", "--timeout", "200", program("pt2pt")});
   EXPECT_EQ(r.exit_code, 0) << r.output;
@@ -263,7 +276,7 @@ TEST_F(Mpi, CollectiveHooksGetTranslatedArguments) {
                   240, {std::string("LD_PRELOAD=") + COLL_TRACE_LIB});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("coll: OK"));
-  EXPECT_THAT(r.output, HasSubstr("bgl_coll_trace: init version=1 progress=yes"));
+  EXPECT_THAT(r.output, HasSubstr("bgl_coll_trace: init version=2 progress=yes"));
   EXPECT_THAT(r.output, HasSubstr("dtype=F64 op=SUM in_place=0 size=4 ranks=identity whole_job=1"));
   EXPECT_THAT(r.output, HasSubstr("dtype=F64 op=MAX in_place=1 size=4 ranks=identity whole_job=1"));
   EXPECT_THAT(r.output, HasSubstr("dtype=F64 op=SUM root=3 in_place=0 size=4"));
@@ -670,13 +683,28 @@ TEST_F(Mpi, IdleRanksYieldTheCpu64VirtualNode) {
   //    progress loop): 14-21% of the cores with the machine otherwise idle or next to busy loops,
   //    25.3% next to a compiler (whose cache and memory traffic makes each wake-up dearer: the
   //    ranks' own CPU time grew, so 25% was no limit for a shared machine);
-  //  - polling: the same ranks spinning instead of sleeping (BGL_NM_SPIN_US=100000000) took 145%
-  //    (wall time counts from rank 0's view), only yielding (BGL_NM_SPIN_US=0
-  //    BGL_NM_YIELD_US=100000000) 97%; stock MPICH polls.
+  //  - polling: the same ranks spinning instead of sleeping (the netmod's former BGL_NM_SPIN_US
+  //    set to 100 s) took 145% (wall time counts from rank 0's view), only yielding 97%; stock
+  //    MPICH polls.
   const auto r = bglrun({"-np", "64", "--shape", "4x4x2", "--mode", "vn", "--timeout", "120",
                          program("idle"), "2", "0.5"});
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("idle: OK")) << r.output;
+}
+
+// Every rank blocked in MPI_Recv for a message nobody sends: bglrun stops the job within seconds
+// as a deadlock and says that each rank waits for packets. The device waits through the message
+// layer's wait, which publishes what the task sleeps for (a wait of its own would show only a
+// doorbell).
+TEST_F(Mpi, BlockedReceivesAreADeadlockWaitingForPackets) {
+  const auto r = bglrun({"-np", "4", "--shape", "2x2x1", "--timeout", "120", "--deadlock", "2",
+                         program("die"), "0", "hang"},
+                        150);
+  EXPECT_EQ(r.exit_code, 125) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("bglrun: deadlock: every task has been waiting for 2."));
+  EXPECT_THAT(r.output, HasSubstr("ranks 0-3 wait for packets (asleep on its reception doorbell)"))
+      << r.output;
+  EXPECT_LT(r.seconds, 60) << r.output;
 }
 
 // A rank dies; bglrun ends the job, names the rank, and leaves no segment and no process.

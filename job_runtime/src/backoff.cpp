@@ -2,6 +2,7 @@
 
 #include <sched.h>
 #include <unistd.h>
+#include <algorithm>
 
 #include "bgl/job_runtime/env.hpp"
 #include "bgl/job_runtime/job_barrier.hpp"
@@ -12,9 +13,22 @@ void Backoff::yield() {
   sched_yield();
 }
 
+namespace {
+
+// The cores this task may run on (its affinity mask: a job started under taskset, or confined by
+// bglrun for virtual time, has fewer than the machine).
+long usable_cores() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
+}
+
+}  // namespace
+
 WaitPolicy WaitPolicy::for_job(int tasks, bool virtual_time) {
   WaitPolicy p;
-  const long cores = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
+  const long cores = usable_cores();
+  p.yield_on_empty_poll = tasks > cores;
   if (tasks > cores && virtual_time) {
     // A virtual-time job runs on one core, where tasks that spin and yield before they sleep take
     // their turns nearly in the order the model expects them; sleeping at once lets the kernel's

@@ -198,6 +198,9 @@ int bgl_msg_advance(bgl_msg_session_t* s) {
 void bgl_msg_wait(bgl_msg_session_t* s) {
   s->session->layer().wait();
 }
+void bgl_msg_poll_yield(bgl_msg_session_t* s) {
+  s->session->layer().poll_yield();
+}
 int bgl_msg_idle(const bgl_msg_session_t* s) {
   return s->session->layer().idle() ? 1 : 0;
 }

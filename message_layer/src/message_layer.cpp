@@ -150,6 +150,9 @@ void MessageLayer::wait() {
     return metered(engine_->endpoint(), [&] { engine_->wait(); });
   engine_->wait();
 }
+void MessageLayer::poll_yield() const {
+  engine_->endpoint().poll_yield();
+}
 bool MessageLayer::idle() const {
   return engine_->idle();
 }

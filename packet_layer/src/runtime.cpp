@@ -43,8 +43,9 @@ Runtime Runtime::from_environment(std::optional<torus_emu::Rank> host_rank) {
         std::to_string(
             rt.machine_->placement().node_host[rt.machine_->mapping().location(rt.rank_).node]) +
         ", but this segment belongs to host " + std::to_string(rt.machine_->placement().this_host));
-  rt.policy_ = std::make_unique<job_runtime::WaitPolicy>(
-      job_runtime::WaitPolicy::for_job(size, rt.machine_->job().vt_params() != nullptr));
+  // How a task waits depends on how many tasks share this host's cores, not on the job's size.
+  rt.policy_ = std::make_unique<job_runtime::WaitPolicy>(job_runtime::WaitPolicy::for_job(
+      rt.machine_->job().local_tasks(), rt.machine_->job().vt_params() != nullptr));
   const int group = rt.machine_->mapping().location(rt.rank_).t;
   rt.endpoint_ = std::make_unique<Endpoint>(*rt.machine_, rt.rank_, group, *rt.policy_);
   const auto* params = rt.machine_->job().vt_params();

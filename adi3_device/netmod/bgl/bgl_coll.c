@@ -19,15 +19,16 @@ static int hooks_enabled;
 
 #define MPIDI_BGL_COMM(comm) ((comm)->dev.ch4.netmod.bgl)
 
-static int coll_progress(void *context)
+static int coll_progress(void *context, int wait)
 {
     /* the library waits through the device's progress: it runs MPICH's active messages that
-     * arrive meanwhile, and idles (spin, yield, doorbell sleep) when nothing happens, as a
-     * blocking wait */
-    int mpi_errno = MPIDI_BGL_progress_impl(0, 1);
+     * arrive meanwhile, and waits as a blocking MPI call does when asked to */
+    int made;
+    int mpi_errno = MPIDI_BGL_progress_round(wait ? MPIDI_BGL_IDLE_WAIT : MPIDI_BGL_IDLE_NONE,
+                                             &made);
     if (mpi_errno != MPI_SUCCESS)
         return BGL_MSG_ERR_INTERNAL;
-    return MPIDI_BGL_global.idling ? 0 : 1;
+    return made;
 }
 
 int MPIDI_BGL_coll_init(void)

@@ -14,7 +14,7 @@
 #include "ch4_impl.h"
 
 #include <bgl/message_layer/bgl_msg.h>
-#include <bgl_nm_idle.h>
+#include <bgl_nm_topo.h>
 #include <bgl_coll_hooks.h>
 #include <bgl_nm_trace.h>
 
@@ -56,26 +56,9 @@ typedef struct MPIDI_BGL_one_packet {
 
 typedef struct {
     bgl_msg_session_t *session;
-    bgl_nm_idle_t *idle;
     int virtual_time;           /* bglrun --virtual-time: MPI_Wtime reads the task's BG/L clock */
     int tracing;                /* bglrun --trace: MPI calls are on the task's timeline */
     int in_advance;             /* the layer's advance() is not re-entrant */
-
-    /* idle policy of the progress engine (see bgl_progress.c) */
-    int oversubscribed;
-    uint64_t spin_ns;
-    uint64_t yield_ns;
-    uint64_t gap_ns;
-    uint32_t sleep_min_us;
-    uint32_t sleep_max_us;
-    int idling;
-    uint64_t idle_since;
-    uint64_t last_exit;
-    uint32_t sleep_us;
-    uint32_t busy_sleep_us;     /* the cap while our own sends are in flight */
-    uint64_t n_yields, n_sleeps;        /* in blocking calls */
-    uint64_t n_poll_yields;     /* in non-blocking calls (at most one each) */
-    int64_t sends_in_flight;    /* posted, not yet done */
 
     /* data layout choices */
     MPI_Aint max_iov;           /* more iovec entries than this: pack / unpack instead */
@@ -121,6 +104,13 @@ int MPIDI_BGL_register_handlers(void);
 int MPIDI_BGL_data_copy_cb(MPIR_Request * rreq);
 int MPIDI_BGL_accept_deferred(void);
 int MPIDI_BGL_progress_impl(int vci, int blocking);
+/* One progress round (bgl_progress.c); `idle` says what it does when it finds nothing. */
+typedef enum {
+    MPIDI_BGL_IDLE_NONE,        /* return: the caller waits itself */
+    MPIDI_BGL_IDLE_POLL,        /* a non-blocking call: the layer's poll_yield */
+    MPIDI_BGL_IDLE_WAIT         /* a blocking call: the layer's wait */
+} MPIDI_BGL_idle_t;
+int MPIDI_BGL_progress_round(MPIDI_BGL_idle_t idle, int *made);
 void MPIDI_BGL_progress_config(void);
 void MPIDI_BGL_send_pool_free(void);
 

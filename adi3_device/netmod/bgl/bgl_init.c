@@ -62,10 +62,6 @@ int MPIDI_BGL_init_local(int *tag_bits)
         MPIR_Process.attrs.wtime_is_global = 1;
     }
 
-    rc = bgl_nm_idle_open((uint32_t) MPIR_Process.rank, &MPIDI_BGL_global.idle);
-    MPIR_ERR_CHKANDJUMP1(rc != 0, mpi_errno, MPI_ERR_OTHER, "**fail", "**fail %s",
-                         bgl_nm_idle_error());
-
     mpi_errno = MPIDI_BGL_register_handlers();
     MPIR_ERR_CHECK(mpi_errno);
 
@@ -78,7 +74,7 @@ int MPIDI_BGL_init_local(int *tag_bits)
     MPIR_ERR_CHECK(mpi_errno);
 
     /* MPI_Get_processor_name: the task's place in the partition, as on BG/L. */
-    if (bgl_nm_processor_name(MPIDI_BGL_global.idle, MPIDI_global.pname,
+    if (bgl_nm_processor_name(MPIDI_BGL_global.session, MPIDI_global.pname,
                               MPI_MAX_PROCESSOR_NAME) == 0) {
         MPIDI_global.pname_len = (int) strlen(MPIDI_global.pname);
         MPIDI_global.pname_set = 1;
@@ -126,12 +122,7 @@ int MPIDI_BGL_mpi_finalize_hook(void)
     }
 
     if (MPIR_CVAR_CH4_RUNTIME_CONF_DEBUG && MPIR_Process.rank == 0) {
-        fprintf(stderr, "bgl netmod: rank 0 progress yielded %llu times, slept %llu times in "
-                "blocking calls, yielded %llu times in non-blocking ones; "
-                "%llu sends completed at injection\n",
-                (unsigned long long) MPIDI_BGL_global.n_yields,
-                (unsigned long long) MPIDI_BGL_global.n_sleeps,
-                (unsigned long long) MPIDI_BGL_global.n_poll_yields,
+        fprintf(stderr, "bgl netmod: rank 0: %llu sends completed at injection\n",
                 (unsigned long long) MPIDI_BGL_global.n_injected);
     }
 
@@ -143,8 +134,6 @@ int MPIDI_BGL_mpi_finalize_hook(void)
         bgl_nm_trace_close();
     }
     MPIDI_BGL_coll_finalize();
-    bgl_nm_idle_close(MPIDI_BGL_global.idle);
-    MPIDI_BGL_global.idle = NULL;
     bgl_msg_finalize(MPIDI_BGL_global.session);
     MPIDI_BGL_global.session = NULL;
     MPIDI_BGL_global.virtual_time = 0;

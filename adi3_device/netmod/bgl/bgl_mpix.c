@@ -17,12 +17,12 @@ enum { BGL_CLOCK_MHZ = 700, BGL_NODE_MEMORY_MB = 512 };
 /* The device is up (between MPI_Init and MPI_Finalize). */
 static int ready(void)
 {
-    return MPIDI_BGL_global.idle != NULL;
+    return MPIDI_BGL_global.session != NULL;
 }
 
 static int partition(bgl_nm_partition_t * p)
 {
-    return ready() && bgl_nm_topo_partition(MPIDI_BGL_global.idle, p) == 0;
+    return ready() && bgl_nm_topo_partition(MPIDI_BGL_global.session, p) == 0;
 }
 
 MPIX_EXPORT int MPIX_Hardware(MPIX_Hardware_t * hw)
@@ -32,7 +32,7 @@ MPIX_EXPORT int MPIX_Hardware(MPIX_Hardware_t * hw)
     if (hw == NULL)
         return MPI_ERR_ARG;
     if (!partition(&p) ||
-        bgl_nm_topo_location(MPIDI_BGL_global.idle, (uint32_t) MPIR_Process.rank, loc) != 0)
+        bgl_nm_topo_location(MPIDI_BGL_global.session, (uint32_t) MPIR_Process.rank, loc) != 0)
         return MPI_ERR_OTHER;
     memset(hw, 0, sizeof(*hw));
     const unsigned nodes = (unsigned) (p.extent[0] * p.extent[1] * p.extent[2]);
@@ -73,7 +73,7 @@ MPIX_EXPORT int MPIX_Rank2torus(int rank, int *coords)
         return MPI_ERR_OTHER;
     if (rank < 0 || rank >= MPIR_Process.size)
         return MPI_ERR_RANK;
-    return bgl_nm_topo_location(MPIDI_BGL_global.idle, (uint32_t) rank, coords) == 0 ?
+    return bgl_nm_topo_location(MPIDI_BGL_global.session, (uint32_t) rank, coords) == 0 ?
         MPI_SUCCESS : MPI_ERR_RANK;
 }
 
@@ -84,7 +84,7 @@ MPIX_EXPORT int MPIX_Torus2rank(int *coords, int *rank)
         return MPI_ERR_ARG;
     if (!ready())
         return MPI_ERR_OTHER;
-    if (bgl_nm_topo_task_at(MPIDI_BGL_global.idle, coords, &task) != 0)
+    if (bgl_nm_topo_task_at(MPIDI_BGL_global.session, coords, &task) != 0)
         return MPI_ERR_ARG;
     *rank = task < 0 ? MPI_UNDEFINED : task;
     return MPI_SUCCESS;
@@ -138,7 +138,7 @@ MPIX_EXPORT int MPIX_Cart_comm_create(MPI_Comm * cart_comm)
         return MPI_ERR_ARG;
     *cart_comm = MPI_COMM_NULL;
     if (!partition(&p) ||
-        bgl_nm_topo_location(MPIDI_BGL_global.idle, (uint32_t) MPIR_Process.rank, loc) != 0)
+        bgl_nm_topo_location(MPIDI_BGL_global.session, (uint32_t) MPIR_Process.rank, loc) != 0)
         return MPI_ERR_OTHER;
     /* [T, Z, Y, X], x fastest: Cartesian rank = x + X * (y + Y * (z + Z * t)). */
     const int dims[4] = { p.tasks_per_node, p.extent[2], p.extent[1], p.extent[0] };

@@ -73,7 +73,6 @@ static void send_done(bgl_msg_send_t * msg)
     int handler_id = s->handler_id;
 
     send_give_back(s);
-    MPIDI_BGL_global.sends_in_flight--;
     if (sreq && handler_id == BGL_HANDLER_DEVICE_SEND) {
         /* an injected send that had to wait: its request is a plain one */
         MPID_Request_complete(sreq);
@@ -178,7 +177,6 @@ static int send_post(MPIDI_BGL_send_t * s)
         MPID_Abort(MPIR_Process.comm_world, MPI_SUCCESS, 1, what);
         MPIR_ERR_SETFATALANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**fail", "**fail %s", what);
     }
-    MPIDI_BGL_global.sends_in_flight++;
   fn_exit:
     return mpi_errno;
   fn_fail:

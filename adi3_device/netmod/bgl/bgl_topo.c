@@ -67,9 +67,9 @@ static int cart_map(const MPIR_Comm * comm, int ndims, const int dims[], const i
     MPIR_ERR_CHECK(mpi_errno);
     rank_of_pos = MPL_malloc(sizeof(int) * (size_t) m, MPL_MEM_COMM);
     MPIR_ERR_CHKANDJUMP(rank_of_pos == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
-    MPIR_ERR_CHKANDJUMP1(bgl_nm_topo_cart_map(MPIDI_BGL_global.idle, comm->local_size, tasks,
+    MPIR_ERR_CHKANDJUMP1(bgl_nm_topo_cart_map(MPIDI_BGL_global.session, comm->local_size, tasks,
                                               ndims, dims, periods, rank_of_pos) != 0,
-                         mpi_errno, MPI_ERR_OTHER, "**fail", "**fail %s", bgl_nm_idle_error());
+                         mpi_errno, MPI_ERR_OTHER, "**fail", "**fail %s", bgl_nm_topo_error());
     *newrank = my_position(comm, rank_of_pos, (int) m);
 
   fn_exit:
@@ -97,9 +97,9 @@ static int graph_map(const MPIR_Comm * comm, int nnodes, const int indx[], const
     MPIR_ERR_CHECK(mpi_errno);
     rank_of_pos = MPL_malloc(sizeof(int) * (size_t) nnodes, MPL_MEM_COMM);
     MPIR_ERR_CHKANDJUMP(rank_of_pos == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
-    MPIR_ERR_CHKANDJUMP1(bgl_nm_topo_graph_map(MPIDI_BGL_global.idle, comm->local_size, tasks,
+    MPIR_ERR_CHKANDJUMP1(bgl_nm_topo_graph_map(MPIDI_BGL_global.session, comm->local_size, tasks,
                                                nnodes, indx, edges, rank_of_pos) != 0,
-                         mpi_errno, MPI_ERR_OTHER, "**fail", "**fail %s", bgl_nm_idle_error());
+                         mpi_errno, MPI_ERR_OTHER, "**fail", "**fail %s", bgl_nm_topo_error());
     *newrank = my_position(comm, rank_of_pos, nnodes);
 
   fn_exit:
@@ -174,9 +174,9 @@ static int place_edges(MPIR_Comm * comm, const int *pairs, int m, MPIR_Comm ** n
 
     mpi_errno = comm_tasks(comm, &tasks);
     MPIR_ERR_CHECK(mpi_errno);
-    MPIR_ERR_CHKANDJUMP1(bgl_nm_topo_graph_map(MPIDI_BGL_global.idle, size, tasks, size, index,
+    MPIR_ERR_CHKANDJUMP1(bgl_nm_topo_graph_map(MPIDI_BGL_global.session, size, tasks, size, index,
                                                edges, rank_of_pos) != 0,
-                         mpi_errno, MPI_ERR_OTHER, "**fail", "**fail %s", bgl_nm_idle_error());
+                         mpi_errno, MPI_ERR_OTHER, "**fail", "**fail %s", bgl_nm_topo_error());
     for (int p = 0; p < size; p++)
         perm[rank_of_pos[p]] = p;
     mpi_errno = MPIR_Comm_split_impl(comm, 0, perm[comm->rank], newcomm);
@@ -201,7 +201,7 @@ static int place_edges(MPIR_Comm * comm, const int *pairs, int m, MPIR_Comm ** n
 static int dist_graph_enabled(const MPIR_Comm * comm)
 {
     return topo_enabled && dist_graph_enabled_by_user &&
-        comm->comm_kind == MPIR_COMM_KIND__INTRACOMM && MPIDI_BGL_global.idle != NULL;
+        comm->comm_kind == MPIR_COMM_KIND__INTRACOMM && MPIDI_BGL_global.session != NULL;
 }
 
 /* Gathers every rank's edge pairs (old ranks of comm) and places them (place_edges). */
@@ -327,7 +327,7 @@ static int dims_create(int nnodes, int ndims, int dims[])
     int *mine = NULL;
     uint32_t *tasks = NULL;
 
-    if (nnodes != MPIR_Process.size || ndims <= 0 || MPIDI_BGL_global.idle == NULL)
+    if (nnodes != MPIR_Process.size || ndims <= 0 || MPIDI_BGL_global.session == NULL)
         return mpich_dims_create(nnodes, ndims, dims);
     mine = MPL_malloc(sizeof(int) * (size_t) ndims, MPL_MEM_COMM);
     tasks = MPL_malloc(sizeof(uint32_t) * (size_t) nnodes, MPL_MEM_COMM);
@@ -337,7 +337,7 @@ static int dims_create(int nnodes, int ndims, int dims[])
     MPIR_ERR_CHECK(mpi_errno);
     for (int i = 0; i < nnodes; i++)
         tasks[i] = (uint32_t) i;
-    if (bgl_nm_topo_dims_create(MPIDI_BGL_global.idle, nnodes, tasks, ndims, mine) == 1)
+    if (bgl_nm_topo_dims_create(MPIDI_BGL_global.session, nnodes, tasks, ndims, mine) == 1)
         memcpy(dims, mine, sizeof(int) * (size_t) ndims);
 
   fn_exit:

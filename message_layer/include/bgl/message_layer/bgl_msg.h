@@ -136,7 +136,15 @@ int bgl_msg_accept(bgl_msg_session_t* session, bgl_msg_recv_handle_t handle,
                    const bgl_msg_recv_target_t* target);
 /* Returns 1 if anything happened, 0 if not. */
 int bgl_msg_advance(bgl_msg_session_t* session);
+/* The task's waits, with the job's waiting policy (BGL_SPIN, BGL_YIELD, BGL_SLEEP_US and the
+ * defaults by tasks per core). After an advance that did nothing:
+ * bgl_msg_wait: a blocking caller waits until something may have happened (spin, yield, then a
+ *   sleep on the task's doorbell, which arriving packets ring; shorter while packets wait for room
+ *   in a peer's FIFO); it then advances again.
+ * bgl_msg_poll_yield: a non-blocking caller that returns now gives the core away once when this
+ *   host's tasks outnumber its cores (the task it polls for may need the core), else nothing. */
 void bgl_msg_wait(bgl_msg_session_t* session);
+void bgl_msg_poll_yield(bgl_msg_session_t* session);
 /* 1 when nothing this task posted is queued or in flight: every done (and remote_done) callback
  * has run, no rendezvous waits for its ack or fin, no control packet is owed and the injection
  * FIFOs are empty; 0 otherwise. (done alone means only "the send buffer may be reused".) */

@@ -76,8 +76,11 @@ class MessageLayer {
 
   // Injects queued packets and dispatches arrivals; returns true if anything happened.
   bool advance();
-  // Blocks until something may have happened (spin, yield, doorbell sleep), then advances.
+  // After an advance() that did nothing, with the job's waiting policy. wait(): blocks until
+  // something may have happened (spin, yield, doorbell sleep). poll_yield(): a poll returns now,
+  // giving the core away once when the host's tasks outnumber its cores.
   void wait();
+  void poll_yield() const;
   // Advances until pred() is true.
   template <class Pred>
   void progress_until(Pred&& pred) {

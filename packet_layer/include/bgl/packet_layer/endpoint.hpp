@@ -117,6 +117,11 @@ class Endpoint {
   // doorbell sleep (woken by a ring, e.g. a coprocessor finishing a receive, or by its timeout).
   // Spins and yields first. Callers loop.
   void wait();
+  // A poll that found nothing, before its caller returns: gives the core away once when the
+  // host's tasks outnumber its cores (the task polled for may need this core), else nothing.
+  void poll_yield() const {
+    if (backoff_.policy().yield_on_empty_poll) job_runtime::Backoff::yield();
+  }
   std::uint32_t pending_packets() const { return pending_packets_; }
   // What rings when a packet for this task arrives (or a coprocessor finishes a receive): for a
   // wait elsewhere that must also wake for this task's packets.
