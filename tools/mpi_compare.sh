@@ -5,7 +5,9 @@
 # invocation, and prints them side by side with the ratios bgl / debian of the minimum and the
 # median (P50) times. The collectives also run a third way: the bgl device with its collective
 # hooks off (BGL_NM_COLL_HOOKS=0), i.e. MPICH's own algorithms over the same emulated machine
-# (column "mpich_alg"), against bglemu's collectives library (column "bgl"). A 1-rank MPI_Pack
+# (column "mpich_alg"), against bglemu's collectives library (column "bgl"), and a fourth way when
+# Debian's openmpi-bin is installed: Open MPI, oversubscribed (it yields when idle; column
+# "ompi", ratio o = bgl / openmpi), the MPI people use on a machine with more ranks than cores. A 1-rank MPI_Pack
 # run compares the datatype engines (the device's MPICH is built with dataloop, Debian's has yaksa).
 # The idle sections time MPI_Test and MPI_Iprobe calls that find nothing (rows test/1k and
 # iprobe/1k: the time of 1000 calls in µs, i.e. ns per call) with 2 ranks and with 8 ranks on this
@@ -80,6 +82,13 @@ mkdir -p "$out"
 src=$repo/adi3_device/bench/mpi_bench.c
 mpicc.mpich -O2 -o "$out/bench_debian" "$src"
 "$prefix/bin/mpicc" -O2 -o "$out/bench_bgl" "$src"
+# Open MPI (Debian's openmpi-bin; it yields when oversubscribed): the collective sections' fourth
+# variant when it is installed.
+openmpi=()
+if command -v mpicc.openmpi > /dev/null && command -v mpirun.openmpi > /dev/null; then
+  mpicc.openmpi -O2 -o "$out/bench_openmpi" "$src"
+  openmpi=(openmpi)
+fi
 export BENCH_TIME=$budget
 rows=$out/rows.txt
 : > "$rows"
@@ -96,6 +105,8 @@ run_variant() {  # variant np what arg file
     base) timeout 900 env $base_env "$bglrun" -np "$np" ${shape:+--shape $shape} --timeout 880 "$out/bench_base" "$what" "$arg" ;;
     mpich_alg) BGL_NM_COLL_HOOKS=0 timeout 900 "$bglrun" -np "$np" ${shape:+--shape $shape} --timeout 880 \
                  "$out/bench_bgl" "$what" "$arg" ;;
+    openmpi) timeout 900 env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+               mpirun.openmpi --oversubscribe --bind-to none -np "$np" "$out/bench_openmpi" "$what" "$arg" ;;
   esac > "$file" 2>&1 || echo "   ($v run failed or timed out: $file)" >&2
 }
 
@@ -114,6 +125,9 @@ aggregate() {
        }' "$@" | sort
 }
 
+# The letter of a variant's ratio column (bgl / that variant).
+short() { case $1 in base) echo b ;; mpich_alg) echo a ;; openmpi) echo o ;; *) echo "$1" ;; esac; }
+
 run() {  # name np what arg variants...
   local name=$1 np=$2 what=$3 arg=$4 r v
   shift 4
@@ -127,31 +141,44 @@ run() {  # name np what arg variants...
   for v in "${variants[@]}"; do
     aggregate "$out/$name.$v".[0-9]* > "$out/$name.$v.agg"
   done
-  local third=0 v3="" l3="" r3=""
-  if [ ${#variants[@]} -gt 2 ]; then
-    third=1 v3=${variants[2]}
-    case $v3 in base) l3=base r3=b ;; *) l3=alg r3=a ;; esac
-  fi
-  echo "### $name ($np ranks on $(nproc) cores, $rounds interleaved rounds; times in µs; r = bgl / debian$([ $third = 1 ] && echo ", $r3 = bgl / $v3"))"
-  if [ $third = 1 ]; then
-    printf '%-10s %9s %11s %11s %11s %11s %11s %11s %8s %8s %8s\n' test bytes deb_min bgl_min "${l3}_min" \
-      deb_p50 bgl_p50 "${l3}_p50" r_p50 "${r3}_p50" bgl_MB/s
-    join -j1 "$out/$name.debian.agg" "$out/$name.bgl.agg" | join -j1 - "$out/$name.$v3.agg" |
-      awk -v np="$np" -v rows="$rows" '{
-        split($1, k, "|"); r = $3 > 0 ? $6 / $3 : 0; a = $9 > 0 ? $6 / $9 : 0
-        printf "%-10s %9s %11.2f %11.2f %11.2f %11.2f %11.2f %11.2f %8.3f %8.3f %8.1f\n", k[1], k[2], $2, $5, $8, $3, $6, $9, r, a, $7
-        printf "%s %s %s %s %s %s %s %s %s %s %s\n", np, k[1], k[2], $2, $5, $3, $6, $4, $7, $8, $9 >> rows
-      }' | sort -k1,1 -k2,2n
-  else
-    printf '%-10s %9s %11s %11s %11s %11s %8s %8s %10s %10s\n' test bytes deb_min bgl_min deb_p50 bgl_p50 \
-      r_min r_p50 deb_MB/s bgl_MB/s
-    join -j1 "$out/$name.debian.agg" "$out/$name.bgl.agg" |
-      awk -v np="$np" -v rows="$rows" '{
-        split($1, k, "|"); rmin = $2 > 0 ? $5 / $2 : 0; rp50 = $3 > 0 ? $6 / $3 : 0
-        printf "%-10s %9s %11.2f %11.2f %11.2f %11.2f %8.2f %8.2f %10.1f %10.1f\n", k[1], k[2], $2, $5, $3, $6, rmin, rp50, $4, $7
-        printf "%s %s %s %s %s %s %s %s %s - -\n", np, k[1], k[2], $2, $5, $3, $6, $4, $7 >> rows
-      }' | sort -k1,1 -k2,2n
-  fi
+  # One line per (test, bytes): every variant's aggregate, in the order of `variants`.
+  local joined=$out/$name.joined
+  cp "$out/$name.${variants[0]}.agg" "$joined"
+  for v in "${variants[@]:1}"; do
+    join -j1 "$joined" "$out/$name.$v.agg" > "$joined.tmp" && mv "$joined.tmp" "$joined"
+  done
+  local names="${variants[*]}"
+  echo "### $name ($np ranks on $(nproc) cores, $rounds interleaved rounds; times in µs; r = bgl / debian$(for v in "${variants[@]:2}"; do printf ', %s = bgl / %s' "$(short "$v")" "$v"; done))"
+  awk -v np="$np" -v rows="$rows" -v names="$names" -v shorts="$(for v in "${variants[@]}"; do printf '%s ' "$(short "$v")"; done)" '
+    BEGIN {
+      n = split(names, v, " "); split(shorts, sh, " ")
+      printf "%-10s %9s", "test", "bytes"
+      for (i = 1; i <= n; i++) printf " %11s", label(v[i]) "_min"
+      for (i = 1; i <= n; i++) printf " %11s", label(v[i]) "_p50"
+      printf " %8s %8s", "r_min", "r_p50"
+      for (i = 3; i <= n; i++) printf " %8s", sh[i] "_p50"
+      printf " %10s\n", "bgl_MB/s"
+    }
+    function label(x) { return x == "debian" ? "deb" : x == "mpich_alg" ? "alg" : x == "openmpi" ? "ompi" : x }
+    function at(i, f) { return $(2 + 3 * (i - 1) + f) }  # f: 0 min, 1 p50, 2 MB/s
+    function ratio(a, b) { return b > 0 ? a / b : 0 }
+    {
+      split($1, k, "|")
+      printf "%-10s %9s", k[1], k[2]
+      for (i = 1; i <= n; i++) printf " %11.2f", at(i, 0)
+      for (i = 1; i <= n; i++) printf " %11.2f", at(i, 1)
+      printf " %8.3f %8.3f", ratio(at(2, 0), at(1, 0)), ratio(at(2, 1), at(1, 1))
+      for (i = 3; i <= n; i++) printf " %8.3f", ratio(at(2, 1), at(i, 1))
+      printf " %10.1f\n", at(2, 2)
+      # rows: np test bytes deb_min bgl_min deb_p50 bgl_p50 deb_MB/s bgl_MB/s third_min third_p50
+      #       ompi_min ompi_p50 ("-" when the variant did not run)
+      third_min = third_p50 = ompi_min = ompi_p50 = "-"
+      for (i = 3; i <= n; i++)
+        if (v[i] == "openmpi") { ompi_min = at(i, 0); ompi_p50 = at(i, 1) }
+        else { third_min = at(i, 0); third_p50 = at(i, 1) }
+      print np, k[1], k[2], at(1, 0), at(2, 0), at(1, 1), at(2, 1), at(1, 2), at(2, 2), third_min,
+            third_p50, ompi_min, ompi_p50 >> rows
+    }' "$joined" | { IFS= read -r head; echo "$head"; sort -k1,1 -k2,2n; }
   echo
 }
 
@@ -182,7 +209,7 @@ fi
 section pack && run pack1 1 pack "$coll_max" debian bgl
 if section coll; then
   for np in $ranks; do
-    run coll$np "$np" coll "$coll_max" debian bgl "${third_variant}"
+    run coll$np "$np" coll "$coll_max" debian bgl "${third_variant}" "${openmpi[@]}"
   done
 fi
 # Idle polls, batches of 100 calls: tasks within the cores, then 8 ranks (oversubscribed here).
@@ -193,8 +220,9 @@ fi
 if [ -n "$json" ]; then
   awk -v v3="$third_variant" 'BEGIN {print "["} NR > 1 {print ","}
        {alg = $10 == "-" ? "null" : $10; algp = $11 == "-" ? "null" : $11
+        ompi = $12 == "-" ? "null" : $12; ompip = $13 == "-" ? "null" : $13
         mode = $1 ~ /vn$/ ? "vn" : "heater"; sub(/vn$/, "", $1)
-        printf "  {\"ranks\": %s, \"mode\": \"" mode "\", \"test\": \"%s\", \"bytes\": %s, \"debian_min_us\": %s, \"bgl_min_us\": %s, \"debian_p50_us\": %s, \"bgl_p50_us\": %s, \"debian_MBps\": %s, \"bgl_MBps\": %s, \"" v3 "_min_us\": %s, \"" v3 "_p50_us\": %s}", $1, $2, $3, $4, $5, $6, $7, $8, $9, alg, algp}
+        printf "  {\"ranks\": %s, \"mode\": \"" mode "\", \"test\": \"%s\", \"bytes\": %s, \"debian_min_us\": %s, \"bgl_min_us\": %s, \"debian_p50_us\": %s, \"bgl_p50_us\": %s, \"debian_MBps\": %s, \"bgl_MBps\": %s, \"" v3 "_min_us\": %s, \"" v3 "_p50_us\": %s, \"openmpi_min_us\": %s, \"openmpi_p50_us\": %s}", $1, $2, $3, $4, $5, $6, $7, $8, $9, alg, algp, ompi, ompip}
        END {print "\n]"}' "$rows" > "$json"
   echo "# JSON: $json"
 fi
