@@ -3,7 +3,8 @@ dnl MPICH_SUBCFG_AFTER=src/mpid/ch4
 
 dnl The bgl netmod: CH4 active messages over the bglemu message layer (libbglml, a C ABI over
 dnl the emulator's C++ libraries). --with-bgl=PREFIX names where bgl/message_layer/bgl_msg.h,
-dnl bgl_nm_idle.h and libbglml.so are; tools/build_mpich.sh passes the MPICH prefix itself.
+dnl libbglml's headers (bgl_coll_hooks.h, bgl_nm_topo.h, bgl_nm_trace.h) and libbglml.so are;
+dnl tools/build_mpich.sh passes the MPICH prefix itself.
 
 AC_DEFUN([PAC_SUBCFG_PREREQ_]PAC_SUBCFG_AUTO_SUFFIX,[
     AM_COND_IF([BUILD_CH4],[
