@@ -5,12 +5,14 @@
 # fi_msg_bw does, with messages of one packet's size). Prints min and median per configuration
 # and the ratios of the medians to the floors; --json for JSON.
 #   bench/transport_compare.sh [--build DIR] [--rounds R] [--iterations N] [--stream N]
-#                              [--variant LABEL:VAR=VALUE[,VAR=VALUE...]]... [--only-hosts] [--json]
+#                              [--variant LABEL:VAR=VALUE[,VAR=VALUE...]]... [--compare LABEL:DIR]...
+#                              [--only-hosts] [--json]
 # Extra environment (FI_PROVIDER, BGL_OFI_*, FI_TCP_*) applies to every run; each --variant adds an
 # ofi/2hosts run with its own variables (e.g. --variant spin:BGL_SPIN=2000), interleaved with the
-# rest; --only-hosts leaves out shm/1host and ofi/1host.
+# rest; each --compare adds an ofi/2hosts run with another build's bglrun and pl_transport (e.g.
+# --compare before:../main/build); --only-hosts leaves out shm/1host and ofi/1host.
 set -euo pipefail
-build=build; rounds=5; iterations=2000; stream=20000; json=0; only_hosts=0; variants=()
+build=build; rounds=5; iterations=2000; stream=20000; json=0; only_hosts=0; variants=(); compares=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) build=$2; shift 2 ;;
@@ -19,6 +21,10 @@ while [ $# -gt 0 ]; do
     --stream) stream=$2; shift 2 ;;
     --json) json=1; shift ;;
     --only-hosts) only_hosts=1; shift ;;
+    --compare)
+      [[ $2 == *:* && -x ${2#*:}/bin/bglrun && -x ${2#*:}/bin/pl_transport ]] ||
+        { echo "transport_compare.sh: --compare LABEL:DIR with DIR/bin/bglrun and DIR/bin/pl_transport, not '$2'" >&2; exit 2; }
+      compares+=("$2"); shift 2 ;;
     --variant)
       [[ $2 == *:*=* ]] || { echo "transport_compare.sh: --variant LABEL:VAR=VALUE[,...], not '$2'" >&2; exit 2; }
       variants+=("$2"); shift 2 ;;
@@ -38,7 +44,8 @@ pl_env=()  # a variant's variables
 
 pl() {  # label, then bglrun arguments
   local label=$1; shift
-  env "${pl_env[@]}" "$bin/bglrun" -np 2 --shape 2x1x1 "$@" --timeout 600 "$bin/pl_transport" \
+  local b=${pl_bin:-$bin}
+  env "${pl_env[@]}" "$b/bglrun" -np 2 --shape 2x1x1 "$@" --timeout 600 "$b/pl_transport" \
     --iterations "$iterations" --stream "$stream" --json 2>/dev/null |
     jq -c --arg l "$label" '.rows[0] | {config: $l, lat32_ns, lat128_ns, lat256_ns, stream_MBps}' \
     >> "$samples"
@@ -79,6 +86,9 @@ for ((r = 0; r < rounds; r++)); do
     pl_env=("${vars[@]}")
     pl "ofi/2hosts/${v%%:*}" --hosts 2
     pl_env=()
+  done
+  for c in "${compares[@]}"; do
+    pl_bin=${c#*:}/bin pl "ofi/2hosts/${c%%:*}" --hosts 2
   done
   fi_pp
   msg_bw

@@ -395,10 +395,7 @@ int Job::local_tasks() const {
 }
 
 int Job::busy_threads() const {
-  const int agent = config_.placement.transport == Transport::ofi ? 1 : 0;
-  if (config_.placement.emulated())
-    return config_.mapping.size() + agent * config_.placement.host_count();
-  return local_tasks() + agent;
+  return config_.busy_threads();
 }
 
 std::uint32_t Job::barrier_participants() const {

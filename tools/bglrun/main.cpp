@@ -329,7 +329,8 @@ int launch(int argc, char** argv) {
   const bool mpi_across_hosts = mpiexec && pmi;
   const auto host_of_rank = mpi_across_hosts ? hosts_of_ranks(config) : std::vector<int>{};
 
-  config.fences = job_runtime::fence_mode_for_host(config.local_tasks());  // checks BGL_FENCES
+  // Checks BGL_FENCES. Emulated hosts share this machine's cores: their threads all count.
+  config.fences = job_runtime::fence_mode_for_host(config.busy_threads());
   if (const int stale = job_runtime::Segment::remove_stale())
     spdlog::warn("removed {} shared-memory segments left by launchers that were killed", stale);
   config.job_id = pmi ? std::hash<std::string>{}(pmi->kvs_name())

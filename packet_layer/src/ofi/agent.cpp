@@ -942,6 +942,7 @@ struct OfiAgent::Impl {
     bell.sleepers.fetch_add(1, std::memory_order_seq_cst);
     job_runtime::heavy_fence();
     const std::uint32_t seen = bell.rings.load(std::memory_order_acquire);
+    bool rung = false;
     if (!idle_ready()) {
       if (wait_fd < 0) {
         job_runtime::futex_wait(bell.rings, seen, timeout);
@@ -952,13 +953,15 @@ struct OfiAgent::Impl {
           std::array<pollfd, 2> fds{pollfd{wait_fd, POLLIN, 0}, pollfd{wake_fd, POLLIN, 0}};
           const timespec ts{static_cast<time_t>(timeout.count() / 1'000'000'000),
                             static_cast<long>(timeout.count() % 1'000'000'000)};
-          ::ppoll(fds.data(), fds.size(), &ts, nullptr);
+          rung = ::ppoll(fds.data(), fds.size(), &ts, nullptr) > 0 && fds[1].revents;
         }
       }
     }
     bell.sleepers.fetch_sub(1, std::memory_order_relaxed);
-    std::uint64_t count = 0;
-    [[maybe_unused]] const auto n = ::read(wake_fd, &count, sizeof count);
+    if (rung) {
+      std::uint64_t count = 0;
+      [[maybe_unused]] const auto n = ::read(wake_fd, &count, sizeof count);
+    }
   }
 
   void run() {

@@ -95,9 +95,7 @@ class Job {
     return config_.placement.local(config_.mapping.location(rank).node);
   }
   int local_tasks() const;
-  // The job's threads that wait by polling on this machine's cores, which is what a WaitPolicy
-  // must weigh: the tasks and, with the libfabric transport, the hosts' agents; when the hosts are
-  // emulated on this machine (Placement::emulated), every host's, else this host's.
+  // JobConfig::busy_threads: what a WaitPolicy and the fence mode must weigh.
   int busy_threads() const;
   // Which side of a doorbell handshake fences (asymmetric_fence.hpp), chosen when formatted.
   FenceMode fences() const;
