@@ -545,6 +545,61 @@ TEST(OfiAgent, IdleAgentsWakeForEachPacketAndReturnCreditsWithoutMessagesOfTheir
   EXPECT_LT(a1.stats().messages_sent, static_cast<std::uint64_t>(kRounds + 5));
 }
 
+TEST(OfiAgent, ACreditStarvedAgentSleepsUntilCreditsComeBack) {
+  // Rank 0 streams 200 packets to node 4 on host 1 with 2 credits, and the receiver takes one
+  // packet a millisecond: the sender's agent runs out of credits for nearly every packet. While it
+  // waits for them it must sleep (the returning credits' message wakes it), not poll: each poll
+  // that finds no credit counts a credit stall.
+  const auto c0 = two_host_config(0), c1 = two_host_config(1);
+  TestSegment s0(c0), s1(c1);
+  const auto m0 = Machine::format(s0.span, c0);
+  const auto m1 = Machine::format(s1.span, c1);
+  OfiOptions options;
+  options.timeout = std::chrono::milliseconds(60'000);
+  options.credits = 2;
+  options.spin = std::chrono::microseconds(0);
+  OfiAgent a0(m0, c0.placement, options), a1(m1, c1.placement, options);
+  const std::vector<std::vector<std::byte>> addresses{a0.address(), a1.address()};
+  a0.start(addresses);
+  a1.start(addresses);
+
+  constexpr torus_emu::NodeId kNode4 = 4;
+  constexpr std::uint8_t kFifo = 4;
+  constexpr int kPackets = 200;
+  std::thread sender([&] {
+    const auto h = header_to(m0.shape(), kNode4, 0, 32);
+    for (int i = 0; i < kPackets; ++i) {
+      std::array<std::byte, 32> payload;
+      payload.fill(static_cast<std::byte>(i));
+      while (!m0.outbound(0).try_push(kNode4, 0, kFifo, h, payload, {}))
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      job_runtime::ring_agent(m0.job().agent_bell());
+    }
+  });
+  ReceptionFifo at4 = m1.fifo(kNode4, 0, kFifo);
+  at4.attach_consumer();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  int got = 0;
+  while (got < kPackets && std::chrono::steady_clock::now() < deadline) {
+    if (const Packet* p = at4.front()) {
+      ASSERT_EQ(p->payload[0], static_cast<std::byte>(got)) << "packets out of order";
+      at4.pop();
+      ++got;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    } else {
+      std::this_thread::yield();
+    }
+  }
+  sender.join();
+  EXPECT_EQ(got, kPackets);
+  std::thread finish1([&] { a1.finish(0); });
+  a0.finish(0);
+  finish1.join();
+  EXPECT_FALSE(a0.fault().has_value());
+  EXPECT_GT(a0.stats().credit_stalls, 0u);
+  EXPECT_LT(a0.stats().credit_stalls, static_cast<std::uint64_t>(10 * kPackets));
+}
+
 TEST(OfiAgent, HexAddressesRoundTripAndRejectGarbage) {
   const std::vector<std::byte> a{std::byte{0}, std::byte{0x7f}, std::byte{0xff}};
   EXPECT_EQ(to_hex(a), "007fff");

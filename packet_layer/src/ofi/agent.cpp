@@ -909,9 +909,25 @@ struct OfiAgent::Impl {
     return false;
   }
 
+  // Ring heads the agent can move now. A head that waits for credits is not work: credits come in
+  // a message, which wakes the agent; counting it kept a credit-starved agent polling on a core
+  // its tasks needed.
+  bool sendable(const OutboundPacket& p) const {
+    const int host = placement.node_host[p.node];
+    const Peer& peer = peers[static_cast<std::size_t>(host)];
+    return peer.credits > 0 || (peer.bye && host != me);
+  }
+  bool storable(const job_runtime::StoreRecord& rec) const {
+    const int host = rec.request.host;
+    if (host == me || host >= hosts) return true;
+    const Peer& peer = peers[static_cast<std::size_t>(host)];
+    return peer.store_credits > 0 || peer.bye;
+  }
   bool idle_ready() const {
-    for (auto r : local_ranks)
-      if (machine.outbound(r).front() || machine.job().store_ring(r).front()) return true;
+    for (auto r : local_ranks) {
+      if (const OutboundPacket* p = machine.outbound(r).front(); p && sendable(*p)) return true;
+      if (const auto* rec = machine.job().store_ring(r).front(); rec && storable(*rec)) return true;
+    }
     return false;
   }
 
