@@ -1,6 +1,6 @@
 #include "bgl/job_runtime/agent_wake.hpp"
 
-#include <sys/eventfd.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <array>
@@ -47,6 +47,8 @@ int inherited() {
           n);
       return -1;
     }
+    // The task's own children (a shell the program starts) have no agent to wake.
+    ::fcntl(n, F_SETFD, FD_CLOEXEC);
     return n;
   }();
   return fd;
