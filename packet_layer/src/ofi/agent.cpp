@@ -195,10 +195,11 @@ struct OfiAgent::Impl {
       options.spin = m.job().busy_threads() > std::max(1L, sysconf(_SC_NPROCESSORS_ONLN))
                          ? std::chrono::microseconds(0)
                          : kDefaultSpin;
+    open();
+    // After open(), which may throw: registered means the destructor will unregister.
     wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (wake_fd < 0) throw ConfigError(std::string("eventfd: ") + std::strerror(errno));
     job_runtime::register_agent_wake(m.job().agent_bell(), wake_fd);
-    open();
     for (int r = 0; r < m.mapping().size(); ++r)
       if (m.local(static_cast<torus_emu::Rank>(r)))
         local_ranks.push_back(static_cast<torus_emu::Rank>(r));
