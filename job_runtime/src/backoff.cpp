@@ -4,6 +4,7 @@
 #include <unistd.h>
 #include <algorithm>
 
+#include "bgl/job_runtime/agent_wake.hpp"
 #include "bgl/job_runtime/env.hpp"
 #include "bgl/job_runtime/job_barrier.hpp"
 
@@ -70,10 +71,11 @@ std::uint32_t JobBarrier::arrive(std::uint32_t participants, bool& last, std::ui
 }
 
 std::uint32_t JobBarrier::arrive_and_wait(std::uint32_t participants, const WaitPolicy& policy,
-                                          std::uint64_t clock) {
+                                          std::uint64_t clock, Doorbell* agent) {
   bool last = false;
   const std::uint32_t generation = arrive(participants, last, clock);
   if (last) return generation;
+  if (agent) ring_agent(*agent);
   const wait_record::Reason reason(WaitKind::job_barrier, generation);
   Backoff backoff(policy);
   const auto open = [&] { return passed(generation); };

@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "bgl/job_runtime/agent_wake.hpp"
 #include "bgl/job_runtime/asymmetric_fence.hpp"
 #include "bgl/torus_emu/error.hpp"
 
@@ -393,6 +394,10 @@ int Job::local_tasks() const {
   return config_.local_tasks();
 }
 
+int Job::busy_threads() const {
+  return config_.busy_threads();
+}
+
 std::uint32_t Job::barrier_participants() const {
   return header_of(segment_).local_tasks + (config_.placement.host_count() > 1 ? 1u : 0u);
 }
@@ -423,7 +428,7 @@ bool Job::try_remote_store(torus_emu::Rank from, const StoreRequest& r,
   if (const char* why = check_store(r, bytes.size(), region(static_cast<int>(r.region)).size()))
     throw std::invalid_argument(std::string("malformed remote store: ") + why);
   if (!store_ring(from).try_push(r, bytes)) return false;
-  agent_bell().ring();
+  ring_agent(agent_bell());
   return true;
 }
 

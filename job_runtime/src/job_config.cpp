@@ -203,6 +203,13 @@ std::string JobConfig::summary() const {
          (virtual_time ? ", virtual time (" + vt_params_source + ")" : std::string());
 }
 
+int JobConfig::busy_threads() const {
+  const int agent = placement.transport == Transport::ofi ? 1 : 0;
+  if (placement.hosts.empty() || placement.emulated())
+    return ntasks() + agent * std::max(1, placement.host_count());
+  return local_tasks() + agent;
+}
+
 int JobConfig::local_tasks() const {
   if (placement.node_host.empty()) return ntasks();
   int n = 0;

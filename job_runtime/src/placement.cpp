@@ -18,6 +18,12 @@ int Placement::local_nodes() const {
   return static_cast<int>(std::count(node_host.begin(), node_host.end(), this_host));
 }
 
+bool Placement::emulated() const {
+  return std::all_of(hosts.begin(), hosts.end(), [](const HostEntry& h) {
+    return h.address.starts_with("127.") || !h.netns.empty();
+  });
+}
+
 Placement Placement::single(const torus_emu::Shape& shape) {
   Placement p;
   p.hosts.push_back({"localhost", "127.0.0.1", shape.node_count()});

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "bgl/job_runtime/agent_wake.hpp"
 #include "bgl/job_runtime/env.hpp"
 #include "bgl/job_runtime/log.hpp"
 #include "bgl/torus_emu/error.hpp"
@@ -43,9 +44,14 @@ Runtime Runtime::from_environment(std::optional<torus_emu::Rank> host_rank) {
         std::to_string(
             rt.machine_->placement().node_host[rt.machine_->mapping().location(rt.rank_).node]) +
         ", but this segment belongs to host " + std::to_string(rt.machine_->placement().this_host));
-  // How a task waits depends on how many tasks share this host's cores, not on the job's size.
+  // How a task waits depends on how many threads share this host's cores (its tasks, and with
+  // the libfabric transport its agent; every emulated host's on one machine), not on the job's
+  // size.
   rt.policy_ = std::make_unique<job_runtime::WaitPolicy>(job_runtime::WaitPolicy::for_job(
-      rt.machine_->job().local_tasks(), rt.machine_->job().vt_params() != nullptr));
+      rt.machine_->job().busy_threads(), rt.machine_->job().vt_params() != nullptr));
+  // A malformed BGL_AGENT_FD is an error now, not at the first ring of a sleeping agent.
+  if (rt.machine_->placement().transport == job_runtime::Transport::ofi)
+    job_runtime::agent_wake_fd(rt.machine_->job().agent_bell());
   const int group = rt.machine_->mapping().location(rt.rank_).t;
   rt.endpoint_ = std::make_unique<Endpoint>(*rt.machine_, rt.rank_, group, *rt.policy_);
   const auto* params = rt.machine_->job().vt_params();
@@ -86,7 +92,9 @@ void Runtime::allgather(std::span<const std::byte> mine, std::span<std::byte> al
 }
 
 void Runtime::exchange_barrier() {
-  machine_->job().barrier().arrive_and_wait(machine_->job().barrier_participants(), *policy_);
+  auto& job = machine_->job();
+  job.barrier().arrive_and_wait(job.barrier_participants(), *policy_, 0,
+                                job.placement().host_count() > 1 ? &job.agent_bell() : nullptr);
 }
 
 void Runtime::barrier() {

@@ -12,10 +12,12 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "../src/ofi/wire.hpp"
+#include "bgl/job_runtime/agent_wake.hpp"
 #include "bgl/job_runtime/job_config.hpp"
 #include "bgl/packet_layer/machine.hpp"
 #include "bgl/packet_layer/ofi_agent.hpp"
@@ -461,6 +463,141 @@ TEST(OfiAgent, RemoteStoresTravelBetweenTwoAgentsInOrderUnderCredits) {
   EXPECT_EQ(a0.stats().stores_sent, static_cast<std::uint64_t>(kBursts * 8));
   EXPECT_EQ(a1.stats().stores_applied, static_cast<std::uint64_t>(kBursts * 8));
   EXPECT_GT(a0.stats().credit_stalls, 0u);
+}
+
+TEST(OfiAgent, IdleAgentsWakeForEachPacketAndReturnCreditsWithoutMessagesOfTheirOwn) {
+  // Two hosts in one process: rank 0 (node 0, host 0) and rank 4 (node 4, host 1) play ping-pong
+  // through their outbound rings and the two agents, pausing 20 ms before each ping, so that both
+  // agents fall asleep between round trips. The agents' nap is one second: a sleeping agent must
+  // be woken by its task's ring and by the other agent's message, not wait for the nap to end.
+  // The replies carry the credits back: no credit-only message per packet.
+  const auto c0 = two_host_config(0), c1 = two_host_config(1);
+  TestSegment s0(c0), s1(c1);
+  const auto m0 = Machine::format(s0.span, c0);
+  const auto m1 = Machine::format(s1.span, c1);
+  OfiOptions options;
+  options.timeout = std::chrono::milliseconds(60'000);
+  options.sleep = std::chrono::microseconds(1'000'000);
+  options.spin = std::chrono::microseconds(0);
+  OfiAgent a0(m0, c0.placement, options), a1(m1, c1.placement, options);
+  const std::vector<std::vector<std::byte>> addresses{a0.address(), a1.address()};
+  a0.start(addresses);
+  a1.start(addresses);
+
+  constexpr torus_emu::NodeId kNode0 = 0, kNode4 = 4;
+  constexpr std::uint8_t kFifo = 4;
+  constexpr int kRounds = 10;
+  const auto& shape = m0.shape();
+  const auto send = [](const Machine& m, torus_emu::Rank from, torus_emu::NodeId to,
+                       const PacketHeader& h, std::byte value) {
+    std::array<std::byte, 32> payload;
+    payload.fill(value);
+    while (!m.outbound(from).try_push(to, 0, kFifo, h, payload, {}))
+      std::this_thread::yield();
+    job_runtime::ring_agent(m.job().agent_bell());
+  };
+  // Waits (bounded) for the next packet in `fifo` and returns its first payload byte.
+  const auto receive = [](ReceptionFifo& fifo) -> std::optional<std::byte> {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (const Packet* p = fifo.front()) {
+        const std::byte b = p->payload[0];
+        fifo.pop();
+        return b;
+      }
+      std::this_thread::yield();
+    }
+    return std::nullopt;
+  };
+  ReceptionFifo at4 = m1.fifo(kNode4, 0, kFifo);
+  ReceptionFifo at0 = m0.fifo(kNode0, 0, kFifo);
+  at4.attach_consumer();
+  at0.attach_consumer();
+  std::thread pong([&] {
+    for (int i = 0; i < kRounds; ++i) {
+      const auto b = receive(at4);
+      if (!b) return;
+      send(m1, 4, kNode0, header_to(shape, kNode0, 4, 32), *b);
+    }
+  });
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < kRounds; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    send(m0, 0, kNode4, header_to(shape, kNode4, 0, 32), static_cast<std::byte>(i + 1));
+    const auto b = receive(at0);
+    ASSERT_TRUE(b.has_value()) << "round " << i << ": no reply within 10 s";
+    EXPECT_EQ(*b, static_cast<std::byte>(i + 1));
+  }
+  const auto took = std::chrono::steady_clock::now() - start;
+  pong.join();
+  // 10 pauses of 20 ms, plus the round trips: far below one nap per message.
+  EXPECT_LT(took, std::chrono::milliseconds(2'000));
+  std::thread finish1([&] { a1.finish(0); });
+  a0.finish(0);
+  finish1.join();
+  EXPECT_FALSE(a0.fault().has_value());
+  EXPECT_FALSE(a1.fault().has_value());
+  EXPECT_EQ(a0.stats().packets_received, static_cast<std::uint64_t>(kRounds));
+  EXPECT_EQ(a1.stats().packets_received, static_cast<std::uint64_t>(kRounds));
+  // Each agent sends its 10 packets (one message each), its end and maybe a heartbeat or two;
+  // returning credits on their own would add a message per packet.
+  EXPECT_LT(a0.stats().messages_sent, static_cast<std::uint64_t>(kRounds + 5));
+  EXPECT_LT(a1.stats().messages_sent, static_cast<std::uint64_t>(kRounds + 5));
+}
+
+TEST(OfiAgent, ACreditStarvedAgentSleepsUntilCreditsComeBack) {
+  // Rank 0 streams 200 packets to node 4 on host 1 with 2 credits, and the receiver takes one
+  // packet a millisecond: the sender's agent runs out of credits for nearly every packet. While it
+  // waits for them it must sleep (the returning credits' message wakes it), not poll: each poll
+  // that finds no credit counts a credit stall.
+  const auto c0 = two_host_config(0), c1 = two_host_config(1);
+  TestSegment s0(c0), s1(c1);
+  const auto m0 = Machine::format(s0.span, c0);
+  const auto m1 = Machine::format(s1.span, c1);
+  OfiOptions options;
+  options.timeout = std::chrono::milliseconds(60'000);
+  options.credits = 2;
+  options.spin = std::chrono::microseconds(0);
+  OfiAgent a0(m0, c0.placement, options), a1(m1, c1.placement, options);
+  const std::vector<std::vector<std::byte>> addresses{a0.address(), a1.address()};
+  a0.start(addresses);
+  a1.start(addresses);
+
+  constexpr torus_emu::NodeId kNode4 = 4;
+  constexpr std::uint8_t kFifo = 4;
+  constexpr int kPackets = 200;
+  std::thread sender([&] {
+    const auto h = header_to(m0.shape(), kNode4, 0, 32);
+    for (int i = 0; i < kPackets; ++i) {
+      std::array<std::byte, 32> payload;
+      payload.fill(static_cast<std::byte>(i));
+      while (!m0.outbound(0).try_push(kNode4, 0, kFifo, h, payload, {}))
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      job_runtime::ring_agent(m0.job().agent_bell());
+    }
+  });
+  ReceptionFifo at4 = m1.fifo(kNode4, 0, kFifo);
+  at4.attach_consumer();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  int got = 0;
+  while (got < kPackets && std::chrono::steady_clock::now() < deadline) {
+    if (const Packet* p = at4.front()) {
+      ASSERT_EQ(p->payload[0], static_cast<std::byte>(got)) << "packets out of order";
+      at4.pop();
+      ++got;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    } else {
+      std::this_thread::yield();
+    }
+  }
+  sender.join();
+  EXPECT_EQ(got, kPackets);
+  std::thread finish1([&] { a1.finish(0); });
+  a0.finish(0);
+  finish1.join();
+  EXPECT_FALSE(a0.fault().has_value());
+  EXPECT_GT(a0.stats().credit_stalls, 0u);
+  EXPECT_LT(a0.stats().credit_stalls, static_cast<std::uint64_t>(10 * kPackets));
 }
 
 TEST(OfiAgent, HexAddressesRoundTripAndRejectGarbage) {

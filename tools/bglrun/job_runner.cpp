@@ -88,6 +88,11 @@ void JobRunner::start_tasks() {
       setenv("BGL_SIZE", size.c_str(), 1);
       setenv("BGL_SEGMENT", segment_.name().c_str(), 1);
       setenv("BGL_SEGMENT_FD", fd.c_str(), 1);
+      if (settings_.agent_fd >= 0 && fcntl(settings_.agent_fd, F_SETFD, 0) == 0) {
+        char text[16];
+        std::snprintf(text, sizeof text, "%d", settings_.agent_fd);
+        setenv("BGL_AGENT_FD", text, 1);
+      }
       if (settings_.prepare_task) settings_.prepare_task(static_cast<int>(r));
       execvp(argv[0], argv.data());
       std::fprintf(stderr, "bglrun: cannot execute '%s': %s\n", argv[0], std::strerror(errno));

@@ -35,6 +35,8 @@ struct RunSettings {
   // Called in each task's process after fork, before exec, with its rank (the task's
   // environment), and in the launcher once every task was started.
   std::function<void(int)> prepare_task;
+  // The libfabric agent's eventfd (-1: none), which each task inherits as BGL_AGENT_FD.
+  int agent_fd = -1;
   std::function<void()> tasks_started;
   // Told each process group the job's processes run in, as soon as it exists (the watchdog kills
   // them if the launcher dies).

@@ -111,11 +111,7 @@ void print_segment_size(std::size_t bytes) {
   // Emulated hosts (all on loopback, or in network namespaces of this machine) get a Hydra proxy
   // each, started by bglrun itself in place of ssh, so that one dying host takes down only its
   // own proxy, as on real hosts.
-  const bool emulated = std::all_of(placement.hosts.begin(), placement.hosts.end(),
-                                    [](const job_runtime::HostEntry& h) {
-                                      return h.address.starts_with("127.") || !h.netns.empty();
-                                    });
-  if (emulated) {
+  if (placement.emulated()) {
     args.insert(args.end(), {"-launcher", "ssh", "-launcher-exec", self});
     setenv("HYDRA_LAUNCHER_EXTRA_ARGS", "--host-exec", 1);
     setenv("HYDRA_LAUNCHER_AUTOFORK", "0", 1);
@@ -333,7 +329,8 @@ int launch(int argc, char** argv) {
   const bool mpi_across_hosts = mpiexec && pmi;
   const auto host_of_rank = mpi_across_hosts ? hosts_of_ranks(config) : std::vector<int>{};
 
-  config.fences = job_runtime::fence_mode_for_host(config.local_tasks());  // checks BGL_FENCES
+  // Checks BGL_FENCES. Emulated hosts share this machine's cores: their threads all count.
+  config.fences = job_runtime::fence_mode_for_host(config.busy_threads());
   if (const int stale = job_runtime::Segment::remove_stale())
     spdlog::warn("removed {} shared-memory segments left by launchers that were killed", stale);
   config.job_id = pmi ? std::hash<std::string>{}(pmi->kvs_name())
@@ -392,6 +389,7 @@ int launch(int argc, char** argv) {
       config.placement.transport == job_runtime::Transport::shm)
     settings.deadlock_seconds = o.deadlock_seconds;
   settings.on_process_group = [&watchdog](pid_t group) { watchdog.watch_group(group); };
+  if (agent) settings.agent_fd = agent->wake_fd();
   // Idle while the job runs, the launcher watches the segment's control structures: a stray
   // write into them stops the job with their name instead of hanging it.
   packet_layer::SegmentMonitor monitor(machine, collective_net_emu::constant_parts(machine.job()));

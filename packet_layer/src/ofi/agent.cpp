@@ -6,10 +6,16 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 #include <deque>
 
+#include "bgl/job_runtime/agent_wake.hpp"
 #include "bgl/job_runtime/backoff.hpp"
 #include "bgl/job_runtime/env.hpp"
 #include "bgl/job_runtime/log.hpp"
@@ -57,6 +63,10 @@ struct Pending {
 constexpr int kRecvBuffers = 64;
 constexpr std::chrono::milliseconds kHousekeeping{20};
 constexpr int kLoggedRejections = 20;  // per host, then every 1000th
+// The longest sleep of an idle agent that the network or its tasks wake: a bound for what
+// nobody rings for (a task that lost the agent's eventfd), at a cost of 1000 polls a second.
+constexpr std::chrono::milliseconds kLongestSleep{1};
+constexpr std::chrono::microseconds kDefaultSpin{100};
 
 }  // namespace
 
@@ -74,6 +84,8 @@ OfiOptions OfiOptions::from_environment() {
     o.batch = static_cast<std::uint32_t>(*v);
   if (auto v = job_runtime::env::get_int("BGL_OFI_SLEEP_US", 0, 1'000'000))
     o.sleep = std::chrono::microseconds(*v);
+  if (auto v = job_runtime::env::get_int("BGL_OFI_SPIN_US", 0, 10'000'000))
+    o.spin = std::chrono::microseconds(*v);
   if (auto v = job_runtime::env::get_int("BGL_OFI_TIMEOUT_MS", 100, 3'600'000)) {
     o.timeout = std::chrono::milliseconds(*v);
     o.heartbeat = std::min(o.heartbeat, o.timeout / 5);
@@ -136,6 +148,8 @@ struct OfiAgent::Impl {
   fid_ep* ep = nullptr;
   fid_mr* mr = nullptr;
   void* desc = nullptr;
+  int wait_fd = -1;  // the completion queue's wait descriptor; -1: the provider has none
+  int wake_fd = -1;  // eventfd the tasks write when they ring the sleeping agent
 
   std::vector<Buffer> buffers;
   std::vector<int> free_send;
@@ -174,8 +188,18 @@ struct OfiAgent::Impl {
         hosts(p.host_count()),
         me(p.this_host),
         peers(static_cast<std::size_t>(hosts)),
-        policy(job_runtime::WaitPolicy::for_job(m.job().local_tasks() + 1)) {
+        policy(job_runtime::WaitPolicy::for_job(m.job().busy_threads())) {
+    // Polling beside more polling threads than cores only delays the thread that has the work:
+    // the scheduler lets a woken thread wait while the poller's slice lasts.
+    if (!options.spin)
+      options.spin = m.job().busy_threads() > std::max(1L, sysconf(_SC_NPROCESSORS_ONLN))
+                         ? std::chrono::microseconds(0)
+                         : kDefaultSpin;
     open();
+    // After open(), which may throw: registered means the destructor will unregister.
+    wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (wake_fd < 0) throw ConfigError(std::string("eventfd: ") + std::strerror(errno));
+    job_runtime::register_agent_wake(m.job().agent_bell(), wake_fd);
     for (int r = 0; r < m.mapping().size(); ++r)
       if (m.local(static_cast<torus_emu::Rank>(r)))
         local_ranks.push_back(static_cast<torus_emu::Rank>(r));
@@ -193,7 +217,10 @@ struct OfiAgent::Impl {
 
   ~Impl() {
     stop = true;
+    wake();
     if (thread.joinable()) thread.join();
+    job_runtime::unregister_agent_wake(machine.job().agent_bell());
+    ::close(wake_fd);
     close_fid(ep);
     close_fid(mr);
     close_fid(av);
@@ -240,8 +267,18 @@ struct OfiAgent::Impl {
     fi_cq_attr cq_attr{};
     cq_attr.format = FI_CQ_FORMAT_MSG;
     cq_attr.size = 4096;
-    cq_attr.wait_obj = FI_WAIT_NONE;
-    if ((r = fi_cq_open(domain, &cq_attr, &cq, nullptr))) fail("fi_cq_open", r);
+    // A wait descriptor lets the idle agent sleep until a message arrives instead of napping and
+    // polling; providers that have none get the naps.
+    cq_attr.wait_obj = options.sleep.count() ? FI_WAIT_FD : FI_WAIT_NONE;
+    if ((r = fi_cq_open(domain, &cq_attr, &cq, nullptr)) && cq_attr.wait_obj == FI_WAIT_FD) {
+      spdlog::debug("libfabric: no completion queue with a wait descriptor ({}); the agent naps",
+                    fi_strerror(-r));
+      cq_attr.wait_obj = FI_WAIT_NONE;
+      r = fi_cq_open(domain, &cq_attr, &cq, nullptr);
+    }
+    if (r) fail("fi_cq_open", r);
+    if (cq_attr.wait_obj == FI_WAIT_FD && fi_control(&cq->fid, FI_GETWAIT, &wait_fd) != 0)
+      wait_fd = -1;
     fi_av_attr av_attr{};
     av_attr.type = FI_AV_TABLE;
     av_attr.count = static_cast<std::size_t>(hosts);
@@ -873,14 +910,81 @@ struct OfiAgent::Impl {
     return false;
   }
 
+  // Ring heads the agent can move now. A head that waits for credits is not work: credits come in
+  // a message, which wakes the agent; counting it kept a credit-starved agent polling on a core
+  // its tasks needed.
+  bool sendable(const OutboundPacket& p) const {
+    const int host = placement.node_host[p.node];
+    const Peer& peer = peers[static_cast<std::size_t>(host)];
+    return peer.credits > 0 || (peer.bye && host != me);
+  }
+  bool storable(const job_runtime::StoreRecord& rec) const {
+    const int host = rec.request.host;
+    if (host == me || host >= hosts) return true;
+    const Peer& peer = peers[static_cast<std::size_t>(host)];
+    return peer.store_credits > 0 || peer.bye;
+  }
   bool idle_ready() const {
-    for (auto r : local_ranks)
-      if (machine.outbound(r).front() || machine.job().store_ring(r).front()) return true;
+    for (auto r : local_ranks) {
+      if (const OutboundPacket* p = machine.outbound(r).front(); p && sendable(*p)) return true;
+      if (const auto* rec = machine.job().store_ring(r).front(); rec && storable(*rec)) return true;
+    }
     return false;
   }
 
+  // Wakes the agent's thread if it sleeps (finish(), the destructor).
+  void wake() const {
+    const std::uint64_t one = 1;
+    [[maybe_unused]] const auto n = ::write(wake_fd, &one, sizeof one);
+  }
+
+  // Work that nobody rings the agent for: packets waiting for room in a reception FIFO (the tasks
+  // free it without ringing), messages the provider pushed back, the end of the job.
+  bool unsignalled_work() const {
+    if (!blocked.empty() || (finishing.load(std::memory_order_relaxed) && !bye_sent)) return true;
+    return std::any_of(peers.begin(), peers.end(), [](const Peer& p) { return !p.queued.empty(); });
+  }
+
+  // An idle agent's sleep: until a message arrives or a task rings (tasks write the eventfd when
+  // they see a sleeper), at most until `deadline` or kLongestSleep; only a nap
+  // (BGL_OFI_SLEEP_US) while unsignalled work waits or when the provider has no wait descriptor.
+  void sleep_idle(Clock::time_point deadline) {
+    job_runtime::Doorbell& bell = machine.job().agent_bell();
+    const bool nap = wait_fd < 0 || unsignalled_work();
+    const auto now = Clock::now();
+    const std::chrono::nanoseconds timeout =
+        nap ? std::chrono::nanoseconds(options.sleep)
+            : std::clamp<std::chrono::nanoseconds>(deadline - now, std::chrono::nanoseconds(0),
+                                                   kLongestSleep);
+    bell.sleepers.fetch_add(1, std::memory_order_seq_cst);
+    job_runtime::heavy_fence();
+    const std::uint32_t seen = bell.rings.load(std::memory_order_acquire);
+    bool rung = false;
+    if (!idle_ready()) {
+      if (wait_fd < 0) {
+        job_runtime::futex_wait(bell.rings, seen, timeout);
+      } else {
+        fid* waiting = &cq->fid;
+        // -FI_EAGAIN: completions are there already; the next round reads them.
+        if (fi_trywait(fabric, &waiting, 1) == FI_SUCCESS) {
+          std::array<pollfd, 2> fds{pollfd{wait_fd, POLLIN, 0}, pollfd{wake_fd, POLLIN, 0}};
+          const timespec ts{static_cast<time_t>(timeout.count() / 1'000'000'000),
+                            static_cast<long>(timeout.count() % 1'000'000'000)};
+          rung = ::ppoll(fds.data(), fds.size(), &ts, nullptr) > 0 && fds[1].revents;
+        }
+      }
+    }
+    bell.sleepers.fetch_sub(1, std::memory_order_relaxed);
+    if (rung) {
+      std::uint64_t count = 0;
+      [[maybe_unused]] const auto n = ::read(wake_fd, &count, sizeof count);
+    }
+  }
+
   void run() {
-    job_runtime::Backoff backoff(policy);
+    // Naps of a few microseconds must not grow by the default 50 us of timer slack.
+    prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
+    auto last_work = Clock::now();
     auto next_housekeeping = Clock::now();
     for (;;) {
       if (stop.load(std::memory_order_relaxed)) return;
@@ -904,12 +1008,15 @@ struct OfiAgent::Impl {
         }
         bye_sent = true;
       }
-      // Credits flow back on the next message to their host; with nothing else going there,
-      // return them once a quarter has piled up or when the agent is about to idle.
+      // Credits flow back on the next message to their host (a reply, a heartbeat); a message of
+      // their own only once a quarter has piled up. The sender then still holds three quarters,
+      // and it can only run dry when a quarter is owed, so it never waits for lack of a credit
+      // message; returning credits whenever the agent idles cost a message (and a wake-up of the
+      // other agent) per packet in a ping-pong.
       for (int h = 0; h < hosts; ++h) {
         Peer& peer = peers[static_cast<std::size_t>(h)];
         const std::uint32_t owed = std::max(peer.owed, peer.store_owed);
-        if (owed > 0 && peer.queued.empty() && (owed >= std::max(1u, options.credits / 4) || !work))
+        if (owed >= std::max(1u, options.credits / 4) && peer.queued.empty())
           queue_control(h, wire::Kind::credit, 0);
         if (!peer.queued.empty()) work |= post(h);
       }
@@ -927,14 +1034,16 @@ struct OfiAgent::Impl {
           flushed &= p.queued.empty();
         if ((all && flushed) || faulted.load()) finished.store(true, std::memory_order_release);
       }
+      // Idle: keep polling for BGL_OFI_SPIN_US after the last work (a reply usually comes
+      // within a round trip, and a sleeping agent costs a wake-up on each side of it), then sleep.
       if (work) {
-        backoff.reset();
-      } else if (options.sleep.count() == 0 || !backoff.sleeping()) {
-        backoff.idle(
-            machine.job().agent_bell(), [&] { return idle_ready(); },
-            options.sleep.count() ? options.sleep : std::chrono::microseconds(1));
+        last_work = now;
+      } else if (now - last_work < *options.spin) {
+        job_runtime::Backoff::cpu_relax();
+      } else if (options.sleep.count() == 0) {
+        job_runtime::Backoff::yield();
       } else {
-        machine.job().agent_bell().sleep_unless([&] { return idle_ready(); }, options.sleep);
+        sleep_idle(next_housekeeping);
       }
     }
   }
@@ -972,6 +1081,7 @@ int OfiAgent::finish(int status) {
   if (!impl_->thread.joinable()) return 0;
   impl_->my_status = status;
   impl_->finishing.store(true, std::memory_order_release);
+  impl_->wake();
   while (!impl_->finished.load(std::memory_order_acquire))
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   // Give the last messages (our bye) a moment to leave before the endpoint closes.
@@ -981,6 +1091,10 @@ int OfiAgent::finish(int status) {
   for (const auto& p : impl_->peers)
     if (p.status != 0) return p.status;
   return 0;
+}
+
+int OfiAgent::wake_fd() const {
+  return impl_->wake_fd;
 }
 
 OfiStats OfiAgent::stats() const {
@@ -995,7 +1109,9 @@ std::string OfiAgent::describe() const {
   fi_av_straddr(impl_->av, a.data(), text.data(), &len);
   return std::string(info->fabric_attr->prov_name) + " on " + info->fabric_attr->name + "/" +
          info->domain_attr->name + ", address " + std::string(text.data()) + ", progress " +
-         (info->domain_attr->data_progress == FI_PROGRESS_AUTO ? "auto" : "manual");
+         (info->domain_attr->data_progress == FI_PROGRESS_AUTO ? "auto" : "manual") +
+         (impl_->wait_fd >= 0 ? ", idle: sleeps until a message or a task wakes it"
+                              : ", idle: naps");
 }
 
 }  // namespace bgl::packet_layer

@@ -95,6 +95,8 @@ class Job {
     return config_.placement.local(config_.mapping.location(rank).node);
   }
   int local_tasks() const;
+  // JobConfig::busy_threads: what a WaitPolicy and the fence mode must weigh.
+  int busy_threads() const;
   // Which side of a doorbell handshake fences (asymmetric_fence.hpp), chosen when formatted.
   FenceMode fences() const;
   std::uint64_t job_id() const { return config_.job_id; }

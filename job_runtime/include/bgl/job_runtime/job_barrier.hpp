@@ -20,8 +20,10 @@ struct alignas(64) JobBarrier {
   std::array<std::atomic<std::uint64_t>, 2> latest_clock{};
 
   // Returns the generation it waited for. `clock`: the task's virtual clock (0 without).
+  // `agent`: the doorbell of a participant that is not a task (the host's libfabric agent, which
+  // sleeps on its own bell), rung after arriving.
   std::uint32_t arrive_and_wait(std::uint32_t participants, const WaitPolicy& policy,
-                                std::uint64_t clock = 0);
+                                std::uint64_t clock = 0, Doorbell* agent = nullptr);
 
   // Split phase, for a task that keeps working while it waits: arrive() returns the generation
   // to wait for (and releases everybody when the caller is the last); passed() tells whether the

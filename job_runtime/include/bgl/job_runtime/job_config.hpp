@@ -83,6 +83,10 @@ struct JobConfig {
 
   int ntasks() const { return mapping.size(); }
   int local_tasks() const;  // tasks on this host
+  // The job's threads that wait by polling on this machine's cores: the tasks and, with the
+  // libfabric transport, the hosts' agents; when the hosts are emulated on this machine
+  // (Placement::emulated), every host's, else this host's.
+  int busy_threads() const;
 
   // Validates everything (ntasks fits shape and mode, mapping, FIFO size); throws ConfigError.
   static JobConfig resolve(const JobOptions& options);

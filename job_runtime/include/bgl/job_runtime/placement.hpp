@@ -38,6 +38,8 @@ struct Placement {
   int host_count() const { return static_cast<int>(hosts.size()); }
   bool local(torus_emu::NodeId node) const { return node_host[node] == this_host; }
   int local_nodes() const;
+  // Every host lives on this machine (loopback addresses or network namespaces): tests, benchmarks.
+  bool emulated() const;
   // One line per host: its nodes (range of node ids and coordinate box) and address.
   std::string report(const torus_emu::Shape& shape) const;
 

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <span>
 
+#include "bgl/job_runtime/agent_wake.hpp"
 #include "bgl/job_runtime/placement.hpp"
 #include "bgl/packet_layer/header.hpp"
 #include "bgl/packet_layer/machine.hpp"
@@ -69,7 +70,7 @@ class OfiBackend final : public Backend {
   bool try_deliver(Target to, const PacketHeader& h, std::span<const std::byte> payload,
                    std::span<const std::byte> more) override {
     if (!ring_->try_push(to.node, to.group, to.fifo, h, payload, more)) return false;
-    agent_->ring();
+    job_runtime::ring_agent(*agent_);
     return true;
   }
   job_runtime::Transport transport() const override { return job_runtime::Transport::ofi; }

@@ -38,6 +38,9 @@ struct OfiOptions {
   std::uint32_t credits = 256;           // BGL_OFI_CREDITS: packets in flight per pair of hosts
   std::uint32_t batch = 32;              // BGL_OFI_BATCH: packets per message at most
   std::chrono::microseconds sleep{50};   // BGL_OFI_SLEEP_US: an idle agent's nap (0: spin)
+  // BGL_OFI_SPIN_US: how long an idle agent keeps polling after its last work; unset: 100 us
+  // when the job's polling threads fit this machine's cores (Job::busy_threads), else 0.
+  std::optional<std::chrono::microseconds> spin;
   std::chrono::milliseconds heartbeat{200};
   std::chrono::milliseconds timeout{10'000};  // BGL_OFI_TIMEOUT_MS: silence that means dead
 
@@ -73,6 +76,9 @@ class OfiAgent {
   // 0; a fault is reported through fault().
   int finish(int status);
   OfiStats stats() const;
+  // The eventfd that wakes the sleeping agent (job_runtime/agent_wake.hpp), for the tasks to
+  // inherit (close-on-exec is set: the launcher clears it in each task).
+  int wake_fd() const;
   // Provider, fabric, domain, address. Before start(): the endpoint is the agent's afterwards.
   std::string describe() const;
 
