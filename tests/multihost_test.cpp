@@ -264,8 +264,9 @@ Clocks timed_run(int hosts, std::vector<std::string> job, std::vector<std::strin
   if (hosts > 0) args.insert(args.end(), {"--hosts", std::to_string(hosts)});
   args.insert(args.end(), job.begin(), job.end());
   args.insert(args.end(), program.begin(), program.end());
-  const auto r = bglrun(args, 120, hosts == 0 ? std::vector<std::string>{"BGL_TRANSPORT=ofi"}
-                                              : std::vector<std::string>{});
+  const auto r = bglrun(
+      args, 120,
+      hosts == 0 ? std::vector<std::string>{"BGL_TRANSPORT=ofi"} : std::vector<std::string>{});
   EXPECT_EQ(r.exit_code, 0) << hosts << " hosts: " << r.output;
   EXPECT_THAT(r.output, Not(HasSubstr("rejected a record")));
   return clocks_of(r);
@@ -295,7 +296,7 @@ TEST(VirtualTimeHosts, PacketsCarryTheirClocksAcrossHosts) {
 TEST(VirtualTimeHosts, VirtualNodeModeClocksTravelAcrossHosts) {
   // TXYZ: each node's two tasks are neighbours in the ring (the scratchpad FIFO), odd ranks send
   // to the next node, some of them on the other host.
-  const std::vector<std::string> job{"-np",   "16",     "--shape",  "2x2x2",
+  const std::vector<std::string> job{"-np",    "16", "--shape",   "2x2x2",
                                      "--mode", "vn", "--mapping", "TXYZ"};
   const std::vector<std::string> ring{kVt, "ring", "20", "4"};
   expect_same_clocks(timed_run(1, job, ring), timed_run(2, job, ring), 16, "2 hosts, vn");

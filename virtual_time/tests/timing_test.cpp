@@ -66,8 +66,8 @@ TEST(TorusTiming, ASharedMiddleLinkDelaysTheSecondPacket) {
 TEST(TorusTiming, ARouteTimedInTwoPartsArrivesWhenItWouldInOne) {
   // Several hosts: the sender times the first links, the receiving host the rest.
   const auto shape = torus_emu::Shape::parse("8x8x8");
-  const auto r = torus_emu::deterministic_route(shape, shape.node_id({0, 0, 0}),
-                                                shape.node_id({3, 2, 1}));
+  const auto r =
+      torus_emu::deterministic_route(shape, shape.node_id({0, 0, 0}), shape.node_id({3, 2, 1}));
   ASSERT_EQ(r.hops(), 6);
   Net whole(shape);
   const auto once = whole.timing.transit(r, 1000, 256);
