@@ -54,7 +54,7 @@ struct Record {
 };
 static_assert(sizeof(Record) == 8);
 
-constexpr std::size_t record_bytes(std::size_t payload, bool stamped) {
+constexpr std::size_t record_bytes(std::size_t payload, bool stamped = false) {
   return (sizeof(Record) + (stamped ? sizeof(virtual_time::Stamp) : 0) + kHeaderBytes + payload +
           7) /
          8 * 8;
