@@ -108,7 +108,6 @@ void Plan::fill_entries(const job_runtime::JobConfig& config, const Tree& tree) 
   entries.assign(occupied, NodeEntry{});
   for (auto& e : entries) {
     e.parent = -1;
-    e.depth = -1;
     for (auto& c : e.child)
       c = -1;
     for (auto& r : e.local_rank)
@@ -125,7 +124,6 @@ void Plan::fill_entries(const job_runtime::JobConfig& config, const Tree& tree) 
     for (std::size_t k = 0; k < kids.size(); ++k)
       e.child[k] = static_cast<std::int32_t>(kids[k]);
     e.inputs = static_cast<std::uint8_t>(e.locals + e.children);
-    e.depth = tree.depth(n);
   }
   for (const torus_emu::NodeId n : tree.nodes()) {
     const NodeEntry& e = entry(n);

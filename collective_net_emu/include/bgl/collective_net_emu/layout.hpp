@@ -77,7 +77,6 @@ struct NodeEntry {
   std::uint8_t locals;    // tasks on this node
   std::uint8_t children;
   std::uint8_t inputs;  // locals + children; 0 when not in the tree
-  std::int32_t depth;
   // Virtual time on several hosts: the levels of the whole partition's tree (the one a single host
   // builds) between where this node's contributions enter it and its root.
   std::int32_t vt_levels;
@@ -86,6 +85,8 @@ struct NodeEntry {
   std::int32_t child[kMaxFanout];
   std::int32_t local_rank[kMaxLocal];
 };
+
+static_assert(sizeof(NodeEntry) == 64);
 
 struct alignas(64) UpSlotMeta {
   std::atomic<std::uint32_t> arrived{0};
