@@ -6,6 +6,8 @@
 //                                      the previous one (one source per task: no host order)
 //   vt_scenarios collectives ROUNDS    global-interrupt barrier, collective-network allreduce of
 //                                      4 KiB and the job barrier, ROUNDS times
+//   vt_scenarios ml ROUNDS BYTES       message-layer ping-pong of BYTES between rank r and
+//                                      r + size/2 (one message in flight per pair: no host order)
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "bgl/collective_net_emu/collective_network.hpp"
+#include "bgl/message_layer/session.hpp"
 #include "bgl/packet_layer/runtime.hpp"
 #include "bgl/torus_emu/error.hpp"
 #include "rank_check.hpp"
@@ -97,9 +100,75 @@ int collectives(packet_layer::Runtime& rt, int rounds) {
   return 0;
 }
 
+struct Pong {
+  std::vector<std::byte> in;
+  std::uint64_t received = 0;
+  bool sent = false;
+  static void recv_done(void* self, std::uint32_t, std::size_t) {
+    ++static_cast<Pong*>(self)->received;
+  }
+  static message_layer::RecvTarget arrival(void* self, const message_layer::Arrival&) {
+    auto& p = *static_cast<Pong*>(self);
+    return message_layer::RecvTarget::into(p.in, &Pong::recv_done, self);
+  }
+  static void send_done(message_layer::SendMessage& m) {
+    static_cast<Pong*>(m.context)->sent = true;
+  }
+};
+
+int ml_pingpong(int rounds, std::size_t bytes) {
+  auto session = message_layer::Session::from_launcher();
+  auto& ml = session->layer();
+  const int me = static_cast<int>(session->rank()), n = session->size(), half = n / 2;
+  BGL_CHECK(n % 2 == 0, me);
+  const auto peer = static_cast<message_layer::Rank>(me < half ? me + half : me - half);
+  constexpr message_layer::HandlerId kPong = 1;
+  Pong pong;
+  pong.in.resize(bytes);
+  ml.register_handler(kPong, &Pong::arrival, &pong);
+  std::vector<std::byte> out(bytes, std::byte{0x5a});
+  message_layer::SendMessage m{};
+  const auto send = [&] {
+    m = message_layer::SendMessage{};
+    m.dest = peer;
+    m.handler = kPong;
+    m.data.buffer = out;
+    m.done = &Pong::send_done;
+    m.context = &pong;
+    pong.sent = false;
+    ml.post(m);
+    while (!pong.sent)
+      if (!ml.advance()) ml.wait();
+  };
+  const auto receive = [&](std::uint64_t count) {
+    while (pong.received < count)
+      if (!ml.advance()) ml.wait();
+  };
+  session->barrier();
+  for (int round = 0; round < rounds; ++round) {
+    if (me < half) {
+      send();
+      receive(static_cast<std::uint64_t>(round) + 1);
+    } else {
+      receive(static_cast<std::uint64_t>(round) + 1);
+      send();
+    }
+  }
+  auto& rt = session->runtime();
+  report(rt, "exchanged");
+  session->barrier();
+  report(rt, "clock");
+  session->finalize();
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
+  const std::string_view first = argc > 1 ? argv[1] : "";
+  if (first == "ml")
+    return ml_pingpong(argc > 2 ? std::stoi(argv[2]) : 10,
+                       argc > 3 ? static_cast<std::size_t>(std::stoul(argv[3])) : 100);
   auto rt = packet_layer::Runtime::from_environment();
   if (!rt.endpoint().timed()) {
     std::fprintf(stderr, "vt_scenarios: run it with bglrun --virtual-time\n");
@@ -109,7 +178,9 @@ int main(int argc, char** argv) try {
   const auto arg = [&](int i, int fallback) { return argc > i ? std::stoi(argv[i]) : fallback; };
   if (mode == "ring") return ring(rt, arg(2, 20), arg(3, 4));
   if (mode == "collectives") return collectives(rt, arg(2, 10));
-  std::fprintf(stderr, "usage: vt_scenarios ring [ROUNDS [PACKETS]] | collectives [ROUNDS]\n");
+  std::fprintf(stderr,
+               "usage: vt_scenarios ring [ROUNDS [PACKETS]] | collectives [ROUNDS] | ml [ROUNDS "
+               "[BYTES]]\n");
   return 2;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "vt_scenarios: %s\n", e.what());
