@@ -292,6 +292,20 @@ TEST(VirtualTimeHosts, PacketsCarryTheirClocksAcrossHosts) {
   expect_same_clocks(one, timed_run(4, job, ring), 8, "4 hosts");
 }
 
+TEST(VirtualTimeHosts, AdaptiveRoutesAndDepositBitLinesAreTimedByTheirSender) {
+  // Their stamps are final when they leave the sending host: the same prediction as one host's.
+  const std::vector<std::string> lines_job{"-np", "16", "--shape", "8x2x1"};
+  const std::vector<std::string> lines{kScenarios, "deposit", "200"};
+  const auto one_lines = timed_run(1, lines_job, lines);
+  ASSERT_GT(one_lines.predicted, 0u);
+  EXPECT_EQ(timed_run(4, lines_job, lines).predicted, one_lines.predicted);
+  const std::vector<std::string> adaptive_job{"-np", "8", "--shape", "2x2x2"};
+  const std::vector<std::string> adaptive{kScenarios, "adaptive", "500"};
+  const auto one_adaptive = timed_run(1, adaptive_job, adaptive);
+  ASSERT_GT(one_adaptive.predicted, 0u);
+  EXPECT_EQ(timed_run(2, adaptive_job, adaptive).predicted, one_adaptive.predicted);
+}
+
 TEST(VirtualTimeHosts, VirtualNodeModeClocksTravelAcrossHosts) {
   // TXYZ: each node's two tasks are neighbours in the ring (the scratchpad FIFO), odd ranks send
   // to the next node, some of them on the other host.
