@@ -357,11 +357,13 @@ struct OfiAgent::Impl {
     return i;
   }
 
-  void queue_control(int host, wire::Kind kind, std::uint32_t value) {
+  // The queued buffer's index (for a caller that appends to it), or -1.
+  int queue_control(int host, wire::Kind kind, std::uint32_t value) {
     const int i = take_buffer(host, kind);
-    if (i < 0) return;  // only heartbeats and credits can be skipped; callers ensure the rest
+    if (i < 0) return i;  // only heartbeats and credits can be skipped; callers ensure the rest
     buffers[static_cast<std::size_t>(i)].header().value = value;
     peers[static_cast<std::size_t>(host)].queued.push_back(i);
+    return i;
   }
 
   void close_batch(Peer& peer, int Peer::*which = &Peer::batch) {
@@ -899,14 +901,13 @@ struct OfiAgent::Impl {
           buf.header().count = static_cast<std::uint32_t>(last - first);
           peers[static_cast<std::size_t>(h)].queued.push_back(i);
         }
-        queue_control(h, wire::Kind::barrier_done, generation);
-        if (timed) {
+        const int done = queue_control(h, wire::Kind::barrier_done, generation);
+        if (timed && done >= 0) {
           // Every local task has arrived (and raised the latest clock before it counted itself).
           const std::uint64_t clock = b.latest_clock_of(generation);
-          Buffer& done =
-              buffers[static_cast<std::size_t>(peers[static_cast<std::size_t>(h)].queued.back())];
-          std::memcpy(done.data.data() + done.used, &clock, sizeof clock);
-          done.used += sizeof clock;
+          Buffer& buf = buffers[static_cast<std::size_t>(done)];
+          std::memcpy(buf.data.data() + buf.used, &clock, sizeof clock);
+          buf.used += sizeof clock;
         }
       }
       arrival_sent = true;
@@ -981,10 +982,9 @@ struct OfiAgent::Impl {
           (!stores_pending() || faulted.load())) {
         for (int h = 0; h < hosts; ++h) {
           if (h == me) continue;
-          queue_control(h, wire::Kind::bye, static_cast<std::uint32_t>(my_status));
-          if (!peers[static_cast<std::size_t>(h)].queued.empty()) {
-            Buffer& b =
-                buffers[static_cast<std::size_t>(peers[static_cast<std::size_t>(h)].queued.back())];
+          const int bye = queue_control(h, wire::Kind::bye, static_cast<std::uint32_t>(my_status));
+          if (bye >= 0) {
+            Buffer& b = buffers[static_cast<std::size_t>(bye)];
             b.header().count = faulted.load() ? 1 : 0;  // stopped because of another host's fault
             if (timed) {
               const wire::Slowest w = slowest_local();
