@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
@@ -30,6 +31,7 @@ const std::string kScenarios = SCENARIOS_PATH;
 const std::string kMl = ML_SCENARIOS_PATH;
 const std::string kCollnet = COLLNET_SCENARIOS_PATH;
 const std::string kColl = COLL_SCENARIOS_PATH;
+const std::string kVt = VT_SCENARIOS_PATH;
 
 // Tests of a dead host shorten the silence that means "gone" (default 10 s); the others keep the
 // default, so that a loaded machine (sanitizers, parallel builds) cannot fake a dead host.
@@ -227,6 +229,143 @@ TEST(MultiHost, BadHostFilesAreRejectedBeforeAnythingStarts) {
   r = bglrun({"--hosts", "9", "-np", "8", kScenarios, "order", "1"}, 30);
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_THAT(r.output, HasSubstr("9 hosts for 8 nodes"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Virtual time across hosts: the same prediction, and the same clock for every task, whether the
+// partition is on one host or several (docs/VIRTUAL_TIME.md, "Several hosts")
+
+struct Clocks {
+  std::uint64_t predicted = 0;
+  int slowest = -1;
+  std::map<int, std::uint64_t> exchanged;  // each task's clock before the closing barrier
+};
+
+Clocks clocks_of(const ProcessResult& r) {
+  Clocks c;
+  const std::regex predicted(R"(predicted BG/L time [0-9.]+ us \(([0-9]+) cycles at 700 MHz, )"
+                             R"(slowest task: rank ([0-9]+)\))");
+  std::smatch m;
+  if (std::regex_search(r.output, m, predicted)) {
+    c.predicted = std::stoull(m[1]);
+    c.slowest = std::stoi(m[2]);
+  }
+  const std::regex task("vt rank ([0-9]+) exchanged ([0-9]+)");
+  for (auto it = std::sregex_iterator(r.output.begin(), r.output.end(), task);
+       it != std::sregex_iterator(); ++it)
+    c.exchanged[std::stoi((*it)[1])] = std::stoull((*it)[2]);
+  return c;
+}
+
+// Runs `program` on `hosts` hosts (0: one host through the libfabric agent, BGL_TRANSPORT=ofi).
+Clocks timed_run(int hosts, std::vector<std::string> job, std::vector<std::string> program) {
+  std::vector<std::string> args{"--virtual-time", "--vt-cpu-factor", "0"};
+  if (hosts > 0) args.insert(args.end(), {"--hosts", std::to_string(hosts)});
+  args.insert(args.end(), job.begin(), job.end());
+  args.insert(args.end(), program.begin(), program.end());
+  const auto r = bglrun(
+      args, 120,
+      hosts == 0 ? std::vector<std::string>{"BGL_TRANSPORT=ofi"} : std::vector<std::string>{});
+  EXPECT_EQ(r.exit_code, 0) << hosts << " hosts: " << r.output;
+  EXPECT_THAT(r.output, Not(HasSubstr("rejected a record")));
+  return clocks_of(r);
+}
+
+void expect_same_clocks(const Clocks& one, const Clocks& other, std::size_t tasks,
+                        const std::string& what) {
+  ASSERT_GT(one.predicted, 0u) << what;
+  EXPECT_EQ(other.predicted, one.predicted) << what;
+  EXPECT_EQ(other.slowest, one.slowest) << what;
+  EXPECT_EQ(one.exchanged.size(), tasks) << what;
+  EXPECT_EQ(other.exchanged, one.exchanged) << what;
+}
+
+TEST(VirtualTimeHosts, PacketsCarryTheirClocksAcrossHosts) {
+  // A ring of deterministically routed packets on 2x2x2: from 1 to 4 hosts, the route's links
+  // split between the sender's and the receiver's calendars; every task's clock is the cycle of
+  // one host's, and so is the prediction.
+  const std::vector<std::string> job{"-np", "8", "--shape", "2x2x2"};
+  const std::vector<std::string> ring{kVt, "ring", "20", "4"};
+  const auto one = timed_run(1, job, ring);
+  expect_same_clocks(one, timed_run(0, job, ring), 8, "BGL_TRANSPORT=ofi");
+  expect_same_clocks(one, timed_run(2, job, ring), 8, "2 hosts");
+  expect_same_clocks(one, timed_run(4, job, ring), 8, "4 hosts");
+}
+
+TEST(VirtualTimeHosts, AdaptiveRoutesAndDepositBitLinesAreTimedByTheirSender) {
+  // Their stamps are final when they leave the sending host: the same prediction as one host's.
+  const std::vector<std::string> lines_job{"-np", "16", "--shape", "8x2x1"};
+  const std::vector<std::string> lines{kScenarios, "deposit", "200"};
+  const auto one_lines = timed_run(1, lines_job, lines);
+  ASSERT_GT(one_lines.predicted, 0u);
+  EXPECT_EQ(timed_run(4, lines_job, lines).predicted, one_lines.predicted);
+  const std::vector<std::string> adaptive_job{"-np", "8", "--shape", "2x2x2"};
+  const std::vector<std::string> adaptive{kScenarios, "adaptive", "500"};
+  const auto one_adaptive = timed_run(1, adaptive_job, adaptive);
+  ASSERT_GT(one_adaptive.predicted, 0u);
+  EXPECT_EQ(timed_run(2, adaptive_job, adaptive).predicted, one_adaptive.predicted);
+}
+
+TEST(VirtualTimeHosts, VirtualNodeModeClocksTravelAcrossHosts) {
+  // TXYZ: each node's two tasks are neighbours in the ring (the scratchpad FIFO), odd ranks send
+  // to the next node, some of them on the other host.
+  const std::vector<std::string> job{"-np",    "16", "--shape",   "2x2x2",
+                                     "--mode", "vn", "--mapping", "TXYZ"};
+  const std::vector<std::string> ring{kVt, "ring", "20", "4"};
+  expect_same_clocks(timed_run(1, job, ring), timed_run(2, job, ring), 16, "2 hosts, vn");
+}
+
+TEST(VirtualTimeHosts, BarriersAndTheTreeReleaseOnEveryHostsLatestClock) {
+  // Global-interrupt barrier, 4 KiB tree allreduce and the job barrier, each with a different
+  // latest task every round: their release times use all hosts' clocks (and the tree's timing
+  // the whole partition's tree, not the hosts' own), on 2 and 4 hosts and in virtual-node mode.
+  const std::vector<std::string> job{"-np", "8", "--shape", "2x2x2"};
+  const std::vector<std::string> collectives{kVt, "collectives", "10"};
+  const auto one = timed_run(1, job, collectives);
+  expect_same_clocks(one, timed_run(2, job, collectives), 8, "2 hosts");
+  expect_same_clocks(one, timed_run(4, job, collectives), 8, "4 hosts");
+  const std::vector<std::string> vn{"-np", "16", "--shape", "2x2x2", "--mode", "vn"};
+  expect_same_clocks(timed_run(1, vn, collectives), timed_run(2, vn, collectives), 16,
+                     "2 hosts, vn");
+}
+
+TEST(VirtualTimeHosts, MessageLayerProtocolsCarryTheirClocksAcrossHosts) {
+  // Ping-pong between rank r on host 0 and r + 4 on host 1: one-packet, eager and rendezvous
+  // (scout, acknowledgement, adaptively routed data, completion), every task's clock one host's.
+  // One message in flight per pair, so that host order cannot choose what a task does next
+  // (docs/VIRTUAL_TIME.md, "What is not the same").
+  const std::vector<std::string> job{"-np", "8", "--shape", "2x2x2"};
+  for (const char* bytes : {"100", "2048", "65536"}) {
+    const std::vector<std::string> ml{kVt, "ml", "10", bytes};
+    expect_same_clocks(timed_run(1, job, ml), timed_run(2, job, ml), 8,
+                       std::string(bytes) + " bytes");
+  }
+}
+
+TEST(VirtualTimeHosts, HostZerosStatisticsAreTheWholeJobsClocks) {
+  const auto one_path = temp_path("vt-one.json"), two_path = temp_path("vt-two.json");
+  const std::vector<std::string> job{"--virtual-time", "-np", "8", "--shape", "2x2x2"};
+  auto one_args = job, two_args = job;
+  one_args.insert(one_args.end(), {"--stats", one_path, kVt, "ring", "10", "4"});
+  two_args.insert(two_args.begin(), {"--hosts", "2"});
+  two_args.insert(two_args.end(), {"--stats", two_path, kVt, "ring", "10", "4"});
+  const auto one = bglrun(one_args, 120), two = bglrun(two_args, 120);
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  ASSERT_EQ(two.exit_code, 0) << two.output;
+  std::ifstream one_file(one_path), two_file(two_path);
+  const auto a = nlohmann::json::parse(one_file), b = nlohmann::json::parse(two_file);
+  for (std::size_t r = 0; r < 8; ++r)
+    EXPECT_EQ(a["tasks"][r]["virtual_clock"], b["tasks"][r]["virtual_clock"]) << "rank " << r;
+  const auto& va = a["virtual_time"];
+  const auto& vb = b["virtual_time"];
+  EXPECT_EQ(va["predicted_cycles"], vb["predicted_cycles"]);
+  EXPECT_EQ(va["slowest_rank"], vb["slowest_rank"]);
+  // Every link crossing was reserved in exactly one host's calendar: the merged rows are one
+  // host's, utilisations included.
+  EXPECT_EQ(va["links"], vb["links"]);
+  EXPECT_GT(vb["links"].size(), 0u);
+  std::remove(one_path.c_str());
+  std::remove(two_path.c_str());
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,6 +1,8 @@
 #include "bgl/collective_net_emu/global_interrupt.hpp"
 
+#include <algorithm>
 #include <new>
+#include <span>
 #include <stdexcept>
 
 #include "bgl/collective_net_emu/region.hpp"
@@ -21,6 +23,7 @@ GlobalInterrupt::GlobalInterrupt(const job_runtime::Job& job, torus_emu::Rank ra
   hosts_ = h->hosts;
   host_words_ = std::launder(
       reinterpret_cast<std::atomic<std::uint64_t>*>(region.data() + h->host_words_offset));
+  host_vt_ = std::launder(reinterpret_cast<std::uint64_t*>(region.data() + h->host_vt_offset));
   const auto* host_tasks =
       std::launder(reinterpret_cast<const std::uint32_t*>(region.data() + h->host_tasks_offset));
   if (hosts_ > 1) {
@@ -32,17 +35,20 @@ GlobalInterrupt::GlobalInterrupt(const job_runtime::Job& job, torus_emu::Rank ra
     if (host_tasks[host] > 0) task_hosts_.push_back(host);
 }
 
-void GlobalInterrupt::forward(int channel, std::uint64_t value) const {
+void GlobalInterrupt::forward(int channel, std::uint64_t value,
+                              std::optional<virtual_time::Tick> vt) const {
   const auto& word = host_word(channel, host_);
   const auto offset = [&](const void* p) {
     return static_cast<std::uint64_t>(static_cast<const std::byte*>(p) - region_);
   };
+  const std::uint64_t* at = host_vt(host_, static_cast<std::uint32_t>(value));
   for (const std::uint32_t host : task_hosts_) {
     if (host == host_) continue;
     const job_runtime::StoreRequest r{
-        static_cast<std::uint16_t>(host), region_index_, 0, offset(&word), value,
+        static_cast<std::uint16_t>(host), region_index_, vt ? offset(at) : 0, offset(&word), value,
         offset(&wires_[channel].bell)};
-    job_->remote_store(rank_, r, {}, policy_);
+    job_->remote_store(
+        rank_, r, vt ? std::as_bytes(std::span(&*vt, 1)) : std::span<const std::byte>{}, policy_);
   }
 }
 
@@ -75,7 +81,11 @@ std::uint32_t GlobalInterrupt::arrive() {
   if (hosts_ > 1) {
     // The count is this host's: its last arrival tells every host.
     if (raise ? before + 1 == local_tasks_ : before == 1) {
-      forward(kBarrierChannel, arrivals_);
+      // Virtual time: the host's latest arrival travels with the count (the stores of the
+      // other tasks' clocks happen before their counts, which this fetch_add read).
+      std::optional<virtual_time::Tick> vt;
+      if (clock_) vt = w.vt_arrival[arrivals_ % 2].load(std::memory_order_relaxed);
+      forward(kBarrierChannel, arrivals_, vt);
       host_word(kBarrierChannel, host_).store(arrivals_, std::memory_order_release);
       w.bell.ring();
     }
@@ -103,9 +113,15 @@ void GlobalInterrupt::wait(std::uint32_t ticket) {
   const job_runtime::wait_record::Reason reason(job_runtime::WaitKind::global_interrupt, ticket);
   sleeps_ += wait_until(
       w.bell, [&] { return test(ticket); }, policy_, meanwhile_);
-  if (clock_) [[unlikely]]
-    clock_->arrive(virtual_time::barrier_release(
-        *job_->vt_params(), w.vt_arrival[ticket % 2].load(std::memory_order_relaxed)));
+  if (clock_) [[unlikely]] {
+    // Several hosts: the other hosts' latest arrivals came with their counts (test() acquired
+    // them).
+    virtual_time::Tick latest = w.vt_arrival[ticket % 2].load(std::memory_order_relaxed);
+    if (hosts_ > 1)
+      for (const std::uint32_t host : task_hosts_)
+        if (host != host_) latest = std::max(latest, *host_vt(host, ticket));
+    clock_->arrive(virtual_time::barrier_release(*job_->vt_params(), latest));
+  }
 }
 
 void GlobalInterrupt::set_wire(int channel, bool raised) {

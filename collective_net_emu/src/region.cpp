@@ -27,6 +27,7 @@ struct Plan {
 
  private:
   void fill_entries(const job_runtime::JobConfig& config, const Tree& tree);
+  void fill_vt_levels(const job_runtime::JobConfig& config, const Tree& whole);
   NodeEntry& entry(torus_emu::NodeId n) { return entries[slot[n]]; }
 };
 
@@ -48,7 +49,10 @@ Plan::Plan(const job_runtime::JobConfig& config, const Options& options) {
   h.ring = options.ring_for(config.ntasks());
   h.inbox = options.inbox_packets;
   h.root_node = tree.root();
-  h.height = static_cast<std::uint32_t>(tree.height() + (hosts > 1 ? 1 : 0));
+  // Virtual time times results over the whole partition's tree whatever the hosts, so that a job
+  // predicts the same time on one host or several.
+  const Tree whole = hosts > 1 ? Tree::build(config.mapping, options.tree) : tree;
+  h.height = static_cast<std::uint32_t>(whole.height());
   h.hosts = static_cast<std::uint32_t>(hosts);
   host_tasks.assign(hosts, 0);
   for (int r = 0; r < config.ntasks(); ++r)
@@ -61,6 +65,7 @@ Plan::Plan(const job_runtime::JobConfig& config, const Options& options) {
     h.task_hosts += n > 0 ? 1 : 0;
   std::strncpy(h.tree_spec, options.tree.to_string().c_str(), sizeof h.tree_spec - 1);
   fill_entries(config, tree);
+  fill_vt_levels(config, whole);
   h.node_slots = static_cast<std::uint32_t>(entries.size());
   h.root_rank = static_cast<std::uint32_t>(entry(tree.root()).local_rank[0]);
 
@@ -82,7 +87,9 @@ Plan::Plan(const job_runtime::JobConfig& config, const Options& options) {
   std::uint64_t end = h.inbox_offset + std::uint64_t{h.ntasks} * hosts * h.inbox_stride;
   h.host_tasks_offset = align_up(end, 64);
   h.host_words_offset = align_up(h.host_tasks_offset + hosts * sizeof(std::uint32_t), 64);
-  end = h.host_words_offset + kWireChannels * hosts * sizeof(std::uint64_t);
+  h.host_vt_offset =
+      align_up(h.host_words_offset + kWireChannels * hosts * sizeof(std::uint64_t), 64);
+  end = h.host_vt_offset + 2 * hosts * sizeof(std::uint64_t);
   if (hosts > 1) {
     h.partials_offset = align_up(end, 4096);
     h.partials_stride = align_up(hosts * 2 * std::uint64_t{h.ring} * sizeof(PartialSlot), 4096);
@@ -101,7 +108,6 @@ void Plan::fill_entries(const job_runtime::JobConfig& config, const Tree& tree) 
   entries.assign(occupied, NodeEntry{});
   for (auto& e : entries) {
     e.parent = -1;
-    e.depth = -1;
     for (auto& c : e.child)
       c = -1;
     for (auto& r : e.local_rank)
@@ -118,7 +124,6 @@ void Plan::fill_entries(const job_runtime::JobConfig& config, const Tree& tree) 
     for (std::size_t k = 0; k < kids.size(); ++k)
       e.child[k] = static_cast<std::int32_t>(kids[k]);
     e.inputs = static_cast<std::uint8_t>(e.locals + e.children);
-    e.depth = tree.depth(n);
   }
   for (const torus_emu::NodeId n : tree.nodes()) {
     const NodeEntry& e = entry(n);
@@ -127,6 +132,25 @@ void Plan::fill_entries(const job_runtime::JobConfig& config, const Tree& tree) 
       c.parent = static_cast<std::int32_t>(n);
       c.position = static_cast<std::uint8_t>(e.locals + k);
     }
+  }
+}
+
+// One host's timing: a contribution enters at its node, or at the first ancestor with more than
+// one input (single-input nodes pass it on untouched), and gains one level's latency per tree edge
+// from there to the root.
+void Plan::fill_vt_levels(const job_runtime::JobConfig& config, const Tree& whole) {
+  const auto& mapping = config.mapping;
+  const auto inputs = [&](torus_emu::NodeId n) {
+    int locals = 0;
+    for (int t = 0; t < mapping.tasks_per_node(); ++t)
+      locals += mapping.rank_at(n, t) ? 1 : 0;
+    return locals + static_cast<int>(whole.children(n).size());
+  };
+  for (const torus_emu::NodeId n : whole.nodes()) {
+    torus_emu::NodeId at = n;
+    while (inputs(at) == 1 && whole.parent(at))
+      at = *whole.parent(at);
+    entry(n).vt_levels = whole.depth(at);
   }
 }
 
@@ -195,6 +219,7 @@ void format(const job_runtime::Job& job, const Options& options) {
   for (std::uint64_t w = 0; w < kWireChannels * h.hosts; ++w)
     new (region.data() + h.host_words_offset + w * sizeof(std::uint64_t))
         std::atomic<std::uint64_t>(0);
+  std::memset(region.data() + h.host_vt_offset, 0, 2 * h.hosts * sizeof(std::uint64_t));
   if (h.hosts > 1) {
     for (int c = 0; c < kCombineClasses; ++c) {
       for (std::uint64_t i = 0; i < std::uint64_t{h.hosts} * 2 * h.ring; ++i)

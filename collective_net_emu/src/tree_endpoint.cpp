@@ -39,6 +39,7 @@ TreeEndpoint::TreeEndpoint(const job_runtime::Job& job, torus_emu::Rank rank,
   auto node = job.mapping().location(rank).node;
   // Only nodes with tasks have entries (every tree node hosts tasks), found by their node slot.
   const NodeEntry* e = &nodes[job.node_slot(node)];
+  vt_levels_ = e->vt_levels;
   int position = e->local_rank[0] == static_cast<std::int32_t>(rank) ? 0 : 1;
   while (e->inputs == 1 && e->parent >= 0) {
     position = e->position;
@@ -141,14 +142,19 @@ void TreeEndpoint::commit(RouteClass c, Seq seq, Op op) {
   s.next_inject = seq + 1;
   ++counters_.injected;
   if (direct_) {
-    if (multi_) return publish_partial(s, seq, op.code());
+    if (multi_) {
+      if (clock_) partial(s, host_, seq).vt = depart() + vt_levels_ * level_cycles_;
+      return publish_partial(s, seq, op.code());
+    }
     if (clock_) down(s, seq).vt = result_vt(s, depart());
     return publish(s, seq, op.code(), 1);
   }
   std::byte* entry = up_slot(s, chain_.front(), seq);
   at<UpSlotMeta>(entry, 0)->op[entry_position_] = op.code();
+  // Several hosts: the levels of the whole partition's tree up to its root at once; the host's
+  // tree then only carries the latest of them up (arrive()).
   if (clock_) [[unlikely]]
-    raise_vt(entry, depart());
+    raise_vt(entry, depart() + (multi_ ? vt_levels_ * level_cycles_ : 0));
   arrive(s, seq);
 }
 
@@ -207,6 +213,7 @@ void TreeEndpoint::arrive(ClassState& s, Seq seq) {
       PartialSlot& p = partial(s, host_, seq);
       const std::uint16_t code = combine_slot(slot, l.inputs, PacketSpan(p.data, kPacketBytes));
       meta->arrived.store(0, std::memory_order_relaxed);
+      if (clock_) p.vt = out;
       return publish_partial(s, seq, code);
     }
     if (level + 1 == chain_.size()) {
@@ -224,7 +231,7 @@ void TreeEndpoint::arrive(ClassState& s, Seq seq) {
     const std::uint16_t code = combine_slot(slot, l.inputs, input(parent, l.position));
     meta->arrived.store(0, std::memory_order_relaxed);
     at<UpSlotMeta>(parent, 0)->op[l.position] = code;
-    if (clock_) raise_vt(parent, out + level_cycles_);
+    if (clock_) raise_vt(parent, multi_ ? out : out + level_cycles_);
   }
 }
 
@@ -308,6 +315,14 @@ bool TreeEndpoint::finish_partials(ClassState& s, Seq seq) {
   }
   d.op = code;
   d.source = rank_;
+  if (clock_) {
+    // The partials hold their contributions' times at the whole tree's root: the latest is the
+    // one host's root time.
+    virtual_time::Tick at_root = 0;
+    for (const std::uint32_t h : task_hosts_)
+      at_root = std::max(at_root, partial(s, h, seq).vt);
+    d.vt = result_vt(s, at_root);
+  }
   d.readers_left.store(local_tasks_, std::memory_order_relaxed);
   d.published.store(seq + 1, std::memory_order_release);
   s.control->results.ring();

@@ -179,10 +179,6 @@ JobConfig JobConfig::resolve(const JobOptions& o) {
         o.vt_params ? virtual_time::Params::from_file(*o.vt_params) : virtual_time::Params{};
     config.vt_params_source = o.vt_params ? "file " + *o.vt_params : "built-in defaults";
     if (o.vt_cpu_factor) config.virtual_time->cpu_factor = *o.vt_cpu_factor;
-    if (config.placement.host_count() > 1 || config.placement.transport != Transport::shm)
-      throw ConfigError(
-          "virtual time (--virtual-time, BGL_VIRTUAL_TIME) runs on one host over shared memory "
-          "only: packets between hosts do not carry their virtual time yet");
   } else if (o.vt_params || o.vt_cpu_factor) {
     throw ConfigError(
         "--vt-params and --vt-cpu-factor (BGL_VT_PARAMS, BGL_VT_CPU_FACTOR) need virtual time "

@@ -78,7 +78,7 @@ void Session::barrier() {
   packet_layer::Endpoint& ep = runtime_.endpoint();
   bool last = false;
   const std::uint32_t generation =
-      job.arrive(static_cast<std::uint32_t>(size()), last, ep.timed() ? ep.clock().now() : 0);
+      job.arrive(machine.job().barrier_participants(), last, ep.timed() ? ep.clock().now() : 0);
   // With virtual time, a global-interrupt barrier on the clocks too.
   const auto leave = [&] {
     if (ep.timed())

@@ -73,8 +73,12 @@ Endpoint::Endpoint(const Machine& machine, torus_emu::Rank rank, int group,
                      // With BGL_TRANSPORT=ofi on one host every other node goes through the agent
                      // (a loopback test of the libfabric path); the node itself never does.
                      ofi && n != node_ && (!placement.local(n) || placement.host_count() == 1),
+                     0,
                      static_cast<std::uint8_t>(slot == job_runtime::kNoNodeSlot ? 0 : kFifoGroups),
                      slot};
+    if (peers_[n].remote && machine.job().vt_params())
+      peers_[n].vt_hops = static_cast<std::uint8_t>(
+          links_timed_by_sender(shape, placement, torus_emu::deterministic_route(shape, node_, n)));
     if (!peers_[n].remote && slot != job_runtime::kNoNodeSlot)
       for (int g = 0; g < kFifoGroups; ++g)
         peers_[n].lanes[static_cast<std::size_t>(g)] = {
@@ -135,6 +139,13 @@ std::uint64_t Endpoint::arrival_over(const torus_emu::Route& route, std::uint32_
   const auto t = timing_.transit(route, depart(software_cycles), packet_bytes);
   left_node(t.left);
   return t.arrival;
+}
+
+std::uint64_t Endpoint::head_over(const torus_emu::Route& route, std::uint32_t packet_bytes,
+                                  std::uint32_t software_cycles, int hops) {
+  const auto t = timing_.transit_first(route, depart(software_cycles), packet_bytes, hops);
+  left_node(t.left);
+  return t.head;
 }
 
 void Endpoint::time_line(const torus_emu::Route& route, std::uint32_t packet_bytes,
@@ -245,10 +256,13 @@ std::uint8_t Endpoint::route_and_account(const PacketSpec& spec, std::uint8_t ch
     auto& traffic = deterministic_traffic_[spec.dest.node];
     ++traffic.packets;
     traffic.bytes += bytes;
-    if (timed())
-      arrival =
-          arrival_over(torus_emu::deterministic_route(machine_->shape(), node_, spec.dest.node),
-                       bytes, spec.vt_cycles);
+    if (timed()) {
+      const auto route = torus_emu::deterministic_route(machine_->shape(), node_, spec.dest.node);
+      const Peer& peer = peers_[spec.dest.node];
+      // Another host's node: that host's agent times the links its host keeps.
+      arrival = peer.remote ? head_over(route, bytes, spec.vt_cycles, peer.vt_hops)
+                            : arrival_over(route, bytes, spec.vt_cycles);
+    }
     return spec.high_priority ? kHighPriorityFifo : peers_[spec.dest.node].deterministic_fifo;
   }
   const auto& shape = machine_->shape();
@@ -386,8 +400,10 @@ bool Endpoint::push(torus_emu::NodeId node, std::uint8_t group, std::uint8_t ind
   }
   const Target to{node, group, index};
   Peer& peer = peers_[node];
-  if (peer.remote) [[unlikely]]
+  if (peer.remote) [[unlikely]] {
+    if (timed()) return ofi_->try_deliver_at(to, stamp, h, payload, more);
     return ofi_->try_deliver(to, h, payload, more);
+  }
   if (timed()) return shm_.try_deliver_at(peer.slot, to, stamp, h, payload, more);
   if (index == peer.deterministic_fifo) {
     Lane& lane = peer.lanes[group];

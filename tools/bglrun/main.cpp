@@ -425,6 +425,7 @@ int launch(int argc, char** argv) {
                    : bglrun::JobRunner(machine, segment, settings).run();
   watchdog.disarm();   // the supervisors killed whatever was left of the job
   pmi_server.reset();  // stops serving; finalizes this host's PMI connection
+  std::vector<bglrun::SlowestTask> other_hosts_slowest;
   if (agent) {
     const int remote = agent->finish(status);
     if (const auto fault = agent->fault()) {
@@ -435,6 +436,7 @@ int launch(int argc, char** argv) {
       if (remote != 0) status = remote;
       if (status == 0) status = 1;
     }
+    other_hosts_slowest = agent->other_hosts_slowest();
     const auto s = agent->stats();
     spdlog::info(
         "libfabric agent: {} packets sent in {} messages ({} bytes), {} received, {} "
@@ -446,8 +448,9 @@ int launch(int argc, char** argv) {
 
   spdlog::info("{}", bglrun::statistics_summary(machine));
   const std::chrono::duration<double> host = std::chrono::steady_clock::now() - started;
-  if (machine.job().vt_params())
-    std::fputs(bglrun::virtual_time_summary(machine, host.count()).c_str(), stderr);
+  if (machine.job().vt_params() && placement.this_host == 0)
+    std::fputs(bglrun::virtual_time_summary(machine, host.count(), other_hosts_slowest).c_str(),
+               stderr);
   std::optional<nlohmann::json> document;
   if (stats || report) document = bglrun::statistics_document(machine, host.count());
   // Several hosts: one result for the job, written by host 0 from every host's part.

@@ -338,6 +338,34 @@ void merge_traffic(json& into, const json& other) {
   into["pairs"] = pairs;
 }
 
+// Several hosts: every link crossing is reserved in one host's calendar, so the hosts' calendar
+// rows add up; the prediction, the utilisations and the protocols' latencies are the whole job's,
+// computed again from the merged tasks.
+template <class Key>
+void merge_virtual_time(json& into, const json& other, Key link_key) {
+  json& vt = into["virtual_time"];
+  merge_rows(vt["links"], other.value("links", json::array()), link_key, {"packets", "busy_cycles"},
+             {});
+  std::uint64_t cycles = 0;
+  int slowest = -1;
+  const json& tasks = into["tasks"];
+  for (std::size_t r = 0; r < tasks.size(); ++r) {
+    const json& t = tasks[r];
+    if (!t.value("published", false) || !t.contains("virtual_clock")) continue;
+    const auto c = t["virtual_clock"].value("cycles", std::uint64_t{0});
+    if (slowest < 0 || c > cycles) cycles = c, slowest = static_cast<int>(r);
+  }
+  virtual_time::Params params;
+  params.cpu_hz = vt["parameters"]["cpu_hz"].value("value", params.cpu_hz);
+  vt["predicted_cycles"] = cycles;
+  vt["predicted_seconds"] = params.seconds(cycles);
+  vt["slowest_rank"] = slowest;
+  for (auto& link : vt["links"])
+    link["utilisation"] =
+        cycles ? link.value("busy_cycles", 0.0) / static_cast<double>(cycles) : 0.0;
+  vt["protocols"] = protocol_latencies(tasks, params);
+}
+
 }  // namespace
 
 void merge_statistics(json& into, const json& other, const std::string& what) {
@@ -368,13 +396,19 @@ void merge_statistics(json& into, const json& other, const std::string& what) {
   merge_rows(into["fifos"], member(other, "fifos", what), fifo_key, {"received", "full_events"},
              {"high_water"});
   if (other.contains("traffic")) merge_traffic(into["traffic"], other["traffic"]);
+  if (into.contains("virtual_time"))
+    merge_virtual_time(into, member(other, "virtual_time", what), link_key);
   into["job"]["host_seconds"] =
       std::max(into["job"].value("host_seconds", 0.0), job.value("host_seconds", 0.0));
 }
 
-std::string virtual_time_summary(const packet_layer::Machine& m, double host_seconds) {
+std::string virtual_time_summary(const packet_layer::Machine& m, double host_seconds,
+                                 std::span<const SlowestTask> other_hosts) {
   const auto& params = *m.job().vt_params();
-  const auto predicted = predict(m);
+  auto predicted = predict(m);
+  for (const auto& t : other_hosts)
+    if (t.rank >= 0 && (predicted.rank < 0 || t.cycles > predicted.cycles))
+      predicted = {t.cycles, t.rank};
   char line[512];
   if (predicted.rank < 0) {
     std::snprintf(line, sizeof line,

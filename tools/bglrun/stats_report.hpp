@@ -1,10 +1,12 @@
 #pragma once
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <string_view>
 
 #include "bgl/packet_layer/machine.hpp"
+#include "bgl/packet_layer/ofi_agent.hpp"
 
 namespace bgl::bglrun {
 
@@ -31,7 +33,10 @@ void merge_statistics(nlohmann::json& into, const nlohmann::json& other, const s
 
 // Virtual time: the predicted BG/L time (the slowest task's clock) next to the host time, and
 // the parameter set that produced it, as one line for the terminal.
-std::string virtual_time_summary(const packet_layer::Machine& machine, double host_seconds);
+// Several hosts: `other_hosts` are the other hosts' slowest tasks (the agents' farewells).
+using SlowestTask = packet_layer::SlowestTask;
+std::string virtual_time_summary(const packet_layer::Machine& machine, double host_seconds,
+                                 std::span<const SlowestTask> other_hosts = {});
 // The model's parameters as a "name = value # unit, source: meaning" file.
 std::string parameter_listing(const virtual_time::Params& params);
 

@@ -47,6 +47,32 @@ TorusTiming::Transit TorusTiming::transit(const torus_emu::Route& route, Tick t0
   return {head + wire, left};
 }
 
+TorusTiming::Head TorusTiming::transit_first(const torus_emu::Route& route, Tick t0,
+                                             std::uint32_t packet_bytes, int hops) const {
+  const Tick wire = params_->link_cycles(packet_bytes);
+  Tick head = t0;
+  Tick left = 0;
+  int k = 0;
+  route.for_each_link(*shape_, [&](torus_emu::Link l) {
+    if (k++ >= hops) return;
+    const Tick start = calendar(l).reserve(head, wire);
+    if (left == 0) left = start + wire;
+    head = start + hop_;
+  });
+  return {head, left};
+}
+
+Tick TorusTiming::transit_rest(const torus_emu::Route& route, int hops, Tick head,
+                               std::uint32_t packet_bytes) const {
+  const Tick wire = params_->link_cycles(packet_bytes);
+  int k = 0;
+  route.for_each_link(*shape_, [&](torus_emu::Link l) {
+    if (k++ < hops) return;
+    head = calendar(l).reserve(head, wire) + hop_;
+  });
+  return head + wire;
+}
+
 Tick TorusTiming::transit_line(const torus_emu::Route& route, Tick t0, std::uint32_t packet_bytes,
                                std::span<Tick> arrivals) const {
   const Tick wire = params_->link_cycles(packet_bytes);

@@ -63,6 +63,34 @@ TEST(TorusTiming, ASharedMiddleLinkDelaysTheSecondPacket) {
   EXPECT_EQ(tb.left, 1143u + 1080u);  // waited for the shared link
 }
 
+TEST(TorusTiming, ARouteTimedInTwoPartsArrivesWhenItWouldInOne) {
+  // Several hosts: the sender times the first links, the receiving host the rest.
+  const auto shape = torus_emu::Shape::parse("8x8x8");
+  const auto r =
+      torus_emu::deterministic_route(shape, shape.node_id({0, 0, 0}), shape.node_id({3, 2, 1}));
+  ASSERT_EQ(r.hops(), 6);
+  Net whole(shape);
+  const auto once = whole.timing.transit(r, 1000, 256);
+  for (int first = 1; first <= r.hops(); ++first) {
+    Net split(shape);
+    const auto head = split.timing.transit_first(r, 1000, 256, first);
+    EXPECT_EQ(head.left, once.left) << first;
+    EXPECT_EQ(head.head, 1000u + 63u * first) << first;
+    EXPECT_EQ(split.timing.transit_rest(r, first, head.head, 256), once.arrival) << first;
+  }
+}
+
+TEST(TorusTiming, TheRestOfARouteWaitsForItsBusyLinks) {
+  Net n(torus_emu::Shape::parse("8x1x1"));
+  const auto a = torus_emu::deterministic_route(n.shape, n.at(1, 0, 0), n.at(3, 0, 0));
+  const auto b = torus_emu::deterministic_route(n.shape, n.at(0, 0, 0), n.at(3, 0, 0));
+  n.timing.transit(a, 0, 256);  // link 1->2 busy [0, 1080), link 2->3 [63, 1143)
+  const auto head = n.timing.transit_first(b, 0, 256, 1);  // link 0->1 free: head at 63
+  EXPECT_EQ(head.head, 63u);
+  // The receiving side's links: 1->2 is free from 1080, 2->3 from 1143 (1080 + 63 is later).
+  EXPECT_EQ(n.timing.transit_rest(b, 1, head.head, 256), 1080u + 63u + 63u + 1080u);
+}
+
 TEST(TorusTiming, DepositLineArrivesAtEveryNodeInTurn) {
   Net n(torus_emu::Shape::parse("8x1x1"));
   const auto line = torus_emu::make_line(n.shape, 0, 4, torus_emu::Direction::x_plus);

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstring>
 #include <deque>
+#include <utility>
 
 #include "bgl/job_runtime/agent_wake.hpp"
 #include "bgl/job_runtime/backoff.hpp"
@@ -21,6 +22,7 @@
 #include "bgl/job_runtime/log.hpp"
 #include "bgl/packet_layer/backend.hpp"
 #include "bgl/torus_emu/error.hpp"
+#include "bgl/virtual_time/torus_timing.hpp"
 #include "wire.hpp"
 
 namespace bgl::packet_layer {
@@ -57,6 +59,7 @@ struct Pending {
   Target to;
   std::uint16_t src_host = 0;
   int next = -1;
+  virtual_time::Stamp stamp;  // virtual time only
   Packet packet;
 };
 
@@ -131,6 +134,7 @@ struct OfiAgent::Impl {
     Clock::time_point last_sent, last_heard;
     bool bye = false;
     int status = 0;
+    SlowestTask slowest;  // virtual time: its slowest task, from its farewell
     std::uint64_t rejected = 0;
   };
 
@@ -169,6 +173,13 @@ struct OfiAgent::Impl {
   std::uint32_t generation = 0;
   bool arrival_sent = false;
   std::array<int, 2> arrivals{};
+  // Virtual time: the latest clock the other hosts' tasks arrived with, per generation's parity.
+  std::array<std::uint64_t, 2> remote_clock{};
+
+  // Virtual time: packets carry stamps, and inbound deterministic packets are timed over the
+  // links this host keeps (links_timed_by_sender).
+  bool timed = false;
+  virtual_time::TorusTiming timing;
 
   std::thread thread;
   std::atomic<bool> stop{false};
@@ -213,6 +224,10 @@ struct OfiAgent::Impl {
     free_pending = pool.empty() ? -1 : 0;
     for (auto& peer : peers)
       peer.credits = peer.store_credits = options.credits;
+    if (const auto* params = m.job().vt_params()) {
+      timed = true;
+      timing = virtual_time::TorusTiming(*params, m.shape(), m.calendars(), m.link_index());
+    }
   }
 
   ~Impl() {
@@ -375,15 +390,17 @@ struct OfiAgent::Impl {
                               0,
                               0,
                               0,
-                              0};
+                              timed ? wire::kStamped : 0};
     return i;
   }
 
-  void queue_control(int host, wire::Kind kind, std::uint32_t value) {
+  // The queued buffer's index (for a caller that appends to it), or -1.
+  int queue_control(int host, wire::Kind kind, std::uint32_t value) {
     const int i = take_buffer(host, kind);
-    if (i < 0) return;  // only heartbeats and credits can be skipped; callers ensure the rest
+    if (i < 0) return i;  // only heartbeats and credits can be skipped; callers ensure the rest
     buffers[static_cast<std::size_t>(i)].header().value = value;
     peers[static_cast<std::size_t>(host)].queued.push_back(i);
+    return i;
   }
 
   void close_batch(Peer& peer, int Peer::*which = &Peer::batch) {
@@ -446,7 +463,7 @@ struct OfiAgent::Impl {
           ++stats.credit_stalls;
           break;  // the ring's later packets wait behind this one: order
         }
-        const std::size_t bytes = wire::record_bytes(p->header.payload_bytes);
+        const std::size_t bytes = wire::record_bytes(p->header.payload_bytes, timed);
         if (peer.batch >= 0 &&
             (buffers[static_cast<std::size_t>(peer.batch)].used + bytes > wire::kBufferBytes ||
              buffers[static_cast<std::size_t>(peer.batch)].records >= options.batch))
@@ -455,10 +472,15 @@ struct OfiAgent::Impl {
         Buffer& b = buffers[static_cast<std::size_t>(peer.batch)];
         const wire::Record rec{p->node, p->group, p->fifo,
                                static_cast<std::uint16_t>(kHeaderBytes + p->header.payload_bytes)};
-        std::memcpy(b.data.data() + b.used, &rec, sizeof rec);
-        std::memcpy(b.data.data() + b.used + sizeof rec, &p->header, kHeaderBytes);
-        std::memcpy(b.data.data() + b.used + sizeof rec + kHeaderBytes, p->payload.data(),
-                    p->header.payload_bytes);
+        std::byte* out = b.data.data() + b.used;
+        std::memcpy(out, &rec, sizeof rec);
+        out += sizeof rec;
+        if (timed) {
+          std::memcpy(out, &p->stamp, sizeof p->stamp);
+          out += sizeof p->stamp;
+        }
+        std::memcpy(out, &p->header, kHeaderBytes);
+        std::memcpy(out + kHeaderBytes, p->payload.data(), p->header.payload_bytes);
         b.used += bytes;
         ++b.records;
         --peer.credits;
@@ -578,8 +600,10 @@ struct OfiAgent::Impl {
     return (static_cast<std::size_t>(t.node) * kFifoGroups + t.group) * kReceptionFifos + t.fifo;
   }
 
-  bool try_deposit(const Target& to, const PacketHeader& h, std::span<const std::byte> payload) {
-    if (!machine.fifo(to.node, to.group, to.fifo).try_push(h, payload)) return false;
+  bool try_deposit(const Target& to, const PacketHeader& h, std::span<const std::byte> payload,
+                   virtual_time::Stamp stamp) {
+    ReceptionFifo fifo = machine.fifo(to.node, to.group, to.fifo);
+    if (!(timed ? fifo.try_push_at(stamp, h, payload) : fifo.try_push(h, payload))) return false;
     machine.doorbell(to.node, to.group).ring();
     return true;
   }
@@ -634,13 +658,28 @@ struct OfiAgent::Impl {
     return {};
   }
 
+  // Virtual time: a deterministically routed packet's stamp says when its head left the sending
+  // host's links; the rest of the route is this host's to time (adaptive routes and deposit-bit
+  // lines are timed whole by their sender, so their stamps are final).
+  virtual_time::Stamp arrival_of(const PacketHeader& h, const wire::Record& rec,
+                                 virtual_time::Stamp stamp) const {
+    if (h.adaptive() || h.deposit()) return stamp;
+    const auto& shape = machine.shape();
+    const auto route = torus_emu::deterministic_route(
+        shape, machine.mapping().location(h.source_rank()).node, rec.node);
+    stamp.arrival = timing.transit_rest(route, links_timed_by_sender(shape, placement, route),
+                                        stamp.arrival, h.packet_bytes());
+    return stamp;
+  }
+
   void accept(int src, const wire::Record& rec, const PacketHeader& h,
-              std::span<const std::byte> payload) {
+              std::span<const std::byte> payload, virtual_time::Stamp stamp) {
     Peer& peer = peers[static_cast<std::size_t>(src)];
     const Target to{rec.node, rec.group, rec.fifo};
     const auto key = key_of(to);
     ++stats.packets_received;
-    if (queue_head[key] < 0 && try_deposit(to, h, payload)) {
+    if (timed) stamp = arrival_of(h, rec, stamp);
+    if (queue_head[key] < 0 && try_deposit(to, h, payload, stamp)) {
       ++peer.owed;
       return;
     }
@@ -656,6 +695,7 @@ struct OfiAgent::Impl {
     p.to = to;
     p.src_host = static_cast<std::uint16_t>(src);
     p.next = -1;
+    p.stamp = stamp;
     p.packet.header = h;
     std::memcpy(p.packet.payload.data(), payload.data(), payload.size());
     if (queue_head[key] < 0) {
@@ -674,7 +714,7 @@ struct OfiAgent::Impl {
       while (queue_head[key] >= 0) {
         Pending& p = pool[static_cast<std::size_t>(queue_head[key])];
         if (!try_deposit(p.to, p.packet.header,
-                         {p.packet.payload.data(), p.packet.header.payload_bytes}))
+                         {p.packet.payload.data(), p.packet.header.payload_bytes}, p.stamp))
           break;
         ++peers[p.src_host].owed;
         const int next = p.next;
@@ -718,6 +758,12 @@ struct OfiAgent::Impl {
     }
     ++peer.rx_seq;
     peer.last_heard = Clock::now();
+    if (((hdr.flags & wire::kStamped) != 0) != timed) {
+      set_fault(host_name(src) + (timed ? " runs without" : " runs with") +
+                " virtual time and this host" + (timed ? " with" : " without") +
+                " it: every host of a job must be started with the same --virtual-time");
+      return;
+    }
     if (static_cast<std::uint64_t>(peer.credits) + hdr.credits > options.credits) {
       spdlog::error("{} returned {} credits, more than it owes; ignored", host_name(src),
                     hdr.credits);
@@ -733,19 +779,23 @@ struct OfiAgent::Impl {
     switch (static_cast<wire::Kind>(hdr.kind)) {
       case wire::Kind::data: {
         std::size_t at = sizeof hdr;
+        const std::size_t stamp_bytes = timed ? sizeof(virtual_time::Stamp) : 0;
         for (std::uint32_t i = 0; i < hdr.count; ++i) {
           wire::Record rec;
           PacketHeader h;
-          if (at + sizeof rec + kHeaderBytes > len) {
+          virtual_time::Stamp stamp;
+          if (at + sizeof rec + stamp_bytes + kHeaderBytes > len) {
             reject(src, "message of " + std::to_string(len) + " bytes ends inside record " +
                             std::to_string(i) + " of " + std::to_string(hdr.count));
             peer.owed += hdr.count - i;
             break;
           }
           std::memcpy(&rec, data + at, sizeof rec);
-          std::memcpy(&h, data + at + sizeof rec, kHeaderBytes);
+          if (timed) std::memcpy(&stamp, data + at + sizeof rec, sizeof stamp);
+          const std::byte* packet = data + at + sizeof rec + stamp_bytes;
+          std::memcpy(&h, packet, kHeaderBytes);
           if (rec.bytes < kHeaderBytes || rec.bytes > kMaxPacketBytes ||
-              at + sizeof rec + rec.bytes > len) {
+              at + sizeof rec + stamp_bytes + rec.bytes > len) {
             reject(src, "record " + std::to_string(i) + " claims " + std::to_string(rec.bytes) +
                             " bytes, beyond the packet size or the message");
             peer.owed += hdr.count - i;
@@ -755,9 +805,9 @@ struct OfiAgent::Impl {
             reject(src, why);
             ++peer.owed;
           } else {
-            accept(src, rec, h, {data + at + sizeof rec + kHeaderBytes, h.payload_bytes});
+            accept(src, rec, h, {packet + kHeaderBytes, h.payload_bytes}, stamp);
           }
-          at += wire::record_bytes(rec.bytes - kHeaderBytes);
+          at += wire::record_bytes(rec.bytes - kHeaderBytes, timed);
         }
         break;
       }
@@ -782,15 +832,31 @@ struct OfiAgent::Impl {
         break;
       }
       case wire::Kind::barrier_done:
-        if (hdr.value == generation || hdr.value == generation + 1)
+        if (hdr.value == generation || hdr.value == generation + 1) {
           ++arrivals[hdr.value & 1];
-        else
+          if (timed) {
+            std::uint64_t clock = 0;
+            if (len >= sizeof hdr + sizeof clock) std::memcpy(&clock, data + sizeof hdr, 8);
+            auto& latest = remote_clock[hdr.value & 1];
+            latest = std::max(latest, clock);
+          }
+        } else
           set_fault(host_name(src) + " reached barrier " + std::to_string(hdr.value) +
                     " while this host is at " + std::to_string(generation));
         break;
       case wire::Kind::bye:
         peer.bye = true;
         peer.status = static_cast<int>(hdr.value);
+        if (timed && len >= sizeof hdr + sizeof(wire::Slowest)) {
+          wire::Slowest w;
+          std::memcpy(&w, data + sizeof hdr, sizeof w);
+          if (w.rank < static_cast<std::uint32_t>(machine.mapping().size()) &&
+              placement.node_host[machine.mapping().location(w.rank).node] == src)
+            peer.slowest = {w.cycles, static_cast<int>(w.rank)};
+          else if (w.rank != wire::Slowest::kNone)
+            reject(src, "farewell names rank " + std::to_string(w.rank) +
+                            ", not one of its tasks, as its slowest");
+        }
         // A host that stopped because of another host's failure (count 1) is no news: the failing
         // host tells everybody itself.
         if (hdr.value != 0 && hdr.count == 0)
@@ -872,7 +938,14 @@ struct OfiAgent::Impl {
           buf.header().count = static_cast<std::uint32_t>(last - first);
           peers[static_cast<std::size_t>(h)].queued.push_back(i);
         }
-        queue_control(h, wire::Kind::barrier_done, generation);
+        const int done = queue_control(h, wire::Kind::barrier_done, generation);
+        if (timed && done >= 0) {
+          // Every local task has arrived (and raised the latest clock before it counted itself).
+          const std::uint64_t clock = b.latest_clock_of(generation);
+          Buffer& buf = buffers[static_cast<std::size_t>(done)];
+          std::memcpy(buf.data.data() + buf.used, &clock, sizeof clock);
+          buf.used += sizeof clock;
+        }
       }
       arrival_sent = true;
       any = true;
@@ -881,8 +954,9 @@ struct OfiAgent::Impl {
       arrivals[generation & 1] = 0;
       arrival_sent = false;
       ++generation;
-      b.arrive_and_wait(machine.job().barrier_participants(),
-                        policy);  // the last: releases the tasks
+      // The last to arrive, with the other hosts' latest clock: releases the tasks.
+      b.arrive_and_wait(machine.job().barrier_participants(), policy,
+                        std::exchange(remote_clock[(generation - 1) & 1], 0));
       any = true;
     }
     return any;
@@ -902,6 +976,18 @@ struct OfiAgent::Impl {
                           .count()) +
                   " ms: it disappeared or the network to it failed");
     }
+  }
+
+  // The local task with the latest clock among those that published theirs.
+  wire::Slowest slowest_local() const {
+    wire::Slowest w;
+    for (const auto r : local_ranks) {
+      const auto& slot = machine.job().task(r);
+      if (!slot.published.load(std::memory_order_acquire)) continue;
+      if (w.rank == wire::Slowest::kNone || slot.counters.vt_clock > w.cycles)
+        w = {slot.counters.vt_clock, r, 0};
+    }
+    return w;
   }
 
   bool stores_pending() const {
@@ -1000,11 +1086,16 @@ struct OfiAgent::Impl {
           (!stores_pending() || faulted.load())) {
         for (int h = 0; h < hosts; ++h) {
           if (h == me) continue;
-          queue_control(h, wire::Kind::bye, static_cast<std::uint32_t>(my_status));
-          if (!peers[static_cast<std::size_t>(h)].queued.empty())
-            buffers[static_cast<std::size_t>(peers[static_cast<std::size_t>(h)].queued.back())]
-                .header()
-                .count = faulted.load() ? 1 : 0;  // stopped because of another host's fault
+          const int bye = queue_control(h, wire::Kind::bye, static_cast<std::uint32_t>(my_status));
+          if (bye >= 0) {
+            Buffer& b = buffers[static_cast<std::size_t>(bye)];
+            b.header().count = faulted.load() ? 1 : 0;  // stopped because of another host's fault
+            if (timed) {
+              const wire::Slowest w = slowest_local();
+              std::memcpy(b.data.data() + b.used, &w, sizeof w);
+              b.used += sizeof w;
+            }
+          }
         }
         bye_sent = true;
       }
@@ -1099,6 +1190,13 @@ int OfiAgent::wake_fd() const {
 
 OfiStats OfiAgent::stats() const {
   return impl_->stats;
+}
+
+std::vector<SlowestTask> OfiAgent::other_hosts_slowest() const {
+  std::vector<SlowestTask> out;
+  for (int h = 0; h < impl_->hosts; ++h)
+    if (h != impl_->me) out.push_back(impl_->peers[static_cast<std::size_t>(h)].slowest);
+  return out;
 }
 
 std::string OfiAgent::describe() const {

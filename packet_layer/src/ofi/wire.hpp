@@ -7,21 +7,23 @@
 
 #include "bgl/packet_layer/header.hpp"
 #include "bgl/packet_layer/machine.hpp"
+#include "bgl/virtual_time/clock.hpp"
 
 namespace bgl::packet_layer::wire {
 
 inline constexpr std::uint32_t kMagic = 0x57474c42;  // "BGLW"
-inline constexpr std::uint8_t kVersion = 2;
+inline constexpr std::uint8_t kVersion = 3;
 inline constexpr std::size_t kBufferBytes = 16384;
 
 enum class Kind : std::uint8_t {
   data = 1,          // `count` packet records
   credit = 2,        // only returns credits
   exchange = 3,      // `count` exchange entries of the sender's tasks (barrier / allgather)
-  barrier_done = 4,  // the sender's tasks all arrived at barrier generation `value`
+  barrier_done = 4,  // the sender's tasks all arrived at barrier generation `value` (virtual
+                     // time: followed by their latest clock, 8 bytes)
   heartbeat = 5,
   bye = 6,    // the sender's tasks ended; `value` is its exit status, `count` 1 when it stopped
-              // them because of another host's fault
+              // them because of another host's fault (virtual time: followed by a Slowest)
   store = 7,  // `count` store records (remote_store.hpp)
 };
 
@@ -35,11 +37,15 @@ struct Header {
   std::uint32_t credits;  // packets the sender deposited for the receiver since its last message
   std::uint32_t value;    // generation (barrier_done) or status (bye)
   std::uint32_t store_credits;  // stores the sender applied for the receiver since its last message
-  std::uint32_t reserved;
+  std::uint32_t flags;          // kStamped: the job runs in virtual time
 };
+
+// Every message of a job in virtual time says so; packet records then carry their stamps.
+inline constexpr std::uint32_t kStamped = 1;
 static_assert(sizeof(Header) == 32);
 
-// A packet record: this, then the 16-byte header and payload_bytes payload, padded to 8 bytes.
+// A packet record: this, then (virtual time) the packet's stamp, then the 16-byte header and
+// payload_bytes payload, padded to 8 bytes.
 struct Record {
   std::uint32_t node;   // the node whose reception FIFO gets the packet
   std::uint8_t group;   // FIFO group there
@@ -48,8 +54,10 @@ struct Record {
 };
 static_assert(sizeof(Record) == 8);
 
-constexpr std::size_t record_bytes(std::size_t payload) {
-  return (sizeof(Record) + kHeaderBytes + payload + 7) / 8 * 8;
+constexpr std::size_t record_bytes(std::size_t payload, bool stamped = false) {
+  return (sizeof(Record) + (stamped ? sizeof(virtual_time::Stamp) : 0) + kHeaderBytes + payload +
+          7) /
+         8 * 8;
 }
 
 // A store record: this, then `bytes` bytes, padded to 8 bytes.
@@ -65,6 +73,15 @@ static_assert(sizeof(StoreRecord) == 40);
 constexpr std::size_t store_record_bytes(std::size_t bytes) {
   return (sizeof(StoreRecord) + bytes + 7) / 8 * 8;
 }
+
+// Virtual time: the sending host's slowest task at the end.
+struct Slowest {
+  static constexpr std::uint32_t kNone = ~std::uint32_t{0};
+  std::uint64_t cycles = 0;
+  std::uint32_t rank = kNone;
+  std::uint32_t reserved = 0;
+};
+static_assert(sizeof(Slowest) == 16);
 
 struct Exchange {
   std::uint32_t rank;

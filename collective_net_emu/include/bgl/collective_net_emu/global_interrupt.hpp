@@ -17,6 +17,7 @@
 // different tasks of a host arrive.
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "bgl/collective_net_emu/layout.hpp"
@@ -74,8 +75,13 @@ class GlobalInterrupt {
   std::atomic<std::uint64_t>& host_word(int channel, std::uint32_t host) const {
     return host_words_[static_cast<std::uint32_t>(channel) * hosts_ + host];
   }
-  // Several hosts: forwards this host's word of `channel` to the other hosts.
-  void forward(int channel, std::uint64_t value) const;
+  // Several hosts: forwards this host's word of `channel` to the other hosts; with `vt`, first
+  // stores it as the host's latest barrier arrival of that parity (host_vt).
+  void forward(int channel, std::uint64_t value,
+               std::optional<virtual_time::Tick> vt = std::nullopt) const;
+  std::uint64_t* host_vt(std::uint32_t host, std::uint32_t ticket) const {
+    return host_vt_ + host * 2 + ticket % 2;
+  }
 
   const job_runtime::Job* job_;
   torus_emu::Rank rank_;
@@ -84,6 +90,7 @@ class GlobalInterrupt {
   // Several hosts.
   std::byte* region_ = nullptr;
   std::atomic<std::uint64_t>* host_words_ = nullptr;
+  std::uint64_t* host_vt_ = nullptr;
   std::uint32_t hosts_ = 1, host_ = 0, local_tasks_ = 0;
   std::uint8_t region_index_ = 0;
   std::vector<std::uint32_t> task_hosts_;

@@ -38,7 +38,7 @@
 namespace bgl::collective_net_emu::layout {
 
 inline constexpr std::uint64_t kMagic = 0x54454e4c4c4f43ULL;  // "COLLNET"
-inline constexpr std::uint32_t kVersion = 3;
+inline constexpr std::uint32_t kVersion = 4;
 inline constexpr int kCombineClasses = 2;
 inline constexpr int kWireChannels = 4;
 inline constexpr int kMaxLocal = 2;
@@ -65,6 +65,9 @@ struct RegionHeader {
   std::uint32_t hosts;
   std::uint32_t task_hosts;  // hosts that run tasks
   std::uint64_t host_tasks_offset, host_words_offset;
+  // Virtual time, barrier channel: per host and barrier parity, the latest clock its tasks
+  // arrived with, stored by the host's last arrival into every host's replica.
+  std::uint64_t host_vt_offset;
   std::uint64_t partials_offset, partials_stride, free_offset, free_stride;
 };
 
@@ -74,12 +77,16 @@ struct NodeEntry {
   std::uint8_t locals;    // tasks on this node
   std::uint8_t children;
   std::uint8_t inputs;  // locals + children; 0 when not in the tree
-  std::int32_t depth;
+  // Virtual time on several hosts: the levels of the whole partition's tree (the one a single host
+  // builds) between where this node's contributions enter it and its root.
+  std::int32_t vt_levels;
   std::uint32_t slot_stride;
   std::uint64_t ring_offset;  // of this node's UpSlots inside a class's up area
   std::int32_t child[kMaxFanout];
   std::int32_t local_rank[kMaxLocal];
 };
+
+static_assert(sizeof(NodeEntry) == 64);
 
 struct alignas(64) UpSlotMeta {
   std::atomic<std::uint32_t> arrived{0};
@@ -105,6 +112,7 @@ static_assert(sizeof(DownSlot) == 384);
 struct alignas(64) PartialSlot {
   std::atomic<std::uint64_t> ready{0};  // seq + 1 once op and data hold the host's partial
   std::uint64_t op = 0;  // operation code or kMismatchCode (low 16 bits); stored from here on
+  std::uint64_t vt = 0;  // virtual time: when the host's partial is complete (see tree_endpoint)
   alignas(64) std::byte data[kPacketBytes];
 };
 static_assert(sizeof(PartialSlot) == 320);

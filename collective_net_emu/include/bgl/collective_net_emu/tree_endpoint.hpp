@@ -245,6 +245,9 @@ class TreeEndpoint {
   Meanwhile meanwhile_;
   virtual_time::Clock* clock_ = nullptr;  // virtual time on
   virtual_time::Tick level_cycles_ = 0, packet_cycles_ = 0;
+  // Several hosts: this task's contributions enter the whole partition's tree this many levels
+  // below its root (NodeEntry::vt_levels); they are timed over that tree, not the host's.
+  int vt_levels_ = 0;
   const layout::RegionHeader* header_;
   std::byte* region_;
   Seq mask_;

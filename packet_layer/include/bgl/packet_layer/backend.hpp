@@ -15,6 +15,7 @@
 #include "bgl/packet_layer/header.hpp"
 #include "bgl/packet_layer/machine.hpp"
 #include "bgl/packet_layer/outbound_ring.hpp"
+#include "bgl/torus_emu/route.hpp"
 
 namespace bgl::packet_layer {
 
@@ -74,10 +75,36 @@ class OfiBackend final : public Backend {
     return true;
   }
   job_runtime::Transport transport() const override { return job_runtime::Transport::ofi; }
+  // try_deliver() of a packet with its virtual-time stamp (as the sender left it: see
+  // OutboundPacket::stamp).
+  bool try_deliver_at(Target to, virtual_time::Stamp stamp, const PacketHeader& h,
+                      std::span<const std::byte> payload, std::span<const std::byte> more) {
+    if (!ring_->try_push_at(stamp, to.node, to.group, to.fifo, h, payload, more)) return false;
+    agent_->ring();
+    return true;
+  }
 
  private:
   OutboundRing* ring_;
   job_runtime::Doorbell* agent_;
 };
+
+// Virtual time on several hosts: a directed link's calendar is kept by the host of the node the
+// link leaves. A deterministically routed packet for another host is timed by its sender over the
+// leading links of its route that leave the sender's host, and by the receiving host's agent over
+// the rest (docs/VIRTUAL_TIME.md, "Several hosts"). Both sides count those links with this.
+inline int links_timed_by_sender(const torus_emu::Shape& shape,
+                                 const job_runtime::Placement& placement,
+                                 const torus_emu::Route& route) {
+  if (placement.node_host.empty()) return route.hops();
+  const auto host = placement.node_host[route.source()];
+  int hops = 0;
+  bool ours = true;
+  route.for_each_link(shape, [&](torus_emu::Link l) {
+    ours = ours && placement.node_host[l.node] == host;
+    if (ours) ++hops;
+  });
+  return hops;
+}
 
 }  // namespace bgl::packet_layer

@@ -193,6 +193,9 @@ class Endpoint {
     std::uint32_t coord_bytes;  // coord as header bytes 0..2 of a little-endian word
     std::uint8_t deterministic_fifo;
     bool remote;  // reached through the libfabric backend (another host, or BGL_TRANSPORT=ofi)
+    // Virtual time, remote peers: the leading links of the deterministic route there whose
+    // calendars this host keeps (links_timed_by_sender); the receiving agent times the rest.
+    std::uint8_t vt_hops;
     // FIFO groups a packet may name: kFifoGroups, or 0 for a node that hosts no task (and so has
     // no FIFOs), which makes the range check of the group refuse packets for it at no extra cost.
     std::uint8_t groups;
@@ -249,6 +252,9 @@ class Endpoint {
   void left_node(std::uint64_t when);
   std::uint64_t arrival_over(const torus_emu::Route& route, std::uint32_t packet_bytes,
                              std::uint32_t software_cycles);
+  // Virtual time of a packet for another host: when its head has crossed this host's links.
+  std::uint64_t head_over(const torus_emu::Route& route, std::uint32_t packet_bytes,
+                          std::uint32_t software_cycles, int hops);
   void time_line(const torus_emu::Route& route, std::uint32_t packet_bytes,
                  std::uint32_t software_cycles);
   void take_time(FifoRef f, const Packet& p);

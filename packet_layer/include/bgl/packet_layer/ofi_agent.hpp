@@ -56,6 +56,12 @@ struct OfiStats {
   std::uint64_t stores_sent = 0, stores_applied = 0;  // remote stores (remote_store.hpp)
 };
 
+// Virtual time: a host's slowest task at the end (rank -1: none published a clock).
+struct SlowestTask {
+  std::uint64_t cycles = 0;
+  int rank = -1;
+};
+
 class OfiAgent {
  public:
   // Opens the fabric and the endpoint bound to this host's address from the placement.
@@ -79,6 +85,9 @@ class OfiAgent {
   // The eventfd that wakes the sleeping agent (job_runtime/agent_wake.hpp), for the tasks to
   // inherit (close-on-exec is set: the launcher clears it in each task).
   int wake_fd() const;
+  // Virtual time, after finish(): every other host's slowest task, as its farewell reported it
+  // (its tasks' clocks published by then), so that host 0 can predict the whole job's time.
+  std::vector<SlowestTask> other_hosts_slowest() const;
   // Provider, fabric, domain, address. Before start(): the endpoint is the agent's afterwards.
   std::string describe() const;
 

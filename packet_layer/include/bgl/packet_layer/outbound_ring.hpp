@@ -11,6 +11,7 @@
 #include <span>
 
 #include "bgl/packet_layer/header.hpp"
+#include "bgl/virtual_time/clock.hpp"
 
 namespace bgl::packet_layer {
 
@@ -21,7 +22,13 @@ struct alignas(kChunkBytes) OutboundPacket {
   std::array<std::uint8_t, 10> reserved{};
   PacketHeader header;
   std::array<std::byte, kMaxPayloadBytes> payload;
+  // Virtual time only (written and read only then): the packet's stamp as its sender left it; for
+  // a deterministically routed packet the arrival is when its head reaches the first link that
+  // leaves the sending host (docs/VIRTUAL_TIME.md, "Several hosts").
+  virtual_time::Stamp stamp;
 };
+// The stamp lives in what was the slot's padding: the ring's layout and size do not change.
+static_assert(sizeof(OutboundPacket) == 288);
 
 struct OutboundRing {
   static constexpr std::uint32_t kSlots = 64;
@@ -33,6 +40,26 @@ struct OutboundRing {
   // Producer: copies the packet in; false when the ring is full.
   bool try_push(std::uint32_t node, std::uint8_t group, std::uint8_t fifo, const PacketHeader& h,
                 std::span<const std::byte> payload, std::span<const std::byte> more) {
+    return push<false>(node, group, fifo, h, payload, more, {});
+  }
+  // try_push() of a packet with its virtual-time stamp.
+  bool try_push_at(virtual_time::Stamp stamp, std::uint32_t node, std::uint8_t group,
+                   std::uint8_t fifo, const PacketHeader& h, std::span<const std::byte> payload,
+                   std::span<const std::byte> more) {
+    return push<true>(node, group, fifo, h, payload, more, stamp);
+  }
+  // Consumer.
+  const OutboundPacket* front() const {
+    const std::uint32_t h = head.load(std::memory_order_relaxed);
+    return h == tail.load(std::memory_order_acquire) ? nullptr : &slots[h % kSlots];
+  }
+  void pop() { head.store(head.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
+
+ private:
+  template <bool kTimed>
+  bool push(std::uint32_t node, std::uint8_t group, std::uint8_t fifo, const PacketHeader& h,
+            std::span<const std::byte> payload, std::span<const std::byte> more,
+            virtual_time::Stamp stamp) {
     const std::uint32_t t = tail.load(std::memory_order_relaxed);
     if (t - head.load(std::memory_order_acquire) == kSlots) return false;
     OutboundPacket& p = slots[t % kSlots];
@@ -42,15 +69,10 @@ struct OutboundRing {
     p.header = h;
     if (!payload.empty()) std::memcpy(p.payload.data(), payload.data(), payload.size());
     if (!more.empty()) std::memcpy(p.payload.data() + payload.size(), more.data(), more.size());
+    if constexpr (kTimed) p.stamp = stamp;
     tail.store(t + 1, std::memory_order_release);
     return true;
   }
-  // Consumer.
-  const OutboundPacket* front() const {
-    const std::uint32_t h = head.load(std::memory_order_relaxed);
-    return h == tail.load(std::memory_order_acquire) ? nullptr : &slots[h % kSlots];
-  }
-  void pop() { head.store(head.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
 };
 
 }  // namespace bgl::packet_layer

@@ -36,6 +36,19 @@ class TorusTiming {
   Tick transit_line(const torus_emu::Route& route, Tick t0, std::uint32_t packet_bytes,
                     std::span<Tick> arrivals) const;
 
+  // transit() in two parts, for a route whose links' calendars live on two hosts: the sender
+  // reserves the first `hops` links and hands on `head`, when the packet's head is at the router
+  // after them; the receiver reserves the rest and adds the tail. Without contention the arrival
+  // is transit()'s to the cycle. `hops` >= 1.
+  struct Head {
+    Tick head;  // the head reached the router after the first `hops` links
+    Tick left;  // its tail has left the source node
+  };
+  Head transit_first(const torus_emu::Route& route, Tick t0, std::uint32_t packet_bytes,
+                     int hops) const;
+  Tick transit_rest(const torus_emu::Route& route, int hops, Tick head,
+                    std::uint32_t packet_bytes) const;
+
   std::span<LinkCalendar> calendars() const { return calendars_; }
 
  private:
