@@ -86,10 +86,6 @@ int MPIDI_BGL_progress_round(MPIDI_BGL_idle_t idle, int *made)
     }
     if (*made)
         goto fn_exit;
-    /* A pending non-blocking collective schedule moves in MPICH's own progress hooks, without a
-     * packet to wake a sleeper (a rank alone with its schedule has none at all): its wait polls. */
-    if (idle == MPIDI_BGL_IDLE_WAIT && MPIDU_Sched_are_pending())
-        idle = MPIDI_BGL_IDLE_POLL;
     if (idle == MPIDI_BGL_IDLE_WAIT)
         bgl_msg_wait(g->session);
     else if (idle == MPIDI_BGL_IDLE_POLL)
