@@ -388,21 +388,31 @@ TEST(OfiAgent, ValidatesInboundRemoteStoresAndAppliesOnlyValidOnes) {
   EXPECT_EQ(stats.rejected, 9u);
 }
 
+// Two hosts in one process: each with its segment, its machine and its agent, started and
+// connected to each other.
+struct TwoHosts {
+  explicit TwoHosts(const OfiOptions& options)
+      : a0(m0, c0.placement, options), a1(m1, c1.placement, options) {
+    const std::vector<std::vector<std::byte>> addresses{a0.address(), a1.address()};
+    a0.start(addresses);
+    a1.start(addresses);
+  }
+  const job_runtime::JobConfig c0 = two_host_config(0), c1 = two_host_config(1);
+  TestSegment s0{c0}, s1{c1};
+  const Machine m0 = Machine::format(s0.span, c0), m1 = Machine::format(s1.span, c1);
+  OfiAgent a0, a1;
+};
+
 TEST(OfiAgent, RemoteStoresTravelBetweenTwoAgentsInOrderUnderCredits) {
   // Two hosts in one process: rank 0 (host 0) streams stores into host 1's replica through the
   // store ring, its agent and host 1's agent, with 2 credits so that the sender must wait.
-  const auto c0 = two_host_config(0), c1 = two_host_config(1);
-  TestSegment s0(c0), s1(c1);
-  const auto m0 = Machine::format(s0.span, c0);
-  const auto m1 = Machine::format(s1.span, c1);
   OfiOptions options;
   options.timeout = std::chrono::milliseconds(60'000);
   options.credits = 2;
   options.batch = 3;
-  OfiAgent a0(m0, c0.placement, options), a1(m1, c1.placement, options);
-  const std::vector<std::vector<std::byte>> addresses{a0.address(), a1.address()};
-  a0.start(addresses);
-  a1.start(addresses);
+  TwoHosts hosts(options);
+  const Machine &m0 = hosts.m0, &m1 = hosts.m1;
+  OfiAgent &a0 = hosts.a0, &a1 = hosts.a1;
 
   const int replica = m0.job().region_index("replica");
   const auto target = m1.job().region(replica);
@@ -471,18 +481,13 @@ TEST(OfiAgent, IdleAgentsWakeForEachPacketAndReturnCreditsWithoutMessagesOfTheir
   // agents fall asleep between round trips. The agents' nap is one second: a sleeping agent must
   // be woken by its task's ring and by the other agent's message, not wait for the nap to end.
   // The replies carry the credits back: no credit-only message per packet.
-  const auto c0 = two_host_config(0), c1 = two_host_config(1);
-  TestSegment s0(c0), s1(c1);
-  const auto m0 = Machine::format(s0.span, c0);
-  const auto m1 = Machine::format(s1.span, c1);
   OfiOptions options;
   options.timeout = std::chrono::milliseconds(60'000);
   options.sleep = std::chrono::microseconds(1'000'000);
   options.spin = std::chrono::microseconds(0);
-  OfiAgent a0(m0, c0.placement, options), a1(m1, c1.placement, options);
-  const std::vector<std::vector<std::byte>> addresses{a0.address(), a1.address()};
-  a0.start(addresses);
-  a1.start(addresses);
+  TwoHosts hosts(options);
+  const Machine &m0 = hosts.m0, &m1 = hosts.m1;
+  OfiAgent &a0 = hosts.a0, &a1 = hosts.a1;
 
   constexpr torus_emu::NodeId kNode0 = 0, kNode4 = 4;
   constexpr std::uint8_t kFifo = 4;
@@ -550,18 +555,13 @@ TEST(OfiAgent, ACreditStarvedAgentSleepsUntilCreditsComeBack) {
   // packet a millisecond: the sender's agent runs out of credits for nearly every packet. While it
   // waits for them it must sleep (the returning credits' message wakes it), not poll: each poll
   // that finds no credit counts a credit stall.
-  const auto c0 = two_host_config(0), c1 = two_host_config(1);
-  TestSegment s0(c0), s1(c1);
-  const auto m0 = Machine::format(s0.span, c0);
-  const auto m1 = Machine::format(s1.span, c1);
   OfiOptions options;
   options.timeout = std::chrono::milliseconds(60'000);
   options.credits = 2;
   options.spin = std::chrono::microseconds(0);
-  OfiAgent a0(m0, c0.placement, options), a1(m1, c1.placement, options);
-  const std::vector<std::vector<std::byte>> addresses{a0.address(), a1.address()};
-  a0.start(addresses);
-  a1.start(addresses);
+  TwoHosts hosts(options);
+  const Machine &m0 = hosts.m0, &m1 = hosts.m1;
+  OfiAgent &a0 = hosts.a0, &a1 = hosts.a1;
 
   constexpr torus_emu::NodeId kNode4 = 4;
   constexpr std::uint8_t kFifo = 4;
