@@ -94,6 +94,7 @@ class Side {
     hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_VIRT_ADDR;
     hints->domain_attr->threading = FI_THREAD_DOMAIN;
     hints->tx_attr->msg_order = FI_ORDER_SAS;
+    hints->rx_attr->msg_order = FI_ORDER_SAS;
     if (!std::getenv("FI_PROVIDER")) hints->fabric_attr->prov_name = strdup("tcp;ofi_rxm");
     const int rc =
         fi_getinfo(FI_VERSION(1, 9), o.address.c_str(), nullptr, FI_SOURCE, hints, &info_);

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <string>
 
+#include "bgl/job_runtime/backoff.hpp"
 #include "bgl/job_runtime/env.hpp"
 #include "bgl/torus_emu/error.hpp"
 
@@ -50,8 +51,7 @@ FenceMode fence_mode_for_host(int local_tasks) {
     if (const auto mode = parse_fence_mode(*v)) return *mode;
     throw ConfigError("BGL_FENCES=" + *v + ": expected auto, asymmetric or symmetric");
   }
-  const long cores = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
-  return local_tasks > cores ? FenceMode::symmetric : FenceMode::asymmetric;
+  return local_tasks > usable_cores() ? FenceMode::symmetric : FenceMode::asymmetric;
 }
 
 bool use_fences(FenceMode mode) {

@@ -14,17 +14,11 @@ void Backoff::yield() {
   sched_yield();
 }
 
-namespace {
-
-// The cores this task may run on (its affinity mask: a job started under taskset, or confined by
-// bglrun for virtual time, has fewer than the machine).
 long usable_cores() {
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
   return std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
 }
-
-}  // namespace
 
 WaitPolicy WaitPolicy::for_job(int tasks, bool virtual_time) {
   WaitPolicy p;

@@ -14,7 +14,6 @@
 #include "ch4_impl.h"
 
 #include <bgl/message_layer/bgl_msg.h>
-#include <bgl_nm_topo.h>
 #include <bgl_coll_hooks.h>
 #include <bgl_nm_trace.h>
 

@@ -12,6 +12,7 @@
 #include "bgl_noinline.h"
 #include "bgl_coll.h"
 #include "bgl_topo.h"
+#include <bgl_nm_topo.h>
 
 MPIDI_BGL_global_t MPIDI_BGL_global;
 

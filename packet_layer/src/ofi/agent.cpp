@@ -203,7 +203,7 @@ struct OfiAgent::Impl {
     // Polling beside more polling threads than cores only delays the thread that has the work:
     // the scheduler lets a woken thread wait while the poller's slice lasts.
     if (!options.spin)
-      options.spin = m.job().busy_threads() > std::max(1L, sysconf(_SC_NPROCESSORS_ONLN))
+      options.spin = m.job().busy_threads() > job_runtime::usable_cores()
                          ? std::chrono::microseconds(0)
                          : kDefaultSpin;
     open();

@@ -10,6 +10,10 @@
 
 namespace bgl::job_runtime {
 
+// The cores this process may run on: its affinity mask (a job started under taskset, or confined by
+// bglrun for virtual time, has fewer than the machine). What "tasks per core" divides by.
+long usable_cores();
+
 struct WaitPolicy {
   // A poll round (pause, then a look at the task's reception FIFOs) takes about 20 ns: some 10 us
   // of polling catch a reply that is on its way. Longer only hurts on a shared machine, where the
