@@ -6,6 +6,10 @@
 //                                  out of order; then N deterministic packets must arrive in order
 //   packet_scenarios deposit N     rank 0 sends N deposit-bit packets along lines; every node on a
 //                                  line gets each exactly once, nobody else gets anything
+//   ... adaptive|deposit N settled the receivers start only once all their packets wait in their
+//                                  FIFOs (--fifo-packets must hold them), so that they read them in
+//                                  virtual-time order whatever the host's speed: the prediction
+//                                  is then the same on one host and on several
 //   packet_scenarios flood N       every rank > 0 sends N packets to rank 0 (one reception FIFO)
 //   packet_scenarios alltoall N    every task sends N adaptive packets to every other task
 //   packet_scenarios hang          print the pid, then wait for packets that never come
@@ -106,24 +110,29 @@ int order(packet_layer::Runtime& rt, std::uint32_t n) {
   return 0;
 }
 
-// Waits (at most 10 s) until packets wait in at least two of this task's reception FIFOs, so
-// that the reception order can interleave the paths however slowly they arrive (a loaded machine,
-// packets through the libfabric agents); a fixed sleep was not always long enough.
-void await_several_fifos(packet_layer::Runtime& rt) {
+// Waits (at most 10 s) until packets wait in at least `fifos` of this task's reception FIFOs and
+// `packets` in all of them; returns whether they do. A fixed sleep was not always long enough (a
+// loaded machine, packets through the libfabric agents).
+bool await_waiting(packet_layer::Runtime& rt, int fifos, std::uint64_t packets) {
   const auto at = rt.machine().mapping().location(rt.rank());
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (std::chrono::steady_clock::now() < deadline) {
-    int waiting = 0;
+  for (;;) {
+    int nonempty = 0;
+    std::uint64_t waiting = 0;
     for (int i = 0; i < packet_layer::kReceptionFifos; ++i) {
       const auto& c = rt.machine().fifo(at.node, at.t, i).control();
-      waiting += c.tail.load(std::memory_order_acquire) > c.head.load(std::memory_order_acquire);
+      const auto n =
+          c.tail.load(std::memory_order_acquire) - c.head.load(std::memory_order_acquire);
+      nonempty += n > 0;
+      waiting += n;
     }
-    if (waiting >= 2) return;
+    if (nonempty >= fifos && waiting >= packets) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
     usleep(1'000);
   }
 }
 
-int adaptive(packet_layer::Runtime& rt, std::uint32_t n) {
+int adaptive(packet_layer::Runtime& rt, std::uint32_t n, bool settled) {
   auto& ep = rt.endpoint();
   const int me = static_cast<int>(rt.rank());
   const auto last = static_cast<torus_emu::Rank>(rt.size() - 1);
@@ -143,10 +152,12 @@ int adaptive(packet_layer::Runtime& rt, std::uint32_t n) {
   } else if (static_cast<torus_emu::Rank>(me) == last) {
     for (const bool expect_reordering : {true, false}) {
       // Let the FIFOs fill so that the reception order interleaves the paths.
-      if (expect_reordering)
-        await_several_fifos(rt);
-      else
+      if (expect_reordering) {
+        const bool all_waiting = await_waiting(rt, 2, settled ? n : 0);
+        BGL_CHECK(all_waiting || !settled, me);
+      } else {
         usleep(20'000);
+      }
       std::vector<bool> seen(n, false);
       std::uint32_t got = 0, inversions = 0, highest = 0;
       std::uint32_t fifo_mask = 0;
@@ -202,7 +213,7 @@ std::vector<LinePlan> lines(const torus_emu::Shape& shape, torus_emu::NodeId roo
   return plans;
 }
 
-int deposit(packet_layer::Runtime& rt, std::uint32_t n) {
+int deposit(packet_layer::Runtime& rt, std::uint32_t n, bool settled) {
   auto& ep = rt.endpoint();
   const auto& shape = rt.machine().shape();
   const int me = static_cast<int>(rt.rank());
@@ -238,6 +249,7 @@ int deposit(packet_layer::Runtime& rt, std::uint32_t n) {
     while (!ep.advance())
       ep.wait();
   }
+  if (settled) BGL_CHECK(await_waiting(rt, 0, expected), me);
   while (got < expected) {
     if (auto f = ep.poll())
       receive(*f);
@@ -361,8 +373,9 @@ int run(int argc, char** argv) {
     return argc > i ? static_cast<std::uint32_t>(std::stoul(argv[i])) : fallback;
   };
   if (what == "order") return order(rt, arg(2, 1000));
-  if (what == "adaptive") return adaptive(rt, arg(2, 20000));
-  if (what == "deposit") return deposit(rt, arg(2, 1000));
+  const bool settled = argc > 3 && std::string_view(argv[3]) == "settled";
+  if (what == "adaptive") return adaptive(rt, arg(2, 20000), settled);
+  if (what == "deposit") return deposit(rt, arg(2, 1000), settled);
   if (what == "flood") return flood(rt, arg(2, 10000));
   if (what == "alltoall") return alltoall(rt, arg(2, 20));
   if (what == "hang") hang(rt);
