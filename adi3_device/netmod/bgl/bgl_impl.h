@@ -58,6 +58,7 @@ typedef struct {
     int virtual_time;           /* bglrun --virtual-time: MPI_Wtime reads the task's BG/L clock */
     int tracing;                /* bglrun --trace: MPI calls are on the task's timeline */
     int in_advance;             /* the layer's advance() is not re-entrant */
+    int completions_seen;       /* MPICH's count of freed requests when the last round ended */
 
     /* data layout choices */
     MPI_Aint max_iov;           /* more iovec entries than this: pack / unpack instead */

@@ -22,6 +22,11 @@
  *                 poll, not a nap, per MPI_Test), giving the core away once first when this
  *                 host's tasks outnumber its cores, so that the rank it polls for gets to run.
  *
+ * A blocking round does not wait when MPICH finished requests of its own since the last round:
+ * its progress hooks run the non-blocking collectives' schedules and complete their requests
+ * without a packet, and a rank whose only partner is itself gets none at all. The request its
+ * caller waits for may be one of them, so the round returns to MPICH's loop, which looks.
+ *
  * Inside a tree or global-interrupt wait the collectives library runs rounds that must not
  * wait at all (that wait sleeps on the wire and on the task's doorbell at once): MPIDI_BGL_IDLE_NONE.
  */
@@ -67,6 +72,15 @@ void MPIDI_BGL_progress_config(void)
     g->inject_max = (MPI_Aint) bgl_msg_max_one_packet(sizeof(MPIDI_BGL_compact_hdr_t));
 }
 
+/* Requests MPICH has freed (ch4 counts them per VCI as the progress it waits for). */
+static int mpich_completions(void)
+{
+    int n = 0;
+    for (int vci = 0; vci < MPIDI_global.n_vcis; vci++)
+        n += MPL_atomic_relaxed_load_int(&MPIDI_VCI(vci).progress_count);
+    return n;
+}
+
 int MPIDI_BGL_progress_round(MPIDI_BGL_idle_t idle, int *made)
 {
     int mpi_errno = MPI_SUCCESS;
@@ -86,12 +100,13 @@ int MPIDI_BGL_progress_round(MPIDI_BGL_idle_t idle, int *made)
     }
     if (*made)
         goto fn_exit;
-    if (idle == MPIDI_BGL_IDLE_WAIT)
+    if (idle == MPIDI_BGL_IDLE_WAIT && mpich_completions() == g->completions_seen)
         bgl_msg_wait(g->session);
     else if (idle == MPIDI_BGL_IDLE_POLL)
         bgl_msg_poll_yield(g->session);
 
   fn_exit:
+    g->completions_seen = mpich_completions();
     return mpi_errno;
   fn_fail:
     goto fn_exit;
