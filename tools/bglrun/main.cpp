@@ -394,9 +394,10 @@ int launch(int argc, char** argv) {
   // write into them stops the job with their name instead of hanging it.
   packet_layer::SegmentMonitor monitor(machine, collective_net_emu::constant_parts(machine.job()));
   std::unique_ptr<bglrun::PmiServer> pmi_server;
+  // Every MPI job, on one host or several, selects collectives without MPICH's node-aware steps.
   std::optional<bglrun::FlatCollectiveSelection> selection;
+  if (mpiexec) selection.emplace();
   if (mpi_across_hosts) {
-    selection.emplace();
     std::vector<int> local;
     for (int r = 0; r < config.ntasks(); ++r)
       if (host_of_rank[static_cast<std::size_t>(r)] == placement.this_host) local.push_back(r);

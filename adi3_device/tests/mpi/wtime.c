@@ -1,6 +1,7 @@
 /* MPI_Wtime with and without virtual time: with bglrun --virtual-time it is the task's BG/L clock
  * (MPI_WTIME_IS_GLOBAL true, MPI_Wtick one 700 MHz cycle), otherwise the host's clock. Rank 0
- * prints what it saw and the time of one 1-byte round trip with rank 1, over 100 of them. */
+ * prints what it saw, its clock after the first MPI_Barrier (start) and the time of one 1-byte
+ * round trip with rank 1, over 100 of them. */
 #include <mpi.h>
 #include <stdio.h>
 
