@@ -85,6 +85,7 @@ int MPIDI_BGL_progress_round(MPIDI_BGL_idle_t idle, int *made)
 {
     int mpi_errno = MPI_SUCCESS;
     MPIDI_BGL_global_t *g = &MPIDI_BGL_global;
+    int completions, mpich_worked;
 
     *made = 0;
     if (g->in_advance)
@@ -98,15 +99,18 @@ int MPIDI_BGL_progress_round(MPIDI_BGL_idle_t idle, int *made)
         mpi_errno = MPIDI_BGL_accept_deferred();
         MPIR_ERR_CHECK(mpi_errno);
     }
+    /* Waiting sleeps, polling yields: neither frees a request, so one look per round is enough. */
+    completions = mpich_completions();
+    mpich_worked = completions != g->completions_seen;
+    g->completions_seen = completions;
     if (*made)
         goto fn_exit;
-    if (idle == MPIDI_BGL_IDLE_WAIT && mpich_completions() == g->completions_seen)
+    if (idle == MPIDI_BGL_IDLE_WAIT && !mpich_worked)
         bgl_msg_wait(g->session);
     else if (idle == MPIDI_BGL_IDLE_POLL)
         bgl_msg_poll_yield(g->session);
 
   fn_exit:
-    g->completions_seen = mpich_completions();
     return mpi_errno;
   fn_fail:
     goto fn_exit;

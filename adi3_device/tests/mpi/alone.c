@@ -13,8 +13,10 @@ static void one_round(MPI_Comm comm, int round) {
   MPI_Request req;
   int in[64], out[64];
   const int n = round % 64 + 1;
-  for (int i = 0; i < 64; i++)
-    in[i] = round * 1000 + mt_rank * 64 + i, out[i] = -1;
+  for (int i = 0; i < 64; i++) {
+    in[i] = round * 1000 + mt_rank * 64 + i;
+    out[i] = -1;
+  }
   switch (round % 4) {
     case 0:
       MPI_Ibarrier(comm, &req);
