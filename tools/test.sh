@@ -15,12 +15,14 @@
 #  - every test runs once: the release build runs the MPI tests, the `heavy` ones (1 GiB
 #    messages, a million packets, 512 tasks: scale runs whose smaller versions run under the
 #    sanitizers) and the `install` ones (tests/install/run.sh: about 2 minutes), the ASan build
-#    every other test, and the TSan build the threaded unit tests again; the sanitizer builds are
-#    compiled with -O1;
+#    every other test, and the TSan build the unit tests (in-process, threaded) again;
+#  - each build compiles only the test programs it runs (BGL_TEST_PROGRAMS, cmake/BglTests.cmake:
+#    `mpi;heavy` in the release build, `unit` in the TSan build; the sanitizer builds have no MPI
+#    test programs); the sanitizer builds are compiled with -O1 -g1;
 #  - the long single-threaded steps overlap with compiling: MPICH's build (configure is one
-#    process) runs in the background while the sanitizer builds compile, and the test suite's
-#    configure runs beside the ASan tests. Timing-sensitive runs (the MPI tests, MPICH's test
-#    suite) run alone.
+#    process) starts as soon as libbglml is built and runs in the background while the rest
+#    compiles, and the test suite's configure runs beside the ASan tests. Timing-sensitive runs
+#    (the MPI tests, MPICH's test suite) run alone.
 # Each step prints its start as "== [minutes] step"; a background step's output goes to its log
 # under build/, printed in full if it fails.
 set -euo pipefail
@@ -75,11 +77,16 @@ trap kill_background EXIT
 mpich_suite=(tools/mpich_testsuite.sh --dirs "pt2pt coll" --maxnp 4 --modes heater --timeout 60
              --expect adi3_device/tests/mpich_expected_failures.txt --out build/mpich_testsuite)
 
-stamp "release build"
-tools/build.sh release
+# The full run's optimised build has only the test programs it runs (the rest run under the sanitizers).
+release=(release -DBGL_TEST_PROGRAMS=all)
+[ $quick -eq 1 ] || release=(release "-DBGL_TEST_PROGRAMS=mpi;heavy")
 if [ $mpi -eq 1 ]; then
+  stamp "libbglml (release)"
+  tools/build.sh "${release[@]}" bgl_adi3_device
   background mpich tools/build_mpich.sh --bglml build/lib/libbglml.so
 fi
+stamp "release build"
+tools/build.sh "${release[@]}"
 if [ $quick -eq 1 ]; then
   run_suite build -LE mpi
 else
