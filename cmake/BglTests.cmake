@@ -51,6 +51,11 @@ function(bgl_discover_tests target)
     set_target_properties(${target} PROPERTIES EXCLUDE_FROM_ALL ON)
     return()
   endif()
+  if(BGL_SANITIZE)
+    # The program's own code at -O0: it compiles in half the time of -O1 with the sanitizers, and
+    # the code under test, in the libraries, keeps -O1.
+    target_compile_options(${target} PRIVATE -O0)
+  endif()
   if(NOT arg_TEST_LIST)
     set(arg_TEST_LIST ${target}_TESTS)
   endif()
