@@ -147,7 +147,8 @@ TEST(CallSites, MergeOfAThousandTwentyFourTasksIsQuick) {
   const auto merged = bglrun::merge_call_sites(dir.path, 1024, 700e6);
   const double took = cpu_seconds() - start;
   std::printf("merge of 1,024 tasks x 64 rows: %.3f s of CPU\n", took);
-  EXPECT_LT(took, 10.0);                       // 0.5-1 s in a release build (docs/PERFORMANCE.md)
+  // 0.5-1 s in a release build (docs/PERFORMANCE.md); the bound is against quadratic work.
+  EXPECT_LT(took, 10.0 * BGL_TEST_TIME_SCALE);
   EXPECT_EQ(merged["tasks_reporting"], 1023);  // task 7's file is not a table
   ASSERT_EQ(merged["sites"].size(), 64u);
   for (const auto& row : merged["sites"]) {

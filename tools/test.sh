@@ -18,8 +18,8 @@
 #    every other test, and the TSan build the unit tests (in-process, threaded) again;
 #  - each build compiles only the test programs it runs (BGL_TEST_PROGRAMS, cmake/BglTests.cmake:
 #    `mpi;heavy` in the release build, `unit` in the TSan build; the sanitizer builds have no MPI
-#    test programs); the sanitizer builds are compiled with -O1 -g1, their test programs
-#    with -O0 (the libraries under test keep -O1);
+#    test programs); the sanitizer builds are compiled with -O1 -g1, the tests themselves
+#    (*_test.cpp) with -O0 (the code under test keeps -O1);
 #  - the long single-threaded steps overlap with compiling: MPICH's build (configure is one
 #    process) starts as soon as libbglml is built and runs in the background while the rest
 #    compiles, and the test suite's configure runs beside the ASan tests. Timing-sensitive runs
