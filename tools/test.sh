@@ -78,9 +78,10 @@ trap kill_background EXIT
 mpich_suite=(tools/mpich_testsuite.sh --dirs "pt2pt coll" --maxnp 4 --modes heater --timeout 60
              --expect adi3_device/tests/mpich_expected_failures.txt --out build/mpich_testsuite)
 
-# The full run's optimised build has only the test programs it runs (the rest run under the sanitizers).
-release=(release -DBGL_TEST_PROGRAMS=all)
-[ $quick -eq 1 ] || release=(release "-DBGL_TEST_PROGRAMS=mpi;heavy")
+# The full run's optimised build has only the test programs it runs (the rest run under the
+# sanitizers); --quick runs them all there.
+release=(release)
+[ $quick -eq 1 ] || release+=("-DBGL_TEST_PROGRAMS=mpi;heavy")
 if [ $mpi -eq 1 ]; then
   stamp "libbglml (release)"
   tools/build.sh "${release[@]}" bgl_adi3_device
