@@ -24,6 +24,13 @@ WaitPolicy WaitPolicy::for_job(int tasks, bool virtual_time) {
   WaitPolicy p;
   const long cores = usable_cores();
   p.yield_on_empty_poll = tasks > cores;
+  if (tasks > cores) {
+    // Every wake-up is event driven; the re-check is a safety net whose price is a context switch
+    // on a shared core, paid by every sleeper: 1,024 tasks re-checking every 10 ms while the rest
+    // of the job starts took half of two cores and doubled the start-up time.
+    const auto per_core = (tasks + cores - 1) / cores;
+    p.max_sleep = std::min<std::chrono::microseconds>(per_core * p.max_sleep, kLongestRecheck);
+  }
   if (tasks > cores && virtual_time) {
     // A virtual-time job runs on one core, where tasks that spin and yield before they sleep take
     // their turns nearly in the order the model expects them; sleeping at once lets the kernel's
@@ -33,11 +40,12 @@ WaitPolicy WaitPolicy::for_job(int tasks, bool virtual_time) {
     p.yield_rounds = tasks > 4 * cores ? 4 : 16;
   } else if (tasks > cores) {
     // Oversubscribed: what we wait for can only come if we give the core away, and to the task
-    // that will make it. A yield gives it to whichever task the scheduler prefers (often another
-    // waiter, or nobody: the yielder itself), while every wake-up here is targeted (the awaited
-    // event rings the waiter's doorbell), so a waiter sleeps at once.
+    // that will make it. Up to kYieldingTasksPerCore a yield usually does (a switch to the next
+    // task on the same core costs about a microsecond, a futex wake-up 5-10), so a waiter yields
+    // before it sleeps. Above, a yield mostly hands the core to another waiter, while every
+    // wake-up is targeted (the awaited event rings the waiter's doorbell): a waiter sleeps at once.
     p.spin_rounds = 0;
-    p.yield_rounds = 0;
+    p.yield_rounds = tasks <= kYieldingTasksPerCore * cores ? 200 : 0;
   }
   if (auto v = job_runtime::env::get_int("BGL_SPIN", 0, 100'000'000))
     p.spin_rounds = static_cast<int>(*v);

@@ -14,13 +14,23 @@ namespace bgl::job_runtime {
 // bglrun for virtual time, has fewer than the machine). What "tasks per core" divides by.
 long usable_cores();
 
+// The longest default re-check period of an oversubscribed job's sleepers: the deadlock detection
+// (bglrun --deadlock, 3 s by default) needs each sleeper to re-check several times in its window.
+inline constexpr std::chrono::milliseconds kLongestRecheck{200};
+
+// Up to this many tasks per core an oversubscribed job's waiters yield before they sleep; above,
+// they sleep at once.
+inline constexpr int kYieldingTasksPerCore = 8;
+
 struct WaitPolicy {
   // A poll round (pause, then a look at the task's reception FIFOs) takes about 20 ns: some 10 us
   // of polling catch a reply that is on its way. Longer only hurts on a shared machine, where the
   // task it waits for may need this core: there a two-task ping-pong took as long as the spin.
   int spin_rounds = 500;
   int yield_rounds = 200;
-  std::chrono::microseconds max_sleep{10'000};  // a sleeper re-checks at least this often
+  // A sleeper re-checks at least this often: 10 ms, times the tasks per core when oversubscribed,
+  // up to kLongestRecheck.
+  std::chrono::microseconds max_sleep{10'000};
   // A poll that found nothing gives the core away once before its caller goes on (the task polled
   // for may be waiting for this core).
   bool yield_on_empty_poll = false;
