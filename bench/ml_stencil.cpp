@@ -262,7 +262,8 @@ int run(int argc, char** argv) {
     std::uint64_t checksum;
   } const report{mine, halo, st.checksum()};
   std::vector<Report> all(static_cast<std::size_t>(session->size()));
-  boot.allgather(std::as_bytes(std::span(&report, 1)), std::as_writable_bytes(std::span(all)));
+  session->runtime().allgather(std::as_bytes(std::span(&report, 1)),
+                               std::as_writable_bytes(std::span(all)));
   if (session->rank() != 0) return 0;
   double slowest = 0, halo_sum = 0, seconds_sum = 0;
   std::uint64_t checksum = 0;

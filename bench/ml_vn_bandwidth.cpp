@@ -64,8 +64,8 @@ class Bench {
     ml_.register_handler(kData, &Bench::on_data, this);
     const Where mine{reinterpret_cast<std::uint64_t>(src_.get()), getpid(), 0};
     Where all[2];
-    s.bootstrap().allgather(std::as_bytes(std::span(&mine, 1)),
-                            std::as_writable_bytes(std::span(all, 2)));
+    s.runtime().allgather(std::as_bytes(std::span(&mine, 1)),
+                          std::as_writable_bytes(std::span(all, 2)));
     peer_ = all[1 - s.rank()];
   }
 

@@ -83,7 +83,7 @@ int bgl_msg_init(const bgl_msg_bootstrap_t* bootstrap, bgl_msg_session_t** out) 
     auto s = std::make_unique<bgl_msg_session>();
     if (bootstrap) {
       const HostCallbacks cb{bootstrap->context, bootstrap->rank, static_cast<int>(bootstrap->size),
-                             bootstrap->barrier, bootstrap->allgather};
+                             bootstrap->barrier, bootstrap->broadcast};
       s->session = Session::with_bootstrap(std::make_unique<HostBootstrap>(cb));
     } else {
       s->session = Session::from_launcher();

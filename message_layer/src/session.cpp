@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <vector>
 
 #include "bgl/job_runtime/env.hpp"
 #include "bgl/job_runtime/job_barrier.hpp"
@@ -13,17 +14,25 @@
 namespace bgl::message_layer {
 
 HostBootstrap::HostBootstrap(const HostCallbacks& callbacks) : cb_(callbacks) {
-  if (!cb_.barrier || !cb_.allgather || cb_.size <= 0)
-    throw ConfigError("host bootstrap needs a size, a barrier and an allgather");
+  if (!cb_.barrier || !cb_.broadcast || cb_.size <= 0)
+    throw ConfigError("host bootstrap needs a size, a barrier and a broadcast");
 }
 
 void HostBootstrap::barrier() {
   if (cb_.barrier(cb_.context) != 0) throw ConfigError("host bootstrap barrier failed");
 }
 
-void HostBootstrap::allgather(std::span<const std::byte> mine, std::span<std::byte> all) {
-  if (cb_.allgather(cb_.context, mine.data(), mine.size(), all.data()) != 0)
-    throw ConfigError("host bootstrap allgather failed");
+void HostBootstrap::broadcast(std::span<std::byte> bytes) {
+  if (cb_.broadcast(cb_.context, bytes.data(), bytes.size()) != 0)
+    throw ConfigError("host bootstrap broadcast failed");
+}
+
+// Through the runtime's exchange slots, whose one operation is an allgather (rank 0's entry is
+// what a broadcast delivers; at start-up only, and in shared memory).
+void LauncherBootstrap::broadcast(std::span<std::byte> bytes) {
+  std::vector<std::byte> all(bytes.size() * static_cast<std::size_t>(size()));
+  rt_.allgather(bytes, all);
+  std::copy_n(all.begin(), bytes.size(), bytes.begin());
 }
 
 std::unique_ptr<Session> Session::from_launcher(const Config& config) {
@@ -54,16 +63,16 @@ Session::Session(packet_layer::Runtime runtime, std::unique_ptr<Bootstrap> boots
 }
 
 // Every task must have attached the same job (on several hosts: segments of the same job): a host
-// that mixed up environments would otherwise exchange packets with strangers.
+// that mixed up environments would otherwise exchange packets with strangers. A task that differs
+// from task 0 fails its start-up, and the process manager stops the job.
 void Session::check_agreement() {
   const std::uint64_t mine =
       runtime_.machine().job().job_id() ^ static_cast<std::uint64_t>(runtime_.size());
-  std::vector<std::uint64_t> all(static_cast<std::size_t>(bootstrap_->size()));
-  bootstrap_->allgather(std::as_bytes(std::span(&mine, 1)), std::as_writable_bytes(std::span(all)));
-  for (std::size_t r = 0; r < all.size(); ++r)
-    if (all[r] != mine)
-      throw ConfigError("task " + std::to_string(r) +
-                        " attached a different emulated job than task " + std::to_string(rank()));
+  std::uint64_t first = mine;
+  bootstrap_->broadcast(std::as_writable_bytes(std::span(&first, 1)));
+  if (first != mine)
+    throw ConfigError("task " + std::to_string(rank()) +
+                      " attached a different emulated job than task 0");
 }
 
 void Session::barrier() {

@@ -101,14 +101,12 @@ static int file_barrier(void* context) {
   return 0;
 }
 
-static int file_allgather(void* context, const void* mine, size_t bytes, void* all) {
+static int file_broadcast(void* context, void* data, size_t bytes) {
   struct file_pm* pm = context;
   ++pm->generation;
   ++pm->calls;
-  if (publish(pm, 'a', mine, bytes) != 0) return -1;
-  for (unsigned r = 0; r < pm->size; ++r)
-    if (collect(pm, 'a', r, (unsigned char*)all + (size_t)r * bytes, bytes) != 0) return -1;
-  return 0;
+  if (pm->rank == 0) return publish(pm, 'c', data, bytes);
+  return collect(pm, 'c', 0, data, bytes);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -481,7 +479,7 @@ int main(int argc, char** argv) {
     pm.rank = (unsigned)atoi(r);
     pm.size = (unsigned)atoi(n);
     g_rank = pm.rank;
-    bgl_msg_bootstrap_t boot = {&pm, pm.rank, pm.size, file_barrier, file_allgather};
+    bgl_msg_bootstrap_t boot = {&pm, pm.rank, pm.size, file_barrier, file_broadcast};
     const int bad_size = strcmp(how, "host_bad_size") == 0;
     if (bad_size)
       boot.size = pm.size + 1;
@@ -527,7 +525,7 @@ int main(int argc, char** argv) {
     boot.rank = pm.rank;
     boot.size = pm.size;
     boot.barrier = file_barrier;
-    boot.allgather = file_allgather;
+    boot.broadcast = file_broadcast;
     /* A bootstrap without callbacks is a configuration error, not a crash. */
     bgl_msg_bootstrap_t broken = boot;
     broken.barrier = NULL;

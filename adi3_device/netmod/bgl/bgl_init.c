@@ -5,7 +5,7 @@
  * bglrun created and formatted the job's segment (BGL_SEGMENT) with the partition's shape, node
  * mode and rank mapping, then started the ranks through Hydra's mpiexec; each rank's MPI rank is
  * its PMI rank and its task number in the emulated job. The message layer checks through the
- * bootstrap's allgather that every rank attached the same job with the same size.
+ * bootstrap's broadcast that every rank attached the same job with the same size.
  */
 
 #include "bgl_impl.h"
@@ -24,12 +24,11 @@ static int pmi_barrier(void *context)
     return MPIR_pmi_barrier() == MPI_SUCCESS ? 0 : -1;
 }
 
-static int pmi_allgather(void *context, const void *mine, size_t bytes, void *all)
+static int pmi_broadcast(void *context, void *data, size_t bytes)
 {
     if (bytes > (size_t) MPIR_pmi_max_val_size() / 2)   /* values travel hex-encoded */
         return -1;
-    return MPIR_pmi_allgather(mine, (int) bytes, all, (int) bytes, MPIR_PMI_DOMAIN_ALL)
-        == MPI_SUCCESS ? 0 : -1;
+    return MPIR_pmi_bcast(data, (int) bytes, MPIR_PMI_DOMAIN_ALL) == MPI_SUCCESS ? 0 : -1;
 }
 
 int MPIDI_BGL_init_local(int *tag_bits)
@@ -45,7 +44,7 @@ int MPIDI_BGL_init_local(int *tag_bits)
         .rank = (uint32_t) MPIR_Process.rank,
         .size = (uint32_t) MPIR_Process.size,
         .barrier = pmi_barrier,
-        .allgather = pmi_allgather,
+        .broadcast = pmi_broadcast,
     };
     rc = bgl_msg_init(&bootstrap, &MPIDI_BGL_global.session);
     MPIR_ERR_CHKANDJUMP1(rc != 0, mpi_errno, MPI_ERR_OTHER, "**fail", "**fail %s",

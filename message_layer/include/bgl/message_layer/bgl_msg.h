@@ -54,7 +54,8 @@ typedef struct bgl_msg_bootstrap {
   uint32_t rank;
   uint32_t size;
   int (*barrier)(void* context);
-  int (*allgather)(void* context, const void* mine, size_t bytes, void* all);
+  /* Rank 0's `bytes` bytes at `data` replace every rank's (O(size) for the process manager). */
+  int (*broadcast)(void* context, void* data, size_t bytes);
 } bgl_msg_bootstrap_t;
 
 typedef struct bgl_msg_arrival {

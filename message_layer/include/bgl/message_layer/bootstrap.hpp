@@ -1,5 +1,5 @@
 #pragma once
-// What initialisation needs from a process manager: rank, size, a barrier and a small allgather.
+// What initialisation needs from a process manager: rank, size, a barrier and a small broadcast.
 // LauncherBootstrap serves programs started by bglrun; HostBootstrap wraps a host's own process
 // manager (MPICH's PMI, for the CH4 device), given as C callbacks.
 #include <cstddef>
@@ -16,8 +16,10 @@ class Bootstrap {
   virtual Rank rank() const = 0;
   virtual int size() const = 0;
   virtual void barrier() = 0;
-  // `all` receives size() * mine.size() bytes in rank order.
-  virtual void allgather(std::span<const std::byte> mine, std::span<std::byte> all) = 0;
+  // Rank 0's `bytes` replace every rank's. A broadcast, not an allgather: a process manager's key
+  // store answers it with one get per rank, where an allgather takes size() per rank (Hydra needed
+  // minutes for 1,024 tasks).
+  virtual void broadcast(std::span<std::byte> bytes) = 0;
 };
 
 class LauncherBootstrap final : public Bootstrap {
@@ -26,9 +28,7 @@ class LauncherBootstrap final : public Bootstrap {
   Rank rank() const override { return rt_.rank(); }
   int size() const override { return rt_.size(); }
   void barrier() override { rt_.barrier(); }
-  void allgather(std::span<const std::byte> mine, std::span<std::byte> all) override {
-    rt_.allgather(mine, all);
-  }
+  void broadcast(std::span<std::byte> bytes) override;
 
  private:
   packet_layer::Runtime& rt_;
@@ -38,8 +38,8 @@ struct HostCallbacks {
   void* context = nullptr;
   Rank rank = 0;
   int size = 0;
-  int (*barrier)(void* context) = nullptr;  // 0 on success
-  int (*allgather)(void* context, const void* mine, std::size_t bytes, void* all) = nullptr;
+  int (*barrier)(void* context) = nullptr;                                   // 0 on success
+  int (*broadcast)(void* context, void* data, std::size_t bytes) = nullptr;  // 0 on success
 };
 
 class HostBootstrap final : public Bootstrap {
@@ -49,7 +49,7 @@ class HostBootstrap final : public Bootstrap {
   Rank rank() const override { return cb_.rank; }
   int size() const override { return cb_.size; }
   void barrier() override;
-  void allgather(std::span<const std::byte> mine, std::span<std::byte> all) override;
+  void broadcast(std::span<std::byte> bytes) override;
 
  private:
   HostCallbacks cb_;
