@@ -31,7 +31,10 @@
 #      only, never the build system), adds the netmod (src/mpid/ch4/netmod/bgl), one include line
 #      in src/mpid/ch4/netmod/Makefile.mk, then maint/gen_subcfg_m4 and autoreconf --no-recursive;
 #   4. configures --with-device=ch4:bgl --with-ch4-shmmods=none (all traffic, on-node too, goes
-#      through the emulated machine), builds (make) and installs;
+#      through the emulated machine) --enable-yield=sched_yield (MPICH's busy loops outside the
+#      netmod, such as the start-up and shutdown barrier of its shared-memory bootstrap, yield
+#      instead of spinning: MPICH's Linux default is not to yield, and 1,024 ranks spinning in that
+#      barrier on 2 cores took minutes to leave it), builds (make) and installs;
 #   5. copies libbglml.so and its headers into the prefix (libmpi.so finds it by rpath), and
 #      adi3_device/mpix/mpix.h and mpixf.h (the Blue Gene MPIX_* calls the netmod implements).
 # The Fortran wrappers (mpif77, mpif90, mpifort) pass -fallow-argument-mismatch and
@@ -104,6 +107,7 @@ configure_options=(
   --enable-fortran="$fortran"
   --with-pm=hydra
   --with-hwloc=/usr
+  --enable-yield=sched_yield
   --without-java
   --no-recursion
 )

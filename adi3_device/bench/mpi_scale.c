@@ -5,7 +5,9 @@
  *   10 x a 3D halo exchange (a periodic Cartesian grid from MPI_Dims_create, 1 KiB to each of the
  *   six neighbours with MPI_Irecv/MPI_Isend/MPI_Waitall)
  *
- * Each phase starts after a barrier; rank 0 prints the phase's wall time divided by its count:
+ * An argument names the phases to run, comma-separated (`mpi_scale allreduce` is the 100-allreduce
+ * program); without one, all four run. Each phase starts after a barrier; rank 0 prints the phase's
+ * wall time divided by its count:
  *
  *   scale <phase> <count> <per_op_us>
  *   scale main_entered_ns <CLOCK_REALTIME when the slowest task entered main>
@@ -104,24 +106,60 @@ static double halos(int rank, int size) {
   return seconds;
 }
 
+/* Whether `phase` is in the comma-separated list `phases` (NULL: every phase). */
+static int wanted(const char* phases, const char* phase) {
+  if (!phases) return 1;
+  const size_t n = strlen(phase);
+  for (const char* p = phases; (p = strstr(p, phase)); p += n)
+    if ((p == phases || p[-1] == ',') && (p[n] == ',' || p[n] == '\0')) return 1;
+  return 0;
+}
+
+/* Whether every name in the comma-separated list is a phase. */
+static int known_phases(const char* phases) {
+  char copy[256];
+  snprintf(copy, sizeof copy, "%s", phases);
+  for (char* name = strtok(copy, ","); name; name = strtok(NULL, ","))
+    if (strcmp(name, "allreduce") && strcmp(name, "barrier") && strcmp(name, "alltoall") &&
+        strcmp(name, "halo"))
+      return 0;
+  return 1;
+}
+
 int main(int argc, char** argv) {
   const double entered = realtime_ns();
   MPI_Init(&argc, &argv);
   int rank, size;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const char* phases = argc > 1 ? argv[1] : NULL;
+  if (phases && !known_phases(phases)) {
+    if (rank == 0)
+      fprintf(stderr,
+              "mpi_scale: unknown phase in '%s' (phases: allreduce,barrier,alltoall,halo)\n",
+              phases);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
   double latest = 0;
   MPI_Reduce(&entered, &latest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
   if (rank == 0) printf("scale main_entered_ns %.0f\n", latest);
 
-  MPI_Barrier(MPI_COMM_WORLD);
-  report(rank, "allreduce", kAllreduces, allreduces(rank, size));
-  MPI_Barrier(MPI_COMM_WORLD);
-  report(rank, "barrier", kBarriers, barriers());
-  MPI_Barrier(MPI_COMM_WORLD);
-  report(rank, "alltoall", kAlltoalls, alltoalls(rank, size));
-  MPI_Barrier(MPI_COMM_WORLD);
-  report(rank, "halo", kHalos, halos(rank, size));
+  if (wanted(phases, "allreduce")) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    report(rank, "allreduce", kAllreduces, allreduces(rank, size));
+  }
+  if (wanted(phases, "barrier")) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    report(rank, "barrier", kBarriers, barriers());
+  }
+  if (wanted(phases, "alltoall")) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    report(rank, "alltoall", kAlltoalls, alltoalls(rank, size));
+  }
+  if (wanted(phases, "halo")) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    report(rank, "halo", kHalos, halos(rank, size));
+  }
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0) {
     printf("scale finalize_ns %.0f\n", realtime_ns());
