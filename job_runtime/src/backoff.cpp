@@ -25,27 +25,27 @@ WaitPolicy WaitPolicy::for_job(int tasks, bool virtual_time) {
   const long cores = usable_cores();
   p.yield_on_empty_poll = tasks > cores;
   if (tasks > cores) {
+    const long per_core = (tasks + cores - 1) / cores;
     // Every wake-up is event driven; the re-check is a safety net whose price is a context switch
     // on a shared core, paid by every sleeper: 1,024 tasks re-checking every 10 ms while the rest
     // of the job starts took half of two cores and doubled the start-up time.
-    const auto per_core = (tasks + cores - 1) / cores;
     p.max_sleep = std::min<std::chrono::microseconds>(per_core * p.max_sleep, kLongestRecheck);
-  }
-  if (tasks > cores && virtual_time) {
-    // A virtual-time job runs on one core, where tasks that spin and yield before they sleep take
-    // their turns nearly in the order the model expects them; sleeping at once lets the kernel's
-    // wake-up order decide which packet a task handles first, and the predictions drift by up to
-    // 20 % from run to run.
-    p.spin_rounds = 64;
-    p.yield_rounds = tasks > 4 * cores ? 4 : 16;
-  } else if (tasks > cores) {
-    // Oversubscribed: what we wait for can only come if we give the core away, and to the task
-    // that will make it. Up to kYieldingTasksPerCore a yield usually does (a switch to the next
-    // task on the same core costs about a microsecond, a futex wake-up 5-10), so a waiter yields
-    // before it sleeps. Above, a yield mostly hands the core to another waiter, while every
-    // wake-up is targeted (the awaited event rings the waiter's doorbell): a waiter sleeps at once.
-    p.spin_rounds = 0;
-    p.yield_rounds = tasks <= kYieldingTasksPerCore * cores ? 200 : 0;
+    if (virtual_time) {
+      // A virtual-time job runs on one core, where tasks that spin and yield before they sleep
+      // take their turns nearly in the order the model expects them; sleeping at once lets the
+      // kernel's wake-up order decide which packet a task handles first, and the predictions drift
+      // by up to 20 % from run to run.
+      p.spin_rounds = 64;
+      p.yield_rounds = per_core > 4 ? 4 : 16;
+    } else {
+      // What we wait for can only come if we give the core away, and to the task that will make
+      // it. Up to kYieldingTasksPerCore a yield usually does (a switch to the next task on the
+      // same core costs about a microsecond, a futex wake-up 5-10), so a waiter yields before it
+      // sleeps. Above, a yield mostly hands the core to another waiter, while every wake-up is
+      // targeted (the awaited event rings the waiter's doorbell): a waiter sleeps at once.
+      p.spin_rounds = 0;
+      if (per_core > kYieldingTasksPerCore) p.yield_rounds = 0;
+    }
   }
   if (auto v = job_runtime::env::get_int("BGL_SPIN", 0, 100'000'000))
     p.spin_rounds = static_cast<int>(*v);
