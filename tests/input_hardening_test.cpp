@@ -286,6 +286,17 @@ TEST(Precedence, FlagsWinOverVariablesInAJob) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
+// An unknown launcher is a configuration error listing the valid ones, from the flag or the
+// variable.
+TEST(Precedence, UnknownLauncherIsNamed) {
+  auto r = bglrun({"-np", "1", "--launcher", "hydra", "true"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("--launcher 'hydra': expected auto, pmi, mpiexec or direct"));
+  r = bglrun({"-np", "1", "true"}, 20, {"BGL_LAUNCHER=spawn"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("BGL_LAUNCHER='spawn': expected auto, pmi, mpiexec or direct"));
+}
+
 // A named MPICH prefix without an mpiexec is a configuration error naming the flag or variable.
 TEST(Precedence, MpichPrefixWithoutMpiexecIsNamed) {
   auto r = bglrun({"-np", "1", "--launcher", "mpiexec", "--mpich-prefix", "/nonexistent", "true"});

@@ -359,7 +359,7 @@ echo "$source_hash" > "$dir/.installed"
 timed "installed $prefix" "$start" 0
 say "  mpicc:   $prefix/bin/mpicc"
 say "  mpif90:  $prefix/bin/mpif90"
-say "  mpiexec: $prefix/bin/mpiexec (bglrun uses it for MPI programs)"
+say "  mpiexec: $prefix/bin/mpiexec (bglrun --launcher mpiexec uses it)"
 }
 
 main "$@"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs MPICH's own test suite (test/mpi of the same MPICH 4.0.2 source) against the bgl device,
-# every test through bglrun (and so through Hydra's mpiexec) on an emulated partition, or against
-# Debian's stock MPICH for comparison, and summarises pass/fail per directory.
+# every test through bglrun (which starts the ranks and serves their PMI) on an emulated
+# partition, or against Debian's stock MPICH for comparison, and summarises pass/fail per
+# directory.
 #
 #   tools/mpich_testsuite.sh [--dirs "pt2pt coll"] [--maxnp 4] [--modes "heater vn"]
 #                            [--timeout S] [--out DIR] [--reference] [--expect FILE]

@@ -89,17 +89,20 @@ class Mpi : public ::testing::Test {
                    << " (run tools/build_mpich.sh or `ninja mpich`)";
   }
 
+  // A test program of tests/mpi, the examples' hello, or a benchmark ("bench/mpi_wait_cost").
   std::string program(const std::string& name) {
-    const std::string out = kBinDir + "/" + name;
+    const bool bench = name.starts_with("bench/");
+    const std::string out = kBinDir + "/" + (bench ? name.substr(6) : name);
     std::string log;
     const bool fortran = name == "ftest" || name == "boz" || name == "fmpix";
-    const std::string src = name == "hello"   ? kExamples + "/hello.c"
+    const std::string src = bench             ? kSources + "/../../" + name + ".c"
+                            : name == "hello" ? kExamples + "/hello.c"
                             : name == "boz"   ? kSources + "/boz.f"
                             : name == "fmpix" ? kSources + "/fmpix.f90"
                             : fortran         ? kSources + "/ftest.f90"
                                               : kSources + "/" + name + ".c";
     std::vector<std::string> sources{src};
-    if (!fortran && name != "hello") sources.push_back(kSources + "/mpitest.h");
+    if (!fortran && !bench && name != "hello") sources.push_back(kSources + "/mpitest.h");
     std::vector<std::string> compile{src};
     EXPECT_TRUE(build(fortran ? "mpif90" : "mpicc", compile, out, log)) << log;
     return out;
@@ -737,6 +740,40 @@ TEST_F(Mpi, IdleRanksYieldTheCpu64VirtualNode) {
   EXPECT_THAT(r.output, HasSubstr("idle: OK")) << r.output;
 }
 
+// Oversubscribed (32 tasks a core: waits sleep at once), a task waiting on the global interrupt
+// or the tree is woken by the operation's end, not by time-outs: rank 0 comes 0.6 s late to a
+// barrier and an allreduce, and no other rank switches out more than a few times meanwhile (the
+// wait policy's safety-net re-check is 200 ms here; re-checks every 20 ms were 30 switches, and
+// with 1,024 tasks four of five context switches of an allreduce).
+TEST_F(Mpi, TasksWaitingOnTheHardwareSleepUntilItsEnd) {
+  const auto r =
+      bglrun({"-np", "64", "--shape", "4x4x4", "--timeout", "120", program("late"), "0.6"}, 150);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("late: OK")) << r.output;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      r.output, m, std::regex("barrier_switches ([0-9]+) allreduce_switches ([0-9]+)")))
+      << r.output;
+  EXPECT_LE(std::stoi(m[1].str()), 8) << r.output;
+  EXPECT_LE(std::stoi(m[2].str()), 10) << r.output;
+}
+
+// The blocking-call cost benchmark runs and reports each task's switches per call: at 32 tasks a
+// core one sleep per hardware operation (the sum of doubles is two tree operations; a task that
+// arrives last does not sleep at all).
+TEST_F(Mpi, WaitCostBenchmarkCountsOneSleepPerOperation) {
+  const auto cost = program("bench/mpi_wait_cost");
+  const std::regex switches("voluntary_cs ([0-9.]+) ");
+  for (const auto& [op, most] : {std::pair{"barrier", 1.2}, std::pair{"allreduce", 2.2}}) {
+    const auto r =
+        bglrun({"-np", "64", "--shape", "4x4x4", "--timeout", "120", cost, "100", op}, 150);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(r.output, m, switches)) << r.output;
+    EXPECT_LE(std::stod(m[1].str()), most) << op << ": " << r.output;
+  }
+}
+
 // Every rank blocked in MPI_Recv for a message nobody sends: bglrun stops the job within seconds
 // as a deadlock and says that each rank waits for packets. The device waits through the message
 // layer's wait, which publishes what the task sleeps for (a wait of its own would show only a
@@ -754,12 +791,15 @@ TEST_F(Mpi, BlockedReceivesAreADeadlockWaitingForPackets) {
 
 // A rank dies; bglrun ends the job, names the rank, and leaves no segment and no process.
 std::string expect_death(const std::string& die, const std::string& how, int victim, int np,
-                         const std::string& expect, const std::string& culprit = "") {
+                         const std::string& expect, const std::string& culprit = "",
+                         const std::string& launcher = "auto", int* exit_code = nullptr) {
   const std::string log = ::testing::TempDir() + "/die-" + how + "." + std::to_string(getpid());
-  const int pid = spawn_process({kBglrun, "-np", std::to_string(np), "--mode", "vn", "--timeout",
-                                 "60", die, std::to_string(victim), how},
-                                log);
+  const int pid =
+      spawn_process({kBglrun, "--launcher", launcher, "-np", std::to_string(np), "--mode", "vn",
+                     "--timeout", "60", die, std::to_string(victim), how},
+                    log);
   const int code = wait_process(pid, 120);
+  if (exit_code) *exit_code = code;
   const std::string out = read_file(log);
   EXPECT_NE(code, 0) << out;
   EXPECT_NE(code, -1) << "bglrun did not end: " << out;
@@ -776,6 +816,18 @@ std::string expect_death(const std::string& die, const std::string& how, int vic
 TEST_F(Mpi, RankKilledEndsJob) {
   expect_death(program("die"), "kill", 2, 4, "SIGKILL");
 }
+TEST_F(Mpi, RankKilledEndsJobThroughHydra) {
+  expect_death(program("die"), "kill", 2, 4, "SIGKILL", "", "mpiexec");
+}
+TEST_F(Mpi, UnservedPmiCommandEndsJob) {
+  int code = 0;
+  const auto out = expect_death(program("die"), "publish", 1, 4,
+                                "name publishing are not supported: the partition is fixed",
+                                "bglrun: rank 1 on node (1,0,0) t=0 sent a PMI command bglrun "
+                                "does not serve: 'cmd=publish_name",
+                                "auto", &code);
+  EXPECT_EQ(code, 1) << out;
+}
 TEST_F(Mpi, RankSegfaultEndsJob) {
   expect_death(program("die"), "segv", 1, 4, "SIGSEGV");
 }
@@ -783,12 +835,22 @@ TEST_F(Mpi, RankExitEndsJob) {
   expect_death(program("die"), "exit", 3, 4, "exited with code 3");
 }
 TEST_F(Mpi, RankAbortEndsJob) {
+  // bglrun serves the ranks' PMI: the abort comes to it from the rank itself, which it names, and
+  // the job ends with MPI_Abort's error code.
+  int code = 0;
+  const auto out = expect_death(program("die"), "abort", 1, 4,
+                                "called MPI_Abort (or hit a fatal MPI error) with code 4",
+                                "bglrun: rank 1 on node (1,0,0) t=0 ", "auto", &code);
+  EXPECT_EQ(code, 4) << out;
+  EXPECT_THAT(out, ::testing::Not(::testing::ContainsRegex("bglrun: rank [023] "))) << out;
+}
+TEST_F(Mpi, RankAbortEndsJobThroughHydra) {
   // bglrun returns MPI_Abort's error code and names the rank from MPICH's report ("Abort(4) on
   // node 1 (rank 1 in comm 0)"). Hydra's abort path can drop the ranks' last output, the report
   // included (mpiexec kills its proxy within a second): then bglrun names no rank, never a wrong
   // one.
   const auto out = expect_death(program("die"), "abort", 1, 4, "mpiexec exited with code 4",
-                                "mpiexec exited with code 4");
+                                "mpiexec exited with code 4", "mpiexec");
   if (out.find("Abort(4) on node 1 ") != std::string::npos) {
     EXPECT_THAT(out, HasSubstr("bglrun: rank 1 on node (1,0,0) t=0")) << out;
   }

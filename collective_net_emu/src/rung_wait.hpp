@@ -55,9 +55,8 @@ std::uint64_t wait_until(job_runtime::Doorbell& bell, Ready&& ready,
     backoff.note_sleep(&bell);
     const bool quiet =
         meanwhile.unannounced && !meanwhile.unannounced(meanwhile.unannounced_context);
-    job_runtime::sleep_on_either(
-        bell, meanwhile.bell ? *meanwhile.bell : bell, ready_or_work,
-        std::min<std::chrono::microseconds>(quiet ? meanwhile.last : interval, policy.max_sleep));
+    job_runtime::sleep_on_either(bell, meanwhile.bell ? *meanwhile.bell : bell, ready_or_work,
+                                 quiet ? policy.max_sleep : std::min(interval, policy.max_sleep));
     if (worked) {
       backoff.reset();
       interval = meanwhile.first;

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -33,10 +34,18 @@ constexpr std::size_t kMaxPrograms = 256;
 }  // namespace
 
 struct Library::Member {
+  // What runs a call of one kind (operation, size, root, type, reduction) while BGL_COLL_<OP>
+  // keeps its value: the selection and its program, so that a repeated call neither selects nor
+  // generates again.
+  struct Choice {
+    std::string override_value;
+    Selection selection;
+    Program program;
+  };
   Communicator comm;
   std::vector<std::uint32_t> world_ranks;
-  using Key = std::tuple<int, std::uint64_t, int, int, int, const Algorithm*>;
-  std::map<Key, Program> programs;
+  using Key = std::tuple<int, std::uint64_t, int, int, int>;
+  std::map<Key, Choice> choices;
 
   Member(Executor& e, Topology t, const Group& g)
       : comm(e, std::move(t), g.size, g.rank, g.id),
@@ -47,16 +56,21 @@ struct Library::Member {
            std::ranges::equal(world_ranks, g.world_ranks);
   }
 
-  const Program& program(const Algorithm& a, const Params& x) {
-    const Key k{static_cast<int>(x.op),        x.bytes(), x.root, static_cast<int>(x.dtype),
-                static_cast<int>(x.reduce_op), &a};
-    auto it = programs.find(k);
-    if (it == programs.end()) {
-      if (programs.size() >= kMaxPrograms) programs.clear();
-      it = programs.emplace(k, a.generate(x, comm.rank())).first;
-      it->second.set_algorithm(a.name);
+  const Choice& choose(const Params& x) {
+    const char* value = std::getenv(override_variable(x.op));
+    const std::string_view override_value = value ? value : "";
+    const Key k{static_cast<int>(x.op), x.bytes(), x.root, static_cast<int>(x.dtype),
+                static_cast<int>(x.reduce_op)};
+    auto it = choices.find(k);
+    if (it != choices.end() && it->second.override_value == override_value) return it->second;
+    Choice c{std::string(override_value), select_algorithm(x, value), {}};
+    if (c.selection.algorithm) {
+      c.program = c.selection.algorithm->generate(x, comm.rank());
+      c.program.set_algorithm(c.selection.algorithm->name);
     }
-    return it->second;
+    if (it != choices.end()) return it->second = std::move(c);
+    if (choices.size() >= kMaxPrograms) choices.clear();
+    return choices.emplace(k, std::move(c)).first->second;
   }
 };
 
@@ -104,7 +118,8 @@ bool Library::run(const Group& group, Params x, Buffers b) {
   Member& m = member(group);
   x.topology = m.comm.topology();
   if (std::string e = x.validate(); !e.empty()) throw std::invalid_argument(e);
-  const Selection s = select_algorithm(x);
+  const Member::Choice& choice = m.choose(x);
+  const Selection& s = choice.selection;
   if (!s.algorithm) return false;
   spdlog::trace("collectives: {} {} B on communicator {}: {} ({})", to_string(x.op), x.bytes(),
                 group.id, s.algorithm->name, s.reason);
@@ -117,7 +132,7 @@ bool Library::run(const Group& group, Params x, Buffers b) {
                   reinterpret_cast<std::uintptr_t>(__builtin_return_address(0)))
             : 0;
   const auto site_start = sites ? sites->start() : job_runtime::CallSites::Start{};
-  m.comm.execute(m.program(*s.algorithm, x), x, b);
+  m.comm.execute(choice.program, x, b);
   if (sites) [[unlikely]]
     sites->record({site, to_string(x.op), s.algorithm->name, s.reason, group.size, x.bytes(),
                    x.op == Collective::bcast || x.op == Collective::reduce ? x.root : -1},

@@ -3,7 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <cctype>
+#include <array>
 #include <cstdlib>
 
 #include "bgl/torus_emu/error.hpp"
@@ -11,11 +11,13 @@
 
 namespace bgl::collectives {
 
-std::string override_variable(Collective op) {
-  std::string v = "BGL_COLL_";
-  for (char c : to_string(op))
-    v += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return v;
+// In the order of Collective (and of to_string's names).
+constexpr std::array<const char*, kCollectives> kOverrideVariables{
+    "BGL_COLL_BCAST",    "BGL_COLL_REDUCE",         "BGL_COLL_ALLREDUCE", "BGL_COLL_ALLGATHER",
+    "BGL_COLL_ALLTOALL", "BGL_COLL_REDUCE_SCATTER", "BGL_COLL_BARRIER"};
+
+const char* override_variable(Collective op) {
+  return kOverrideVariables[static_cast<std::size_t>(op)];
 }
 
 namespace {
@@ -111,8 +113,12 @@ MpichChoice mpich_default(const Params& x) {
 }
 
 Selection select_algorithm(const Params& x) {
+  return select_algorithm(x, std::getenv(override_variable(x.op)));
+}
+
+Selection select_algorithm(const Params& x, const char* v) {
   const std::string var = override_variable(x.op);
-  if (const char* v = std::getenv(var.c_str()); v && *v) {
+  if (v && *v) {
     const std::string_view name(v);
     if (name == "mpich") return {nullptr, var + "=mpich"};
     const Algorithm* a = find_algorithm(x.op, name);

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -181,6 +182,14 @@ std::string describe_rank(const job_runtime::JobConfig& c, int r) {
          " t=" + std::to_string(c.mapping.location(rank).t);
 }
 
+// MPICH's MPI_Init loads the host's topology with hwloc; discovering its I/O devices (PCI
+// configuration space, the GPU and OpenCL plugins) was half of each rank's start-up CPU time (1,024
+// ranks: 7 s of 14) and tells the emulated machine nothing. A user's own settings win.
+void skip_hwloc_io_discovery() {
+  setenv("HWLOC_COMPONENTS", "-linuxio,-pci", 0);
+  setenv("HWLOC_PLUGINS_BLACKLIST", "hwloc_gl,hwloc_opencl,hwloc_pci,hwloc_xml_libxml", 0);
+}
+
 // Each rank's host. MPI ranks of one job agree on everything through the PMI barriers of every
 // host's ranks, so a host without ranks could not take part: that is a configuration error.
 std::vector<int> hosts_of_ranks(const job_runtime::JobConfig& c) {
@@ -323,11 +332,12 @@ int launch(int argc, char** argv) {
     call_sites.emplace(o.stats_file    ? *o.stats_file
                        : o.report_file ? *o.report_file
                                        : *o.trace_file);
-  const auto mpiexec = bglrun::choose_mpiexec(o.launcher, o.mpich_prefix, o.command);
-  // MPI ranks on several hosts: each host's bglrun starts its own ranks and is their PMI server
-  // (the device MPICH's mpiexec starts ranks on one host only).
-  const bool mpi_across_hosts = mpiexec && pmi;
-  const auto host_of_rank = mpi_across_hosts ? hosts_of_ranks(config) : std::vector<int>{};
+  const auto launch = bglrun::choose_launch(o.launcher, o.mpich_prefix, o.command);
+  const bool mpi = launch.how != bglrun::Launch::direct;
+  // MPI ranks are started by bglrun, which is their PMI server, unless Hydra's mpiexec was asked
+  // for on one host (the device MPICH's mpiexec starts ranks on one host only).
+  const bool serve_pmi = launch.how == bglrun::Launch::pmi || (mpi && pmi);
+  const auto host_of_rank = serve_pmi ? hosts_of_ranks(config) : std::vector<int>{};
 
   // Checks BGL_FENCES. Emulated hosts share this machine's cores: their threads all count.
   config.fences = job_runtime::fence_mode_for_host(config.busy_threads());
@@ -372,7 +382,7 @@ int launch(int argc, char** argv) {
       // death as a PMI abort that kills the others outright (with -disable-auto-cleanup), so the
       // surviving agents can name the dead host and end the job themselves. MPI ranks still need
       // it: their PMI server finalizes once they all have.
-      if (!mpi_across_hosts) pmi->finalize();
+      if (!serve_pmi) pmi->finalize();
     }
     spdlog::info("libfabric agent: {}", agent->describe());
     agent->start(addresses);
@@ -396,13 +406,26 @@ int launch(int argc, char** argv) {
   std::unique_ptr<bglrun::PmiServer> pmi_server;
   // Every MPI job, on one host or several, selects collectives without MPICH's node-aware steps.
   std::optional<bglrun::FlatCollectiveSelection> selection;
-  if (mpiexec) selection.emplace();
-  if (mpi_across_hosts) {
+  if (mpi) {
+    selection.emplace();
+    skip_hwloc_io_discovery();
+  }
+  // One host: its ranks are the whole job; the store is named after the segment (unique on the
+  // host), in the letters of Hydra's names ("kvs_1234_0").
+  std::optional<bglrun::HostStore> host_store;
+  if (serve_pmi && !pmi) {
+    std::string name = "kvs_" + segment.name().substr(1);
+    std::replace_if(
+        name.begin(), name.end(), [](unsigned char c) { return !std::isalnum(c); }, '_');
+    host_store.emplace(std::move(name));
+  }
+  if (serve_pmi) {
     std::vector<int> local;
     for (int r = 0; r < config.ntasks(); ++r)
       if (host_of_rank[static_cast<std::size_t>(r)] == placement.this_host) local.push_back(r);
+    bglrun::JobStore& store = pmi ? static_cast<bglrun::JobStore&>(*pmi) : *host_store;
     pmi_server =
-        std::make_unique<bglrun::PmiServer>(*pmi, std::move(local), host_of_rank,
+        std::make_unique<bglrun::PmiServer>(store, std::move(local), host_of_rank,
                                             [&config](int r) { return describe_rank(config, r); });
     auto* server = pmi_server.get();
     settings.prepare_task = [server](int rank) { server->prepare_task(rank); };
@@ -421,8 +444,8 @@ int launch(int argc, char** argv) {
       return "the job's shared-memory segment is corrupt: " + *corrupt;
     return std::nullopt;
   };
-  int status = mpiexec && !mpi_across_hosts
-                   ? bglrun::run_with_mpiexec(machine, segment, settings, *mpiexec)
+  int status = launch.how == bglrun::Launch::mpiexec && !serve_pmi
+                   ? bglrun::run_with_mpiexec(machine, segment, settings, launch.mpiexec)
                    : bglrun::JobRunner(machine, segment, settings).run();
   watchdog.disarm();   // the supervisors killed whatever was left of the job
   pmi_server.reset();  // stops serving; finalizes this host's PMI connection

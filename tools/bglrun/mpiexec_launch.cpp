@@ -746,13 +746,15 @@ int MpiexecJob::run() {
 
 const char* mpiexec_usage() {
   return R"(
-MPI programs (MPICH built with the bgl device, tools/build_mpich.sh) start through Hydra's mpiexec:
-  --launcher L           auto | mpiexec | direct (BGL_LAUNCHER; default auto: mpiexec when the
-                         program loads a libmpi that loads libbglml); ranks take their rank from PMI
-  --mpich-prefix DIR     the MPICH whose DIR/bin/mpiexec starts the ranks (BGL_MPICH_PREFIX;
-                         BGL_MPIEXEC names the program itself). Default: the prefix of the libmpi
-                         the program loads, else bglrun's own prefix, else the cache's
-                         (BGL_CACHE_DIR, default ~/.cache/bglemu: mpich-current/prefix)
+MPI programs (MPICH built with the bgl device, tools/build_mpich.sh):
+  --launcher L           auto | pmi | mpiexec | direct (BGL_LAUNCHER; default auto: pmi when the
+                         program loads a libmpi that loads libbglml, else direct). pmi: bglrun
+                         starts the ranks and serves their PMI itself; mpiexec: through the
+                         Hydra mpiexec of that MPICH (slower to start: 14 s for 1,024 ranks)
+  --mpich-prefix DIR     the MPICH whose DIR/bin/mpiexec starts the ranks with --launcher mpiexec
+                         (BGL_MPICH_PREFIX; BGL_MPIEXEC names the program itself). Default: the
+                         prefix of the libmpi the program loads, else bglrun's own prefix, else
+                         the cache's (BGL_CACHE_DIR, default ~/.cache/bglemu: mpich-current/prefix)
 )";
 }
 
@@ -781,18 +783,10 @@ std::string mpiexec_in(const std::string& prefix, const std::string& source) {
   return mpiexec;
 }
 
-}  // namespace
-
-std::optional<std::string> choose_mpiexec(const std::optional<std::string>& choice,
-                                          const std::optional<std::string>& mpich_prefix,
-                                          const std::vector<std::string>& command) {
-  std::string how = choice.value_or(job_runtime::env::get("BGL_LAUNCHER").value_or("auto"));
-  if (how != "auto" && how != "mpiexec" && how != "direct")
-    throw ConfigError("--launcher '" + how + "': expected auto, mpiexec or direct");
-  if (how == "direct") return std::nullopt;
-  const std::string program = find_in_path(command.front());
-  const std::string libmpi = bgl_libmpi_of(program);
-  if (how == "auto" && libmpi.empty()) return std::nullopt;
+// The device MPICH's mpiexec for `command` (whose libmpi, if it loads one of the device, is
+// `libmpi`).
+std::string find_mpiexec(const std::optional<std::string>& mpich_prefix,
+                         const std::vector<std::string>& command, const std::string& libmpi) {
   // The lookup order of docs/CONFIGURATION.md ("Installing bglemu"): what the user named first,
   // then the MPICH the program was linked with, then the one installed beside bglrun, then the
   // one tools/build_mpich.sh built last in its cache.
@@ -821,6 +815,23 @@ std::optional<std::string> choose_mpiexec(const std::optional<std::string>& choi
                     printable(command.front()) +
                     "' (not beside the libmpi it loads, bglrun or in the cache); use "
                     "--mpich-prefix or set BGL_MPICH_PREFIX or BGL_MPIEXEC");
+}
+
+}  // namespace
+
+LaunchChoice choose_launch(const std::optional<std::string>& choice,
+                           const std::optional<std::string>& mpich_prefix,
+                           const std::vector<std::string>& command) {
+  std::string how = choice.value_or(job_runtime::env::get("BGL_LAUNCHER").value_or("auto"));
+  if (how != "auto" && how != "pmi" && how != "mpiexec" && how != "direct")
+    throw ConfigError(std::string(choice ? "--launcher '" : "BGL_LAUNCHER='") + printable(how) +
+                      "': expected auto, pmi, mpiexec or direct");
+  if (how == "direct") return {Launch::direct};
+  if (how == "pmi") return {Launch::pmi};
+  const std::string program = find_in_path(command.front());
+  const std::string libmpi = bgl_libmpi_of(program);
+  if (how == "auto") return {libmpi.empty() ? Launch::direct : Launch::pmi};
+  return {Launch::mpiexec, find_mpiexec(mpich_prefix, command, libmpi)};
 }
 
 int run_with_mpiexec(const packet_layer::Machine& machine, const job_runtime::Segment& segment,

@@ -1,8 +1,9 @@
 #pragma once
-// Running an MPI program (linked with MPICH built with the bgl device, tools/build_mpich.sh)
-// through Hydra's mpiexec from the same MPICH prefix: bglrun creates and formats the job's segment
-// as for any program, then starts `mpiexec -n N program...` as its only child with BGL_SEGMENT and
-// BGL_SIZE in the environment; each rank takes its rank from PMI and attaches the segment by name.
+// Choosing how to start a program, and running an MPI program (linked with MPICH built with the
+// bgl device, tools/build_mpich.sh) through Hydra's mpiexec from the same MPICH prefix: bglrun
+// creates and formats the job's segment as for any program, then starts `mpiexec -n N program...`
+// as its only child with BGL_SEGMENT and BGL_SIZE in the environment; each rank takes its rank from
+// PMI and attaches the segment by name.
 //
 // bglrun supervises mpiexec like its own tasks: it forwards SIGINT/SIGTERM/SIGHUP/SIGQUIT,
 // enforces the timeout (SIGTERM to mpiexec, SIGKILL to everything after the grace period), reads
@@ -22,15 +23,26 @@ namespace bgl::bglrun {
 // The help text for --launcher.
 const char* mpiexec_usage();
 
-// Decides how to start `command`: `choice` is --launcher's value or BGL_LAUNCHER (direct, mpiexec
-// or auto; default auto). auto uses mpiexec when the program is dynamically linked with a libmpi
-// that links libbglml (the bgl device). Returns the mpiexec to use, or nothing for a direct
-// launch: `mpich_prefix` (--mpich-prefix), BGL_MPIEXEC, BGL_MPICH_PREFIX, the prefix of that
-// libmpi, bglrun's own prefix, the cache's latest build, in this order. Throws ConfigError when
+// How bglrun starts the program's processes.
+enum class Launch {
+  direct,   // as plain tasks (packet- and message-level programs)
+  pmi,      // as MPI ranks that bglrun starts itself and serves PMI to (pmi_server.hpp)
+  mpiexec,  // as MPI ranks through the device MPICH's Hydra mpiexec
+};
+struct LaunchChoice {
+  Launch how = Launch::direct;
+  std::string mpiexec;  // Launch::mpiexec: the program to run
+};
+
+// Decides how to start `command`: `choice` is --launcher's value or BGL_LAUNCHER (auto, pmi,
+// mpiexec or direct; default auto). auto is pmi when the program is dynamically linked with a
+// libmpi that links libbglml (the bgl device), else direct. mpiexec is found in `mpich_prefix`
+// (--mpich-prefix), BGL_MPIEXEC, BGL_MPICH_PREFIX, the prefix of that libmpi, bglrun's own prefix,
+// the cache's latest build, in this order. Throws ConfigError for an unknown choice, or when
 // mpiexec was asked for but cannot be found, or a named prefix has none.
-std::optional<std::string> choose_mpiexec(const std::optional<std::string>& choice,
-                                          const std::optional<std::string>& mpich_prefix,
-                                          const std::vector<std::string>& command);
+LaunchChoice choose_launch(const std::optional<std::string>& choice,
+                           const std::optional<std::string>& mpich_prefix,
+                           const std::vector<std::string>& command);
 
 // Runs the job through mpiexec; returns bglrun's exit status like JobRunner::run(): 0, the
 // failing rank's exit code, 128 + signal, or 124 for a timeout.

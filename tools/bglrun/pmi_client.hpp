@@ -7,9 +7,11 @@
 #include <optional>
 #include <string>
 
+#include "job_store.hpp"
+
 namespace bgl::bglrun {
 
-class PmiClient {
+class PmiClient final : public JobStore {
  public:
   // The client of this process when a PMI-1 process manager started it (PMI_FD, PMI_RANK and
   // PMI_SIZE are set); nothing otherwise. Throws ConfigError when the handshake fails.
@@ -21,22 +23,16 @@ class PmiClient {
 
   int rank() const { return rank_; }
   int size() const { return size_; }
-  const std::string& kvs_name() const { return kvs_; }  // the same for every process of the job
-  void put(const std::string& key, const std::string& value);
+  const std::string& kvs_name() const override { return kvs_; }
+  void put(const std::string& key, const std::string& value) override;
   std::string get(const std::string& key);
-  // The value of `key`, or nothing when the process manager has none.
-  std::optional<std::string> find(const std::string& key);
-  void barrier();  // also commits the puts
-  void finalize();
-  bool finalized() const { return finalized_; }
-  // The process manager's limits (PMI get_maxes): KVS name, key and value lengths.
-  struct Maxes {
-    int kvsname = 256, key = 64, value = 1024;
-  };
-  Maxes maxes();
-  // Makes a call blocked in another thread fail at once (the connection is shut down); the
-  // process manager then treats this process as gone.
-  void abandon();
+  std::optional<std::string> find(const std::string& key) override;
+  void barrier() override;
+  void finalize() override;
+  bool finalized() const override { return finalized_; }
+  Maxes maxes() override;
+  // The connection is shut down; the process manager then treats this process as gone.
+  void abandon() override;
 
   // The value of `name=` in a PMI-1 line ("cmd=put kvsname=k key=a value=b"); empty if absent.
   static std::string field(const std::string& line, const std::string& name);

@@ -17,6 +17,7 @@
 #include "bgl/job_runtime/log.hpp"
 #include "bgl/torus_emu/error.hpp"
 #include "bgl/torus_emu/user_text.hpp"
+#include "pmi_client.hpp"
 
 namespace bgl::bglrun {
 namespace {
@@ -40,7 +41,7 @@ std::string PmiServer::process_mapping(const std::vector<int>& host_of_rank,
   return out + ")";
 }
 
-PmiServer::PmiServer(PmiClient& upstream, std::vector<int> local_ranks,
+PmiServer::PmiServer(JobStore& upstream, std::vector<int> local_ranks,
                      const std::vector<int>& host_of_rank, std::function<std::string(int)> describe)
     : upstream_(upstream),
       describe_(std::move(describe)),
@@ -258,8 +259,12 @@ void PmiServer::handle(Client& c, const std::string& line) {
   } else {
     set_fault(describe_(c.rank) + " sent a PMI command bglrun does not serve: '" +
               printable(line.substr(0, std::min<std::size_t>(line.size() - 1, 80))) +
-              "' (MPI_Comm_spawn and name publishing do not work across hosts)");
-    reply(c, "cmd=" + (cmd.empty() ? std::string("error") : cmd) + " rc=-1 msg=unsupported\n");
+              "' (dynamic processes and name publishing are not supported: the partition is fixed "
+              "when bglrun starts it)");
+    // The answer the client waits for ("publish_name" -> "publish_result"), failed.
+    const auto verb = cmd.substr(0, cmd.find('_'));
+    reply(c, "cmd=" + (cmd.empty() ? std::string("error") : verb + "_result") +
+                 " rc=-1 msg=unsupported\n");
   }
 }
 

@@ -1,14 +1,14 @@
 #pragma once
-// A PMI-1 server for the MPI ranks one host runs when a job spans several hosts.
+// A PMI-1 server for the MPI ranks one host runs.
 //
-// On one host bglrun starts MPI ranks through the device MPICH's mpiexec, whose Hydra proxy is
-// their PMI server. Across hosts, Hydra (started by bglrun, one bglrun per host) is already the
-// process manager of the bglrun processes; each bglrun then starts its own host's ranks itself and
-// serves their PMI connection (a socket pair per rank, PMI_FD), the way a Hydra proxy does:
-// everything a rank could ask locally (rank, size, KVS name, limits, the process mapping) is
-// answered here; puts go to the job-wide key-value store (this bglrun's own PMI connection), a
-// barrier is entered upstream once every rank of the host has entered it, and a get that the host
-// cannot answer goes upstream. Ranks keep their job-wide MPI rank whatever host runs them.
+// bglrun starts its host's MPI ranks itself and serves their PMI connection (a socket pair per
+// rank, PMI_FD), the way a Hydra proxy does: everything a rank could ask locally (rank, size, KVS
+// name, limits, the process mapping) is answered here; puts also go to the job-wide key-value
+// store, a barrier is entered there once every rank of the host has entered it, and a get that the
+// host cannot answer is asked there. On one host that store is empty (HostStore), and a 1,024-rank
+// start-up costs a few thousand short lines on local sockets; on several hosts it is Hydra's,
+// through this bglrun's own PMI connection (Hydra started one bglrun per host). Ranks keep their
+// job-wide MPI rank whatever host runs them.
 #include <atomic>
 #include <functional>
 #include <map>
@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "pmi_client.hpp"
+#include "job_store.hpp"
 
 namespace bgl::bglrun {
 
@@ -27,7 +27,7 @@ class PmiServer {
   // `local_ranks`: the job's ranks this host runs (not empty); `host_of_rank`: each rank's host
   // index (the process mapping MPICH reads: which ranks share a host); `describe` names a rank in
   // messages.
-  PmiServer(PmiClient& upstream, std::vector<int> local_ranks, const std::vector<int>& host_of_rank,
+  PmiServer(JobStore& upstream, std::vector<int> local_ranks, const std::vector<int>& host_of_rank,
             std::function<std::string(int)> describe);
   PmiServer(const PmiServer&) = delete;
   PmiServer& operator=(const PmiServer&) = delete;
@@ -73,12 +73,12 @@ class PmiServer {
   template <typename F>
   auto waiting_for_hosts(F&& f) -> decltype(f());
 
-  PmiClient& upstream_;
+  JobStore& upstream_;
   std::vector<Client> clients_;
   std::function<std::string(int)> describe_;
   int world_size_ = 0;
   std::string kvs_name_;
-  PmiClient::Maxes maxes_;
+  JobStore::Maxes maxes_;
   std::string mapping_;
   std::map<std::string, std::string> local_kvs_;  // what this host's ranks put
   int stop_fd_ = -1;

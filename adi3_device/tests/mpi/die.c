@@ -1,5 +1,6 @@
 /* A rank dies in the middle of a job: `die RANK HOW` with HOW = kill (SIGKILL), segv (SIGSEGV),
- * exit (exit(3) without MPI_Finalize) or abort (MPI_Abort(..., 4)). The other ranks are blocked in
+ * exit (exit(3) without MPI_Finalize), abort (MPI_Abort(..., 4)) or publish (MPI_Publish_name, a
+ * PMI command bglrun does not serve: the job stops). The other ranks are blocked in
  * a receive that never completes; the launcher must end the job, name RANK, and leave no
  * process or segment behind. */
 #include "mpitest.h"
@@ -22,6 +23,8 @@ int main(int argc, char** argv) {
       raise(SIGSEGV);
     else if (!strcmp(how, "exit"))
       exit(3);
+    else if (!strcmp(how, "publish"))
+      MPI_Publish_name("bglemu-test", MPI_INFO_NULL, "port");
     else
       MPI_Abort(MPI_COMM_WORLD, 4);
   }

@@ -13,10 +13,12 @@ struct Selection {
   std::string reason;                    // why (for logs and the bench)
 };
 
-// Reads BGL_COLL_<OP> on every call (cheap; lets tests change it). An override that names no
-// algorithm throws ConfigError listing the valid names; one that is not applicable to this call
-// falls back to the default with a warning in the log.
+// Reads BGL_COLL_<OP> on every call (lets tests change it). An override that names no algorithm
+// throws ConfigError listing the valid names; one that is not applicable to this call falls back
+// to the default with a warning in the log.
 Selection select_algorithm(const Params& params);
+// The same for the value `override` of BGL_COLL_<OP> (nullptr or empty: not set).
+Selection select_algorithm(const Params& params, const char* override);
 
 // The algorithm MPICH 4.0.2 itself would run for this call (the intra-communicator rules of its
 // src/maint/tuning/coll/mpir/generic.json, not its node-aware "smp" variants), named as in our
@@ -29,6 +31,6 @@ struct MpichChoice {
 MpichChoice mpich_default(const Params& params);
 
 // The environment variable for a collective: "BGL_COLL_BCAST", "BGL_COLL_ALLREDUCE", ...
-std::string override_variable(Collective op);
+const char* override_variable(Collective op);
 
 }  // namespace bgl::collectives
