@@ -1,6 +1,7 @@
 /* What one blocking collective costs each task of an oversubscribed job, from the kernel's own
  * accounting: `mpi_wait_cost [CALLS] [OP]` runs CALLS (default 100) x OP, an MPI_Allreduce of one
- * double (OP "allreduce", the default) or an MPI_Barrier ("barrier"), after one untimed call, and
+ * double (OP "allreduce", the default), an MPI_Barrier ("barrier"), or an MPI_Alltoall or
+ * MPI_Allgather of one double per rank ("alltoall", "allgather"), after one untimed call, and
  * rank 0 prints the job's mean per task and call of getrusage's voluntary and involuntary context
  * switches and user and system CPU time, and the wall time per call:
  *
@@ -26,31 +27,53 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const int calls = argc > 1 ? atoi(argv[1]) : 100;
   const char* op = argc > 2 ? argv[2] : "allreduce";
-  const int barrier = strcmp(op, "barrier") == 0;
-  if (calls < 1 || (!barrier && strcmp(op, "allreduce") != 0)) {
+  enum { kAllreduce, kBarrier, kAlltoall, kAllgather, kOps } which = kOps;
+  const char* names[kOps] = {"allreduce", "barrier", "alltoall", "allgather"};
+  for (int i = 0; i < kOps; ++i)
+    if (strcmp(op, names[i]) == 0) which = i;
+  if (calls < 1 || which == kOps) {
     if (rank == 0) {
-      fprintf(stderr, "usage: mpi_wait_cost [CALLS >= 1] [allreduce|barrier]\n");
+      fprintf(stderr, "usage: mpi_wait_cost [CALLS >= 1] [allreduce|barrier|alltoall|allgather]\n");
       MPI_Abort(MPI_COMM_WORLD, 2);
     }
     MPI_Barrier(MPI_COMM_WORLD); /* until rank 0's abort ends the job */
   }
   double x = 1, sum = 0;
+  double* out = malloc(sizeof(double) * (size_t)size); /* one double to and from each rank */
+  double* in = malloc(sizeof(double) * (size_t)size);
+  for (int r = 0; r < size; ++r)
+    out[r] = rank * (double)size + r;
   MPI_Allreduce(&x, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
   struct rusage before, after;
   getrusage(RUSAGE_SELF, &before);
   const double start = MPI_Wtime();
   for (int i = 0; i < calls; ++i) {
-    if (barrier)
+    if (which == kBarrier)
       MPI_Barrier(MPI_COMM_WORLD);
+    else if (which == kAlltoall)
+      MPI_Alltoall(out, 1, MPI_DOUBLE, in, 1, MPI_DOUBLE, MPI_COMM_WORLD);
+    else if (which == kAllgather)
+      MPI_Allgather(out, 1, MPI_DOUBLE, in, 1, MPI_DOUBLE, MPI_COMM_WORLD);
     else
       MPI_Allreduce(&x, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
   }
   const double wall = MPI_Wtime() - start;
   getrusage(RUSAGE_SELF, &after);
-  if (!barrier && sum != size) {
+  if (sum != size) {
     fprintf(stderr, "mpi_wait_cost: rank %d: the allreduce gave %g, not %d\n", rank, sum, size);
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
+  for (int r = 0; which >= kAlltoall && r < size; ++r) {
+    /* alltoall: rank r's block for this rank; allgather: rank r's first double */
+    const double want = r * (double)size + (which == kAlltoall ? rank : 0);
+    if (in[r] != want) {
+      fprintf(stderr, "mpi_wait_cost: rank %d: %s block %d is %g, not %g\n", rank, op, r, in[r],
+              want);
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+  }
+  free(out);
+  free(in);
   double mine[4] = {
       (double)(after.ru_nvcsw - before.ru_nvcsw), (double)(after.ru_nivcsw - before.ru_nivcsw),
       us(after.ru_utime) - us(before.ru_utime), us(after.ru_stime) - us(before.ru_stime)};
