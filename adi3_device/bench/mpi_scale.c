@@ -111,15 +111,16 @@ enum { kAllreducePhase = 1, kBarrierPhase = 2, kAlltoallPhase = 4, kHaloPhase = 
 /* The phases a comma-separated list names (NULL: all of them), or 0 when a name is unknown. */
 static int phase_set(const char* list) {
   static const char* const kNames[] = {"allreduce", "barrier", "alltoall", "halo"};
+  const int phases = (int)(sizeof kNames / sizeof kNames[0]);
   if (!list) return kAllreducePhase | kBarrierPhase | kAlltoallPhase | kHaloPhase;
   char copy[256];
   snprintf(copy, sizeof copy, "%s", list);
   int set = 0;
   for (char* name = strtok(copy, ","); name; name = strtok(NULL, ",")) {
     int k = 0;
-    while (k < 4 && strcmp(name, kNames[k]) != 0)
+    while (k < phases && strcmp(name, kNames[k]) != 0)
       ++k;
-    if (k == 4) return 0;
+    if (k == phases) return 0;
     set |= 1 << k;
   }
   return set;

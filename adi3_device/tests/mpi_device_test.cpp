@@ -91,8 +91,9 @@ class Mpi : public ::testing::Test {
 
   // A test program of tests/mpi, the examples' hello, or a benchmark ("bench/mpi_wait_cost").
   std::string program(const std::string& name) {
-    const bool bench = name.starts_with("bench/");
-    const std::string out = kBinDir + "/" + (bench ? name.substr(6) : name);
+    static constexpr std::string_view kBench = "bench/";
+    const bool bench = name.starts_with(kBench);
+    const std::string out = kBinDir + "/" + (bench ? name.substr(kBench.size()) : name);
     std::string log;
     const bool fortran = name == "ftest" || name == "boz" || name == "fmpix";
     const std::string src = bench             ? kSources + "/../../" + name + ".c"

@@ -117,8 +117,8 @@ Selection select_algorithm(const Params& x) {
 }
 
 Selection select_algorithm(const Params& x, const char* v) {
-  const std::string var = override_variable(x.op);
   if (v && *v) {
+    const std::string var = override_variable(x.op);
     const std::string_view name(v);
     if (name == "mpich") return {nullptr, var + "=mpich"};
     const Algorithm* a = find_algorithm(x.op, name);

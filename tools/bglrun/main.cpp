@@ -190,6 +190,15 @@ void skip_hwloc_io_discovery() {
   setenv("HWLOC_PLUGINS_BLACKLIST", "hwloc_gl,hwloc_opencl,hwloc_pci,hwloc_xml_libxml", 0);
 }
 
+// The KVS name of a one-host job: the segment's (unique on the host), in the letters of Hydra's
+// names ("kvs_1234_0").
+std::string host_kvs_name(const job_runtime::Segment& segment) {
+  std::string name = "kvs_" + segment.name().substr(1);
+  std::replace_if(
+      name.begin(), name.end(), [](unsigned char c) { return !std::isalnum(c); }, '_');
+  return name;
+}
+
 // Each rank's host. MPI ranks of one job agree on everything through the PMI barriers of every
 // host's ranks, so a host without ranks could not take part: that is a configuration error.
 std::vector<int> hosts_of_ranks(const job_runtime::JobConfig& c) {
@@ -336,7 +345,8 @@ int launch(int argc, char** argv) {
   const bool mpi = launch.how != bglrun::Launch::direct;
   // MPI ranks are started by bglrun, which is their PMI server, unless Hydra's mpiexec was asked
   // for on one host (the device MPICH's mpiexec starts ranks on one host only).
-  const bool serve_pmi = launch.how == bglrun::Launch::pmi || (mpi && pmi);
+  const bool through_hydra = launch.how == bglrun::Launch::mpiexec && !pmi;
+  const bool serve_pmi = mpi && !through_hydra;
   const auto host_of_rank = serve_pmi ? hosts_of_ranks(config) : std::vector<int>{};
 
   // Checks BGL_FENCES. Emulated hosts share this machine's cores: their threads all count.
@@ -410,22 +420,16 @@ int launch(int argc, char** argv) {
     selection.emplace();
     skip_hwloc_io_discovery();
   }
-  // One host: its ranks are the whole job; the store is named after the segment (unique on the
-  // host), in the letters of Hydra's names ("kvs_1234_0").
+  // One host: its ranks are the whole job, and the store is its own.
   std::optional<bglrun::HostStore> host_store;
-  if (serve_pmi && !pmi) {
-    std::string name = "kvs_" + segment.name().substr(1);
-    std::replace_if(
-        name.begin(), name.end(), [](unsigned char c) { return !std::isalnum(c); }, '_');
-    host_store.emplace(std::move(name));
-  }
   if (serve_pmi) {
     std::vector<int> local;
     for (int r = 0; r < config.ntasks(); ++r)
       if (host_of_rank[static_cast<std::size_t>(r)] == placement.this_host) local.push_back(r);
-    bglrun::JobStore& store = pmi ? static_cast<bglrun::JobStore&>(*pmi) : *host_store;
+    bglrun::JobStore* store =
+        pmi ? static_cast<bglrun::JobStore*>(&*pmi) : &host_store.emplace(host_kvs_name(segment));
     pmi_server =
-        std::make_unique<bglrun::PmiServer>(store, std::move(local), host_of_rank,
+        std::make_unique<bglrun::PmiServer>(*store, std::move(local), host_of_rank,
                                             [&config](int r) { return describe_rank(config, r); });
     auto* server = pmi_server.get();
     settings.prepare_task = [server](int rank) { server->prepare_task(rank); };
@@ -444,9 +448,8 @@ int launch(int argc, char** argv) {
       return "the job's shared-memory segment is corrupt: " + *corrupt;
     return std::nullopt;
   };
-  int status = launch.how == bglrun::Launch::mpiexec && !serve_pmi
-                   ? bglrun::run_with_mpiexec(machine, segment, settings, launch.mpiexec)
-                   : bglrun::JobRunner(machine, segment, settings).run();
+  int status = through_hydra ? bglrun::run_with_mpiexec(machine, segment, settings, launch.mpiexec)
+                             : bglrun::JobRunner(machine, segment, settings).run();
   watchdog.disarm();   // the supervisors killed whatever was left of the job
   pmi_server.reset();  // stops serving; finalizes this host's PMI connection
   std::vector<bglrun::SlowestTask> other_hosts_slowest;

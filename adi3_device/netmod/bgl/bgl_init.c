@@ -4,8 +4,9 @@
  *
  * bglrun created and formatted the job's segment (BGL_SEGMENT) with the partition's shape, node
  * mode and rank mapping, then started the ranks and serves their PMI (or started them through
- * Hydra's mpiexec); each rank's MPI rank is its PMI rank and its task number in the emulated job. The message layer checks through the
- * bootstrap's broadcast that every rank attached the same job with the same size.
+ * Hydra's mpiexec); each rank's MPI rank is its PMI rank and its task number in the emulated job.
+ * The message layer checks through the bootstrap's broadcast that every rank attached the same job
+ * with the same size.
  */
 
 #include "bgl_impl.h"
