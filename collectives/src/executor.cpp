@@ -315,14 +315,24 @@ class Run {
     const std::size_t n = prog_.size();
     pending_.assign(n, 0);
     outstanding_.assign(n, 0);
-    dependents_.assign(n, {});
+    // Dependents in one array (step d's are dependents_[first_dependent_[d] ..
+    // first_dependent_[d + 1])): a few allocations per call, not one per step.
+    first_dependent_.assign(n + 1, 0);
+    for (StepId id = 0; id < n; ++id)
+      for (StepId d : prog_.step(id).deps) {
+        if (d >= id) throw std::invalid_argument("collectives: step depends on a later step");
+        ++first_dependent_[d + 1];
+      }
+    for (StepId id = 0; id < n; ++id)
+      first_dependent_[id + 1] += first_dependent_[id];
+    dependents_.resize(first_dependent_[n]);
+    std::vector<std::uint32_t> fill(first_dependent_.begin(), first_dependent_.end() - 1);
     std::size_t messages = 0, line_steps = 0;
     for (StepId id = 0; id < n; ++id) {
       const Step& s = prog_.step(id);
       for (StepId d : s.deps) {
-        if (d >= id) throw std::invalid_argument("collectives: step depends on a later step");
         ++pending_[id];
-        dependents_[d].push_back(id);
+        dependents_[fill[d]++] = id;
       }
       if (s.kind == StepKind::send) ++messages;
       if (s.kind == StepKind::line_send) {
@@ -499,8 +509,8 @@ class Run {
         if (networked(k) && trace()) [[unlikely]]
           trace_step(id, false);
         if (k == StepKind::send || k == StepKind::recv || k == StepKind::line_send) --active_;
-        for (StepId d : dependents_[id])
-          if (--pending_[d] == 0) ready_.push_back(d);
+        for (std::uint32_t i = first_dependent_[id]; i != first_dependent_[id + 1]; ++i)
+          if (const StepId d = dependents_[i]; --pending_[d] == 0) ready_.push_back(d);
       }
     }
   }
@@ -659,7 +669,8 @@ class Run {
   std::span<std::byte> scratch_;
   std::uint32_t context_, seq_;
   std::vector<std::uint32_t> pending_, outstanding_;
-  std::vector<std::vector<StepId>> dependents_;
+  std::vector<std::uint32_t> first_dependent_;
+  std::vector<StepId> dependents_;
   std::vector<StepId> ready_, completed_, deferred_;
   std::vector<SendRec> sends_;
   std::vector<RecvRec> recvs_;

@@ -22,6 +22,11 @@ const char* override_variable(Collective op) {
 
 namespace {
 
+// Where alltoall switches to Bruck's algorithm: at least this many ranks, blocks of at most this
+// many bytes.
+constexpr int kBruckRanks = 128;
+constexpr std::uint64_t kBruckBlock = 64;
+
 const Algorithm* usable(const Params& x, std::string_view name) {
   const Algorithm* a = find_algorithm(x.op, name);
   return a && a->applicable(x).empty() ? a : nullptr;
@@ -58,10 +63,14 @@ Selection by_default(const Params& x) {
       if (!s.algorithm) s = pick({"ring"}, ">= 80 KiB total: ring");
       break;
     case Collective::alltoall:
-      // Measured (docs/PERFORMANCE.md, "Collectives"): on this emulator posting everything at
-      // once is as fast as or faster than `controlled` at every size, and than Bruck at 64
-      // ranks; the controlled order pays on a real torus's links, not against per-message cost.
-      s = pick({"post_all"}, "post all (measured fastest here)");
+      // Measured (docs/PERFORMANCE.md, "Collectives" and "Session 20"): on this emulator posting
+      // everything at once is as fast as or faster than `controlled` at every size, and than
+      // Bruck up to 64 ranks; the controlled order pays on a real torus's links, not against
+      // per-message cost. From 128 ranks on, p^2 tiny messages cost more than Bruck's log p
+      // packed exchanges (8-byte blocks: 2x at 128 ranks, 25x at 512).
+      if (x.p >= kBruckRanks && x.a2a_count(0, 1) <= kBruckBlock)
+        s = pick({"bruck"}, ">= 128 ranks, blocks <= 64 B: Bruck");
+      if (!s.algorithm) s = pick({"post_all"}, "post all (measured fastest here)");
       break;
     case Collective::reduce_scatter:
       s = pick({"pairwise"}, "pairwise");

@@ -76,8 +76,7 @@ void unregister_agent_wake(const Doorbell& bell) {
 }
 
 void wake_agent(Doorbell& bell) {
-  bell.rings.fetch_add(1, std::memory_order_release);
-  futex_wake_all(bell.rings);
+  bell.wake();
   if (const int fd = agent_wake_fd(bell); fd >= 0) {
     const std::uint64_t one = 1;
     // EAGAIN (the counter is full) still leaves the descriptor readable: nothing is lost.

@@ -66,8 +66,7 @@ std::uint32_t JobBarrier::arrive(std::uint32_t participants, bool& last, std::ui
   last = arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == participants;
   if (last) {
     arrived.store(0, std::memory_order_relaxed);
-    bell.rings.fetch_add(1, std::memory_order_release);
-    futex_wake_all(bell.rings);
+    bell.wake();
   }
   return generation;
 }

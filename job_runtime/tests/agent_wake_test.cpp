@@ -42,7 +42,7 @@ TEST(AgentWake, InheritedDescriptorIsCheckedAndARegisteredAgentWins) {
   ring_agent(bell);
   std::uint64_t count = 0;
   EXPECT_EQ(::read(efd, &count, sizeof count), -1);
-  bell.sleepers.store(1);
+  bell.arm();
   ring_agent(bell);
   ASSERT_EQ(::read(efd, &count, sizeof count), static_cast<ssize_t>(sizeof count));
   EXPECT_EQ(count, 1u);

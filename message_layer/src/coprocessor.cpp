@@ -2,7 +2,6 @@
 
 #include <stdexcept>
 
-#include "bgl/job_runtime/futex.hpp"
 #include "bgl/job_runtime/log.hpp"
 
 namespace bgl::message_layer {
@@ -17,8 +16,7 @@ Coprocessor::Coprocessor(job_runtime::Doorbell& bell, const job_runtime::WaitPol
 
 Coprocessor::~Coprocessor() {
   stop_.store(true, std::memory_order_release);
-  bell_.rings.fetch_add(1, std::memory_order_release);
-  job_runtime::futex_wake_all(bell_.rings);
+  bell_.wake();
   thread_.join();
 }
 

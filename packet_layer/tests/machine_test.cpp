@@ -1362,6 +1362,42 @@ TEST(DoorbellTest, SleepOnEitherWakesForEachBell) {
   }
 }
 
+// A burst of packets for a task that was woken but has not run yet costs one futex wake, not one
+// per packet: a ring wakes only when a sleeper armed the bell since the last wake.
+TEST(DoorbellTest, RingsWakeOncePerArming) {
+  job_runtime::Doorbell bell;
+  bell.ring();
+  EXPECT_EQ(bell.rings.load(), 0u) << "nobody armed: no wake";
+  const std::uint32_t seen = bell.arm();
+  for (int i = 0; i < 10; ++i)
+    bell.ring();
+  EXPECT_EQ(bell.rings.load(), seen + 1) << "one wake for one arming";
+  bell.arm();
+  bell.ring();
+  EXPECT_EQ(bell.rings.load(), seen + 2);
+}
+
+// Two sleepers armed once between them: one wake ends both sleeps.
+TEST(DoorbellTest, OneWakeEndsEveryArmedSleep) {
+  job_runtime::Doorbell bell;
+  std::atomic<bool> rung{false};
+  std::atomic<int> awake{0};
+  auto sleeper = [&] {
+    while (!rung.load())
+      bell.sleep_unless([&] { return rung.load(); }, 30s);
+    ++awake;
+  };
+  std::thread a(sleeper), b(sleeper);
+  std::this_thread::sleep_for(50ms);
+  const auto start = std::chrono::steady_clock::now();
+  rung.store(true);
+  bell.ring();
+  a.join();
+  b.join();
+  EXPECT_EQ(awake.load(), 2);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s) << "a sleeper missed the wake";
+}
+
 TEST_F(EndpointTest, WaitReturnsWhenWaitingInjectedPacketsMoveOn) {
   Job job(job_options(8, "2x2x2", "heater", 2));
   Endpoint& sender = job.ep(0);

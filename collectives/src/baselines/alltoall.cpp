@@ -2,6 +2,12 @@
 #include "baselines/baselines.hpp"
 #include "gen_util.hpp"
 
+#include <algorithm>
+#include <array>
+#include <optional>
+#include <utility>
+#include <vector>
+
 namespace bgl::collectives {
 namespace {
 
@@ -50,36 +56,65 @@ Program bruck(const Params& x, int r) {
   const std::uint64_t tmp = 0, pack = static_cast<std::uint64_t>(p) * b;
   const std::uint64_t half = static_cast<std::uint64_t>((p + 1) / 2) * b, unpack = pack + half;
   prog.scratch_bytes = unpack + half;
-  auto slot = [&](int i) { return scratch_buf(tmp + static_cast<std::uint64_t>(i) * b, b); };
-  std::vector<StepId> ready;   // everything the next exchange's packing must wait for
-  for (int i = 0; i < p; ++i)  // slot i: the block for r + i
-    ready.push_back(prog.copy(slot(i), out_block(x, r, (r + i) % p)));
+  // Slots [i, i + n): the blocks for r + i onwards, contiguous in scratch.
+  auto slots = [&](int i, int n) {
+    return scratch_buf(tmp + static_cast<std::uint64_t>(i) * b, static_cast<std::uint64_t>(n) * b);
+  };
+  // Uniform blocks lie back to back, so runs of blocks move as one copy, and every step depends
+  // only on the steps that touched its own slots: the program grows as p log p, not p^2.
+  std::vector<StepId> writer(static_cast<std::size_t>(p));  // the last step that wrote each slot
+  auto writers_of = [&](int i, int n) {
+    std::vector<StepId> w(writer.begin() + i, writer.begin() + i + n);
+    std::sort(w.begin(), w.end());
+    w.erase(std::unique(w.begin(), w.end()), w.end());
+    return w;
+  };
+  auto rotate_in = [&](int i, int n, int block) {  // slots [i, i + n) <- blocks block.. of send
+    const Region src = out_block(x, r, block);
+    const StepId c =
+        prog.copy(slots(i, n), send_buf(src.offset, static_cast<std::uint64_t>(n) * b));
+    std::fill(writer.begin() + i, writer.begin() + i + n, c);
+  };
+  rotate_in(0, p - r, r);
+  if (r > 0) rotate_in(p - r, r, 0);
+  std::vector<StepId> unpacked;  // the last exchange's unpack copies: the unpack area is free after
+  std::optional<StepId> sent;    // the last exchange's send: the pack area is free after it
   int step = 0;
   for (int k = 1; k < p; k <<= 1, ++step) {
     prog.set_round(step);
+    // The slots with bit k set come in runs of k: [k, 2k), [3k, 4k), ...
+    std::vector<std::pair<int, int>> runs;
+    for (int i = k; i < p; i += 2 * k)
+      runs.emplace_back(i, std::min(k, p - i));
     std::vector<StepId> packed;
     std::uint64_t n = 0;
-    for (int i = 1; i < p; ++i)
-      if (i & k) {
-        packed.push_back(prog.copy(scratch_buf(pack + n, b), slot(i), ready));
-        n += b;
-      }
-    const StepId sent =
-        prog.send((r + k) % p, scratch_buf(pack, n), static_cast<Tag>(step), packed);
+    for (const auto& [i, len] : runs) {
+      std::vector<StepId> deps = writers_of(i, len);
+      if (sent) deps.push_back(*sent);
+      packed.push_back(prog.copy(scratch_buf(pack + n, static_cast<std::uint64_t>(len) * b),
+                                 slots(i, len), deps));
+      n += static_cast<std::uint64_t>(len) * b;
+    }
+    sent = prog.send((r + k) % p, scratch_buf(pack, n), static_cast<Tag>(step), packed);
     const StepId got =
-        prog.recv((r - k + p) % p, scratch_buf(unpack, n), static_cast<Tag>(step), ready);
-    std::vector<StepId> before = packed;  // a slot is overwritten only after it was packed
-    before.push_back(got);
-    ready = {sent};  // the pack area is reused by the next exchange
+        prog.recv((r - k + p) % p, scratch_buf(unpack, n), static_cast<Tag>(step), unpacked);
+    unpacked.clear();
     n = 0;
-    for (int i = 1; i < p; ++i)
-      if (i & k) {
-        ready.push_back(prog.copy(slot(i), scratch_buf(unpack + n, b), before));
-        n += b;
-      }
+    for (std::size_t j = 0; j < runs.size(); ++j) {
+      const auto [i, len] = runs[j];
+      // A slot is overwritten only after it was packed.
+      const std::array<StepId, 2> deps{got, packed[j]};
+      const StepId c = prog.copy(
+          slots(i, len), scratch_buf(unpack + n, static_cast<std::uint64_t>(len) * b), deps);
+      std::fill(writer.begin() + i, writer.begin() + i + len, c);
+      unpacked.push_back(c);
+      n += static_cast<std::uint64_t>(len) * b;
+    }
   }
-  for (int i = 0; i < p; ++i)  // slot i now holds the block from r - i
-    prog.copy(in_block(x, (r - i + p) % p, r), slot(i), ready);
+  for (int i = 0; i < p; ++i) {  // slot i now holds the block from r - i
+    const std::array<StepId, 1> deps{writer[static_cast<std::size_t>(i)]};
+    prog.copy(in_block(x, (r - i + p) % p, r), slots(i, 1), deps);
+  }
   return prog;
 }
 

@@ -1042,9 +1042,8 @@ struct OfiAgent::Impl {
         nap ? std::chrono::nanoseconds(options.sleep)
             : std::clamp<std::chrono::nanoseconds>(deadline - now, std::chrono::nanoseconds(0),
                                                    kLongestSleep);
-    bell.sleepers.fetch_add(1, std::memory_order_seq_cst);
+    const std::uint32_t seen = bell.arm();
     job_runtime::heavy_fence();
-    const std::uint32_t seen = bell.rings.load(std::memory_order_acquire);
     bool rung = false;
     if (!idle_ready()) {
       if (wait_fd < 0) {
@@ -1060,7 +1059,6 @@ struct OfiAgent::Impl {
         }
       }
     }
-    bell.sleepers.fetch_sub(1, std::memory_order_relaxed);
     if (rung) {
       std::uint64_t count = 0;
       [[maybe_unused]] const auto n = ::read(wake_fd, &count, sizeof count);

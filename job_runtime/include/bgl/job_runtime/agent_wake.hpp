@@ -2,7 +2,7 @@
 // Waking a host's libfabric agent. An idle agent sleeps in poll(2) on its completion queue's
 // descriptor (the network) and on an eventfd (its tasks) at once, so that a message from another
 // host wakes it as promptly as a task's packet. Tasks ring the agent's doorbell as before (one read
-// of its sleeper count on the hot path); only when the agent sleeps does the ring also write the
+// of its armed word on the hot path); only when the agent has armed it does the ring also write the
 // eventfd, which bglrun passes to the tasks it forks (BGL_AGENT_FD). The futex wake stays, for an
 // agent that sleeps on the doorbell alone (a provider without a wait descriptor).
 #include "bgl/job_runtime/asymmetric_fence.hpp"
@@ -23,7 +23,7 @@ void wake_agent(Doorbell& bell);
 // Producer side, after publishing a packet or store for the agent.
 inline void ring_agent(Doorbell& bell) {
   light_fence();
-  if (bell.sleepers.load(std::memory_order_relaxed) != 0) [[unlikely]]
+  if (bell.take_armed()) [[unlikely]]
     wake_agent(bell);
 }
 

@@ -1,7 +1,14 @@
 #pragma once
 // A per-FIFO-group doorbell: consumers that found nothing to do sleep on it, producers ring it
-// after publishing a packet, but only when somebody sleeps, so the streaming path costs one read of
-// a normally unmodified cache line (the fence is the sleeper's; see asymmetric_fence.hpp).
+// after publishing a packet. A ring wakes only when a sleeper has armed the bell since the last
+// wake, so the streaming path costs one read of a normally unmodified cache line (the fence is the
+// sleeper's; see asymmetric_fence.hpp), and a burst of packets for a task that was woken but has
+// not run yet costs one futex wake, not one per packet.
+//
+// Why no wake is missed: a sleeper reads `rings`, then arms (a read-modify-write), then re-checks.
+// A producer that published before the sleeper's fence is seen by the re-check. One that publishes
+// after it finds the bell armed, or finds it disarmed by a ringer whose exchange came after the arm
+// and so bumps `rings` after the sleeper read it: either way the futex wait returns.
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -13,44 +20,50 @@ namespace bgl::job_runtime {
 
 struct alignas(64) Doorbell {
   std::atomic<std::uint32_t> rings{0};
-  std::atomic<std::uint32_t> sleepers{0};
+  std::atomic<std::uint32_t> armed{0};  // 1: somebody announced a sleep since the last wake
 
-  // Producer side, after publishing: either this load sees the sleeper, or the sleeper's re-check
-  // sees the publication.
+  // Producer side, after publishing: wakes the sleepers if any armed since the last wake.
   void ring() {
     light_fence();
-    if (sleepers.load(std::memory_order_relaxed) != 0) {
-      rings.fetch_add(1, std::memory_order_release);
-      futex_wake_all(rings);
-    }
+    if (take_armed()) wake();
+  }
+  // True for exactly one caller per arming: the one that then wakes.
+  bool take_armed() {
+    return armed.load(std::memory_order_relaxed) != 0 &&
+           armed.exchange(0, std::memory_order_acq_rel) != 0;
+  }
+  // Wakes every sleeper, armed or not (shutdown, a barrier's release).
+  void wake() {
+    rings.fetch_add(1, std::memory_order_release);
+    futex_wake_all(rings);
   }
 
-  // Consumer side: sleeps unless `ready()` becomes true after announcing the sleep (so no ring
-  // can be missed), at most `timeout`.
+  // Consumer side, before the re-check (and its fence): returns the value to sleep on.
+  std::uint32_t arm() {
+    const std::uint32_t seen = rings.load(std::memory_order_acquire);
+    armed.exchange(1, std::memory_order_seq_cst);
+    return seen;
+  }
+  // Sleeps unless `ready()` becomes true after arming (so no ring can be missed), at most
+  // `timeout`.
   template <class Ready>
   void sleep_unless(Ready&& ready, std::chrono::nanoseconds timeout) {
-    sleepers.fetch_add(1, std::memory_order_seq_cst);
+    const std::uint32_t seen = arm();
     heavy_fence();
-    const std::uint32_t seen = rings.load(std::memory_order_acquire);
     if (!ready()) futex_wait(rings, seen, timeout);
-    sleepers.fetch_sub(1, std::memory_order_relaxed);
   }
 };
 
 // Sleeps on two doorbells at once, for a wait whose own event rings one and whose side work (a
-// task's packets, meanwhile) rings the other: unless `ready()` after announcing on both, until
-// either rings, at most `timeout`.
+// task's packets, meanwhile) rings the other: unless `ready()` after arming both, until either
+// rings, at most `timeout`.
 template <class Ready>
 void sleep_on_either(Doorbell& a, Doorbell& b, Ready&& ready, std::chrono::nanoseconds timeout) {
   if (&a == &b) return a.sleep_unless(ready, timeout);
-  a.sleepers.fetch_add(1, std::memory_order_seq_cst);
-  b.sleepers.fetch_add(1, std::memory_order_seq_cst);
+  const std::uint32_t seen_a = a.arm();
+  const std::uint32_t seen_b = b.arm();
   heavy_fence();
-  const std::uint32_t seen_a = a.rings.load(std::memory_order_acquire);
-  const std::uint32_t seen_b = b.rings.load(std::memory_order_acquire);
   if (!ready()) futex_wait_either(a.rings, seen_a, b.rings, seen_b, timeout);
-  b.sleepers.fetch_sub(1, std::memory_order_relaxed);
-  a.sleepers.fetch_sub(1, std::memory_order_relaxed);
 }
 
 }  // namespace bgl::job_runtime
