@@ -15,6 +15,7 @@
 // point-to-point message per receiver.
 #include <cstdint>
 #include <memory>
+#include <memory_resource>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -110,7 +111,9 @@ class Executor {
   bool line_multicast_ = true;
   ProgressRound progress_round_ = nullptr;
   void* progress_context_ = nullptr;
-  std::unordered_map<Key, Slot, KeyHash> slots_;
+  // A slot comes and goes with every message: its node is recycled from a pool, not allocated.
+  std::pmr::unsynchronized_pool_resource slot_pool_;
+  std::pmr::unordered_map<Key, Slot, KeyHash> slots_{&slot_pool_};
   std::uint64_t malformed_packets_ = 0;
   job_runtime::log::RateLimit malformed_log_;
   void malformed(const packet_layer::PacketHeader& h, const std::string& why);
