@@ -48,6 +48,7 @@ class MessageLayer::Engine {
 
   // --- for the protocols (protocols/*.cpp) and the engine's own files ---
   static constexpr std::uint32_t kNone = ~0u;
+  static constexpr std::size_t kHeldFirstsReserved = 16;  // held_'s room before it grows
   static constexpr int kBudget = 64;      // packets per direction per advance() call
   static constexpr int kDataFifo = 6;     // adaptively routed data: order does not matter
   static constexpr int kControlFifo = 7;  // acks, fins, tokens
@@ -156,9 +157,8 @@ class MessageLayer::Engine {
     std::uint32_t adaptive = kNone;  // adaptive-eager message in progress
     bool parity = false;             // adaptive eager: parity of the next first packet
     std::uint16_t expected_seq = 0;  // number of the next message to match
-    // An adaptive-eager first packet that overtook earlier (ordered) messages waits here.
-    std::optional<packet_layer::Packet> held;
-    std::uint64_t held_vt_origin = 0;
+    // An adaptive-eager first packet that overtook earlier (ordered) messages waits in held_.
+    bool holds_first = false;
     // The stall queue (indices into hold_, oldest first): a first packet that lacked a receive
     // entry or pool space, and every packet of this source that must follow it. Taking them out of
     // the reception FIFO keeps the FIFO flowing for everybody else (backpressure stays per source).
@@ -269,9 +269,17 @@ class MessageLayer::Engine {
   SlotTable<RecvState> recvs_;
   std::size_t pool_in_use_ = 0;
   std::uint32_t blocked_fifos_ = 0;
-  std::uint64_t delivered_ = 0;     // messages handed to their receiver (completion calls)
-  std::vector<Rank> held_sources_;  // sources with an out-of-sequence adaptive-eager first packet
-  std::vector<HeldPacket> hold_;    // stall queues' packets (BGL_ML_HOLD_PACKETS), preallocated
+  std::uint64_t delivered_ = 0;  // messages handed to their receiver (completion calls)
+  // Out-of-sequence adaptive-eager first packets, at most one per source (kept here, not in each
+  // source's entry, so that a job's per-source table stays small: 1,024 sources each kept a
+  // packet's worth of memory before).
+  struct HeldFirst {
+    Rank source;
+    std::uint64_t vt_origin;
+    packet_layer::Packet packet;
+  };
+  std::vector<HeldFirst> held_;
+  std::vector<HeldPacket> hold_;  // stall queues' packets (BGL_ML_HOLD_PACKETS), preallocated
   std::vector<std::uint32_t> hold_free_;
   std::vector<Rank> stalled_;  // sources with a non-empty stall queue
 

@@ -15,12 +15,12 @@ namespace bgl::message_layer {
 // Held adaptive-eager first packets whose predecessors have been matched now.
 bool MessageLayer::Engine::release_held() {
   bool progress = false;
-  for (std::size_t i = 0; i < held_sources_.size();) {
-    const Rank source = held_sources_[i];
+  for (std::size_t i = 0; i < held_.size();) {
+    const Rank source = held_[i].source;
     SourceState& src = sources_[source];
-    const packet_layer::Packet& p = *src.held;
+    const packet_layer::Packet& p = held_[i].packet;
     const std::span<const std::byte> payload(p.payload.data(), p.header.payload_bytes);
-    vt_origin_ = src.held_vt_origin;
+    vt_origin_ = held_[i].vt_origin;
     const auto first = wire::load<wire::First>(payload);
     Taken t = Taken::blocked;
     if (first.seq == src.expected_seq) {
@@ -32,9 +32,9 @@ bool MessageLayer::Engine::release_held() {
       ++i;
       continue;
     }
-    src.held.reset();
-    held_sources_[i] = held_sources_.back();
-    held_sources_.pop_back();
+    src.holds_first = false;
+    if (i + 1 != held_.size()) held_[i] = held_.back();
+    held_.pop_back();
     progress = true;
   }
   return progress;
@@ -67,7 +67,7 @@ bool MessageLayer::Engine::release_stalled() {
 
 bool MessageLayer::Engine::receive_some(bool arrived_only) {
   bool progress = false;
-  if (!held_sources_.empty()) progress |= release_held();
+  if (!held_.empty()) progress |= release_held();
   if (!stalled_.empty()) progress |= release_stalled();
   const std::uint64_t delivered = delivered_;
   // Up to kBudget packets, but back to the caller as soon as a message was delivered: its
@@ -91,7 +91,7 @@ bool MessageLayer::Engine::receive_some(bool arrived_only) {
     }
     ep_.discard(f, p);  // the data were copied straight from the FIFO slot to their destination
     progress = true;
-    if (!held_sources_.empty()) release_held();
+    if (!held_.empty()) release_held();
     if (!stalled_.empty()) release_stalled();
   }
   return progress;
@@ -203,13 +203,14 @@ MessageLayer::Engine::Taken MessageLayer::Engine::on_first(const packet_layer::P
     // protocol allows one in flight: hold it until its predecessors are matched. A number behind
     // the expected one (half the number space back) was used already.
     const auto ahead = static_cast<std::uint16_t>(first.seq - src.expected_seq);
-    if (!ops.first_overtakes || src.held || ahead >= 0x8000)
+    if (!ops.first_overtakes || src.holds_first || ahead >= 0x8000)
       return malformed(h, "message out of sequence"), Taken::consumed;
-    src.held.emplace();
-    std::memcpy(&src.held->header, &h, sizeof h);
-    std::memcpy(src.held->payload.data(), payload.data(), payload.size());
-    src.held_vt_origin = vt_origin_;
-    held_sources_.push_back(source);
+    HeldFirst& held = held_.emplace_back();  // grows past kHeldFirstsReserved only under bursts
+    held.source = source;
+    held.vt_origin = vt_origin_;
+    std::memcpy(&held.packet.header, &h, sizeof h);
+    std::memcpy(held.packet.payload.data(), payload.data(), payload.size());
+    src.holds_first = true;
     return Taken::consumed;
   }
   return match(h, payload, first, from_queue);
