@@ -303,36 +303,56 @@ Communicator::Communicator(Executor& executor, Topology topology, int size, int 
                                 " world ranks for a communicator of " + std::to_string(size));
 }
 
-namespace {
+namespace detail {
 
+// One collective call's execution. A communicator keeps one and reuses its tables, so that a call
+// allocates nothing once the communicator has run a program as large before.
 class Run {
  public:
-  Run(Communicator& c, const Program& prog, const Params& x, Buffers b,
-      std::span<std::byte> scratch, std::uint32_t context, std::uint32_t seq)
-      : c_(c), prog_(prog), x_(x), b_(b), scratch_(scratch), context_(context), seq_(seq) {}
-
-  void go() {
-    const std::size_t n = prog_.size();
+  bool busy() const { return busy_; }
+  void go(Communicator& c, const Program& prog, const Params& x, Buffers b,
+          std::span<std::byte> scratch, std::uint32_t context, std::uint32_t seq) {
+    c_ = &c;
+    prog_ = &prog;
+    x_ = &x;
+    b_ = b;
+    scratch_ = scratch;
+    context_ = context;
+    seq_ = seq;
+    busy_ = true;
+    struct Idle {
+      bool& busy;
+      ~Idle() { busy = false; }
+    } idle{busy_};
+    ready_.clear();
+    completed_.clear();
+    deferred_.clear();
+    sends_.clear();
+    recvs_.clear();
+    lines_.clear();
+    done_ = 0;
+    active_ = 0;
+    const std::size_t n = prog_->size();
     pending_.assign(n, 0);
     outstanding_.assign(n, 0);
     // Dependents in one array (step d's are dependents_[first_dependent_[d] ..
-    // first_dependent_[d + 1])): a few allocations per call, not one per step.
+    // first_dependent_[d + 1])), not a vector per step.
     first_dependent_.assign(n + 1, 0);
     for (StepId id = 0; id < n; ++id)
-      for (StepId d : prog_.step(id).deps) {
+      for (StepId d : prog_->step(id).deps) {
         if (d >= id) throw std::invalid_argument("collectives: step depends on a later step");
         ++first_dependent_[d + 1];
       }
     for (StepId id = 0; id < n; ++id)
       first_dependent_[id + 1] += first_dependent_[id];
     dependents_.resize(first_dependent_[n]);
-    std::vector<std::uint32_t> fill(first_dependent_.begin(), first_dependent_.end() - 1);
+    fill_.assign(first_dependent_.begin(), first_dependent_.end() - 1);
     std::size_t messages = 0, line_steps = 0;
     for (StepId id = 0; id < n; ++id) {
-      const Step& s = prog_.step(id);
+      const Step& s = prog_->step(id);
       for (StepId d : s.deps) {
         ++pending_[id];
-        dependents_[fill[d]++] = id;
+        dependents_[fill_[d]++] = id;
       }
       if (s.kind == StepKind::send) ++messages;
       if (s.kind == StepKind::line_send) {
@@ -346,10 +366,10 @@ class Run {
     lines_.reserve(line_steps);
     while (done_ < n) {
       while (!ready_.empty() || !completed_.empty()) {
-        std::vector<StepId> now;
-        now.swap(ready_);
-        for (StepId id : now)
+        starting_.swap(ready_);  // both keep their capacity
+        for (StepId id : starting_)
           start(id);
+        starting_.clear();
         finish_completed();
       }
       if (active_ == 0 && !deferred_.empty()) {
@@ -360,7 +380,7 @@ class Run {
         // buffer may be reused: its last packets (and acks or fins this task owes) may still wait
         // in the injection FIFOs. A peer still in an earlier collective needs them to get here:
         // hand everything to the network first rather than on the next wake-up.
-        c_.executor().flush();
+        c_->executor().flush();
         const std::uint64_t start = trace() ? trace()->now() : 0;
         hardware(id);
         if (trace()) [[unlikely]]
@@ -370,7 +390,7 @@ class Run {
         continue;
       }
       if (done_ == n) break;
-      c_.executor().progress(pump_lines());
+      c_->executor().progress(pump_lines());
       finish_completed();
     }
   }
@@ -413,7 +433,7 @@ class Run {
   }
 
   std::uint32_t world(int r) const {
-    return static_cast<std::uint32_t>(c_.topology().world_rank(r));
+    return static_cast<std::uint32_t>(c_->topology().world_rank(r));
   }
 
   void post(int peer, const Region& src, Tag tag, StepId id) {
@@ -429,16 +449,16 @@ class Run {
     s.m.done = &Run::send_done;
     s.m.context = &s;
     ++outstanding_[id];
-    c_.executor().layer().post(s.m);
+    c_->executor().layer().post(s.m);
   }
 
   // The packet spec of a real deposit-bit line for step `s`, when its receivers are exactly the
   // nodes met along the line from this node (one task each, all in the same FIFO group, as
   // deposit copies land in the same group on every node); nullopt otherwise.
   std::optional<packet_layer::PacketSpec> line_spec(const Step& s) {
-    if (!c_.executor().line_multicast() || s.peers.empty() || s.src.bytes > UINT32_MAX)
+    if (!c_->executor().line_multicast() || s.peers.empty() || s.src.bytes > UINT32_MAX)
       return std::nullopt;
-    packet_layer::Endpoint& ep = c_.executor().layer().endpoint();
+    packet_layer::Endpoint& ep = c_->executor().layer().endpoint();
     const torus_emu::Shape& shape = ep.machine().shape();
     const packet_layer::Destination last = ep.destination_of(world(s.peers.back()));
     torus_emu::NodeId at = ep.node();
@@ -461,7 +481,7 @@ class Run {
   // completes the lines that are out. True when anything was injected.
   bool pump_lines() {
     bool progress = false;
-    packet_layer::Endpoint& ep = c_.executor().layer().endpoint();
+    packet_layer::Endpoint& ep = c_->executor().layer().endpoint();
     for (std::size_t i = 0; i < lines_.size();) {
       LineRec& l = lines_[i];
       // One injection FIFO per direction, as BG/L's lines leave through their direction's link.
@@ -501,29 +521,29 @@ class Run {
   void complete(StepId id) { completed_.push_back(id); }
   void finish_completed() {
     while (!completed_.empty()) {
-      std::vector<StepId> now;
-      now.swap(completed_);
-      for (StepId id : now) {
+      finishing_.swap(completed_);
+      for (StepId id : finishing_) {
         ++done_;
-        const StepKind k = prog_.step(id).kind;
+        const StepKind k = prog_->step(id).kind;
         if (networked(k) && trace()) [[unlikely]]
           trace_step(id, false);
         if (k == StepKind::send || k == StepKind::recv || k == StepKind::line_send) --active_;
         for (std::uint32_t i = first_dependent_[id]; i != first_dependent_[id + 1]; ++i)
           if (const StepId d = dependents_[i]; --pending_[d] == 0) ready_.push_back(d);
       }
+      finishing_.clear();
     }
   }
 
   // bglrun --trace: steps that wait for the network are spans from start to completion (they
   // overlap, so they are matched by an id: this run's sequence number and the step's); local
   // and collective-network steps are spans of the task's own timeline.
-  job_runtime::Trace* trace() { return c_.executor().layer().endpoint().trace(); }
+  job_runtime::Trace* trace() { return c_->executor().layer().endpoint().trace(); }
   std::uint64_t trace_id(StepId id) const {
     return std::uint64_t{context_} << 48 ^ std::uint64_t{seq_} << 24 ^ id;
   }
   [[gnu::cold, gnu::noinline]] void trace_step(StepId id, bool begin) {
-    const Step& s = prog_.step(id);
+    const Step& s = prog_->step(id);
     job_runtime::Trace& t = *trace();
     const auto name = t.intern(to_string(s.kind));
     if (!begin) return t.end(job_runtime::TraceCategory::step, name, trace_id(id));
@@ -534,7 +554,7 @@ class Run {
             {peer, s.kind == StepKind::recv ? s.dst.bytes : s.src.bytes});
   }
   [[gnu::cold, gnu::noinline]] void trace_local(StepId id, std::uint64_t start) {
-    const Step& s = prog_.step(id);
+    const Step& s = prog_->step(id);
     trace()->span(job_runtime::TraceCategory::step, trace()->intern(to_string(s.kind)), start,
                   {-1, s.src.bytes});
   }
@@ -543,7 +563,7 @@ class Run {
   }
 
   void start(StepId id) {
-    const Step& s = prog_.step(id);
+    const Step& s = prog_->step(id);
     if (networked(s.kind) && trace()) [[unlikely]]
       trace_step(id, true);
     switch (s.kind) {
@@ -566,8 +586,8 @@ class Run {
         ++active_;
         recvs_.push_back({this, id});
         ++outstanding_[id];
-        c_.executor().expect({context_, seq_, world(s.peer), s.tag}, region(s.dst), &Run::recv_done,
-                             &recvs_.back());
+        c_->executor().expect({context_, seq_, world(s.peer), s.tag}, region(s.dst),
+                              &Run::recv_done, &recvs_.back());
         break;
       }
       case StepKind::copy: {
@@ -578,7 +598,7 @@ class Run {
       }
       case StepKind::reduce: {
         const std::uint64_t begun = trace() ? trace()->now() : 0;
-        apply_reduce(x_.dtype, x_.reduce_op, region(s.dst), cregion(s.src));
+        apply_reduce(x_->dtype, x_->reduce_op, region(s.dst), cregion(s.src));
         if (trace()) [[unlikely]]
           trace_local(id, begun);
         complete(id);
@@ -591,12 +611,12 @@ class Run {
   }
 
   void hardware(StepId id) {
-    const Step& s = prog_.step(id);
-    collective_net_emu::CollectiveNetwork* net = c_.executor().network();
+    const Step& s = prog_->step(id);
+    collective_net_emu::CollectiveNetwork* net = c_->executor().network();
     if (!net)
       throw std::logic_error(
           "collectives: a collective-network step, but the executor has no collective network");
-    const int me = c_.rank();
+    const int me = c_->rank();
     switch (s.kind) {
       case StepKind::gi_barrier:
         net->barrier();
@@ -616,14 +636,14 @@ class Run {
         const bool all = s.kind == StepKind::tree_allreduce;
         const bool keep = all || me == s.peer;
         std::span<std::byte> out = keep ? region(s.dst) : std::span<std::byte>{};
-        if (auto op = tree_integer_op(x_.dtype, x_.reduce_op)) {
+        if (auto op = tree_integer_op(x_->dtype, x_->reduce_op)) {
           if (all)
             net->allreduce(*op, in, out);
           else
             net->reduce(world(s.peer), *op, in, out);
           return;
         }
-        if (!tree_double_op(x_.dtype, x_.reduce_op))
+        if (!tree_double_op(x_->dtype, x_->reduce_op))
           throw std::logic_error("collectives: the collective network cannot reduce this type");
         // Doubles: every task takes part in the two-phase allreduce; non-roots discard.
         std::vector<std::byte> tmp;
@@ -643,7 +663,7 @@ class Run {
           din = ain;
           dout = aout;
         }
-        switch (x_.reduce_op) {
+        switch (x_->reduce_op) {
           case ReduceOp::sum:
             net->allreduce_sum(din, dout);
             break;
@@ -662,16 +682,18 @@ class Run {
     }
   }
 
-  Communicator& c_;
-  const Program& prog_;
-  const Params& x_;
-  Buffers b_;
+  Communicator* c_ = nullptr;
+  const Program* prog_ = nullptr;
+  const Params* x_ = nullptr;
+  Buffers b_{};
   std::span<std::byte> scratch_;
-  std::uint32_t context_, seq_;
+  std::uint32_t context_ = 0, seq_ = 0;
+  bool busy_ = false;
   std::vector<std::uint32_t> pending_, outstanding_;
-  std::vector<std::uint32_t> first_dependent_;
+  std::vector<std::uint32_t> first_dependent_, fill_;
   std::vector<StepId> dependents_;
   std::vector<StepId> ready_, completed_, deferred_;
+  std::vector<StepId> starting_, finishing_;  // the batch being started or finished
   std::vector<SendRec> sends_;
   std::vector<RecvRec> recvs_;
   std::vector<LineRec> lines_;
@@ -679,7 +701,7 @@ class Run {
   int active_ = 0;
 };
 
-}  // namespace
+}  // namespace detail
 
 namespace {
 // The root of a rooted collective, -1 for the others (for the call-site statistics).
@@ -687,6 +709,9 @@ int root_of(const Params& x) {
   return x.op == Collective::bcast || x.op == Collective::reduce ? x.root : -1;
 }
 }  // namespace
+
+Communicator::~Communicator() = default;
+Communicator::Communicator(Communicator&&) noexcept = default;
 
 void Communicator::run(const Program& program, const Params& params, Buffers buffers) {
   job_runtime::CallSites* sites = executor_.layer().endpoint().call_sites();
@@ -719,12 +744,15 @@ void Communicator::execute(const Program& program, const Params& params, Buffers
     throw std::invalid_argument("collectives: program for rank " + std::to_string(program.rank()) +
                                 " run on rank " + std::to_string(rank_));
   if (scratch_.size() < program.scratch_bytes) scratch_.resize(program.scratch_bytes);
-  Run run(*this, program, params, buffers,
-          std::span(scratch_).first(static_cast<std::size_t>(program.scratch_bytes)), context_,
-          seq_++);
+  // A call made from inside another of this communicator's (a progress callback) gets its own.
+  std::unique_ptr<detail::Run> nested;
+  if (!run_) run_ = std::make_unique<detail::Run>();
+  detail::Run& run = run_->busy() ? *(nested = std::make_unique<detail::Run>()) : *run_;
   job_runtime::Trace* trace = executor_.layer().endpoint().trace();
   const std::uint64_t start = trace ? trace->now() : 0;
-  run.go();
+  run.go(*this, program, params, buffers,
+         std::span(scratch_).first(static_cast<std::size_t>(program.scratch_bytes)), context_,
+         seq_++);
   // bglrun --trace: the whole run as one span around its steps.
   if (trace) [[unlikely]]
     trace->span(job_runtime::TraceCategory::collective, trace->intern(to_string(params.op)), start,

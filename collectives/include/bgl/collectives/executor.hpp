@@ -124,11 +124,17 @@ struct Buffers {
   std::span<std::byte> recv;
 };
 
+namespace detail {
+class Run;
+}
+
 class Communicator {
  public:
   // `topology.world_ranks` lists the job ranks of the members (empty: the whole job, in order);
   // `rank` is this task's rank in the communicator. All members use the same `context`.
   Communicator(Executor& executor, Topology topology, int size, int rank, std::uint32_t context);
+  ~Communicator();
+  Communicator(Communicator&&) noexcept;
 
   int size() const { return size_; }
   int rank() const { return rank_; }
@@ -150,7 +156,8 @@ class Communicator {
   int size_, rank_;
   std::uint32_t context_;
   std::uint32_t seq_ = 0;
-  std::vector<std::byte> scratch_;  // reused across calls
+  std::vector<std::byte> scratch_;    // reused across calls
+  std::unique_ptr<detail::Run> run_;  // its tables too
 };
 
 }  // namespace bgl::collectives
