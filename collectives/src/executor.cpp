@@ -309,7 +309,6 @@ namespace detail {
 // allocates nothing once the communicator has run a program as large before.
 class Run {
  public:
-  bool busy() const { return busy_; }
   void go(Communicator& c, const Program& prog, const Params& x, Buffers b,
           std::span<std::byte> scratch, std::uint32_t context, std::uint32_t seq) {
     c_ = &c;
@@ -319,11 +318,6 @@ class Run {
     scratch_ = scratch;
     context_ = context;
     seq_ = seq;
-    busy_ = true;
-    struct Idle {
-      bool& busy;
-      ~Idle() { busy = false; }
-    } idle{busy_};
     ready_.clear();
     completed_.clear();
     deferred_.clear();
@@ -688,7 +682,6 @@ class Run {
   Buffers b_{};
   std::span<std::byte> scratch_;
   std::uint32_t context_ = 0, seq_ = 0;
-  bool busy_ = false;
   std::vector<std::uint32_t> pending_, outstanding_;
   std::vector<std::uint32_t> first_dependent_, fill_;
   std::vector<StepId> dependents_;
@@ -744,15 +737,15 @@ void Communicator::execute(const Program& program, const Params& params, Buffers
     throw std::invalid_argument("collectives: program for rank " + std::to_string(program.rank()) +
                                 " run on rank " + std::to_string(rank_));
   if (scratch_.size() < program.scratch_bytes) scratch_.resize(program.scratch_bytes);
-  // A call made from inside another of this communicator's (a progress callback) gets its own.
-  std::unique_ptr<detail::Run> nested;
-  if (!run_) run_ = std::make_unique<detail::Run>();
-  detail::Run& run = run_->busy() ? *(nested = std::make_unique<detail::Run>()) : *run_;
+  // The communicator's run, taken while in use: a call made from inside this one (a progress
+  // callback) finds none and makes its own.
+  std::unique_ptr<detail::Run> run = run_ ? std::move(run_) : std::make_unique<detail::Run>();
   job_runtime::Trace* trace = executor_.layer().endpoint().trace();
   const std::uint64_t start = trace ? trace->now() : 0;
-  run.go(*this, program, params, buffers,
-         std::span(scratch_).first(static_cast<std::size_t>(program.scratch_bytes)), context_,
-         seq_++);
+  run->go(*this, program, params, buffers,
+          std::span(scratch_).first(static_cast<std::size_t>(program.scratch_bytes)), context_,
+          seq_++);
+  run_ = std::move(run);
   // bglrun --trace: the whole run as one span around its steps.
   if (trace) [[unlikely]]
     trace->span(job_runtime::TraceCategory::collective, trace->intern(to_string(params.op)), start,
