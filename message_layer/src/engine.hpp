@@ -48,7 +48,6 @@ class MessageLayer::Engine {
 
   // --- for the protocols (protocols/*.cpp) and the engine's own files ---
   static constexpr std::uint32_t kNone = ~0u;
-  static constexpr std::size_t kHeldFirstsReserved = 16;  // held_'s room before it grows
   static constexpr int kBudget = 64;      // packets per direction per advance() call
   static constexpr int kDataFifo = 6;     // adaptively routed data: order does not matter
   static constexpr int kControlFifo = 7;  // acks, fins, tokens
@@ -272,7 +271,8 @@ class MessageLayer::Engine {
   std::uint64_t delivered_ = 0;  // messages handed to their receiver (completion calls)
   // Out-of-sequence adaptive-eager first packets, at most one per source (kept here, not in each
   // source's entry, so that a job's per-source table stays small: 1,024 sources each kept a
-  // packet's worth of memory before).
+  // packet's worth of memory before). Reserved for every source, so it never grows; only the
+  // pages it uses are ever touched.
   struct HeldFirst {
     Rank source;
     std::uint64_t vt_origin;

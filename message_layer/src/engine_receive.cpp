@@ -205,7 +205,7 @@ MessageLayer::Engine::Taken MessageLayer::Engine::on_first(const packet_layer::P
     const auto ahead = static_cast<std::uint16_t>(first.seq - src.expected_seq);
     if (!ops.first_overtakes || src.holds_first || ahead >= 0x8000)
       return malformed(h, "message out of sequence"), Taken::consumed;
-    HeldFirst& held = held_.emplace_back();  // grows past kHeldFirstsReserved only under bursts
+    HeldFirst& held = held_.emplace_back();
     held.source = source;
     held.vt_origin = vt_origin_;
     std::memcpy(&held.packet.header, &h, sizeof h);

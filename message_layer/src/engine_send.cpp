@@ -42,7 +42,7 @@ MessageLayer::Engine::Engine(packet_layer::Endpoint& endpoint, Config config)
   for (std::uint32_t i = config.hold_packets; i-- > 0;)
     hold_free_.push_back(i);
   stalled_.reserve(static_cast<std::size_t>(size_));
-  held_.reserve(std::min<std::size_t>(static_cast<std::size_t>(size_), kHeldFirstsReserved));
+  held_.reserve(static_cast<std::size_t>(size_));
   vn_copy_refused_ = !config.vn_direct_copy;
   pid_ = getpid();
   if (trace_) {
