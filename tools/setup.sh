@@ -9,13 +9,14 @@ packages=(
   libgtest-dev libgmock-dev
   libfabric-dev libfabric-bin
   libdw-dev  # bglrun: the collectives' call sites by function and file:line (elfutils' libdwfl)
+  libhwloc-dev  # bglrun: the host's topology, discovered once for all MPI ranks
   mpich iproute2 jq
   gnuplot-nox  # bench/coll_plot.sh
   chromium libpng-dev  # the run report's browser test (tests/report_browser_test.cpp)
   clang-format
   help2man  # the tools' man pages (built with them, installed by cmake --install)
   # MPICH with the bgl device (tools/build_mpich.sh; it also adds a deb-src entry for the source)
-  dpkg-dev autoconf automake libtool m4 perl make gfortran python3 libhwloc-dev
+  dpkg-dev autoconf automake libtool m4 perl make gfortran python3
   # Debian's stock MPICH: the reference of tools/mpi_compare.sh and tools/mpich_testsuite.sh
   mpich libmpich-dev
 )

@@ -653,6 +653,30 @@ TEST_F(Mpi, NonBlockingCallsReturnAtOnce) {
   }
 }
 
+// MPICH's MPI_Init loads the host's topology with hwloc; bglrun discovers it once and every rank
+// reads the same XML file (docs/CONFIGURATION.md, "HWLOC_XMLFILE"), removed when the job ends. A
+// user's own choice of hwloc's discovery wins: the ranks then get no file.
+TEST_F(Mpi, RanksShareOneTopologyFileUnlessTheUserChoseHwlocsDiscovery) {
+  const auto hwtopo = program("hwtopo");
+  const auto r = bglrun({"-np", "4", "--shape", "2x2x1", "--timeout", "60", hwtopo});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("hwtopo: OK")) << r.output;
+  const auto at = r.output.find("hwtopo: file ");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  const auto start = at + std::string("hwtopo: file ").size();
+  const std::string path = r.output.substr(start, r.output.find(' ', start) - start);
+  EXPECT_THAT(path, HasSubstr("bglrun-topology.")) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("every rank topology")) << r.output;
+  EXPECT_FALSE(fs::exists(path)) << path << " left behind";
+
+  setenv("HWLOC_COMPONENTS", "-linuxio,-pci", 1);
+  const auto own = bglrun({"-np", "2", "--shape", "2x1x1", "--timeout", "60", hwtopo});
+  unsetenv("HWLOC_COMPONENTS");
+  EXPECT_EQ(own.exit_code, 0) << own.output;
+  EXPECT_THAT(own.output, HasSubstr("hwtopo: no file")) << own.output;
+  EXPECT_THAT(own.output, HasSubstr("hwtopo: OK")) << own.output;
+}
+
 // A rank alone in its communicator completes 400 non-blocking collectives without sleeping in
 // their waits: MPICH's progress hooks finish them without a packet, and the device's blocking wait
 // returns when MPICH has completed requests since its last round (a nap per wait made MPICH's

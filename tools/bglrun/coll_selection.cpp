@@ -1,14 +1,6 @@
 #include "coll_selection.hpp"
 
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
-#include <string>
-#include <string_view>
-
-#include "bgl/torus_emu/error.hpp"
 
 namespace bgl::bglrun {
 
@@ -41,35 +33,8 @@ const char* FlatCollectiveSelection::table() {
 
 FlatCollectiveSelection::FlatCollectiveSelection() {
   if (const char* set = std::getenv(kVariable); set && *set) return;
-  const char* tmp = std::getenv("TMPDIR");
-  std::string name = std::string(tmp && *tmp ? tmp : "/tmp") + "/bglrun-coll-selection.XXXXXX";
-  const int fd = ::mkstemp(name.data());
-  if (fd < 0)
-    throw ConfigError("cannot write MPICH's collective selection table to " + name + ": " +
-                      std::strerror(errno));
-  path_ = name;
-  const std::string_view text = table();
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    done += static_cast<std::size_t>(n);
-  }
-  const bool closed = ::close(fd) == 0;
-  if (done != text.size() || !closed) {
-    const int err = errno;
-    ::unlink(name.c_str());
-    path_.clear();
-    errno = err;
-    throw ConfigError("cannot write MPICH's collective selection table to " + name + ": " +
-                      std::strerror(errno));
-  }
-  ::setenv(kVariable, path_.c_str(), 1);  // the ranks inherit it
-}
-
-FlatCollectiveSelection::~FlatCollectiveSelection() {
-  if (!path_.empty()) ::unlink(path_.c_str());
+  file_.emplace("coll-selection", table(), "MPICH's collective selection table");
+  ::setenv(kVariable, file_->path().c_str(), 1);  // the ranks inherit it
 }
 
 }  // namespace bgl::bglrun

@@ -1,6 +1,8 @@
 #pragma once
 // MPI programs: the collective compositions of MPICH's CH4 without its node-aware ones.
-#include <filesystem>
+#include <optional>
+
+#include "temporary_file.hpp"
 
 namespace bgl::bglrun {
 
@@ -21,15 +23,12 @@ class FlatCollectiveSelection {
   // at it, unless MPIR_CVAR_CH4_COLL_SELECTION_TUNING_JSON_FILE is already set (the user's table
   // wins). Throws ConfigError when the file cannot be written.
   FlatCollectiveSelection();
-  FlatCollectiveSelection(const FlatCollectiveSelection&) = delete;
-  FlatCollectiveSelection& operator=(const FlatCollectiveSelection&) = delete;
-  ~FlatCollectiveSelection();  // removes the file
 
   // MPICH 4.0.2's maint/tuning/coll/ch4/generic.json without its node-aware branches.
   static const char* table();
 
  private:
-  std::filesystem::path path_;
+  std::optional<TemporaryFile> file_;  // removed with the selection
 };
 
 }  // namespace bgl::bglrun

@@ -30,6 +30,7 @@
 #include "call_sites.hpp"
 #include "coll_selection.hpp"
 #include "host_parts.hpp"
+#include "host_topology.hpp"
 #include "job_runner.hpp"
 #include "mpiexec_launch.hpp"
 #include "options.hpp"
@@ -180,14 +181,6 @@ std::string describe_rank(const job_runtime::JobConfig& c, int r) {
   const auto rank = static_cast<torus_emu::Rank>(r);
   return "rank " + std::to_string(r) + " on node " + torus_emu::to_string(c.mapping.coord(rank)) +
          " t=" + std::to_string(c.mapping.location(rank).t);
-}
-
-// MPICH's MPI_Init loads the host's topology with hwloc; discovering its I/O devices (PCI
-// configuration space, the GPU and OpenCL plugins) was half of each rank's start-up CPU time (1,024
-// ranks: 7 s of 14) and tells the emulated machine nothing. A user's own settings win.
-void skip_hwloc_io_discovery() {
-  setenv("HWLOC_COMPONENTS", "-linuxio,-pci", 0);
-  setenv("HWLOC_PLUGINS_BLACKLIST", "hwloc_gl,hwloc_opencl,hwloc_pci,hwloc_xml_libxml", 0);
 }
 
 // The KVS name of a one-host job: the segment's (unique on the host), in the letters of Hydra's
@@ -416,9 +409,10 @@ int launch(int argc, char** argv) {
   std::unique_ptr<bglrun::PmiServer> pmi_server;
   // Every MPI job, on one host or several, selects collectives without MPICH's node-aware steps.
   std::optional<bglrun::FlatCollectiveSelection> selection;
+  std::optional<bglrun::SharedHostTopology> topology;
   if (mpi) {
     selection.emplace();
-    skip_hwloc_io_discovery();
+    topology.emplace();
   }
   // One host: its ranks are the whole job, and the store is its own.
   std::optional<bglrun::HostStore> host_store;
