@@ -1,7 +1,8 @@
 /* What one blocking collective costs each task of an oversubscribed job, from the kernel's own
- * accounting: `mpi_wait_cost [CALLS] [OP]` runs CALLS (default 100) x OP, an MPI_Allreduce of one
- * double (OP "allreduce", the default), an MPI_Barrier ("barrier"), or an MPI_Alltoall or
- * MPI_Allgather of one double per rank ("alltoall", "allgather"), after one untimed call, and
+ * accounting: `mpi_wait_cost [CALLS] [OP] [COUNT]` runs CALLS (default 100) x OP, an
+ * MPI_Allreduce (sum) of COUNT doubles (default 1; OP "allreduce", the default), an MPI_Barrier
+ * ("barrier"), or an MPI_Alltoall or MPI_Allgather of COUNT doubles per rank ("alltoall",
+ * "allgather"), after one untimed call, and
  * rank 0 prints the job's mean per task and call of getrusage's voluntary and involuntary context
  * switches and user and system CPU time, and the wall time per call:
  *
@@ -27,23 +28,31 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const int calls = argc > 1 ? atoi(argv[1]) : 100;
   const char* op = argc > 2 ? argv[2] : "allreduce";
+  const int count = argc > 3 ? atoi(argv[3]) : 1;
   enum { kAllreduce, kBarrier, kAlltoall, kAllgather, kOps } which = kOps;
   const char* names[kOps] = {"allreduce", "barrier", "alltoall", "allgather"};
   for (int i = 0; i < kOps; ++i)
     if (strcmp(op, names[i]) == 0) which = i;
-  if (calls < 1 || which == kOps) {
+  if (calls < 1 || which == kOps || count < 1) {
     if (rank == 0) {
-      fprintf(stderr, "usage: mpi_wait_cost [CALLS >= 1] [allreduce|barrier|alltoall|allgather]\n");
+      fprintf(stderr,
+              "usage: mpi_wait_cost [CALLS >= 1] [allreduce|barrier|alltoall|allgather] "
+              "[COUNT >= 1]\n");
       MPI_Abort(MPI_COMM_WORLD, 2);
     }
     MPI_Barrier(MPI_COMM_WORLD); /* until rank 0's abort ends the job */
   }
-  double x = 1, sum = 0;
-  double* out = malloc(sizeof(double) * (size_t)size); /* one double to and from each rank */
-  double* in = malloc(sizeof(double) * (size_t)size);
-  for (int r = 0; r < size; ++r)
-    out[r] = rank * (double)size + r;
-  MPI_Allreduce(&x, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  /* COUNT doubles to and from each rank; block r of `out` holds rank * size + r */
+  const size_t n = (size_t)size * (size_t)count;
+  double* out = malloc(sizeof(double) * n);
+  double* in = malloc(sizeof(double) * n);
+  double* x = malloc(sizeof(double) * (size_t)count);
+  double* sum = malloc(sizeof(double) * (size_t)count);
+  for (size_t i = 0; i < n; ++i)
+    out[i] = rank * (double)size + (double)(i / (size_t)count);
+  for (int i = 0; i < count; ++i)
+    x[i] = 1;
+  MPI_Allreduce(x, sum, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
   struct rusage before, after;
   getrusage(RUSAGE_SELF, &before);
   const double start = MPI_Wtime();
@@ -51,29 +60,34 @@ int main(int argc, char** argv) {
     if (which == kBarrier)
       MPI_Barrier(MPI_COMM_WORLD);
     else if (which == kAlltoall)
-      MPI_Alltoall(out, 1, MPI_DOUBLE, in, 1, MPI_DOUBLE, MPI_COMM_WORLD);
+      MPI_Alltoall(out, count, MPI_DOUBLE, in, count, MPI_DOUBLE, MPI_COMM_WORLD);
     else if (which == kAllgather)
-      MPI_Allgather(out, 1, MPI_DOUBLE, in, 1, MPI_DOUBLE, MPI_COMM_WORLD);
+      MPI_Allgather(out, count, MPI_DOUBLE, in, count, MPI_DOUBLE, MPI_COMM_WORLD);
     else
-      MPI_Allreduce(&x, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+      MPI_Allreduce(x, sum, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
   }
   const double wall = MPI_Wtime() - start;
   getrusage(RUSAGE_SELF, &after);
-  if (sum != size) {
-    fprintf(stderr, "mpi_wait_cost: rank %d: the allreduce gave %g, not %d\n", rank, sum, size);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-  }
-  for (int r = 0; which >= kAlltoall && r < size; ++r) {
-    /* alltoall: rank r's block for this rank; allgather: rank r's first double */
+  for (int i = 0; i < count; ++i)
+    if (sum[i] != size) {
+      fprintf(stderr, "mpi_wait_cost: rank %d: the allreduce gave %g, not %d\n", rank, sum[i],
+              size);
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+  for (size_t i = 0; which >= kAlltoall && i < n; ++i) {
+    /* alltoall: rank r's block for this rank; allgather: rank r's first block */
+    const int r = (int)(i / (size_t)count);
     const double want = r * (double)size + (which == kAlltoall ? rank : 0);
-    if (in[r] != want) {
-      fprintf(stderr, "mpi_wait_cost: rank %d: %s block %d is %g, not %g\n", rank, op, r, in[r],
+    if (in[i] != want) {
+      fprintf(stderr, "mpi_wait_cost: rank %d: %s block %d is %g, not %g\n", rank, op, r, in[i],
               want);
       MPI_Abort(MPI_COMM_WORLD, 1);
     }
   }
   free(out);
   free(in);
+  free(x);
+  free(sum);
   double mine[4] = {
       (double)(after.ru_nvcsw - before.ru_nvcsw), (double)(after.ru_nivcsw - before.ru_nivcsw),
       us(after.ru_utime) - us(before.ru_utime), us(after.ru_stime) - us(before.ru_stime)};

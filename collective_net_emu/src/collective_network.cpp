@@ -86,9 +86,12 @@ void CollectiveNetwork::stream(std::size_t packets, Inject&& inject, Receive&& r
   std::size_t injected = 0, received = 0;
   while (received < packets) {
     bool progress = false;
-    while (injected < packets && inject(base + injected, injected)) {
-      ++injected;
-      progress = true;
+    {
+      const TreeEndpoint::InjectBurst burst(tree_);
+      while (injected < packets && inject(base + injected, injected)) {
+        ++injected;
+        progress = true;
+      }
     }
     while (received < packets && receive(base + received, received)) {
       ++received;
@@ -136,11 +139,19 @@ void CollectiveNetwork::broadcast(torus_emu::Rank root, std::span<std::byte> buf
   }
   const Seq base = next_seq_;
   next_seq_ += packets;
-  for (std::size_t k = 0; k < packets; ++k) {
-    while (tree_.broadcast(route_, base + k,
+  const auto send = [&](std::size_t k) {
+    return tree_.broadcast(route_, base + k,
                            packet_part(std::span<const std::byte>(buffer), k, kPacketBytes)) ==
-           InjectStatus::full)
-      tree_.wait_broadcast_space(route_, base + k);
+           InjectStatus::ok;
+  };
+  for (std::size_t k = 0; k < packets;) {
+    {
+      // The receivers wake once per run of packets (they must, before the root waits for space).
+      const TreeEndpoint::InjectBurst burst(tree_);
+      while (k < packets && send(k))
+        ++k;
+    }
+    if (k < packets) tree_.wait_broadcast_space(route_, base + k);
   }
 }
 

@@ -5,6 +5,7 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "bgl/collective_net_emu/region.hpp"
 #include "rung_wait.hpp"
@@ -260,7 +261,21 @@ void TreeEndpoint::publish(ClassState& s, Seq seq, std::uint16_t code, std::uint
   d.readers_left.store(readers, std::memory_order_relaxed);
   d.published.store(seq + 1, std::memory_order_release);
   if (readers == 0) d.writable.store(seq + header_->ring, std::memory_order_release);
-  s.control->results.ring();
+  ring_results(s);
+}
+
+void TreeEndpoint::ring_results(ClassState& s) {
+  if (!holding_rings_) {
+    s.control->results.ring();
+    return;
+  }
+  held_rings_[static_cast<std::size_t>(&s - classes_.data())] = true;
+}
+
+void TreeEndpoint::ring_held() {
+  holding_rings_ = false;
+  for (std::size_t i = 0; i < classes_.size(); ++i)
+    if (std::exchange(held_rings_[i], false)) classes_[i].control->results.ring();
 }
 
 bool TreeEndpoint::slot_writable(const ClassState& s, Seq seq) const {
@@ -281,7 +296,7 @@ void TreeEndpoint::publish_partial(ClassState& s, Seq seq, std::uint16_t code) {
   forward(&p.op, static_cast<std::size_t>(end - reinterpret_cast<const std::byte*>(&p.op)),
           &p.ready, seq + 1, &s.control->results);
   p.ready.store(seq + 1, std::memory_order_release);
-  s.control->results.ring();
+  ring_results(s);
 }
 
 bool TreeEndpoint::finish_partials(ClassState& s, Seq seq) {
@@ -382,7 +397,7 @@ void TreeEndpoint::commit_broadcast(RouteClass c, Seq seq) {
     }
     d.readers_left.store(local_tasks_ - 1, std::memory_order_relaxed);
     d.published.store(seq + 1, std::memory_order_release);
-    s.control->results.ring();
+    ring_results(s);
     if (local_tasks_ == 1) free_slot(s, seq);
   }
   s.next_inject = seq + 1;

@@ -624,6 +624,9 @@ class Run {
         net->broadcast(world(s.peer), dst);
         return;
       }
+      case StepKind::tree_allgather:
+        tree_allgather(*net, s);
+        return;
       case StepKind::tree_reduce:
       case StepKind::tree_allreduce: {
         const auto in = cregion(s.src);
@@ -676,6 +679,22 @@ class Run {
     }
   }
 
+  // This rank's block at its place in zeros, OR-combined with everyone's on the tree: the ALU
+  // assembles the result in one pass. Whole 64-bit lanes, so the buffer is padded.
+  void tree_allgather(collective_net_emu::CollectiveNetwork& net, const Step& s) {
+    const auto in = cregion(s.src);
+    const auto out = region(s.dst);
+    const std::size_t lanes = (out.size() + 7) / 8;
+    gather_.assign(2 * lanes, 0);
+    const auto staged = std::as_writable_bytes(std::span(gather_).first(lanes));
+    const auto combined = std::as_writable_bytes(std::span(gather_).last(lanes));
+    std::memcpy(staged.data() + x_->displ(c_->rank()), in.data(), in.size());
+    net.allreduce(
+        collective_net_emu::Op{collective_net_emu::AluOp::bit_or, collective_net_emu::Lane::u64},
+        staged, combined);
+    std::memcpy(out.data(), combined.data(), out.size());
+  }
+
   Communicator* c_ = nullptr;
   const Program* prog_ = nullptr;
   const Params* x_ = nullptr;
@@ -690,6 +709,7 @@ class Run {
   std::vector<SendRec> sends_;
   std::vector<RecvRec> recvs_;
   std::vector<LineRec> lines_;
+  std::vector<std::uint64_t> gather_;  // tree_allgather's staging, kept between calls
   std::size_t done_ = 0;
   int active_ = 0;
 };

@@ -11,14 +11,15 @@ std::string_view to_string(Buffer b) {
 }
 
 std::string_view to_string(StepKind k) {
-  constexpr std::array<std::string_view, 9> names{"send",        "recv",           "reduce",
-                                                  "copy",        "line_send",      "tree_bcast",
-                                                  "tree_reduce", "tree_allreduce", "gi_barrier"};
+  constexpr std::array<std::string_view, 10> names{
+      "send",       "recv",        "reduce",         "copy",           "line_send",
+      "tree_bcast", "tree_reduce", "tree_allreduce", "tree_allgather", "gi_barrier"};
   return names[static_cast<std::size_t>(k)];
 }
 
 bool is_tree(StepKind k) {
-  return k == StepKind::tree_bcast || k == StepKind::tree_reduce || k == StepKind::tree_allreduce;
+  return k == StepKind::tree_bcast || k == StepKind::tree_reduce || k == StepKind::tree_allreduce ||
+         k == StepKind::tree_allgather;
 }
 
 StepId Program::add(Step step) {
@@ -53,22 +54,23 @@ StepId Program::recv(int peer, Region dst, Tag tag, std::span<const StepId> deps
   return add(std::move(s));
 }
 
-StepId Program::reduce(Region dst, Region src, std::span<const StepId> deps) {
+StepId Program::add_moving(StepKind kind, int peer, Region src, Region dst,
+                           std::span<const StepId> deps) {
   Step s;
-  s.kind = StepKind::reduce;
+  s.kind = kind;
+  s.peer = peer;
   s.src = src;
   s.dst = dst;
   s.deps = to_vec(deps);
   return add(std::move(s));
 }
 
+StepId Program::reduce(Region dst, Region src, std::span<const StepId> deps) {
+  return add_moving(StepKind::reduce, -1, src, dst, deps);
+}
+
 StepId Program::copy(Region dst, Region src, std::span<const StepId> deps) {
-  Step s;
-  s.kind = StepKind::copy;
-  s.src = src;
-  s.dst = dst;
-  s.deps = to_vec(deps);
-  return add(std::move(s));
+  return add_moving(StepKind::copy, -1, src, dst, deps);
 }
 
 StepId Program::line_send(torus_emu::Direction dir, std::vector<int> receivers, Region src, Tag tag,
@@ -84,32 +86,19 @@ StepId Program::line_send(torus_emu::Direction dir, std::vector<int> receivers, 
 }
 
 StepId Program::tree_bcast(int root, Region src, Region dst, std::span<const StepId> deps) {
-  Step s;
-  s.kind = StepKind::tree_bcast;
-  s.peer = root;
-  s.src = src;
-  s.dst = dst;
-  s.deps = to_vec(deps);
-  return add(std::move(s));
+  return add_moving(StepKind::tree_bcast, root, src, dst, deps);
 }
 
 StepId Program::tree_reduce(int root, Region src, Region dst, std::span<const StepId> deps) {
-  Step s;
-  s.kind = StepKind::tree_reduce;
-  s.peer = root;
-  s.src = src;
-  s.dst = dst;
-  s.deps = to_vec(deps);
-  return add(std::move(s));
+  return add_moving(StepKind::tree_reduce, root, src, dst, deps);
 }
 
 StepId Program::tree_allreduce(Region src, Region dst, std::span<const StepId> deps) {
-  Step s;
-  s.kind = StepKind::tree_allreduce;
-  s.src = src;
-  s.dst = dst;
-  s.deps = to_vec(deps);
-  return add(std::move(s));
+  return add_moving(StepKind::tree_allreduce, -1, src, dst, deps);
+}
+
+StepId Program::tree_allgather(Region src, Region dst, std::span<const StepId> deps) {
+  return add_moving(StepKind::tree_allgather, -1, src, dst, deps);
 }
 
 StepId Program::gi_barrier(std::span<const StepId> deps) {

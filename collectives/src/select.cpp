@@ -26,6 +26,8 @@ namespace {
 // many bytes.
 constexpr int kBruckRanks = 128;
 constexpr std::uint64_t kBruckBlock = 64;
+// The largest allgather (bytes gathered) that goes over the collective network by default.
+constexpr std::uint64_t kTreeAllgatherBytes = 65536;
 
 const Algorithm* usable(const Params& x, std::string_view name) {
   const Algorithm* a = find_algorithm(x.op, name);
@@ -59,7 +61,12 @@ Selection by_default(const Params& x) {
       s = pick({"tree", "binomial"}, "collective network if possible, else binomial");
       break;
     case Collective::allgather:
-      if (n < 81920) s = pick({"recursive_doubling", "bruck"}, "< 80 KiB total: log p steps");
+      // Measured (docs/PERFORMANCE.md, "Session 21"): one tree operation beats log p torus steps
+      // at 8 and 64 ranks up to 64 KiB gathered (each task runs once instead of once a step).
+      if (n <= kTreeAllgatherBytes)
+        s = pick({"tree"}, "whole partition, <= 64 KiB total: collective network");
+      if (!s.algorithm && n < 81920)
+        s = pick({"recursive_doubling", "bruck"}, "< 80 KiB total: log p steps");
       if (!s.algorithm) s = pick({"ring"}, ">= 80 KiB total: ring");
       break;
     case Collective::alltoall:

@@ -177,6 +177,7 @@ class Run {
         if (r == x.peer) wr(x.dst);
         break;
       case StepKind::tree_allreduce:
+      case StepKind::tree_allgather:
         rd(x.src);
         wr(x.dst);
         break;
@@ -184,6 +185,17 @@ class Run {
         break;
     }
     return a;
+  }
+
+  // Tree steps in which every rank is a root: no peer.
+  static bool whole_tree_step(StepKind k) {
+    return k == StepKind::tree_allreduce || k == StepKind::tree_allgather;
+  }
+
+  // A tree allgather reads this rank's block and writes the whole result.
+  bool gather_shaped(int r, const Step& x) const {
+    return p_.op == Collective::allgather && x.src.bytes == p_.send_bytes(r) &&
+           x.dst.bytes == p_.recv_bytes(r);
   }
 
   // ---- checks that need no execution
@@ -253,6 +265,7 @@ class Run {
           case StepKind::tree_bcast:
           case StepKind::tree_reduce:
           case StepKind::tree_allreduce:
+          case StepKind::tree_allgather:
           case StepKind::gi_barrier:
             if (!hw_ok) {
               step_error(r, id,
@@ -262,19 +275,25 @@ class Run {
             }
             st(r).hw.push_back(id);
             if (x.kind == StepKind::gi_barrier) break;
-            if (x.kind != StepKind::tree_allreduce && (x.peer < 0 || x.peer >= p_.p)) {
+            if (x.kind == StepKind::tree_allgather && !gather_shaped(r, x)) {
+              step_error(r, id,
+                         "a collective-network allgather takes this rank's block (" +
+                             std::to_string(p_.op == Collective::allgather ? p_.send_bytes(r) : 0) +
+                             " bytes) into all of an allgather's result");
+              break;
+            }
+            if (!whole_tree_step(x.kind) && (x.peer < 0 || x.peer >= p_.p)) {
               step_error(r, id, "root outside the communicator");
               break;
             }
-            for (const Region& g : access(r, x).reads)
-              (void)g;
             {
               const Access a = access(r, x);
               for (int i = 0; i < a.nreads; ++i)
                 in_bounds(r, id, a.reads[static_cast<std::size_t>(i)], "source");
               for (int i = 0; i < a.nwrites; ++i)
                 writable(r, id, a.writes[static_cast<std::size_t>(i)]);
-              if (a.nreads && a.nwrites && a.reads[0].bytes != a.writes[0].bytes)
+              if (x.kind != StepKind::tree_allgather && a.nreads && a.nwrites &&
+                  a.reads[0].bytes != a.writes[0].bytes)
                 step_error(r, id, "source and destination sizes differ");
               if (x.kind != StepKind::tree_bcast && x.src.bytes % elem)
                 step_error(r, id, "reduces a partial element");
@@ -324,9 +343,15 @@ class Run {
         for (std::size_t i = 0; i < h.size(); ++i) {
           const Step& a = prog(0).step(h0[i]);
           const Step& b = prog(r).step(h[i]);
-          const std::uint64_t ab = a.kind == StepKind::tree_bcast ? a.dst.bytes : a.src.bytes;
-          const std::uint64_t bb = b.kind == StepKind::tree_bcast ? b.dst.bytes : b.src.bytes;
-          if (a.kind != b.kind || (a.kind != StepKind::tree_allreduce && a.peer != b.peer) ||
+          // What crosses the tree: the result of a broadcast or an allgather, else the input.
+          auto carried = [](const Step& x) {
+            const bool result =
+                x.kind == StepKind::tree_bcast || x.kind == StepKind::tree_allgather;
+            return result ? x.dst.bytes : x.src.bytes;
+          };
+          const std::uint64_t ab = carried(a);
+          const std::uint64_t bb = carried(b);
+          if (a.kind != b.kind || (!whole_tree_step(a.kind) && a.peer != b.peer) ||
               (a.kind != StepKind::gi_barrier && ab != bb))
             step_error(
                 r, h[i],
@@ -565,7 +590,7 @@ class Run {
 
   void hardware(int level, std::size_t idx, std::vector<Ref>& done) {
     const Step& x0 = prog(0).step(st(0).hw[idx]);
-    Transfer t{level, x0.kind == StepKind::tree_allreduce ? 0 : x0.peer, {}, 0, x0.kind, {}};
+    Transfer t{level, whole_tree_step(x0.kind) ? 0 : x0.peer, {}, 0, x0.kind, {}};
     std::vector<std::uint64_t> all(words_, 0);
     for (int r = 0; r < p_.p; ++r)
       or_into(all, st(r).know[st(r).hw[idx]]);
@@ -585,6 +610,21 @@ class Run {
           if (!(r == root && xr.src == xr.dst)) move(root, xr.src, r, x.dst, r, st(r).hw[idx]);
           or_into(st(r).know[st(r).hw[idx]], rk);
         }
+        break;
+      }
+      case StepKind::tree_allgather: {
+        // Every rank's block lands at its place in everyone's result.
+        t.bytes = x0.dst.bytes;
+        for (int from = 0; from < p_.p; ++from) {
+          const Step& xf = prog(from).step(st(from).hw[idx]);
+          for (int r = 0; r < p_.p; ++r) {
+            const Step& x = prog(r).step(st(r).hw[idx]);
+            const Region block{x.dst.buffer, x.dst.offset + p_.displ(from), xf.src.bytes};
+            move(from, xf.src, r, block, r, st(r).hw[idx]);
+          }
+        }
+        for (int r = 0; r < p_.p; ++r)
+          or_into(st(r).know[st(r).hw[idx]], all);
         break;
       }
       case StepKind::tree_reduce:
@@ -641,7 +681,7 @@ class Run {
         break;
     }
     for (int r = 0; r < p_.p; ++r) {
-      if (r != t.source || x0.kind == StepKind::gi_barrier || x0.kind == StepKind::tree_allreduce)
+      if (r != t.source || x0.kind == StepKind::gi_barrier || whole_tree_step(x0.kind))
         t.receivers.push_back(r);
       finish(r, st(r).hw[idx], done);
     }

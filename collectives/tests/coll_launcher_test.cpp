@@ -34,6 +34,7 @@ TEST(CollWorld, EveryAlgorithmOn4x2x1) {
   EXPECT_THAT(r.output, HasSubstr("coll: world bcast tree ok"));
   EXPECT_THAT(r.output, HasSubstr("coll: world allreduce tree ok"));
   EXPECT_THAT(r.output, HasSubstr("coll: world reduce tree ok"));
+  EXPECT_THAT(r.output, HasSubstr("coll: world allgather tree ok"));
   EXPECT_THAT(r.output, HasSubstr("coll: world barrier gi ok"));
   EXPECT_THAT(r.output, HasSubstr("coll: world bcast torus3 ok"));
   EXPECT_THAT(r.output, HasSubstr("coll: world alltoall controlled ok"));
@@ -45,6 +46,7 @@ TEST(CollWorld, OddSizeOn3x2x1) {
   const auto r = bglrun({"-np", "6", "--shape", "3x2x1", COLL_SCENARIOS_PATH, "world"}, 150);
   expect_ok(r);
   EXPECT_THAT(r.output, HasSubstr("coll: world allgather bruck ok"));
+  EXPECT_THAT(r.output, HasSubstr("coll: world allgather tree ok"));
   EXPECT_THAT(r.output, HasSubstr("coll: world bcast torus3 ok"));
   EXPECT_THAT(r.output, ContainsRegex("torus3 deposit-bit copies [1-9][0-9]*"));
 }
@@ -68,20 +70,22 @@ TEST(CollWorld, TwoHostsUseTheTreeAndTheGlobalInterruptToo) {
   // The job split over two emulated hosts (libfabric on loopback): the collective-network and
   // global-interrupt algorithms must give the same results as on one host.
   const auto r = bglrun({"--hosts", "2", "-np", "8", "--shape", "4x2x1", COLL_SCENARIOS_PATH,
-                         "world", "bcast,reduce,allreduce,barrier"},
+                         "world", "bcast,reduce,allreduce,allgather,barrier"},
                         150);
   expect_ok(r);
   EXPECT_THAT(r.output, HasSubstr("coll: world bcast tree ok"));
   EXPECT_THAT(r.output, HasSubstr("coll: world allreduce tree ok"));
   EXPECT_THAT(r.output, HasSubstr("coll: world reduce tree ok"));
+  EXPECT_THAT(r.output, HasSubstr("coll: world allgather tree ok"));
   EXPECT_THAT(r.output, HasSubstr("coll: world barrier gi ok"));
 }
 
 TEST(CollWorld, VirtualNodeMode) {
   const auto r = bglrun({"-np", "8", "--shape", "2x2x1", "--mode", "vn", COLL_SCENARIOS_PATH,
-                         "world", "bcast,allreduce,alltoall"},
+                         "world", "bcast,allreduce,allgather,alltoall"},
                         150);
   expect_ok(r);
+  EXPECT_THAT(r.output, HasSubstr("coll: world allgather tree ok"));
 }
 
 }  // namespace

@@ -76,6 +76,24 @@ TEST(DefaultSelection, AlltoallOfTinyBlocksOnManyRanksIsBruck) {
   EXPECT_EQ(select_algorithm(Params::alltoall(512, 65)).algorithm->name, "post_all");
 }
 
+// A small allgather of the whole partition is one collective-network operation; a larger one, or
+// one on part of the partition, takes the torus algorithms' log p steps or the ring.
+TEST(DefaultSelection, SmallWholePartitionAllgatherIsTheTree) {
+  ::unsetenv("BGL_COLL_ALLGATHER");
+  const auto name = [](int p, std::uint64_t block, bool whole) {
+    Params x = Params::allgather(std::vector<std::uint64_t>(static_cast<std::size_t>(p), block));
+    x.topology.whole_partition = whole;
+    return std::string(select_algorithm(x).algorithm->name);
+  };
+  EXPECT_EQ(name(64, 8, true), "tree");
+  EXPECT_EQ(name(64, 1024, true), "tree");  // 64 KiB gathered
+  EXPECT_EQ(name(64, 1025, true), "recursive_doubling");
+  EXPECT_EQ(name(64, 2048, true), "ring");
+  EXPECT_EQ(name(8, 8192, true), "tree");
+  EXPECT_EQ(name(8, 8193, true), "recursive_doubling");
+  EXPECT_EQ(name(64, 8, false), "recursive_doubling");
+}
+
 // Bruck's program moves runs of blocks and depends only on the steps that touched the same
 // slots: its steps and dependencies grow as p log p (p^2 dependencies made a 512-rank call cost
 // seconds of CPU in the executor).

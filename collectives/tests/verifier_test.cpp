@@ -196,6 +196,29 @@ TEST(Verifier, TreeAllreduceCombinesEveryone) {
   EXPECT_THAT(verify(s, x).summary(), HasSubstr("differs from rank 0's"));
 }
 
+// Every rank's block lands at its place in everyone's result, uneven blocks too; a step that does
+// not take exactly this rank's block into the whole result is refused before running.
+TEST(Verifier, TreeAllgatherPlacesEveryBlock) {
+  Params x = Params::allgather({3, 0, 5, 8});
+  x.topology.whole_partition = true;
+  Schedule s = empty(4);
+  for (int r = 0; r < 4; ++r)
+    s.programs[static_cast<std::size_t>(r)].tree_allgather(send_buf(0, x.send_bytes(r)),
+                                                           recv_buf(0, x.recv_bytes(r)));
+  const VerifyResult r = verify(s, x);
+  EXPECT_TRUE(r.ok) << r.summary();
+  s.programs[2] = Program(2);
+  s.programs[2].tree_allgather(send_buf(0, 4), recv_buf(0, 16));
+  EXPECT_THAT(verify(s, x).summary(), HasSubstr("takes this rank's block (5 bytes)"));
+  const Params reduce = Params::allreduce(4, 2, DataType::i64, ReduceOp::sum);
+  Schedule t = empty(4);
+  for (auto& p : t.programs)
+    p.tree_allgather(send_buf(0, 16), recv_buf(0, 16));
+  Params whole = reduce;
+  whole.topology.whole_partition = true;
+  EXPECT_FALSE(verify(t, whole).ok) << "an allgather step in an allreduce schedule";
+}
+
 TEST(Verifier, LineSendDeliversToEveryReceiver) {
   const Params x = Params::bcast(4, 0, 8);
   Schedule s = empty(4);

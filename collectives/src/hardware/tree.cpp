@@ -40,6 +40,14 @@ Program tree_reduce(const Params& x, int rank) {
   return prog;
 }
 
+// BG/L's allgather on the collective network: each rank's block at its place, zeros elsewhere,
+// combined with the ALU's bitwise OR (one tree operation instead of log p torus steps).
+Program tree_allgather(const Params& x, int rank) {
+  Program prog(rank);
+  prog.tree_allgather(send_buf(0, x.send_bytes(rank)), recv_buf(0, x.recv_bytes(rank)));
+  return prog;
+}
+
 Program gi_barrier(const Params&, int rank) {
   Program prog(rank);
   prog.gi_barrier();
@@ -56,6 +64,9 @@ void register_tree_algorithms(Registry& r) {
          whole_and_reducible, tree_allreduce});
   r.add({"tree", Collective::reduce, "collective network reduce (whole partition)",
          whole_and_reducible, tree_reduce});
+  r.add({"tree", Collective::allgather,
+         "collective network allgather: blocks in zeros, bitwise OR (whole partition)", whole,
+         tree_allgather});
   r.add(
       {"gi", Collective::barrier, "global interrupt barrier (whole partition)", whole, gi_barrier});
 }

@@ -163,6 +163,21 @@ class TreeEndpoint {
   // to when they reach every node (the task's packet-layer clock, so both networks share it).
   void set_clock(virtual_time::Clock& clock);
 
+  // A burst of injections: results this task publishes meanwhile (it was the last contributor)
+  // ring their class's doorbell once, when the burst ends, instead of once each. A task that
+  // completes a multi-packet operation so wakes each waiting task once, not once per packet (on
+  // more tasks than cores the woken found the next result not yet there and slept again).
+  class InjectBurst {
+   public:
+    explicit InjectBurst(TreeEndpoint& tree) : tree_(tree) { tree_.holding_rings_ = true; }
+    InjectBurst(const InjectBurst&) = delete;
+    InjectBurst& operator=(const InjectBurst&) = delete;
+    ~InjectBurst() { tree_.ring_held(); }
+
+   private:
+    TreeEndpoint& tree_;
+  };
+
  private:
   struct ClassState {
     std::byte* up = nullptr;
@@ -228,6 +243,9 @@ class TreeEndpoint {
   void wait_writable(ClassState& s, Seq seq);
   std::uint16_t combine_slot(std::byte* slot, int inputs, PacketSpan dst);
   void publish(ClassState& s, Seq seq, std::uint16_t code, std::uint32_t readers);
+  // Rings the class's results doorbell, or records it during an InjectBurst.
+  void ring_results(ClassState& s);
+  void ring_held();
   // Virtual time: the moment a packet leaves this task (charges the write), an input's arrival at
   // the next level, a result's time at every node (after the class's previous result), reading.
   virtual_time::Tick depart();
@@ -255,6 +273,8 @@ class TreeEndpoint {
   std::uint8_t entry_position_ = 0;
   bool direct_ = false;  // a single task: contributions are results
   std::array<ClassState, layout::kCombineClasses> classes_;
+  bool holding_rings_ = false;                              // inside an InjectBurst
+  std::array<bool, layout::kCombineClasses> held_rings_{};  // classes with a result published
   // Several hosts.
   bool multi_ = false;
   std::uint32_t host_ = 0;                 // this task's host

@@ -61,9 +61,12 @@ enum class StepKind : std::uint8_t {
   //   tree_bcast:     root's src -> everyone's dst (on the root src may equal dst)
   //   tree_reduce:    everyone's src combined with the schedule's op -> root's dst
   //   tree_allreduce: everyone's src combined -> everyone's dst
+  //   tree_allgather: everyone's src -> its block of everyone's dst (an allgather schedule's
+  //                   blocks), assembled by the ALU's bitwise OR over zeros elsewhere
   tree_bcast,
   tree_reduce,
   tree_allreduce,
+  tree_allgather,
   // Global interrupt network barrier over the whole partition.
   gi_barrier,
 };
@@ -112,6 +115,7 @@ class Program {
   StepId tree_bcast(int root, Region src, Region dst, std::span<const StepId> deps = {});
   StepId tree_reduce(int root, Region src, Region dst, std::span<const StepId> deps = {});
   StepId tree_allreduce(Region src, Region dst, std::span<const StepId> deps = {});
+  StepId tree_allgather(Region src, Region dst, std::span<const StepId> deps = {});
   StepId gi_barrier(std::span<const StepId> deps = {});
 
   // The same with an initializer list: p.send(peer, r, tag, {a, b}).
@@ -133,6 +137,9 @@ class Program {
   void set_algorithm(std::string_view name) { algorithm_ = name; }
 
  private:
+  // A step that reads `src` and writes `dst` (peer: the root of a rooted tree step, else -1).
+  StepId add_moving(StepKind kind, int peer, Region src, Region dst, std::span<const StepId> deps);
+
   static std::span<const StepId> span(Deps d) { return {d.begin(), d.size()}; }
   int rank_ = 0;
   int round_ = 0;
