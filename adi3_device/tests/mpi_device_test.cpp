@@ -67,6 +67,13 @@ bool build(const std::string& compiler, const std::vector<std::string>& sources,
   for (const auto& s : sources)
     if (fs::last_write_time(s, ec) > built) stale = true;
   if (fs::last_write_time(prefix() + "/lib/libmpi.so", ec) > built) stale = true;
+  // A program loads the libraries of the prefix that built it (its run path): one built by another
+  // MPICH prefix (another BGL_CACHE_DIR) would test that prefix's libbglml.
+  const std::string stamp = out + ".prefix";
+  std::ifstream stamp_in(stamp);
+  const std::string built_by((std::istreambuf_iterator<char>(stamp_in)),
+                             std::istreambuf_iterator<char>());
+  if (built_by != prefix()) stale = true;
   bool ok = true;
   if (stale) {
     std::vector<std::string> argv{prefix() + "/bin/" + compiler, "-O2", "-g", "-o", out + ".tmp"};
@@ -75,6 +82,7 @@ bool build(const std::string& compiler, const std::vector<std::string>& sources,
     log = r.output;
     ok = r.exit_code == 0;
     if (ok) fs::rename(out + ".tmp", out, ec);
+    if (ok) std::ofstream(stamp) << prefix();
   }
   flock(lock, LOCK_UN);
   close(lock);
@@ -1235,9 +1243,9 @@ std::uint64_t remote_stores(const std::string& output) {
 }
 
 // Every collective the test program calls on an algorithm without the tree or global interrupt.
-const std::vector<std::string> kTreeOff = {"BGL_COLL_BCAST=binomial", "BGL_COLL_REDUCE=binomial",
-                                           "BGL_COLL_ALLREDUCE=recursive_doubling",
-                                           "BGL_COLL_BARRIER=dissemination"};
+const std::vector<std::string> kTreeOff = {
+    "BGL_COLL_BCAST=binomial", "BGL_COLL_REDUCE=binomial", "BGL_COLL_ALLREDUCE=recursive_doubling",
+    "BGL_COLL_ALLGATHER=recursive_doubling", "BGL_COLL_BARRIER=dissemination"};
 
 // Segments that appeared since `before` and whose launcher is gone: left behind (segments of
 // other jobs running meanwhile belong to live launchers; names are bglemu.<launcher pid>.<n>).
