@@ -688,11 +688,11 @@ class Run {
     gather_.assign(2 * lanes, 0);
     const auto staged = std::as_writable_bytes(std::span(gather_).first(lanes));
     const auto combined = std::as_writable_bytes(std::span(gather_).last(lanes));
-    std::memcpy(staged.data() + x_->displ(c_->rank()), in.data(), in.size());
+    if (!in.empty()) std::memcpy(staged.data() + x_->displ(c_->rank()), in.data(), in.size());
     net.allreduce(
         collective_net_emu::Op{collective_net_emu::AluOp::bit_or, collective_net_emu::Lane::u64},
         staged, combined);
-    std::memcpy(out.data(), combined.data(), out.size());
+    if (!out.empty()) std::memcpy(out.data(), combined.data(), out.size());
   }
 
   Communicator* c_ = nullptr;
