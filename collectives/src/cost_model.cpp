@@ -73,10 +73,8 @@ CostReport estimate_cost(const Schedule& schedule, const Params& params, const V
           std::max<std::uint64_t>(1, (t.bytes + c.tree_packet - 1) / c.tree_packet);
       const double stream = static_cast<double>(pk * (c.tree_packet + c.tree_overhead)) /
                             c.tree_bytes_per_cycle * cycle_ns;
-      // Allreduce (and the OR-assembled allgather) goes up and down the tree; broadcast and
-      // reduce cross it once.
-      const int passes =
-          t.kind == StepKind::tree_allreduce || t.kind == StepKind::tree_allgather ? 2 : 1;
+      // Allreduce and allgather go up and down the tree; broadcast and reduce cross it once.
+      const int passes = is_tree_all(t.kind) ? 2 : 1;
       lv.hw_ns = std::max(lv.hw_ns, stream + passes * tree_depth(shape) * c.tree_hop_ns);
       continue;
     }

@@ -1,5 +1,6 @@
 #include "bgl/collectives/executor.hpp"
 
+#include <algorithm>
 #include <array>
 #include <climits>
 #include <cstdint>
@@ -685,7 +686,8 @@ class Run {
     const auto in = cregion(s.src);
     const auto out = region(s.dst);
     const std::size_t lanes = (out.size() + 7) / 8;
-    gather_.assign(2 * lanes, 0);
+    gather_.resize(2 * lanes);
+    std::fill_n(gather_.begin(), lanes, 0);  // the combined half is written whole
     const auto staged = std::as_writable_bytes(std::span(gather_).first(lanes));
     const auto combined = std::as_writable_bytes(std::span(gather_).last(lanes));
     if (!in.empty()) std::memcpy(staged.data() + x_->displ(c_->rank()), in.data(), in.size());

@@ -22,6 +22,10 @@ bool is_tree(StepKind k) {
          k == StepKind::tree_allgather;
 }
 
+bool is_tree_all(StepKind k) {
+  return k == StepKind::tree_allreduce || k == StepKind::tree_allgather;
+}
+
 StepId Program::add(Step step) {
   step.round = round_;
   steps_.push_back(std::move(step));

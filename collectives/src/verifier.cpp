@@ -187,11 +187,6 @@ class Run {
     return a;
   }
 
-  // Tree steps in which every rank is a root: no peer.
-  static bool whole_tree_step(StepKind k) {
-    return k == StepKind::tree_allreduce || k == StepKind::tree_allgather;
-  }
-
   // A tree allgather reads this rank's block and writes the whole result.
   bool gather_shaped(int r, const Step& x) const {
     return p_.op == Collective::allgather && x.src.bytes == p_.send_bytes(r) &&
@@ -282,7 +277,7 @@ class Run {
                              " bytes) into all of an allgather's result");
               break;
             }
-            if (!whole_tree_step(x.kind) && (x.peer < 0 || x.peer >= p_.p)) {
+            if (!is_tree_all(x.kind) && (x.peer < 0 || x.peer >= p_.p)) {
               step_error(r, id, "root outside the communicator");
               break;
             }
@@ -351,7 +346,7 @@ class Run {
           };
           const std::uint64_t ab = carried(a);
           const std::uint64_t bb = carried(b);
-          if (a.kind != b.kind || (!whole_tree_step(a.kind) && a.peer != b.peer) ||
+          if (a.kind != b.kind || (!is_tree_all(a.kind) && a.peer != b.peer) ||
               (a.kind != StepKind::gi_barrier && ab != bb))
             step_error(
                 r, h[i],
@@ -590,7 +585,7 @@ class Run {
 
   void hardware(int level, std::size_t idx, std::vector<Ref>& done) {
     const Step& x0 = prog(0).step(st(0).hw[idx]);
-    Transfer t{level, whole_tree_step(x0.kind) ? 0 : x0.peer, {}, 0, x0.kind, {}};
+    Transfer t{level, is_tree_all(x0.kind) ? 0 : x0.peer, {}, 0, x0.kind, {}};
     std::vector<std::uint64_t> all(words_, 0);
     for (int r = 0; r < p_.p; ++r)
       or_into(all, st(r).know[st(r).hw[idx]]);
@@ -681,7 +676,7 @@ class Run {
         break;
     }
     for (int r = 0; r < p_.p; ++r) {
-      if (r != t.source || x0.kind == StepKind::gi_barrier || whole_tree_step(x0.kind))
+      if (r != t.source || x0.kind == StepKind::gi_barrier || is_tree_all(x0.kind))
         t.receivers.push_back(r);
       finish(r, st(r).hw[idx], done);
     }

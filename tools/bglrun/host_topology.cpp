@@ -7,8 +7,6 @@
 #include <memory>
 #include <string>
 
-#include "bgl/torus_emu/error.hpp"
-
 namespace bgl::bglrun {
 
 namespace {

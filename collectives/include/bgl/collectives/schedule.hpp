@@ -72,6 +72,8 @@ enum class StepKind : std::uint8_t {
 };
 std::string_view to_string(StepKind k);
 bool is_tree(StepKind k);
+// Tree steps without a root: contributions go up the tree and every rank receives the result.
+bool is_tree_all(StepKind k);
 
 using StepId = std::uint32_t;
 using Tag = std::uint32_t;
