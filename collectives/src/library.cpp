@@ -34,13 +34,23 @@ constexpr std::size_t kMaxPrograms = 256;
 }  // namespace
 
 struct Library::Member {
-  // What runs a call of one kind (operation, size, root, type, reduction) while BGL_COLL_<OP>
+  // What runs a call of one kind (operation, blocks, root, type, reduction) while BGL_COLL_<OP>
   // keeps its value: the selection and its program, so that a repeated call neither selects nor
-  // generates again.
+  // generates again. The key has the total size; a program also depends on how the blocks divide
+  // it (an allgather's or a reduce-scatter's), on the segment size and on predicted arrivals, so
+  // the choice keeps those to compare.
   struct Choice {
     std::string override_value;
+    std::vector<std::uint64_t> counts;
+    std::uint64_t segment = 0;
+    std::vector<double> arrival;
     Selection selection;
     Program program;
+
+    bool serves(std::string_view value, const Params& x) const {
+      return override_value == value && segment == x.segment && counts == x.counts &&
+             arrival == x.arrival;
+    }
   };
   Communicator comm;
   std::vector<std::uint32_t> world_ranks;
@@ -62,8 +72,9 @@ struct Library::Member {
     const Key k{static_cast<int>(x.op), x.bytes(), x.root, static_cast<int>(x.dtype),
                 static_cast<int>(x.reduce_op)};
     auto it = choices.find(k);
-    if (it != choices.end() && it->second.override_value == override_value) return it->second;
-    Choice c{std::string(override_value), select_algorithm(x, value), {}};
+    if (it != choices.end() && it->second.serves(override_value, x)) return it->second;
+    Choice c{std::string(override_value), x.counts, x.segment, x.arrival,
+             select_algorithm(x, value),  Program{}};
     if (c.selection.algorithm) {
       c.program = c.selection.algorithm->generate(x, comm.rank());
       c.program.set_algorithm(c.selection.algorithm->name);

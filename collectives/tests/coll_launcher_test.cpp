@@ -57,6 +57,12 @@ TEST(CollLines, DepositBitMulticastAndFallback) {
   EXPECT_THAT(r.output, HasSubstr("coll: lines ok (30 runs)"));
 }
 
+TEST(CollLibrary, CallsOfTheSameTotalButOtherBlocksGetTheirOwnProgram) {
+  const auto r = bglrun({"-np", "6", "--shape", "3x2x1", COLL_SCENARIOS_PATH, "library"}, 120);
+  expect_ok(r);
+  EXPECT_THAT(r.output, HasSubstr("coll: library ok"));
+}
+
 TEST(CollSplit, TwoConcurrentCommunicators) {
   const auto r = bglrun({"-np", "10", "--shape", "5x2x1", COLL_SCENARIOS_PATH, "split"}, 150);
   expect_ok(r);

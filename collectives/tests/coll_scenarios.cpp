@@ -11,6 +11,8 @@
 //                                through collectives::Library in sites_through_library(), 4
 //                                binomial broadcasts through Communicator::run in sites_direct(),
 //                                then N broadcasts of N different sizes in sites_many() (default 0)
+//   coll_scenarios library       collectives::Library's cache of programs: allgathers of uneven
+//                                blocks, the same total in different shapes, each placed right
 // OPS: comma-separated collectives (default: all). Prints "coll: <op> <algorithm> ok (<n> runs)".
 // A failed check prints the rank and what differs, and exits 1.
 #include <algorithm>
@@ -300,12 +302,46 @@ int sites(message_layer::Session& session, int many) {
   return 0;
 }
 
+// Library keeps a program per kind of call; two allgathers with the same total but different
+// blocks are different calls (each block must land at its own place).
+int library(message_layer::Session& session) {
+  Library library(session);
+  const int p = session.size();
+  const Group group{0, p, static_cast<int>(g_rank), {}, true};
+  for (int shape = 0; shape < 3; ++shape) {
+    // Rank r gives 1 + (r + shape) % p bytes: every shape has the same total.
+    std::vector<std::uint64_t> counts(static_cast<std::size_t>(p));
+    for (int r = 0; r < p; ++r)
+      counts[static_cast<std::size_t>(r)] = 1 + static_cast<std::uint64_t>((r + shape) % p);
+    std::vector<std::byte> in(counts[g_rank]), out;
+    for (std::size_t i = 0; i < in.size(); ++i)
+      in[i] = pattern(g_rank, i + static_cast<std::size_t>(shape));
+    for (const std::uint64_t c : counts)
+      out.resize(out.size() + c);
+    for (int repeat = 0; repeat < 2; ++repeat) {
+      std::ranges::fill(out, std::byte{0});
+      if (!library.run(group, Params::allgather(counts), {in, out}))
+        fail("library allgather not handled");
+      std::size_t at = 0;
+      for (int r = 0; r < p; ++r)
+        for (std::uint64_t i = 0; i < counts[static_cast<std::size_t>(r)]; ++i, ++at)
+          if (out[at] !=
+              pattern(static_cast<std::uint64_t>(r), i + static_cast<std::size_t>(shape)))
+            fail("library allgather, shape " + std::to_string(shape) + ": byte " +
+                 std::to_string(i) + " of rank " + std::to_string(r) + "'s block is wrong");
+    }
+  }
+  if (g_rank == 0) std::printf("coll: library ok\n");
+  return 0;
+}
+
 int run(int argc, char** argv) {
   auto session = message_layer::Session::from_launcher();
   g_rank = session->rank();
   const int world = session->size();
   const std::string mode = argc > 1 ? argv[1] : "world";
   if (mode == "sites") return sites(*session, argc > 2 ? std::atoi(argv[2]) : 0);
+  if (mode == "library") return library(*session);
   std::vector<Collective> ops;
   if (argc > 2) {
     std::istringstream list(argv[2]);
