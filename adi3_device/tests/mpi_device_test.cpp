@@ -685,6 +685,22 @@ TEST_F(Mpi, RanksShareOneTopologyFileUnlessTheUserChoseHwlocsDiscovery) {
   EXPECT_THAT(own.output, HasSubstr("hwtopo: OK")) << own.output;
 }
 
+// bglrun's PMI server keeps the ranks' sockets in its own thread's descriptor table: the table
+// fork() copies into each rank holds none of them (it held two per rank, so each of 1,024 ranks
+// closed 2,048 inherited descriptors at exec).
+TEST_F(Mpi, RanksDoNotInheritEachOthersPmiSockets) {
+  const auto r =
+      bglrun({"-np", "48", "--shape", "4x4x3", "--timeout", "120", program("launcher_fds")});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("launcher_fds: OK")) << r.output;
+  const auto at = r.output.find("launcher descriptors ");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  const int descriptors =
+      std::atoi(r.output.c_str() + at + std::string("launcher descriptors ").size());
+  EXPECT_GT(descriptors, 2) << r.output;
+  EXPECT_LT(descriptors, 48) << "the launcher holds descriptors per rank: " << r.output;
+}
+
 // A rank alone in its communicator completes 400 non-blocking collectives without sleeping in
 // their waits: MPICH's progress hooks finish them without a packet, and the device's blocking wait
 // returns when MPICH has completed requests since its last round (a nap per wait made MPICH's

@@ -70,9 +70,12 @@ void JobRunner::start_tasks() {
   for (std::size_t r = 0; r < tasks_.size(); ++r) {
     if (!machine_.local(static_cast<torus_emu::Rank>(r))) continue;  // another host runs it
     const std::string rank = std::to_string(r);
-    const pid_t pid = fork();
+    const bool prepared = !settings_.before_fork || settings_.before_fork(static_cast<int>(r));
+    const pid_t pid = prepared ? fork() : -1;
+    const int error = errno;
+    if (settings_.after_fork && pid != 0) settings_.after_fork(static_cast<int>(r));
     if (pid < 0) {
-      spdlog::critical("cannot start rank {}: {}", r, std::strerror(errno));
+      spdlog::critical("cannot start rank {}: {}", r, std::strerror(error));
       stop(SIGKILL, "start-up failed");
       exit_status_ = 1;
       return;
@@ -103,7 +106,6 @@ void JobRunner::start_tasks() {
     if (started == 1 && settings_.on_process_group) settings_.on_process_group(group_);
     tasks_[r] = Task{pid, true};
   }
-  if (settings_.tasks_started) settings_.tasks_started();
   spdlog::info("started {} tasks (process group {})", started, group_);
 }
 

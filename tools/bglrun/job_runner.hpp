@@ -32,12 +32,16 @@ struct RunSettings {
   std::function<std::optional<std::string>()> external_fault;
   // The exit status for such a problem (default 1), read when it is seen.
   std::function<int()> external_fault_status;
-  // Called in each task's process after fork, before exec, with its rank (the task's
-  // environment), and in the launcher once every task was started.
+  // What one task gets of the launcher's own (its PMI connection): opened in the launcher just
+  // before the task's fork, set up in the task's process after fork and before exec (its
+  // environment), closed in the launcher after the fork. A task so inherits its own descriptors
+  // only, not every earlier task's: start-up stays linear in the number of tasks. before_fork
+  // answers false (errno set) when the task cannot be given what it needs.
+  std::function<bool(int)> before_fork;
   std::function<void(int)> prepare_task;
+  std::function<void(int)> after_fork;
   // The libfabric agent's eventfd (-1: none), which each task inherits as BGL_AGENT_FD.
   int agent_fd = -1;
-  std::function<void()> tasks_started;
   // Told each process group the job's processes run in, as soon as it exists (the watchdog kills
   // them if the launcher dies).
   std::function<void(pid_t)> on_process_group;

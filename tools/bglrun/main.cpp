@@ -426,8 +426,9 @@ int launch(int argc, char** argv) {
         std::make_unique<bglrun::PmiServer>(*store, std::move(local), host_of_rank,
                                             [&config](int r) { return describe_rank(config, r); });
     auto* server = pmi_server.get();
+    settings.before_fork = [server](int rank) { return server->connect(rank); };
     settings.prepare_task = [server](int rank) { server->prepare_task(rank); };
-    settings.tasks_started = [server] { server->close_task_ends(); };
+    settings.after_fork = [server](int) { server->after_fork(); };
     settings.external_fault_status = [server] {
       return server->fault() ? server->fault_status() : 1;
     };

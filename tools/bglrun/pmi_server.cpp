@@ -1,17 +1,20 @@
 #include "pmi_server.hpp"
 
 #include <fcntl.h>
-#include <poll.h>
+#include <sched.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <future>
 #include <stdexcept>
 
 #include "bgl/job_runtime/log.hpp"
@@ -25,7 +28,50 @@ namespace {
 // Longest PMI-1 command line MPICH's client writes (PMIU_MAXLINE) and then some.
 constexpr std::size_t kMaxLine = 4096;
 
+// `index` with descriptor `fd` attached (SCM_RIGHTS).
+bool send_descriptor(int socket, std::uint32_t index, int fd) {
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  iovec data{&index, sizeof index};
+  msghdr m{};
+  m.msg_iov = &data;
+  m.msg_iovlen = 1;
+  m.msg_control = control;
+  m.msg_controllen = sizeof control;
+  cmsghdr* c = CMSG_FIRSTHDR(&m);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+  ssize_t n;
+  while ((n = sendmsg(socket, &m, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
+  }
+  return n == static_cast<ssize_t>(sizeof index);
+}
+
 }  // namespace
+
+std::optional<std::size_t> PmiServer::receive_client() {
+  std::uint32_t index = 0;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  iovec data{&index, sizeof index};
+  msghdr m{};
+  m.msg_iov = &data;
+  m.msg_iovlen = 1;
+  m.msg_control = control;
+  m.msg_controllen = sizeof control;
+  const ssize_t n = recvmsg(handover_[1], &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+  int fd = -1;
+  if (const cmsghdr* c = CMSG_FIRSTHDR(&m);
+      n >= 0 && c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+    std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
+  if (n != static_cast<ssize_t>(sizeof index) || fd < 0 || index >= clients_.size() ||
+      clients_[index].fd >= 0) {
+    if (fd >= 0) close(fd);
+    return std::nullopt;
+  }
+  clients_[index].fd = fd;
+  return index;
+}
 
 std::string PmiServer::process_mapping(const std::vector<int>& host_of_rank,
                                        std::size_t max_chars) {
@@ -50,52 +96,83 @@ PmiServer::PmiServer(JobStore& upstream, std::vector<int> local_ranks,
   if (local_ranks.empty()) throw std::logic_error("PmiServer: no ranks on this host");
   maxes_ = upstream_.maxes();
   mapping_ = process_mapping(host_of_rank, static_cast<std::size_t>(maxes_.value));
+  std::sort(local_ranks.begin(), local_ranks.end());
+  for (int rank : local_ranks)
+    clients_.push_back(Client{rank});
+  // The serving thread holds a socket per rank: 1,024 ranks need more than the usual soft limit.
+  getrlimit(RLIMIT_NOFILE, &descriptor_limit_);
+  const rlim_t want = clients_.size() + 256;
+  if (descriptor_limit_.rlim_cur != RLIM_INFINITY && descriptor_limit_.rlim_cur < want) {
+    const rlimit raised{std::min(want, descriptor_limit_.rlim_max), descriptor_limit_.rlim_max};
+    setrlimit(RLIMIT_NOFILE, &raised);
+  }
   stop_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (stop_fd_ < 0) throw std::runtime_error(std::string("eventfd: ") + std::strerror(errno));
-  for (int rank : local_ranks) {
-    int fds[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
-      throw std::runtime_error(std::string("socketpair: ") + std::strerror(errno));
-    clients_.push_back(Client{rank, fds[0], fds[1]});
-  }
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, handover_) != 0)
+    throw std::runtime_error(std::string("socketpair: ") + std::strerror(errno));
 }
 
 PmiServer::~PmiServer() {
   stop();
-  for (auto& c : clients_) {
-    if (c.fd >= 0) close(c.fd);
-    if (c.task_fd >= 0) close(c.task_fd);
+  // The clients' sockets were the serving thread's: they closed with its descriptor table.
+  after_fork();
+  for (const int fd : {stop_fd_, handover_[0], handover_[1]})
+    if (fd >= 0) close(fd);
+}
+
+bool PmiServer::connect(int rank) {
+  const auto it = std::lower_bound(clients_.begin(), clients_.end(), rank,
+                                   [](const Client& c, int r) { return c.rank < r; });
+  if (it == clients_.end() || it->rank != rank) {
+    errno = EINVAL;
+    return false;
   }
-  if (stop_fd_ >= 0) close(stop_fd_);
+  after_fork();  // a previous rank's end, if its fork was skipped
+  int fds[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) return false;
+  const auto index = static_cast<std::uint32_t>(it - clients_.begin());
+  const bool sent = send_descriptor(handover_[0], index, fds[0]);
+  const int error = errno;
+  close(fds[0]);  // the serving thread has its own copy now
+  if (!sent) {
+    close(fds[1]);
+    errno = error;
+    return false;
+  }
+  pending_task_fd_ = fds[1];
+  pending_rank_ = rank;
+  return true;
 }
 
 bool PmiServer::prepare_task(int rank) const {
   // In the task's process after fork: no allocation beyond what setenv does.
-  for (const auto& c : clients_) {
-    if (c.rank != rank) continue;
-    const int fd = dup(c.task_fd);  // without close-on-exec
-    if (fd < 0) return false;
-    char text[16];
-    std::snprintf(text, sizeof text, "%d", fd);
-    setenv("PMI_FD", text, 1);
-    std::snprintf(text, sizeof text, "%d", rank);
-    setenv("PMI_RANK", text, 1);
-    std::snprintf(text, sizeof text, "%d", world_size_);
-    setenv("PMI_SIZE", text, 1);
-    unsetenv("PMI_PORT");
-    unsetenv("PMI_ID");
-    return true;
-  }
-  return false;
+  if (rank != pending_rank_ || pending_task_fd_ < 0) return false;
+  const int fd = dup(pending_task_fd_);  // without close-on-exec
+  if (fd < 0) return false;
+  char text[16];
+  std::snprintf(text, sizeof text, "%d", fd);
+  setenv("PMI_FD", text, 1);
+  std::snprintf(text, sizeof text, "%d", rank);
+  setenv("PMI_RANK", text, 1);
+  std::snprintf(text, sizeof text, "%d", world_size_);
+  setenv("PMI_SIZE", text, 1);
+  unsetenv("PMI_PORT");
+  unsetenv("PMI_ID");
+  setrlimit(RLIMIT_NOFILE, &descriptor_limit_);
+  return true;
 }
 
-void PmiServer::close_task_ends() {
-  for (auto& c : clients_)
-    if (c.task_fd >= 0) close(std::exchange(c.task_fd, -1));
+void PmiServer::after_fork() {
+  if (pending_task_fd_ >= 0) close(std::exchange(pending_task_fd_, -1));
+  pending_rank_ = -1;
 }
 
 void PmiServer::start() {
-  thread_ = std::thread([this] {
+  std::promise<void> table_ready;
+  auto ready = table_ready.get_future();
+  thread_ = std::thread([this, &table_ready] {
+    own_descriptor_table();
+    table_ready.set_value();
     try {
       serve();
     } catch (const std::exception& e) {
@@ -103,6 +180,8 @@ void PmiServer::start() {
     }
     done_ = true;
   });
+  // From here on the launcher's new descriptors (the ranks' ends) are not in the server's table.
+  ready.wait();
 }
 
 void PmiServer::stop() {
@@ -155,20 +234,46 @@ auto PmiServer::waiting_for_hosts(F&& f) -> decltype(f()) {
   return f();
 }
 
+void PmiServer::own_descriptor_table() const {
+  // A copy of the launcher's table as it is now (the upstream store's connection, the stop and
+  // hand-over sockets), released when this thread ends.
+  if (unshare(CLONE_FILES) != 0)
+    spdlog::warn(
+        "the PMI server shares the launcher's descriptors (unshare: {}): each rank "
+        "inherits the earlier ranks' PMI sockets",
+        std::strerror(errno));
+}
+
 void PmiServer::serve() {
-  std::vector<pollfd> fds;
+  const int epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+  if (epoll_fd < 0) throw std::runtime_error(std::string("epoll_create1: ") + std::strerror(errno));
+  // Events name a client by its index; the two others by these.
+  constexpr std::uint64_t kStop = ~std::uint64_t{0}, kHandover = kStop - 1;
+  const auto watch = [&](int fd, std::uint64_t id) {
+    epoll_event e{};
+    e.events = EPOLLIN;
+    e.data.u64 = id;
+    if (epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &e) != 0)
+      throw std::runtime_error(std::string("epoll_ctl: ") + std::strerror(errno));
+  };
+  watch(stop_fd_, kStop);
+  watch(handover_[1], kHandover);
+  std::array<epoll_event, 64> events;
   while (!stopping_) {
-    fds.clear();
-    fds.push_back({stop_fd_, POLLIN, 0});
-    for (const auto& c : clients_)
-      fds.push_back({c.closed ? -1 : c.fd, POLLIN, 0});
-    if (poll(fds.data(), fds.size(), -1) < 0) {
+    const int n = epoll_wait(epoll_fd, events.data(), static_cast<int>(events.size()), -1);
+    if (n < 0) {
       if (errno == EINTR) continue;
-      throw std::runtime_error(std::string("poll: ") + std::strerror(errno));
+      throw std::runtime_error(std::string("epoll_wait: ") + std::strerror(errno));
     }
-    if (fds[0].revents) return;
-    for (std::size_t i = 0; i < clients_.size(); ++i)
-      if (fds[i + 1].revents & (POLLIN | POLLHUP | POLLERR)) read_from(clients_[i]);
+    for (int i = 0; i < n; ++i) {
+      const std::uint64_t id = events[static_cast<std::size_t>(i)].data.u64;
+      if (id == kStop) return;
+      if (id == kHandover) {
+        if (const auto c = receive_client()) watch(clients_[*c].fd, *c);
+      } else if (!clients_[id].closed) {
+        read_from(clients_[id]);
+      }
+    }
     barrier_if_complete();
     finalize_if_complete();
     if (upstream_.finalized()) return;  // every rank finished PMI

@@ -2,13 +2,17 @@
 // A PMI-1 server for the MPI ranks one host runs.
 //
 // bglrun starts its host's MPI ranks itself and serves their PMI connection (a socket pair per
-// rank, PMI_FD), the way a Hydra proxy does: everything a rank could ask locally (rank, size, KVS
-// name, limits, the process mapping) is answered here; puts also go to the job-wide key-value
-// store, a barrier is entered there once every rank of the host has entered it, and a get that the
-// host cannot answer is asked there. On one host that store is empty (HostStore), and a 1,024-rank
-// start-up costs a few thousand short lines on local sockets; on several hosts it is Hydra's,
-// through this bglrun's own PMI connection (Hydra started one bglrun per host). Ranks keep their
-// job-wide MPI rank whatever host runs them.
+// rank, PMI_FD), the way a Hydra proxy does. The serving thread keeps the ranks' sockets in a
+// descriptor table of its own: a rank forked later does not inherit (and close at exec) every
+// earlier rank's socket, which made a 1,024-rank start-up quadratic. The server: everything a rank
+// could ask locally (rank, size, KVS name, limits, the process mapping) is answered here; puts also
+// go to the job-wide key-value store, a barrier is entered there once every rank of the host has
+// entered it, and a get that the host cannot answer is asked there. On one host that store is empty
+// (HostStore), and a 1,024-rank start-up costs a few thousand short lines on local sockets; on
+// several hosts it is Hydra's, through this bglrun's own PMI connection (Hydra started one bglrun
+// per host). Ranks keep their job-wide MPI rank whatever host runs them.
+#include <sys/resource.h>
+
 #include <atomic>
 #include <functional>
 #include <map>
@@ -33,11 +37,13 @@ class PmiServer {
   PmiServer& operator=(const PmiServer&) = delete;
   ~PmiServer();
 
-  // Sets PMI_FD, PMI_RANK and PMI_SIZE for rank `rank` (called in its process after fork, before
-  // exec); false when the rank is not this host's.
+  // A rank's start, in the launcher's thread (RunSettings): connect() opens its socket pair and
+  // hands bglrun's end to the serving thread (false, errno set, when it cannot), prepare_task()
+  // sets PMI_FD, PMI_RANK and PMI_SIZE in its process after fork (false when the rank is not
+  // this host's or was not connected), and after_fork() closes the launcher's copy of its end.
+  bool connect(int rank);
   bool prepare_task(int rank) const;
-  // Once every task is started: the tasks' ends of the socket pairs are theirs alone.
-  void close_task_ends();
+  void after_fork();
   void start();
   // Stops serving; a call blocked upstream (another host gone) is made to fail.
   void stop();
@@ -54,14 +60,19 @@ class PmiServer {
  private:
   struct Client {
     int rank = -1;
-    int fd = -1;       // bglrun's end
-    int task_fd = -1;  // the rank's end (close-on-exec; the rank gets a duplicate)
+    int fd = -1;  // bglrun's end, in the serving thread's descriptor table; -1 until connected
     std::string input;
     bool in_barrier = false;
     bool finalized = false;
     bool closed = false;
   };
   void serve();
+  // In the serving thread: a descriptor table of its own, so that the ranks' sockets it receives
+  // are not in the table the launcher's thread forks.
+  void own_descriptor_table() const;
+  // Takes a connected rank's socket from the launcher's thread (the hand-over channel): the
+  // client's index, or nothing when the message was not one.
+  std::optional<std::size_t> receive_client();
   void read_from(Client& c);
   void handle(Client& c, const std::string& line);
   void reply(Client& c, const std::string& line);
@@ -82,6 +93,12 @@ class PmiServer {
   std::string mapping_;
   std::map<std::string, std::string> local_kvs_;  // what this host's ranks put
   int stop_fd_ = -1;
+  // Socket pair (datagrams) from the launcher's thread to the serving thread: a client's index in
+  // clients_ with its socket (SCM_RIGHTS).
+  int handover_[2] = {-1, -1};
+  int pending_task_fd_ = -1;  // the rank being started: its end, in the launcher's table
+  int pending_rank_ = -1;
+  rlimit descriptor_limit_{};  // the user's, which ranks get back (the server may raise its own)
   std::thread thread_;
   std::atomic<bool> in_upstream_{false};  // in a waiting_for_hosts call
   std::atomic<bool> done_{false};
