@@ -90,6 +90,9 @@ Plan::Plan(const job_runtime::JobConfig& config, const Options& options) {
   h.host_vt_offset =
       align_up(h.host_words_offset + kWireChannels * hosts * sizeof(std::uint64_t), 64);
   end = h.host_vt_offset + 2 * hosts * sizeof(std::uint64_t);
+  h.deferred_offset = align_up(end, 64);
+  h.deferred_stride = align_up(sizeof(DeferredControl) + h.ntasks * kDeferredBytes, 64);
+  end = h.deferred_offset + kCombineClasses * h.deferred_stride;
   if (hosts > 1) {
     h.partials_offset = align_up(end, 4096);
     h.partials_stride = align_up(hosts * 2 * std::uint64_t{h.ring} * sizeof(PartialSlot), 4096);
@@ -212,6 +215,8 @@ void format(const job_runtime::Job& job, const Options& options) {
     new (region.data() + h.wires_offset + w * sizeof(WireState)) WireState{};
   for (int c = 0; c < kCombineClasses; ++c)
     format_class(region, plan, c);
+  for (int c = 0; c < kCombineClasses; ++c)
+    new (region.data() + h.deferred_offset + c * h.deferred_stride) DeferredControl{};
   for (std::uint64_t lane = 0; lane < std::uint64_t{h.ntasks} * h.hosts; ++lane)
     format_inbox(region.data() + h.inbox_offset + lane * h.inbox_stride, h.inbox);
   std::memcpy(region.data() + h.host_tasks_offset, plan.host_tasks.data(),

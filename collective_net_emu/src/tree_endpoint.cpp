@@ -36,23 +36,10 @@ TreeEndpoint::TreeEndpoint(const job_runtime::Job& job, torus_emu::Rank rank,
   mask_ = header_->ring - 1;
   if (rank >= header_->ntasks) throw std::invalid_argument("rank outside the job");
   const auto* nodes = at<const NodeEntry>(region_, header_->nodes_offset);
-  // Where this task's contributions land: its node, or the parent when the node has no other input.
-  auto node = job.mapping().location(rank).node;
-  // Only nodes with tasks have entries (every tree node hosts tasks), found by their node slot.
-  const NodeEntry* e = &nodes[job.node_slot(node)];
-  vt_levels_ = e->vt_levels;
-  int position = e->local_rank[0] == static_cast<std::int32_t>(rank) ? 0 : 1;
-  while (e->inputs == 1 && e->parent >= 0) {
-    position = e->position;
-    node = static_cast<torus_emu::NodeId>(e->parent);
-    e = &nodes[job.node_slot(node)];
-  }
-  entry_position_ = static_cast<std::uint8_t>(position);
-  direct_ = e->inputs == 1;
-  for (; !direct_; e = &nodes[job.node_slot(static_cast<torus_emu::NodeId>(e->parent))]) {
-    chain_.push_back({e->ring_offset, e->slot_stride, e->inputs, e->position});
-    if (e->parent < 0) break;
-  }
+  vt_levels_ = nodes[job.node_slot(job.mapping().location(rank).node)].vt_levels;
+  entry_position_ = chain_of(rank, chain_);
+  direct_ = chain_.empty();
+  proxy_chain_.reserve(header_->height + 2);  // the longest path from a node to the root
   multi_ = header_->hosts > 1;
   host_ = host_of(rank);
   const auto* host_tasks = at<const std::uint32_t>(region_, header_->host_tasks_offset);
@@ -67,6 +54,9 @@ TreeEndpoint::TreeEndpoint(const job_runtime::Job& job, torus_emu::Rank rank,
     s.control = at<DownControl>(region_, down);
     s.slots = at<DownSlot>(region_, down + align_up(sizeof(DownControl), 64));
     s.up = region_ + header_->up_offset + static_cast<std::uint64_t>(c) * header_->up_stride;
+    s.deferred =
+        at<DeferredControl>(region_, header_->deferred_offset +
+                                         static_cast<std::uint64_t>(c) * header_->deferred_stride);
     if (multi_) {
       s.partials =
           at<PartialSlot>(region_, header_->partials_offset + c * header_->partials_stride);
@@ -78,6 +68,26 @@ TreeEndpoint::TreeEndpoint(const job_runtime::Job& job, torus_emu::Rank rank,
     my_lanes_.push_back(inbox(rank, lane));
     lane_heads_.push_back(my_lanes_.back().control->head.load(std::memory_order_acquire));
   }
+}
+
+std::uint8_t TreeEndpoint::chain_of(torus_emu::Rank r, std::vector<Level>& chain) const {
+  chain.clear();
+  const auto* nodes = at<const NodeEntry>(region_, header_->nodes_offset);
+  // Where r's contributions land: its node, or the parent when the node has no other input.
+  // Only nodes with tasks have entries (every tree node hosts tasks), found by their node slot.
+  const NodeEntry* e = &nodes[job_->node_slot(job_->mapping().location(r).node)];
+  int position = e->local_rank[0] == static_cast<std::int32_t>(r) ? 0 : 1;
+  while (e->inputs == 1 && e->parent >= 0) {
+    position = e->position;
+    e = &nodes[job_->node_slot(static_cast<torus_emu::NodeId>(e->parent))];
+  }
+  if (e->inputs > 1) {
+    for (;; e = &nodes[job_->node_slot(static_cast<torus_emu::NodeId>(e->parent))]) {
+      chain.push_back({e->ring_offset, e->slot_stride, e->inputs, e->position});
+      if (e->parent < 0) break;
+    }
+  }
+  return static_cast<std::uint8_t>(position);
 }
 
 std::uint32_t TreeEndpoint::host_of(torus_emu::Rank r) const {
@@ -156,7 +166,56 @@ void TreeEndpoint::commit(RouteClass c, Seq seq, Op op) {
   // tree then only carries the latest of them up (arrive()).
   if (clock_) [[unlikely]]
     raise_vt(entry, depart() + (multi_ ? vt_levels_ * level_cycles_ : 0));
-  arrive(s, seq);
+  arrive(s, seq, chain_);
+}
+
+// --- contributions made for other tasks ------------------------------------------------------
+
+std::span<std::byte, kDeferredBytes> TreeEndpoint::deferred_line(RouteClass c, torus_emu::Rank r) {
+  if (r >= header_->ntasks) throw std::invalid_argument("rank outside the job");
+  auto* lines = reinterpret_cast<std::byte*>(state(c).deferred + 1);
+  return std::span<std::byte, kDeferredBytes>(lines + std::uint64_t{r} * kDeferredBytes,
+                                              kDeferredBytes);
+}
+
+bool TreeEndpoint::claim(RouteClass c, Seq seq) {
+  auto& claimed = state(c).deferred->claimed;
+  std::uint64_t seen = claimed.load(std::memory_order_acquire);
+  while (seen < seq + 1)
+    if (claimed.compare_exchange_weak(seen, seq + 1, std::memory_order_acq_rel)) return true;
+  return false;
+}
+
+void TreeEndpoint::skip(RouteClass c, Seq seq) {
+  ClassState& s = state(c);
+  if (seq < s.next_inject)
+    throw std::invalid_argument("sequence number " + std::to_string(seq) +
+                                " skipped out of order (next allowed " +
+                                std::to_string(s.next_inject) + ")");
+  s.next_inject = seq + 1;
+}
+
+// Every task injected the sequence number before (its window is open): the contributor's slot is
+// free, as for the task's own injection.
+PacketSpan TreeEndpoint::reserve_for(torus_emu::Rank r, RouteClass c, Seq seq) {
+  if (!can_inject_for())
+    throw std::invalid_argument("contributions for other tasks need one host and several tasks");
+  if (r >= header_->ntasks) throw std::invalid_argument("rank outside the job");
+  proxy_position_ = chain_of(r, proxy_chain_);
+  return input(up_slot(state(c), proxy_chain_.front(), seq), proxy_position_);
+}
+
+void TreeEndpoint::commit_for(RouteClass c, Seq seq, Seq after, Op op) {
+  ClassState& s = state(c);
+  std::byte* entry = up_slot(s, proxy_chain_.front(), seq);
+  at<UpSlotMeta>(entry, 0)->op[proxy_position_] = op.code();
+  if (clock_) [[unlikely]] {
+    // The task would have read the result of `after` and then written this packet.
+    const auto& p = *job_->vt_params();
+    raise_vt(entry, down(s, after).vt + virtual_time::Params::ticks(p.packet_read_cycles) +
+                        virtual_time::Params::ticks(p.packet_write_cycles));
+  }
+  arrive(s, seq, proxy_chain_);
 }
 
 // --- virtual time ------------------------------------------------------------------------------
@@ -200,16 +259,16 @@ void TreeEndpoint::take_time(const DownSlot& slot) {
 }
 
 // Counts this contribution in; whoever completes a slot combines it and carries the result on.
-void TreeEndpoint::arrive(ClassState& s, Seq seq) {
-  for (std::size_t level = 0; level < chain_.size(); ++level) {
-    const Level& l = chain_[level];
+void TreeEndpoint::arrive(ClassState& s, Seq seq, std::span<const Level> chain) {
+  for (std::size_t level = 0; level < chain.size(); ++level) {
+    const Level& l = chain[level];
     std::byte* slot = up_slot(s, l, seq);
     auto* meta = at<UpSlotMeta>(slot, 0);
     if (meta->arrived.fetch_add(1, std::memory_order_acq_rel) + 1 != l.inputs) return;
     ++counters_.combines;
     // Virtual time: the combined packet leaves this node when its last input is in.
     const virtual_time::Tick out = meta->vt.exchange(0, std::memory_order_relaxed);
-    if (level + 1 == chain_.size() && multi_) {
+    if (level + 1 == chain.size() && multi_) {
       // This host's tree is complete: its partial goes to every host.
       PartialSlot& p = partial(s, host_, seq);
       const std::uint16_t code = combine_slot(slot, l.inputs, PacketSpan(p.data, kPacketBytes));
@@ -217,7 +276,7 @@ void TreeEndpoint::arrive(ClassState& s, Seq seq) {
       if (clock_) p.vt = out;
       return publish_partial(s, seq, code);
     }
-    if (level + 1 == chain_.size()) {
+    if (level + 1 == chain.size()) {
       DownSlot& d = down(s, seq);
       // The window guarantees every task has read this slot's previous result; the acquire makes
       // that visible (and would wait if a caller broke the protocol).
@@ -227,7 +286,7 @@ void TreeEndpoint::arrive(ClassState& s, Seq seq) {
       if (clock_) d.vt = result_vt(s, out);
       return publish(s, seq, code, header_->ntasks);
     }
-    const Level& up = chain_[level + 1];
+    const Level& up = chain[level + 1];
     std::byte* parent = up_slot(s, up, seq);
     const std::uint16_t code = combine_slot(slot, l.inputs, input(parent, l.position));
     meta->arrived.store(0, std::memory_order_relaxed);

@@ -5,7 +5,9 @@
 // packet through the ring window, so packet k combines while later packets are still injected.
 //
 // Integer and bitwise operations are exact. Sums of doubles take the two phases of fp.hpp and are
-// bit-identical on every task and in every run, whatever the arrival order; the returned Status
+// bit-identical on every task and in every run, whatever the arrival order (a sum of at most 16
+// doubles on one host has its phase 2 injected for every task by one of them: one wake-up per
+// task instead of two, the same packets and times; see short_sum); the returned Status
 // says when NaN, infinities or an overflow were involved (fall back if that matters). MAX/MIN of
 // doubles take one phase. Buffers may alias (in-place operation).
 #include <array>
@@ -84,6 +86,10 @@ class CollectiveNetwork {
   template <class Inject, class Receive>
   void stream(std::size_t packets, Inject&& inject, Receive&& receive);
   Status extremum(std::span<const double> in, std::span<double> out, bool max);
+  Status short_sum(std::span<const double> in, std::span<double> out);
+  // Receives `seq` (waiting for it), reading it with read(ConstPacketSpan).
+  template <class Read>
+  Status receive_one(Seq seq, Read&& read);
 
   RouteClass route_;
   Seq next_seq_ = 0;

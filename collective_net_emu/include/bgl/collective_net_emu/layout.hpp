@@ -10,6 +10,9 @@
 //     DownControl + DownSlot[ring]      results and broadcasts, read by every task
 //     per tree node: UpSlot[ring]       contributions meeting at that node
 //   per task: Inbox                     point-to-point class (to and from the tree root)
+//   per combining class:
+//     DeferredControl + line[task]      a task's input to a contribution another task makes for
+//                                       it (TreeEndpoint::inject_for; one host)
 //
 // An UpSlot is a 64-byte UpSlotMeta followed by one 256-byte input per contributor of the node:
 // its local tasks in t order, then its children in tree order. The contributor that completes a
@@ -38,7 +41,7 @@
 namespace bgl::collective_net_emu::layout {
 
 inline constexpr std::uint64_t kMagic = 0x54454e4c4c4f43ULL;  // "COLLNET"
-inline constexpr std::uint32_t kVersion = 4;
+inline constexpr std::uint32_t kVersion = 5;
 inline constexpr int kCombineClasses = 2;
 inline constexpr int kWireChannels = 4;
 inline constexpr int kMaxLocal = 2;
@@ -69,6 +72,7 @@ struct RegionHeader {
   // arrived with, stored by the host's last arrival into every host's replica.
   std::uint64_t host_vt_offset;
   std::uint64_t partials_offset, partials_stride, free_offset, free_stride;
+  std::uint64_t deferred_offset, deferred_stride;
 };
 
 struct NodeEntry {
@@ -121,6 +125,13 @@ struct DownControl {
   job_runtime::Doorbell results;          // rung when a result is published
   job_runtime::Doorbell space;            // rung when the last reader releases a slot
   std::atomic<std::uint64_t> vt_last{0};  // virtual time of the class's latest result
+};
+
+// Per combining class: which sequence number a task has taken over for everybody (the next
+// contribution of every task, made from the lines that follow: kDeferredBytes per task).
+inline constexpr std::size_t kDeferredBytes = 128;
+struct alignas(64) DeferredControl {
+  std::atomic<std::uint64_t> claimed{0};  // seq + 1 once a task makes everybody's seq
 };
 
 struct alignas(64) WireState {

@@ -132,6 +132,23 @@ class TreeEndpoint {
     return r;
   }
 
+  // --- contributions made for other tasks (one host) ---------------------------------------
+  // When every task's contribution to `seq` follows from the result of an earlier sequence number
+  // and data the task already had (CollectiveNetwork's short sum of doubles: phase 2 from phase
+  // 1's exponents and the task's values), one task can make them all: each task leaves its data
+  // in its deferred line and skips seq; the task that claims seq injects it for every task, timed
+  // as that task's own would have been (leaving once the result of `after` reached it). The other
+  // tasks so wake once for the operation instead of once per phase.
+  bool can_inject_for() const { return !multi_ && !direct_; }
+  std::span<std::byte, layout::kDeferredBytes> deferred_line(RouteClass c, torus_emu::Rank r);
+  bool claim(RouteClass c, Seq seq);  // true for exactly one task per sequence number
+  void skip(RouteClass c, Seq seq);   // another task injects this task's contribution to seq
+  template <class Fill>
+  void inject_for(torus_emu::Rank r, RouteClass c, Seq seq, Seq after, Op op, Fill&& fill) {
+    fill(reserve_for(r, c, seq));
+    commit_for(c, seq, after, op);
+  }
+
   Seq next_result(RouteClass c) const { return state(c).next_result; }
   // (With several hosts, the first task of a host to ask combines the hosts' partials.)
   bool result_ready(RouteClass c, Seq seq);
@@ -185,7 +202,8 @@ class TreeEndpoint {
     layout::DownSlot* slots = nullptr;
     layout::PartialSlot* partials = nullptr;  // several hosts
     std::atomic<std::uint64_t>* free = nullptr;
-    Seq next_result = 0;  // the next sequence number to receive
+    layout::DeferredControl* deferred = nullptr;  // and the tasks' deferred lines after it
+    Seq next_result = 0;                          // the next sequence number to receive
     Seq next_inject = 0;  // the lowest sequence number this task may still inject
   };
   // One node on the way up: where its slots are and which input of the parent it feeds.
@@ -211,6 +229,11 @@ class TreeEndpoint {
   }
   std::optional<PacketSpan> reserve(RouteClass c, Seq seq, Op op);
   void commit(RouteClass c, Seq seq, Op op);
+  // Rank r's entry position; `chain` = the nodes from where its contributions land to the root
+  // (empty when they are results: a single task).
+  std::uint8_t chain_of(torus_emu::Rank r, std::vector<Level>& chain) const;
+  PacketSpan reserve_for(torus_emu::Rank r, RouteClass c, Seq seq);
+  void commit_for(RouteClass c, Seq seq, Seq after, Op op);
   std::optional<PacketSpan> reserve_broadcast(RouteClass c, Seq seq);
   void commit_broadcast(RouteClass c, Seq seq);
   const layout::DownSlot* arrived(RouteClass c, Seq seq);
@@ -239,7 +262,7 @@ class TreeEndpoint {
   }
   Result describe(const layout::DownSlot& slot, Seq seq) const;
   void release(RouteClass c, Seq seq);
-  void arrive(ClassState& s, Seq seq);
+  void arrive(ClassState& s, Seq seq, std::span<const Level> chain);
   void wait_writable(ClassState& s, Seq seq);
   std::uint16_t combine_slot(std::byte* slot, int inputs, PacketSpan dst);
   void publish(ClassState& s, Seq seq, std::uint16_t code, std::uint32_t readers);
@@ -271,6 +294,8 @@ class TreeEndpoint {
   Seq mask_;
   std::vector<Level> chain_;  // from the node where this task's contributions land to the root
   std::uint8_t entry_position_ = 0;
+  std::vector<Level> proxy_chain_;  // inject_for's task's chain (kept: no allocation per call)
+  std::uint8_t proxy_position_ = 0;
   bool direct_ = false;  // a single task: contributions are results
   std::array<ClassState, layout::kCombineClasses> classes_;
   bool holding_rings_ = false;                              // inside an InjectBurst
