@@ -14,7 +14,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <future>
 #include <stdexcept>
 
 #include "bgl/job_runtime/log.hpp"
@@ -114,7 +113,7 @@ PmiServer::PmiServer(JobStore& upstream, std::vector<int> local_ranks,
 
 PmiServer::~PmiServer() {
   stop();
-  // The clients' sockets were the serving thread's: they closed with its descriptor table.
+  // The clients' sockets were the serving thread's, which closed them.
   after_fork();
   for (const int fd : {stop_fd_, handover_[0], handover_[1]})
     if (fd >= 0) close(fd);
@@ -168,20 +167,21 @@ void PmiServer::after_fork() {
 }
 
 void PmiServer::start() {
-  std::promise<void> table_ready;
-  auto ready = table_ready.get_future();
-  thread_ = std::thread([this, &table_ready] {
+  thread_ = std::thread([this] {
     own_descriptor_table();
-    table_ready.set_value();
+    table_owned_.store(true);
+    table_owned_.notify_one();
     try {
       serve();
     } catch (const std::exception& e) {
       set_fault(std::string("the job-wide PMI key-value store failed: ") + e.what());
     }
+    for (auto& c : clients_)
+      if (c.fd >= 0) close(std::exchange(c.fd, -1));
     done_ = true;
   });
   // From here on the launcher's new descriptors (the ranks' ends) are not in the server's table.
-  ready.wait();
+  table_owned_.wait(false);
 }
 
 void PmiServer::stop() {
@@ -247,6 +247,10 @@ void PmiServer::own_descriptor_table() const {
 void PmiServer::serve() {
   const int epoll_fd = epoll_create1(EPOLL_CLOEXEC);
   if (epoll_fd < 0) throw std::runtime_error(std::string("epoll_create1: ") + std::strerror(errno));
+  const struct Closer {
+    int fd;
+    ~Closer() { close(fd); }
+  } closer{epoll_fd};
   // Events name a client by its index; the two others by these.
   constexpr std::uint64_t kStop = ~std::uint64_t{0}, kHandover = kStop - 1;
   const auto watch = [&](int fd, std::uint64_t id) {

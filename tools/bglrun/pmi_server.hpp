@@ -101,6 +101,7 @@ class PmiServer {
   rlimit descriptor_limit_{};  // the user's, which ranks get back (the server may raise its own)
   std::thread thread_;
   std::atomic<bool> in_upstream_{false};  // in a waiting_for_hosts call
+  std::atomic<bool> table_owned_{false};  // the serving thread has its own descriptor table
   std::atomic<bool> done_{false};
   std::atomic<bool> stopping_{false};
   bool abandoned_ = false;
