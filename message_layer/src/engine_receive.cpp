@@ -130,12 +130,18 @@ bool MessageLayer::Engine::joins_stall(const packet_layer::PacketHeader& h,
 
 bool MessageLayer::Engine::hold_packet(Rank source, const packet_layer::PacketHeader& h,
                                        std::span<const std::byte> payload) {
-  if (hold_free_.empty()) {
+  if (hold_full()) {
     ++stats_.hold_full_waits;
     return false;
   }
-  const std::uint32_t i = hold_free_.back();
-  hold_free_.pop_back();
+  std::uint32_t i;
+  if (!hold_free_.empty()) {
+    i = hold_free_.back();
+    hold_free_.pop_back();
+  } else {
+    i = static_cast<std::uint32_t>(hold_.size());
+    hold_.emplace_back();  // within the reserved storage
+  }
   HeldPacket& e = hold_[i];
   std::memcpy(&e.packet.header, &h, sizeof h);
   std::memcpy(e.packet.payload.data(), payload.data(), payload.size());
@@ -223,7 +229,7 @@ MessageLayer::Engine::Taken MessageLayer::Engine::match(const packet_layer::Pack
                                                         std::span<const std::byte> payload,
                                                         const wire::First& first, bool from_queue) {
   // A packet still in its FIFO may have to be held: without room for that it stays in the FIFO.
-  if (!from_queue && hold_free_.empty()) {
+  if (!from_queue && hold_full()) {
     ++stats_.hold_full_waits;
     return Taken::blocked;
   }

@@ -31,16 +31,19 @@ MessageLayer::Engine::Engine(packet_layer::Endpoint& endpoint, Config config)
       dests_(static_cast<std::size_t>(size_)),
       traffic_(static_cast<std::size_t>(size_)),
       rzv_sends_(config.max_rendezvous),
-      // Every receive produces at most two control packets (ack, then fin or token).
-      controls_(2 * std::size_t{config.max_receives} + 16),
+      // Every receive produces at most two control packets (ack, then fin or token). Left
+      // uninitialised: entries are written before they are read, and untouched pages cost nothing.
+      controls_(
+          std::make_unique_for_overwrite<Control[]>(2 * std::size_t{config.max_receives} + 16)),
+      control_capacity_(2 * std::size_t{config.max_receives} + 16),
       sources_(static_cast<std::size_t>(size_)),
       recvs_(config.max_receives) {
   active_.reserve(static_cast<std::size_t>(size_));
   if (config.hold_packets == 0) throw std::invalid_argument("hold_packets must be at least 1");
-  hold_.resize(config.hold_packets);
+  // Reserved, not filled: entries are made when first needed (holding is rare), so the pages of
+  // a task that never holds a packet are never touched.
+  hold_.reserve(config.hold_packets);
   hold_free_.reserve(config.hold_packets);
-  for (std::uint32_t i = config.hold_packets; i-- > 0;)
-    hold_free_.push_back(i);
   stalled_.reserve(static_cast<std::size_t>(size_));
   held_.reserve(static_cast<std::size_t>(size_));
   vn_copy_refused_ = !config.vn_direct_copy;
@@ -306,12 +309,12 @@ void MessageLayer::Engine::trace_receive(Rank source, std::uint64_t bytes, Proto
 void MessageLayer::Engine::send_control(const Control& c) {
   ++stats_.control_packets_sent;
   if (control_count_ == 0 && inject_control(c)) return;
-  if (control_count_ == controls_.size()) {
+  if (control_count_ == control_capacity_) {
     // Cannot happen: each receive slot owes at most two control packets.
     spdlog::critical("rank {}: control queue overflow", rank());
     std::abort();
   }
-  controls_[(control_head_ + control_count_++) % controls_.size()] = c;
+  controls_[(control_head_ + control_count_++) % control_capacity_] = c;
 }
 
 bool MessageLayer::Engine::inject_control(const Control& c) {
@@ -328,7 +331,7 @@ bool MessageLayer::Engine::inject_control(const Control& c) {
 bool MessageLayer::Engine::flush_controls() {
   bool progress = false;
   while (control_count_ > 0 && inject_control(controls_[control_head_])) {
-    control_head_ = (control_head_ + 1) % controls_.size();
+    control_head_ = (control_head_ + 1) % control_capacity_;
     --control_count_;
     progress = true;
   }

@@ -12,26 +12,33 @@ class SlotTable {
   static constexpr std::uint32_t kIndexBits = 20;
   static constexpr std::uint32_t kMaxCapacity = 1u << kIndexBits;
 
-  explicit SlotTable(std::uint32_t capacity) : slots_(capacity), free_(capacity) {
-    for (std::uint32_t i = capacity; i-- > 0;)
-      free_[free_count_++] = i;
+  // The storage is reserved once (pointers into it stay valid) but slots are made when first
+  // needed: a task that never uses most of a large table does not touch (fault in) its memory.
+  explicit SlotTable(std::uint32_t capacity) : capacity_(capacity) {
+    slots_.reserve(capacity);
+    free_.reserve(capacity);
   }
 
   // An id of a fresh slot (value reset to T{}), or false when the table is full.
   bool acquire(std::uint32_t& id) {
-    if (free_count_ == 0) return false;
-    const std::uint32_t index = free_[--free_count_];
-    Slot& s = slots_[index];
-    s.used = true;
-    s.value = T{};
-    id = index | (s.generation << kIndexBits);
+    T* value = acquire_as_is(id);
+    if (!value) return false;
+    *value = T{};
     return true;
   }
   // Like acquire(), but the value is left as its last user left it (no reset: for a hot path that
   // sets what it uses). nullptr when the table is full.
   T* acquire_as_is(std::uint32_t& id) {
-    if (free_count_ == 0) return nullptr;
-    const std::uint32_t index = free_[--free_count_];
+    std::uint32_t index;
+    if (!free_.empty()) {
+      index = free_.back();
+      free_.pop_back();
+    } else if (slots_.size() < capacity_) {
+      index = static_cast<std::uint32_t>(slots_.size());
+      slots_.emplace_back();  // within the reserved storage: no allocation
+    } else {
+      return nullptr;
+    }
     Slot& s = slots_[index];
     s.used = true;
     id = index | (s.generation << kIndexBits);
@@ -50,10 +57,10 @@ class SlotTable {
     Slot& s = slots_[index];
     s.used = false;
     s.generation = (s.generation + 1) & ((1u << (32 - kIndexBits)) - 1);
-    free_[free_count_++] = index;
+    free_.push_back(index);  // within the reserved storage
   }
-  std::uint32_t in_use() const { return static_cast<std::uint32_t>(slots_.size()) - free_count_; }
-  bool full() const { return free_count_ == 0; }
+  std::uint32_t in_use() const { return static_cast<std::uint32_t>(slots_.size() - free_.size()); }
+  bool full() const { return free_.empty() && slots_.size() == capacity_; }
 
  private:
   struct Slot {
@@ -61,10 +68,9 @@ class SlotTable {
     std::uint32_t generation = 0;
     bool used = false;
   };
+  std::uint32_t capacity_;
   std::vector<Slot> slots_;
-  // The free indices, a stack: sized once, so releasing never grows a vector.
-  std::vector<std::uint32_t> free_;
-  std::uint32_t free_count_ = 0;
+  std::vector<std::uint32_t> free_;  // released indices, a stack (reused before new slots)
 };
 
 }  // namespace bgl::message_layer

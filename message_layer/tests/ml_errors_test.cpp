@@ -15,6 +15,7 @@
 
 #include "ml_harness.hpp"
 #include "ml_in_process.hpp"
+#include "slot_table.hpp"
 #include "wire.hpp"
 
 namespace bgl::message_layer::test {
@@ -565,6 +566,50 @@ TEST(MlRegressions, RendezvousFinFromAnotherTaskIsIgnored) {
   EXPECT_EQ(m.remote_done, 0) << "remote_done before the receiver even accepted the message";
   in.accept(in.got[0], Inbox::into(in.got[0], 5000, 0));
   EXPECT_TRUE(job.run_until([&] { return m.remote_done == 1 && in.completed() == 1; }));
+}
+
+// The tables behind receive and rendezvous ids: slots are made when first needed (a fresh table
+// touches none of its storage), handed out in index order, reused last-released first with a new
+// generation, so that an old id finds nothing; pointers stay valid while the table grows.
+TEST(MlSlotTable, SlotsAreMadeWhenNeededAndReleasedIdsGoStale) {
+  SlotTable<int> t(3);
+  EXPECT_EQ(t.in_use(), 0u);
+  EXPECT_FALSE(t.full());
+  EXPECT_EQ(t.find(0), nullptr);  // never made
+  std::uint32_t a = 9, b = 9, c = 9, d = 9;
+  ASSERT_TRUE(t.acquire(a));
+  ASSERT_TRUE(t.acquire(b));
+  ASSERT_TRUE(t.acquire(c));
+  EXPECT_EQ(a, 0u);
+  EXPECT_EQ(b, 1u);
+  EXPECT_EQ(c, 2u);
+  EXPECT_TRUE(t.full());
+  EXPECT_FALSE(t.acquire(d));
+  EXPECT_EQ(t.acquire_as_is(d), nullptr);
+  *t.find(b) = 7;
+  t.release(b);
+  EXPECT_EQ(t.find(b), nullptr);
+  EXPECT_FALSE(t.full());
+  EXPECT_EQ(t.in_use(), 2u);
+  ASSERT_TRUE(t.acquire(d));
+  EXPECT_EQ(d & (SlotTable<int>::kMaxCapacity - 1), 1u);
+  EXPECT_NE(d, b);
+  EXPECT_EQ(*t.find(d), 0);  // acquire() resets the value
+  t.release(d);
+  std::uint32_t e = 0;
+  ASSERT_NE(t.acquire_as_is(e), nullptr);
+  EXPECT_EQ(*t.find(e), 0);  // as the last user left it
+
+  SlotTable<std::uint64_t> big(1000);
+  std::uint32_t first = 0;
+  ASSERT_TRUE(big.acquire(first));
+  std::uint64_t* at = big.find(first);
+  for (int i = 1; i < 1000; ++i) {
+    std::uint32_t id = 0;
+    ASSERT_TRUE(big.acquire(id));
+  }
+  EXPECT_TRUE(big.full());
+  EXPECT_EQ(big.find(first), at);
 }
 
 // ---------------------------------------------------------------------------------------------
