@@ -17,12 +17,12 @@ std::size_t ReceptionFifo::region_bytes(std::uint32_t capacity) {
   return kControlBytes + std::size_t{capacity} * sizeof(FifoSlot);
 }
 
-void ReceptionFifo::format(std::byte* region, std::uint32_t capacity) {
+void ReceptionFifo::format(std::byte* region, std::uint32_t /*capacity*/) {
   new (region) FifoControl{};
-  auto* slots = reinterpret_cast<FifoSlot*>(region + kControlBytes);
-  // 0: never published (a slot's sequence number is the position + 1 it was last published for).
-  for (std::uint32_t i = 0; i < capacity; ++i)
-    new (&slots[i].seq) std::atomic<std::uint64_t>(0);
+  // The slots' sequence numbers are 0 already: never published (a slot's sequence number is the
+  // position + 1 it was last published for). Not writing them leaves the slots' pages untouched
+  // until packets use them: formatting the FIFOs of 1,024 tasks touched every page of them, in
+  // the launcher, before any task could start.
 }
 
 ReceptionFifo::ReceptionFifo(std::byte* region, std::uint32_t capacity)

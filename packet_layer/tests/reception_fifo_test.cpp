@@ -44,13 +44,14 @@ struct FreeDeleter {
   void operator()(std::byte* p) const { std::free(p); }
 };
 
-// A formatted FIFO region in 64-byte aligned storage.
+// A formatted FIFO region in 64-byte aligned, zero-filled storage (as a new segment is).
 class Region {
  public:
   explicit Region(std::uint32_t capacity)
       : capacity_(capacity),
         bytes_(ReceptionFifo::region_bytes(capacity)),
         storage_(static_cast<std::byte*>(std::aligned_alloc(64, (bytes_ + 63) / 64 * 64))) {
+    std::memset(storage_.get(), 0, bytes_);
     ReceptionFifo::format(storage_.get(), capacity);
   }
   std::byte* data() const { return storage_.get(); }

@@ -61,7 +61,8 @@ class ReceptionFifo {
   static constexpr std::uint64_t kPrefetchAhead = 4;
 
   static std::size_t region_bytes(std::uint32_t capacity);
-  // Initialises a region of region_bytes(capacity) bytes; capacity is a power of two.
+  // Initialises a zero-filled region of region_bytes(capacity) bytes (as a new segment is);
+  // capacity is a power of two.
   static void format(std::byte* region, std::uint32_t capacity);
 
   ReceptionFifo() = default;
