@@ -27,42 +27,47 @@ namespace {
 // Longest PMI-1 command line MPICH's client writes (PMIU_MAXLINE) and then some.
 constexpr std::size_t kMaxLine = 4096;
 
-// `index` with descriptor `fd` attached (SCM_RIGHTS).
-bool send_descriptor(int socket, std::uint32_t index, int fd) {
+// The hand-over channel's message: a client's index with its socket attached (SCM_RIGHTS).
+struct Handover {
+  std::uint32_t index = 0;
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
   iovec data{&index, sizeof index};
-  msghdr m{};
-  m.msg_iov = &data;
-  m.msg_iovlen = 1;
-  m.msg_control = control;
-  m.msg_controllen = sizeof control;
-  cmsghdr* c = CMSG_FIRSTHDR(&m);
+  msghdr header{};
+
+  Handover() {
+    header.msg_iov = &data;
+    header.msg_iovlen = 1;
+    header.msg_control = control;
+    header.msg_controllen = sizeof control;
+  }
+  Handover(const Handover&) = delete;  // points into itself
+  Handover& operator=(const Handover&) = delete;
+};
+
+bool send_descriptor(int socket, std::uint32_t index, int fd) {
+  Handover m;
+  m.index = index;
+  cmsghdr* c = CMSG_FIRSTHDR(&m.header);
   c->cmsg_level = SOL_SOCKET;
   c->cmsg_type = SCM_RIGHTS;
   c->cmsg_len = CMSG_LEN(sizeof(int));
   std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
   ssize_t n;
-  while ((n = sendmsg(socket, &m, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
+  while ((n = sendmsg(socket, &m.header, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
   }
-  return n == static_cast<ssize_t>(sizeof index);
+  return n == static_cast<ssize_t>(sizeof m.index);
 }
 
 }  // namespace
 
 std::optional<std::size_t> PmiServer::receive_client() {
-  std::uint32_t index = 0;
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  iovec data{&index, sizeof index};
-  msghdr m{};
-  m.msg_iov = &data;
-  m.msg_iovlen = 1;
-  m.msg_control = control;
-  m.msg_controllen = sizeof control;
-  const ssize_t n = recvmsg(handover_[1], &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+  Handover m;
+  const ssize_t n = recvmsg(handover_[1], &m.header, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
   int fd = -1;
-  if (const cmsghdr* c = CMSG_FIRSTHDR(&m);
+  if (const cmsghdr* c = CMSG_FIRSTHDR(&m.header);
       n >= 0 && c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
     std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
+  const std::uint32_t index = m.index;
   if (n != static_cast<ssize_t>(sizeof index) || fd < 0 || index >= clients_.size() ||
       clients_[index].fd >= 0) {
     if (fd >= 0) close(fd);
