@@ -160,7 +160,10 @@ void CollectiveNetwork::broadcast(torus_emu::Rank root, std::span<std::byte> buf
 Status CollectiveNetwork::allreduce_sum(std::span<const double> in, std::span<double> out) {
   if (in.size() != out.size())
     throw std::invalid_argument("allreduce_sum: input and output sizes differ");
-  if (!in.empty() && in.size() <= fp::kFixedPerPacket && tree_.can_inject_for())
+  // One exponent group whose phase-2 packets fit the window along with its phase-1 packet.
+  const std::size_t parts = (in.size() + fp::kFixedPerPacket - 1) / fp::kFixedPerPacket;
+  if (!in.empty() && in.size() <= fp::kExponentsPerPacket && parts < tree_.ring() &&
+      tree_.can_inject_for())
     return short_sum(in, out);
   const int guard = fp::guard_bits(tree_.tasks());
   FpCursor inject_at(in.size(), lookahead_), receive_at(in.size(), lookahead_);
@@ -216,47 +219,58 @@ Status CollectiveNetwork::receive_one(Seq seq, Read&& read) {
   }
 }
 
-// A sum of at most 16 doubles: one packet a phase. Phase 2 is what every task computes from phase
-// 1's exponent maxima and its own values, so the task that completes phase 1 computes it for all:
-// each task leaves its values in its deferred line and injects its exponents only; the one that
-// then finds the maxima there first converts every task's values to the common grid and injects
-// them as that task (TreeEndpoint::inject_for, timed as the task's own packet). It holds the
-// rings until phase 2 is complete, so a waiting task wakes once, not once per phase. The packets,
-// the result and the virtual times are the two-phase schedule's.
+// A sum of at most 64 doubles: one phase-1 packet (exponents) and up to four phase-2 packets.
+// Phase 2 is what every task computes from phase 1's exponent maxima and its own values, so the
+// task that completes phase 1 computes it for all: each task leaves its values in its deferred
+// line and injects its exponents only; the one that then finds the maxima there first converts
+// every task's values to the common grid and injects them as that task (TreeEndpoint::inject_for,
+// timed as the task's own packets). It holds the rings until phase 2 is complete, so a waiting
+// task wakes once, not once per phase. The packets, the result and the virtual times are the
+// two-phase schedule's.
 Status CollectiveNetwork::short_sum(std::span<const double> in, std::span<double> out) {
   const int guard = fp::guard_bits(tree_.tasks());
   const std::size_t bytes = in.size_bytes();
+  const std::size_t parts = (in.size() + fp::kFixedPerPacket - 1) / fp::kFixedPerPacket;
   const Seq exponents = next_seq_, fixed = next_seq_ + 1;
-  next_seq_ += 2;
+  next_seq_ += 1 + parts;
   const auto emax = std::span<std::uint32_t>(emax_).first(in.size());
   std::memcpy(tree_.deferred_line(route_, tree_.rank()).data(), in.data(), bytes);
   Status status = Status::ok;
   bool have_emax = false;
   {
     const TreeEndpoint::InjectBurst burst(tree_);
-    // Every earlier result was received, so the window has room for both sequence numbers.
+    // Every earlier result was received, so the window has room for all the sequence numbers.
     if (tree_.inject_with(route_, exponents, fp::kExponentOp,
                           [&](PacketSpan p) { fp::encode_exponents(in, p); }) != InjectStatus::ok)
       throw std::logic_error("collective network: no room for a sum's first packet");
-    tree_.skip(route_, fixed);
+    for (std::size_t k = 0; k < parts; ++k)
+      tree_.skip(route_, fixed + k);
     if (tree_.result_ready(route_, exponents) && tree_.claim(route_, exponents)) {
       status = receive_one(exponents, [&](ConstPacketSpan p) { fp::decode_exponents(p, emax); });
       have_emax = true;
-      std::array<double, fp::kFixedPerPacket> values;
+      std::array<double, fp::kExponentsPerPacket> values;
+      const auto mine = std::span(values).first(in.size());
       for (torus_emu::Rank r = 0; r < static_cast<torus_emu::Rank>(tree_.tasks()); ++r) {
         std::memcpy(values.data(), tree_.deferred_line(route_, r).data(), bytes);
-        tree_.inject_for(r, route_, fixed, exponents, fp::kFixedOp, [&](PacketSpan p) {
-          fp::encode_fixed(std::span(values).first(in.size()), emax, guard, p);
-        });
+        for (std::size_t k = 0; k < parts; ++k)
+          tree_.inject_for(r, route_, fixed + k, exponents, fp::kFixedOp, [&](PacketSpan p) {
+            fp::encode_fixed(packet_part(std::span<const double>(mine), k, fp::kFixedPerPacket),
+                             emax.subspan(k * fp::kFixedPerPacket), guard, p);
+          });
       }
     }
   }
   if (!have_emax)
     status = receive_one(exponents, [&](ConstPacketSpan p) { fp::decode_exponents(p, emax); });
-  Status values = Status::ok;
-  const Status received = receive_one(
-      fixed, [&](ConstPacketSpan p) { values = fp::decode_fixed(p, emax, guard, out); });
-  return worst(worst(status, received), values);
+  for (std::size_t k = 0; k < parts; ++k) {
+    Status values = Status::ok;
+    const Status received = receive_one(fixed + k, [&](ConstPacketSpan p) {
+      values = fp::decode_fixed(p, emax.subspan(k * fp::kFixedPerPacket), guard,
+                                packet_part(out, k, fp::kFixedPerPacket));
+    });
+    status = worst(worst(status, received), values);
+  }
+  return status;
 }
 
 Status CollectiveNetwork::extremum(std::span<const double> in, std::span<double> out, bool max) {

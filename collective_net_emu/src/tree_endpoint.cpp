@@ -210,10 +210,11 @@ void TreeEndpoint::commit_for(RouteClass c, Seq seq, Seq after, Op op) {
   std::byte* entry = up_slot(s, proxy_chain_.front(), seq);
   at<UpSlotMeta>(entry, 0)->op[proxy_position_] = op.code();
   if (clock_) [[unlikely]] {
-    // The task would have read the result of `after` and then written this packet.
+    // The task would have read the result of `after` and then written its packets for after + 1
+    // up to this one.
     const auto& p = *job_->vt_params();
     raise_vt(entry, down(s, after).vt + virtual_time::Params::ticks(p.packet_read_cycles) +
-                        virtual_time::Params::ticks(p.packet_write_cycles));
+                        (seq - after) * virtual_time::Params::ticks(p.packet_write_cycles));
   }
   arrive(s, seq, proxy_chain_);
 }

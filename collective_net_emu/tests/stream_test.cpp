@@ -258,50 +258,59 @@ double two_phase_sum(const std::vector<double>& values, int tasks) {
   return fp::from_fixed(total, emax, guard).value;
 }
 
-// Sums of at most 16 doubles take phase 2 from the task that completes phase 1 (it injects every
-// task's fixed-point packet): the results are the two-phase sum's bits, including inputs over
-// 1,200 binades (rounded to the common grid), in place, and each waiting task sleeps at most once
-// per sum.
+// Sums of at most 64 doubles take phase 2 from the task that completes phase 1 (it injects every
+// task's fixed-point packets, one to four): the results are the two-phase sum's bits, including
+// inputs over 1,200 binades (rounded to the common grid), in place, and each waiting task sleeps
+// at most once per sum. With a ring of 2 only one-packet phase 2s fit the window; longer sums
+// then take the two-phase schedule.
 TEST(Stream, ShortFloatingPointSumsAreTheTwoPhaseSumWithOneWakeUp) {
   constexpr int kTasks = 6, kRounds = 30;
-  InProcessJob job(kTasks, "3x2x1");
-  const auto input = [](torus_emu::Rank r, int round, std::size_t n) {
-    std::mt19937_64 rng(r * 1000 + static_cast<unsigned>(round));
-    std::vector<double> v(n);
-    for (auto& x : v)
-      x = std::ldexp(std::uniform_real_distribution<double>(-1, 1)(rng),
-                     static_cast<int>(rng() % 1200) - 600);
-    return v;
-  };
-  const auto size_of_round = [](int round) { return std::size_t{1} + round % 16; };
-  std::vector<std::vector<std::vector<double>>> results(kTasks);
-  std::vector<std::uint64_t> sleeps(kTasks);
-  job.run([&](torus_emu::Rank rank) {
-    CollectiveNetwork net(job.machine().job(), rank, job.policy());
+  for (const std::uint32_t ring : {256u, 2u}) {
+    Options options;
+    options.ring_packets = ring;
+    InProcessJob job(kTasks, "3x2x1", "heater", options);
+    const auto input = [](torus_emu::Rank r, int round, std::size_t n) {
+      std::mt19937_64 rng(r * 1000 + static_cast<unsigned>(round));
+      std::vector<double> v(n);
+      for (auto& x : v)
+        x = std::ldexp(std::uniform_real_distribution<double>(-1, 1)(rng),
+                       static_cast<int>(rng() % 1200) - 600);
+      return v;
+    };
+    const auto size_of_round = [](int round) {
+      return std::size_t{1} + static_cast<std::size_t>(round * 7 % 64);
+    };
+    std::vector<std::vector<std::vector<double>>> results(kTasks);
+    std::vector<std::uint64_t> sleeps(kTasks);
+    job.run([&](torus_emu::Rank rank) {
+      CollectiveNetwork net(job.machine().job(), rank, job.policy());
+      for (int round = 0; round < kRounds; ++round) {
+        auto v = input(rank, round, size_of_round(round));
+        if (rank == static_cast<torus_emu::Rank>(round % kTasks))
+          std::this_thread::sleep_for(1ms);  // a different task completes phase 1 each round
+        ASSERT_EQ(net.allreduce_sum(v, v), Status::ok);
+        results[rank].push_back(v);
+      }
+      sleeps[rank] = net.tree().counters().sleeps;
+    });
     for (int round = 0; round < kRounds; ++round) {
-      auto v = input(rank, round, size_of_round(round));
-      if (rank == static_cast<torus_emu::Rank>(round % kTasks))
-        std::this_thread::sleep_for(1ms);  // a different task completes phase 1 each round
-      ASSERT_EQ(net.allreduce_sum(v, v), Status::ok);
-      results[rank].push_back(v);
+      const std::size_t n = size_of_round(round);
+      for (std::size_t i = 0; i < n; ++i) {
+        std::vector<double> column;
+        for (torus_emu::Rank r = 0; r < kTasks; ++r)
+          column.push_back(input(r, round, n)[i]);
+        const double expect = two_phase_sum(column, kTasks);
+        for (torus_emu::Rank r = 0; r < kTasks; ++r)
+          ASSERT_EQ(std::bit_cast<std::uint64_t>(results[r][round][i]),
+                    std::bit_cast<std::uint64_t>(expect))
+              << "task " << r << ", round " << round << ", element " << i;
+      }
     }
-    sleeps[rank] = net.tree().counters().sleeps;
-  });
-  for (int round = 0; round < kRounds; ++round) {
-    const std::size_t n = size_of_round(round);
-    for (std::size_t i = 0; i < n; ++i) {
-      std::vector<double> column;
+    if (ring > 2) {
       for (torus_emu::Rank r = 0; r < kTasks; ++r)
-        column.push_back(input(r, round, n)[i]);
-      const double expect = two_phase_sum(column, kTasks);
-      for (torus_emu::Rank r = 0; r < kTasks; ++r)
-        ASSERT_EQ(std::bit_cast<std::uint64_t>(results[r][round][i]),
-                  std::bit_cast<std::uint64_t>(expect))
-            << "task " << r << ", round " << round << ", element " << i;
+        EXPECT_LE(sleeps[r], static_cast<std::uint64_t>(kRounds)) << "task " << r;
     }
   }
-  for (torus_emu::Rank r = 0; r < kTasks; ++r)
-    EXPECT_LE(sleeps[r], static_cast<std::uint64_t>(kRounds)) << "task " << r;
 }
 
 TEST(Stream, FloatingPointScheduleWorksWithTheSmallestRing) {

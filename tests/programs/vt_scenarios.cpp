@@ -5,7 +5,7 @@
 //   vt_scenarios ring ROUNDS PACKETS   packets to the next rank, deterministically routed, from
 //                                      the previous one (one source per task: no host order)
 //   vt_scenarios collectives ROUNDS    global-interrupt barrier, collective-network allreduce of
-//                                      4 KiB and a sum of 3 doubles, the job barrier, ROUNDS times
+//                                      4 KiB and a sum of 40 doubles, the job barrier, ROUNDS times
 //   vt_scenarios ml ROUNDS BYTES       message-layer ping-pong of BYTES between rank r and
 //                                      r + size/2 (one message in flight per pair: no host order)
 #include <array>
@@ -96,10 +96,12 @@ int collectives(packet_layer::Runtime& rt, int rounds) {
     // A short sum of doubles: on one host one task injects everybody's phase 2, on several each
     // task its own; the clocks must not tell.
     clock.charge(skew(me, round + 3));
-    const std::array<double, 3> values{0.5 * me, 1.0, -0.25 * round};
-    std::array<double, 3> sums{};
+    std::array<double, 40> values{}, sums{};  // three phase-2 packets
+    values[0] = 0.5 * me;
+    values[1] = 1.0;
+    values[39] = -0.25 * round;
     BGL_CHECK(net.allreduce_sum(values, sums) == Status::ok, me);
-    BGL_CHECK(sums[0] == 0.25 * n * (n - 1) && sums[1] == n && sums[2] == -0.25 * round * n, me);
+    BGL_CHECK(sums[0] == 0.25 * n * (n - 1) && sums[1] == n && sums[39] == -0.25 * round * n, me);
     if (round + 1 == rounds) report(rt, "exchanged");
     clock.charge(skew(me, round + 2));
     rt.barrier();

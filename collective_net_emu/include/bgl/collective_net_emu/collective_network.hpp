@@ -5,7 +5,7 @@
 // packet through the ring window, so packet k combines while later packets are still injected.
 //
 // Integer and bitwise operations are exact. Sums of doubles take the two phases of fp.hpp and are
-// bit-identical on every task and in every run, whatever the arrival order (a sum of at most 16
+// bit-identical on every task and in every run, whatever the arrival order (a sum of at most 64
 // doubles on one host has its phase 2 injected for every task by one of them: one wake-up per
 // task instead of two, the same packets and times; see short_sum); the returned Status
 // says when NaN, infinities or an overflow were involved (fall back if that matters). MAX/MIN of

@@ -129,7 +129,7 @@ struct DownControl {
 
 // Per combining class: which sequence number a task has taken over for everybody (the next
 // contribution of every task, made from the lines that follow: kDeferredBytes per task).
-inline constexpr std::size_t kDeferredBytes = 128;
+inline constexpr std::size_t kDeferredBytes = 512;  // 64 doubles
 struct alignas(64) DeferredControl {
   std::atomic<std::uint64_t> claimed{0};  // seq + 1 once a task makes everybody's seq
 };
