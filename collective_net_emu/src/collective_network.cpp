@@ -243,8 +243,7 @@ Status CollectiveNetwork::short_sum(std::span<const double> in, std::span<double
     if (tree_.inject_with(route_, exponents, fp::kExponentOp,
                           [&](PacketSpan p) { fp::encode_exponents(in, p); }) != InjectStatus::ok)
       throw std::logic_error("collective network: no room for a sum's first packet");
-    for (std::size_t k = 0; k < parts; ++k)
-      tree_.skip(route_, fixed + k);
+    tree_.skip(route_, fixed + parts - 1);
     if (tree_.result_ready(route_, exponents) && tree_.claim(route_, exponents)) {
       status = receive_one(exponents, [&](ConstPacketSpan p) { fp::decode_exponents(p, emax); });
       have_emax = true;
@@ -252,11 +251,11 @@ Status CollectiveNetwork::short_sum(std::span<const double> in, std::span<double
       const auto mine = std::span(values).first(in.size());
       for (torus_emu::Rank r = 0; r < static_cast<torus_emu::Rank>(tree_.tasks()); ++r) {
         std::memcpy(values.data(), tree_.deferred_line(route_, r).data(), bytes);
-        for (std::size_t k = 0; k < parts; ++k)
-          tree_.inject_for(r, route_, fixed + k, exponents, fp::kFixedOp, [&](PacketSpan p) {
-            fp::encode_fixed(packet_part(std::span<const double>(mine), k, fp::kFixedPerPacket),
-                             emax.subspan(k * fp::kFixedPerPacket), guard, p);
-          });
+        tree_.inject_for(
+            r, route_, fixed, parts, exponents, fp::kFixedOp, [&](std::size_t k, PacketSpan p) {
+              fp::encode_fixed(packet_part(std::span<const double>(mine), k, fp::kFixedPerPacket),
+                               emax.subspan(k * fp::kFixedPerPacket), guard, p);
+            });
       }
     }
   }

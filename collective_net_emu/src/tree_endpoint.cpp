@@ -186,22 +186,25 @@ bool TreeEndpoint::claim(RouteClass c, Seq seq) {
   return false;
 }
 
-void TreeEndpoint::skip(RouteClass c, Seq seq) {
+void TreeEndpoint::skip(RouteClass c, Seq last) {
   ClassState& s = state(c);
-  if (seq < s.next_inject)
-    throw std::invalid_argument("sequence number " + std::to_string(seq) +
+  if (last < s.next_inject)
+    throw std::invalid_argument("sequence number " + std::to_string(last) +
                                 " skipped out of order (next allowed " +
                                 std::to_string(s.next_inject) + ")");
-  s.next_inject = seq + 1;
+  s.next_inject = last + 1;
 }
 
-// Every task injected the sequence number before (its window is open): the contributor's slot is
-// free, as for the task's own injection.
-PacketSpan TreeEndpoint::reserve_for(torus_emu::Rank r, RouteClass c, Seq seq) {
+void TreeEndpoint::enter_as(torus_emu::Rank r) {
   if (!can_inject_for())
     throw std::invalid_argument("contributions for other tasks need one host and several tasks");
   if (r >= header_->ntasks) throw std::invalid_argument("rank outside the job");
   proxy_position_ = chain_of(r, proxy_chain_);
+}
+
+// Every task injected an earlier sequence number of the operation (its window is open): the
+// contributor's slot is free, as for the task's own injection.
+PacketSpan TreeEndpoint::reserve_for(RouteClass c, Seq seq) {
   return input(up_slot(state(c), proxy_chain_.front(), seq), proxy_position_);
 }
 

@@ -261,8 +261,8 @@ class MessageLayer::Engine {
   SendMessage* sent_tail_ = nullptr;
   SendMessage* data_head_ = nullptr;  // acknowledged messages whose data stream
   SendMessage* data_tail_ = nullptr;
-  std::unique_ptr<Control[]> controls_;  // ring
   std::size_t control_capacity_;
+  std::unique_ptr<Control[]> controls_;  // ring of control_capacity_ entries
   std::size_t control_head_ = 0, control_count_ = 0;
 
   std::vector<SourceState> sources_;
@@ -280,11 +280,7 @@ class MessageLayer::Engine {
     packet_layer::Packet packet;
   };
   std::vector<HeldFirst> held_;
-  // Stall queues' packets (BGL_ML_HOLD_PACKETS entries reserved; made when first needed) and
-  // the entries released since (reused first).
-  std::vector<HeldPacket> hold_;
-  std::vector<std::uint32_t> hold_free_;
-  bool hold_full() const { return hold_free_.empty() && hold_.size() == config_.hold_packets; }
+  LazyPool<HeldPacket> hold_;  // stall queues' packets (BGL_ML_HOLD_PACKETS)
   std::vector<Rank> stalled_;  // sources with a non-empty stall queue
 
   job_runtime::WaitPolicy co_policy_;

@@ -130,17 +130,10 @@ bool MessageLayer::Engine::joins_stall(const packet_layer::PacketHeader& h,
 
 bool MessageLayer::Engine::hold_packet(Rank source, const packet_layer::PacketHeader& h,
                                        std::span<const std::byte> payload) {
-  if (hold_full()) {
+  std::uint32_t i = 0;
+  if (!hold_.acquire(i)) {
     ++stats_.hold_full_waits;
     return false;
-  }
-  std::uint32_t i;
-  if (!hold_free_.empty()) {
-    i = hold_free_.back();
-    hold_free_.pop_back();
-  } else {
-    i = static_cast<std::uint32_t>(hold_.size());
-    hold_.emplace_back();  // within the reserved storage
   }
   HeldPacket& e = hold_[i];
   std::memcpy(&e.packet.header, &h, sizeof h);
@@ -163,7 +156,7 @@ void MessageLayer::Engine::pop_held(SourceState& src) {
   const std::uint32_t i = src.stall_head;
   src.stall_head = hold_[i].next;
   if (src.stall_head == kNone) src.stall_tail = kNone;
-  hold_free_.push_back(i);
+  hold_.release(i);
   --stats_.held_packets;
   blocked_fifos_ = 0;  // room to hold packets again
 }
@@ -229,7 +222,7 @@ MessageLayer::Engine::Taken MessageLayer::Engine::match(const packet_layer::Pack
                                                         std::span<const std::byte> payload,
                                                         const wire::First& first, bool from_queue) {
   // A packet still in its FIFO may have to be held: without room for that it stays in the FIFO.
-  if (!from_queue && hold_full()) {
+  if (!from_queue && hold_.full()) {
     ++stats_.hold_full_waits;
     return Taken::blocked;
   }

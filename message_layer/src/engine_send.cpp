@@ -33,17 +33,13 @@ MessageLayer::Engine::Engine(packet_layer::Endpoint& endpoint, Config config)
       rzv_sends_(config.max_rendezvous),
       // Every receive produces at most two control packets (ack, then fin or token). Left
       // uninitialised: entries are written before they are read, and untouched pages cost nothing.
-      controls_(
-          std::make_unique_for_overwrite<Control[]>(2 * std::size_t{config.max_receives} + 16)),
       control_capacity_(2 * std::size_t{config.max_receives} + 16),
+      controls_(std::make_unique_for_overwrite<Control[]>(control_capacity_)),
       sources_(static_cast<std::size_t>(size_)),
-      recvs_(config.max_receives) {
+      recvs_(config.max_receives),
+      hold_(config.hold_packets) {
   active_.reserve(static_cast<std::size_t>(size_));
   if (config.hold_packets == 0) throw std::invalid_argument("hold_packets must be at least 1");
-  // Reserved, not filled: entries are made when first needed (holding is rare), so the pages of
-  // a task that never holds a packet are never touched.
-  hold_.reserve(config.hold_packets);
-  hold_free_.reserve(config.hold_packets);
   stalled_.reserve(static_cast<std::size_t>(size_));
   held_.reserve(static_cast<std::size_t>(size_));
   vn_copy_refused_ = !config.vn_direct_copy;

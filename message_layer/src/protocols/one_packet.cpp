@@ -108,7 +108,7 @@ Engine::Taken take_one_packet(Engine& e, const packet_layer::PacketHeader& h,
   const std::size_t prefix = wire::kFirstBytes + first.header_bytes;
   if (src.stall_head != Engine::kNone || first.header_bytes > kMaxUserHeader ||
       prefix > payload.size() || first.handler >= kMaxHandlers || first.seq != src.expected_seq ||
-      payload.size() - prefix != first.bytes() || e.hold_full() || e.recvs_.full())
+      payload.size() - prefix != first.bytes() || e.hold_.full() || e.recvs_.full())
     return e.take(h, payload);
   const auto [handler, context] = e.handlers_[first.handler];
   if (!handler) return e.take(h, payload);

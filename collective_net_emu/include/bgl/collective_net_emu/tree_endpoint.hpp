@@ -133,20 +133,27 @@ class TreeEndpoint {
   }
 
   // --- contributions made for other tasks (one host) ---------------------------------------
-  // When every task's contribution to `seq` follows from the result of an earlier sequence number
-  // and data the task already had (CollectiveNetwork's short sum of doubles: phase 2 from phase
-  // 1's exponents and the task's values), one task can make them all: each task leaves its data
-  // in its deferred line and skips seq; the task that claims seq injects it for every task, timed
-  // as that task's own would have been (leaving once the result of `after` reached it). The other
-  // tasks so wake once for the operation instead of once per phase.
+  // When every task's contributions to some sequence numbers follow from the result of an earlier
+  // one and data the task already had (CollectiveNetwork's short sum of doubles: phase 2 from
+  // phase 1's exponents and the task's values), one task can make them all: each task leaves its
+  // data in its deferred line and skips them; the task that claims `after` injects them for every
+  // task, timed as that task's own would have been (leaving once the result of `after` reached
+  // it, one packet write after another). The other tasks so wake once for the operation instead
+  // of once per phase.
   bool can_inject_for() const { return !multi_ && !direct_; }
   std::span<std::byte, layout::kDeferredBytes> deferred_line(RouteClass c, torus_emu::Rank r);
   bool claim(RouteClass c, Seq seq);  // true for exactly one task per sequence number
-  void skip(RouteClass c, Seq seq);   // another task injects this task's contribution to seq
+  // Another task injects this task's contributions up to `last`.
+  void skip(RouteClass c, Seq last);
+  // Rank r's contributions to first .. first + count - 1: fill(k, PacketSpan) writes the k-th.
   template <class Fill>
-  void inject_for(torus_emu::Rank r, RouteClass c, Seq seq, Seq after, Op op, Fill&& fill) {
-    fill(reserve_for(r, c, seq));
-    commit_for(c, seq, after, op);
+  void inject_for(torus_emu::Rank r, RouteClass c, Seq first, std::size_t count, Seq after, Op op,
+                  Fill&& fill) {
+    enter_as(r);
+    for (std::size_t k = 0; k < count; ++k) {
+      fill(k, reserve_for(c, first + k));
+      commit_for(c, first + k, after, op);
+    }
   }
 
   Seq next_result(RouteClass c) const { return state(c).next_result; }
@@ -232,7 +239,8 @@ class TreeEndpoint {
   // Rank r's entry position; `chain` = the nodes from where its contributions land to the root
   // (empty when they are results: a single task).
   std::uint8_t chain_of(torus_emu::Rank r, std::vector<Level>& chain) const;
-  PacketSpan reserve_for(torus_emu::Rank r, RouteClass c, Seq seq);
+  void enter_as(torus_emu::Rank r);  // inject_for's task: its chain and entry position
+  PacketSpan reserve_for(RouteClass c, Seq seq);
   void commit_for(RouteClass c, Seq seq, Seq after, Op op);
   std::optional<PacketSpan> reserve_broadcast(RouteClass c, Seq seq);
   void commit_broadcast(RouteClass c, Seq seq);
