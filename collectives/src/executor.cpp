@@ -177,12 +177,16 @@ void Executor::set_progress(ProgressRound round, void* context, ProgressRound me
   net_->set_meanwhile(m);
 }
 
-void Executor::progress(bool busy) {
-  if (progress_round_) {
+void Executor::progress(bool busy, std::uint32_t awaited) {
+  if (awaited != awaited_) layer_.expect_counted(awaited_ = awaited);
+  if (progress_round_)
     progress_round_(progress_context_);
-    return;
-  }
-  if (!layer_.advance() && !busy) layer_.wait();
+  else if (!layer_.advance() && !busy)
+    layer_.wait();
+}
+
+void Executor::end_awaiting() {
+  if (awaited_ != 1) layer_.expect_counted(awaited_ = 1);
 }
 
 void Executor::flush() {
@@ -327,6 +331,8 @@ class Run {
     lines_.clear();
     done_ = 0;
     active_ = 0;
+    open_recvs_ = 0;
+    unstarted_senders_ = 0;
     const std::size_t n = prog_->size();
     pending_.assign(n, 0);
     outstanding_.assign(n, 0);
@@ -354,8 +360,14 @@ class Run {
         messages += s.peers.size();
         ++line_steps;
       }
+      if (sends_or_waits(s.kind)) ++unstarted_senders_;
       if (pending_[id] == 0) ready_.push_back(id);
     }
+    // However the run ends, the task's later waits wake at every packet again.
+    struct EndAwaiting {
+      Executor& e;
+      ~EndAwaiting() { e.end_awaiting(); }
+    } end_awaiting{c_->executor()};
     sends_.reserve(messages);  // SendMessages must not move once posted
     recvs_.reserve(n);
     lines_.reserve(line_steps);
@@ -385,7 +397,7 @@ class Run {
         continue;
       }
       if (done_ == n) break;
-      c_->executor().progress(pump_lines());
+      c_->executor().progress(pump_lines(), awaited());
       finish_completed();
     }
   }
@@ -427,6 +439,17 @@ class Run {
     return region(g);
   }
 
+  // What an idle round may sleep for: when nothing is left to do but receive (every step that
+  // sends or waits has started), nothing can happen here before all open receives are in.
+  // Otherwise the next arrival may let a step start, so any packet wakes.
+  std::uint32_t awaited() const {
+    return unstarted_senders_ == 0 && open_recvs_ > 1 ? open_recvs_ : 1;
+  }
+  // Steps a peer may wait for: they must run as soon as their dependencies allow.
+  static bool sends_or_waits(StepKind k) {
+    return k != StepKind::recv && k != StepKind::copy && k != StepKind::reduce;
+  }
+
   std::uint32_t world(int r) const {
     return static_cast<std::uint32_t>(c_->topology().world_rank(r));
   }
@@ -443,6 +466,7 @@ class Run {
     s.m.data.buffer = cregion(src);
     s.m.done = &Run::send_done;
     s.m.context = &s;
+    s.m.counted = true;  // the receiver only takes it in (Executor::arrival)
     ++outstanding_[id];
     c_->executor().layer().post(s.m);
   }
@@ -523,6 +547,7 @@ class Run {
         if (networked(k) && trace()) [[unlikely]]
           trace_step(id, false);
         if (k == StepKind::send || k == StepKind::recv || k == StepKind::line_send) --active_;
+        if (k == StepKind::recv) --open_recvs_;
         for (std::uint32_t i = first_dependent_[id]; i != first_dependent_[id + 1]; ++i)
           if (const StepId d = dependents_[i]; --pending_[d] == 0) ready_.push_back(d);
       }
@@ -559,6 +584,7 @@ class Run {
 
   void start(StepId id) {
     const Step& s = prog_->step(id);
+    if (sends_or_waits(s.kind)) --unstarted_senders_;
     if (networked(s.kind) && trace()) [[unlikely]]
       trace_step(id, true);
     switch (s.kind) {
@@ -579,6 +605,7 @@ class Run {
         break;
       case StepKind::recv: {
         ++active_;
+        ++open_recvs_;
         recvs_.push_back({this, id});
         ++outstanding_[id];
         c_->executor().expect({context_, seq_, world(s.peer), s.tag}, region(s.dst),
@@ -714,6 +741,8 @@ class Run {
   std::vector<std::uint64_t> gather_;  // tree_allgather's staging, kept between calls
   std::size_t done_ = 0;
   int active_ = 0;
+  std::uint32_t open_recvs_ = 0;         // receives started and not complete
+  std::uint32_t unstarted_senders_ = 0;  // steps with sends_or_waits() not started yet
 };
 
 }  // namespace detail

@@ -35,7 +35,10 @@ class MessageLayer::Engine {
   void post(SendMessage& m);
   void accept(RecvHandle handle, const RecvTarget& target);
   bool advance();
-  void wait() { ep_.wait(); }
+  void wait() { ep_.wait(counted_wait_); }
+  void expect_counted(std::uint32_t messages) {
+    counted_wait_ = coprocessor_ || messages == 0 ? 1 : messages;
+  }
   bool idle() const;
   bool flushed() const { return control_count_ == 0 && ep_.injection_idle(); }
   Protocol choose(const SendMessage& m) const;
@@ -289,7 +292,8 @@ class MessageLayer::Engine {
   std::unique_ptr<CoReceive[]> co_table_;  // indexed like recvs_
   std::vector<std::uint32_t> co_active_;   // main task: receives on the coprocessor
   std::atomic<std::uint64_t> co_packets_{0};
-  std::size_t co_unit_ = 0;  // the communication unit's index among the permanent units
+  std::size_t co_unit_ = 0;         // the communication unit's index among the permanent units
+  std::uint32_t counted_wait_ = 1;  // expect_counted()
   std::unique_ptr<Coprocessor> coprocessor_;  // last: its thread uses the members above
   std::uint64_t staged_bytes_ = 0;            // early adaptive-eager data of every source
   // The largest adaptive-eager message a source may send (and so keep early data of).

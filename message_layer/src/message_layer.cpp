@@ -150,6 +150,9 @@ void MessageLayer::wait() {
     return metered(engine_->endpoint(), [&] { engine_->wait(); });
   engine_->wait();
 }
+void MessageLayer::expect_counted(std::uint32_t messages) {
+  engine_->expect_counted(messages);
+}
 void MessageLayer::poll_yield() const {
   engine_->endpoint().poll_yield();
 }

@@ -350,12 +350,13 @@ InjectStatus Endpoint::inject(int fifo, const PacketSpec& spec, std::span<const 
     if (plain && index != kVirtualFifo && !peer.remote && !timed()) {
       Lane& lane = peer.lanes[spec.dest.group];
       if (lane.fifo.try_push(words, payload, more)) {
-        lane.bell->ring();
+        ring(*lane.bell, spec.ring);
         return InjectStatus::ok;
       }
+      lane.bell->ring();  // full: its reader may be asleep until a count this FIFO cannot hold
     } else {
       if (plain) h = std::bit_cast<PacketHeader>(words);
-      if (push(spec.dest.node, spec.dest.group, index, h, payload, more, stamp))
+      if (push(spec.dest.node, spec.dest.group, index, h, payload, more, stamp, spec.ring))
         return InjectStatus::ok;
     }
   }
@@ -383,11 +384,25 @@ void Endpoint::enqueue(int fifo, const PacketHeader& h, std::span<const std::byt
   pending_mask_ |= 1u << fifo;
 }
 
+void Endpoint::ring(job_runtime::Doorbell& bell, Ring how) {
+  switch (how) {
+    case Ring::wake:
+      return bell.ring();
+    case Ring::count:
+      return bell.ring_counted();
+    case Ring::none:
+      return;
+  }
+}
+
 bool Endpoint::push(torus_emu::NodeId node, std::uint8_t group, std::uint8_t index,
                     const PacketHeader& h, std::span<const std::byte> payload,
-                    std::span<const std::byte> more, virtual_time::Stamp stamp) {
+                    std::span<const std::byte> more, virtual_time::Stamp stamp, Ring how) {
   if (index == kVirtualFifo) {
-    if (virtual_out_->write_available() == 0) return false;
+    if (virtual_out_->write_available() == 0) {
+      peers_[node].lanes[group].bell->ring();  // full: wake its reader whatever it counts
+      return false;
+    }
     VirtualPacket v;
     v.packet.header = h;
     if (!payload.empty()) std::memcpy(v.packet.payload.data(), payload.data(), payload.size());
@@ -395,7 +410,7 @@ bool Endpoint::push(torus_emu::NodeId node, std::uint8_t group, std::uint8_t ind
       std::memcpy(v.packet.payload.data() + payload.size(), more.data(), more.size());
     v.stamp = stamp;
     virtual_out_->push(v);
-    peers_[node].lanes[group].bell->ring();
+    ring(*peers_[node].lanes[group].bell, how);
     return true;
   }
   const Target to{node, group, index};
@@ -407,8 +422,11 @@ bool Endpoint::push(torus_emu::NodeId node, std::uint8_t group, std::uint8_t ind
   if (timed()) return shm_.try_deliver_at(peer.slot, to, stamp, h, payload, more);
   if (index == peer.deterministic_fifo) {
     Lane& lane = peer.lanes[group];
-    if (!lane.fifo.try_push(h, payload, more)) return false;
-    lane.bell->ring();
+    if (!lane.fifo.try_push(h, payload, more)) {
+      lane.bell->ring();  // full: its reader may be asleep until a count this FIFO cannot hold
+      return false;
+    }
+    ring(*lane.bell, how);
     return true;
   }
   return shm_.try_deliver(peer.slot, to, h, payload, more);
@@ -570,7 +588,7 @@ bool Endpoint::reception_ready() const {
   return virtual_front() != nullptr;
 }
 
-void Endpoint::wait() {
+void Endpoint::wait(std::uint32_t count) {
   // A wait that follows one that slept, with no packet moved in between, continues it: the task
   // stays asleep in its wait record (the caller's loop between the two found nothing to do).
   const std::uint64_t moved =
@@ -597,10 +615,10 @@ void Endpoint::wait() {
         reason.emplace(
             pending_mask_ ? job_runtime::WaitKind::injection_room : job_runtime::WaitKind::packets,
             0);
-      backoff_.sleep(*bell_, ready, std::min(cap, backoff_.policy().max_sleep));
+      backoff_.sleep(*bell_, ready, std::min(cap, backoff_.policy().max_sleep), count);
       return;
     }
-    backoff_.idle(*bell_, ready, cap);
+    backoff_.idle(*bell_, ready, cap, count);
   }
 }
 

@@ -1377,6 +1377,42 @@ TEST(DoorbellTest, RingsWakeOncePerArming) {
   EXPECT_EQ(bell.rings.load(), seen + 2);
 }
 
+// A sleeper that only waits for its last messages (a collective's receives) is woken by the
+// count'th counted ring, or at once by any other ring: one wake per arming either way.
+TEST(DoorbellTest, CountedRingsWakeAtTheCountAndOtherRingsAtOnce) {
+  job_runtime::Doorbell bell;
+  const std::uint32_t seen = bell.arm(3);
+  bell.ring_counted();
+  bell.ring_counted();
+  EXPECT_EQ(bell.rings.load(), seen) << "two of three counted rings: still asleep";
+  bell.ring_counted();
+  EXPECT_EQ(bell.rings.load(), seen + 1) << "the third wakes";
+  bell.ring_counted();
+  EXPECT_EQ(bell.rings.load(), seen + 1) << "nobody armed: no wake";
+  bell.arm(3);
+  bell.ring_counted();
+  bell.ring();
+  EXPECT_EQ(bell.rings.load(), seen + 2) << "any other ring wakes at once";
+  bell.ring_counted();
+  bell.ring();
+  EXPECT_EQ(bell.rings.load(), seen + 2) << "one wake per arming";
+}
+
+// Counted rings from several threads: exactly one of them wakes, the one that takes the last.
+TEST(DoorbellTest, ConcurrentCountedRingsWakeOnce) {
+  for (int round = 0; round < 200; ++round) {
+    job_runtime::Doorbell bell;
+    const std::uint32_t seen = bell.arm(4);
+    std::vector<std::thread> ringers;
+    for (int i = 0; i < 4; ++i)
+      ringers.emplace_back([&] { bell.ring_counted(); });
+    for (auto& t : ringers)
+      t.join();
+    ASSERT_EQ(bell.rings.load(), seen + 1) << "round " << round;
+    ASSERT_EQ(bell.armed.load(), 0u) << "round " << round;
+  }
+}
+
 // Two sleepers armed once between them: one wake ends both sleeps.
 TEST(DoorbellTest, OneWakeEndsEveryArmedSleep) {
   job_runtime::Doorbell bell;
@@ -1396,6 +1432,26 @@ TEST(DoorbellTest, OneWakeEndsEveryArmedSleep) {
   b.join();
   EXPECT_EQ(awake.load(), 2);
   EXPECT_LT(std::chrono::steady_clock::now() - start, 10s) << "a sleeper missed the wake";
+}
+
+// Counted packets count their receiver's armed sleep down without waking it; a packet that finds
+// the receiver's FIFO full wakes it whatever the count, since a count may exceed what the FIFO
+// holds (the senders would wait for room that only the sleeper can make).
+TEST_F(EndpointTest, CountedPacketsCountDownAndAFullFifoWakes) {
+  Job job(job_options(8, "2x2x2", "heater", 2));
+  Endpoint& sender = job.ep(0);
+  job.ep(1);
+  job_runtime::Doorbell& bell = job.machine.doorbell(1, 0);
+  PacketSpec counted = to({1, 0});
+  counted.ring = Ring::count;
+  const std::uint32_t seen = bell.arm(100);
+  for (int i = 0; i < 2; ++i)
+    ASSERT_EQ(sender.inject(0, counted, kNoPayload), InjectStatus::ok);
+  EXPECT_EQ(bell.armed.load(), 98u);
+  EXPECT_EQ(bell.rings.load(), seen) << "counted packets do not wake";
+  ASSERT_EQ(sender.inject(0, counted, kNoPayload), InjectStatus::ok);
+  EXPECT_EQ(sender.pending_packets(), 1u) << "the FIFO of 2 packets is full";
+  EXPECT_EQ(bell.rings.load(), seen + 1) << "a full FIFO wakes its reader";
 }
 
 TEST_F(EndpointTest, WaitReturnsWhenWaitingInjectedPacketsMoveOn) {

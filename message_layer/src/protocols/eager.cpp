@@ -79,6 +79,11 @@ Engine::Step send_eager(Engine& e, SendMessage& m, Engine::DestState& d, const E
     }
     spec.word = static_cast<std::uint32_t>(s.offset) | parity;
     const std::size_t n = std::min(room, bytes - s.offset);
+    // A counted message rings only with its last packet; adaptive eager's receiver answers (the
+    // token), so its packets always wake it.
+    spec.ring = !m.counted || w.adaptive ? packet_layer::Ring::wake
+                : s.offset + n == bytes  ? packet_layer::Ring::count
+                                         : packet_layer::Ring::none;
     if (e.ep_.inject(fifo, spec, head, e.data_view(m, s.offset, n, scratch)) ==
         packet_layer::InjectStatus::full)
       return Engine::Step::blocked;

@@ -39,15 +39,21 @@ void check_post(const Engine&, const SendMessage& m, std::size_t bytes) {
     refuse(bytes, m.header.size(), !m.protocol);
 }
 
+packet_layer::PacketSpec spec_of(const Engine& e, const SendMessage& m,
+                                 const Engine::DestState& d) {
+  return {.dest = d.where,
+          .dispatch = wire::kOnePacket,
+          .vt_cycles = e.cost(&P::one_packet_send_cycles),
+          .vt_origin = m.state.vt_posted,
+          .ring = m.counted ? packet_layer::Ring::count : packet_layer::Ring::wake};
+}
+
 // A message that waited in its destination's queue: its header from the message's own copy.
 Engine::Step send(Engine& e, SendMessage& m, Engine::DestState& d) {
   std::byte prefix[packet_layer::kMaxPayloadBytes], scratch[packet_layer::kMaxPayloadBytes];
   const auto head = e.first_prefix(m, prefix);
   const auto data = e.data_view(m, 0, m.data.size(), scratch);
-  const packet_layer::PacketSpec spec{.dest = d.where,
-                                      .dispatch = wire::kOnePacket,
-                                      .vt_cycles = e.cost(&P::one_packet_send_cycles),
-                                      .vt_origin = m.state.vt_posted};
+  const packet_layer::PacketSpec spec = spec_of(e, m, d);
   if (e.ep_.inject(d.fifo, spec, head, data) == packet_layer::InjectStatus::full)
     return Engine::Step::blocked;
   ++m.state.packets;
@@ -82,10 +88,7 @@ bool inject_one_packet(Engine& e, SendMessage& m, const Engine::DestState& d, st
   const auto data = m.data.iov.empty() ? m.data.buffer
                                        : std::span<const std::byte>{
                                              scratch, gather_from(m.data.iov, 0, {scratch, bytes})};
-  const packet_layer::PacketSpec spec{.dest = d.where,
-                                      .dispatch = wire::kOnePacket,
-                                      .vt_cycles = e.cost(&P::one_packet_send_cycles),
-                                      .vt_origin = m.state.vt_posted};
+  const packet_layer::PacketSpec spec = spec_of(e, m, d);
   if (e.ep_.inject(d.fifo, spec, {prefix, sizeof f + m.header.size()}, data) ==
       packet_layer::InjectStatus::full)
     return false;

@@ -66,8 +66,12 @@ class Executor {
   // they advance the message layer.
   using ProgressRound = bool (*)(void* context);
   void set_progress(ProgressRound round, void* context, ProgressRound meanwhile = nullptr);
-  // One round of progress; `busy` (this task injected something itself) skips idling.
-  void progress(bool busy = false);
+  // One round of progress; `busy` (this task injected something itself) skips idling. `awaited`:
+  // the messages of this executor that must all arrive before the caller can act, so that an idle
+  // round may sleep until then (MessageLayer::expect_counted).
+  void progress(bool busy = false, std::uint32_t awaited = 1);
+  // After a run that passed `awaited`: the task's waits wake at every packet again.
+  void end_awaiting();
   // Rounds until everything this task owes has been handed to the network.
   void flush();
 
@@ -110,6 +114,7 @@ class Executor {
   collective_net_emu::CollectiveNetwork* net_;
   bool line_multicast_ = true;
   ProgressRound progress_round_ = nullptr;
+  std::uint32_t awaited_ = 1;  // what the message layer's waits were last told to expect
   void* progress_context_ = nullptr;
   // A slot comes and goes with every message: its node is recycled from a pool, not allocated.
   std::pmr::unsynchronized_pool_resource slot_pool_;

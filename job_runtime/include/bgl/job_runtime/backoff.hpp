@@ -62,10 +62,12 @@ class Backoff {
   // A new wait that continues the last one's (no work seen in between): spins again, but the task
   // stays asleep in its wait record.
   void restart() { rounds_ = 0; }
-  // One idle round: spin, yield, or sleep on `bell` unless `ready()` (checked after announcing).
+  // One idle round: spin, yield, or sleep on `bell` unless `ready()` (checked after announcing),
+  // until a ring or the `count`th counted ring (Doorbell).
   template <class Ready>
   void idle(Doorbell& bell, Ready&& ready,
-            std::chrono::microseconds cap = std::chrono::microseconds::max()) {
+            std::chrono::microseconds cap = std::chrono::microseconds::max(),
+            std::uint32_t count = 1) {
     if (rounds_ < policy_->spin_rounds) {
       ++rounds_;
       cpu_relax();
@@ -76,14 +78,15 @@ class Backoff {
       // Compared before converting: the default cap (microseconds::max()) overflows nanoseconds.
       const std::chrono::nanoseconds timeout =
           cap < policy_->max_sleep ? std::chrono::nanoseconds(cap) : policy_->max_sleep;
-      sleep(bell, ready, timeout);
+      sleep(bell, ready, timeout, count);
     }
   }
   // One sleep on `bell` unless `ready()`, at most `timeout`, published in the wait record.
   template <class Ready>
-  void sleep(Doorbell& bell, Ready&& ready, std::chrono::nanoseconds timeout) {
+  void sleep(Doorbell& bell, Ready&& ready, std::chrono::nanoseconds timeout,
+             std::uint32_t count = 1) {
     note_sleep(&bell);
-    bell.sleep_unless(ready, timeout);
+    bell.sleep_unless(ready, timeout, count);
   }
   // A sleep that the caller does itself (on `bell` and maybe others).
   void note_sleep(const void* bell) { marked_ = wait_record::asleep(bell) || marked_; }

@@ -9,6 +9,13 @@
 // A producer that published before the sleeper's fence is seen by the re-check. One that publishes
 // after it finds the bell armed, or finds it disarmed by a ringer whose exchange came after the arm
 // and so bumps `rings` after the sleeper read it: either way the futex wait returns.
+//
+// Counted rings: a sleeper that knows it cannot act before `count` more messages of a kind that
+// needs no answer from it have arrived (a collective's last receives) arms with that count, and a
+// producer of such a message rings counted: it takes one off the count and wakes only when it
+// takes the last. Any other ring wakes at once. Either way exactly one ringer per arming (the one
+// that brings `armed` to 0) wakes, and a counted packet published before the sleeper's fence is
+// seen by the re-check, so the sleeper wakes no later than at its count'th counted packet.
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -20,12 +27,26 @@ namespace bgl::job_runtime {
 
 struct alignas(64) Doorbell {
   std::atomic<std::uint32_t> rings{0};
-  std::atomic<std::uint32_t> armed{0};  // 1: somebody announced a sleep since the last wake
+  // 0: nobody announced a sleep since the last wake; n: a sleeper waits for n counted rings or
+  // one other ring.
+  std::atomic<std::uint32_t> armed{0};
 
   // Producer side, after publishing: wakes the sleepers if any armed since the last wake.
   void ring() {
     light_fence();
     if (take_armed()) wake();
+  }
+  // Producer side, after publishing a packet that completes a message needing no answer: counts
+  // down an armed sleeper's count, waking it at the last.
+  void ring_counted() {
+    light_fence();
+    std::uint32_t left = armed.load(std::memory_order_relaxed);
+    while (left != 0)
+      if (armed.compare_exchange_weak(left, left - 1, std::memory_order_acq_rel,
+                                      std::memory_order_relaxed)) {
+        if (left == 1) wake();
+        return;
+      }
   }
   // True for exactly one caller per arming: the one that then wakes.
   bool take_armed() {
@@ -38,17 +59,18 @@ struct alignas(64) Doorbell {
     futex_wake_all(rings);
   }
 
-  // Consumer side, before the re-check (and its fence): returns the value to sleep on.
-  std::uint32_t arm() {
+  // Consumer side, before the re-check (and its fence): returns the value to sleep on. `count`
+  // (at least 1): how many counted rings wake the sleeper (any other ring wakes it at once).
+  std::uint32_t arm(std::uint32_t count = 1) {
     const std::uint32_t seen = rings.load(std::memory_order_acquire);
-    armed.exchange(1, std::memory_order_seq_cst);
+    armed.exchange(count, std::memory_order_seq_cst);
     return seen;
   }
   // Sleeps unless `ready()` becomes true after arming (so no ring can be missed), at most
-  // `timeout`.
+  // `timeout`, until a ring or the `count`th counted ring.
   template <class Ready>
-  void sleep_unless(Ready&& ready, std::chrono::nanoseconds timeout) {
-    const std::uint32_t seen = arm();
+  void sleep_unless(Ready&& ready, std::chrono::nanoseconds timeout, std::uint32_t count = 1) {
+    const std::uint32_t seen = arm(count);
     heavy_fence();
     if (!ready()) futex_wait(rings, seen, timeout);
   }

@@ -81,6 +81,11 @@ class MessageLayer {
   // giving the core away once when the host's tasks outnumber its cores.
   void wait();
   void poll_yield() const;
+  // The waits from now on may sleep until `messages` counted messages (SendMessage::counted) have
+  // arrived, or any other packet: their caller cannot act before (a collective waiting only for
+  // its last receives). 1, the default, wakes at any packet. Ignored in coprocessor mode, where
+  // the coprocessor's completions ring the same doorbell.
+  void expect_counted(std::uint32_t messages);
   // Advances until pred() is true.
   template <class Pred>
   void progress_until(Pred&& pred) {

@@ -40,6 +40,11 @@ struct SendMessage {
   SendDone done = nullptr;           // the send buffer may be reused (called from advance())
   SendDone remote_done = nullptr;    // rendezvous only: the receiver has all the data
   void* context = nullptr;
+  // The receiver needs to see this message only once it has all of it, and never answers it: its
+  // last packet counts down the receiver's counted sleep (MessageLayer::expect_counted) instead of
+  // waking it, and its earlier packets do not ring at all. One-packet and eager messages only;
+  // the other protocols always wake.
+  bool counted = false;
 
   // The message layer's bookkeeping while posted; do not touch.
   struct State {

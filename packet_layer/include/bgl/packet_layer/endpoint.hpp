@@ -36,6 +36,13 @@ struct Destination {
 
 inline constexpr std::uint64_t kOriginAtDeparture = ~std::uint64_t{0};
 
+// What a packet's arrival does to its receiver, asleep on its doorbell (job_runtime::Doorbell).
+enum class Ring : std::uint8_t {
+  wake,   // wakes it: the packet may need an answer or let it go on
+  count,  // completes a message it need not answer: counts its counted sleep down (wait(count))
+  none,   // a part of such a message before its last: nothing to act on yet
+};
+
 struct PacketSpec {
   Destination dest;
   std::uint8_t dispatch = 0;  // software: packet type / handler id
@@ -51,6 +58,8 @@ struct PacketSpec {
   // Virtual time: when the message this packet belongs to was started on the sender's clock (the
   // receiver's end-to-end latencies count from it); by default the packet's own departure.
   std::uint64_t vt_origin = kOriginAtDeparture;
+  // What the packet's arrival does to a receiver asleep on its doorbell.
+  Ring ring = Ring::wake;
 };
 
 enum class InjectStatus : std::uint8_t { ok, full };
@@ -115,8 +124,9 @@ class Endpoint {
   // Waits until something may have happened: returns when poll() has something, when injected
   // packets that were waiting moved on (a sender blocked by "full" can inject again), or after one
   // doorbell sleep (woken by a ring, e.g. a coprocessor finishing a receive, or by its timeout).
-  // Spins and yields first. Callers loop.
-  void wait();
+  // Spins and yields first. Callers loop. `count`: the caller cannot act before this many counted
+  // packets (Ring::count) arrive, so a sleep lasts until then or until a packet that wakes.
+  void wait(std::uint32_t count = 1);
   // A poll that found nothing, before its caller returns: gives the core away once when the
   // host's tasks outnumber its cores (the task polled for may need this core), else nothing.
   void poll_yield() const {
@@ -230,10 +240,12 @@ class Endpoint {
     else
       fifos_[f.index].pop();
   }
+  // Tells the receiver asleep on `bell` of a packet just published.
+  static void ring(job_runtime::Doorbell& bell, Ring how);
   // Copies into the network: a torus reception FIFO, or the node's virtual FIFO.
   bool push(torus_emu::NodeId node, std::uint8_t group, std::uint8_t index, const PacketHeader& h,
             std::span<const std::byte> payload, std::span<const std::byte> more,
-            virtual_time::Stamp stamp);
+            virtual_time::Stamp stamp, Ring ring = Ring::wake);
   void build_header(const PacketSpec& spec, std::size_t payload, PacketHeader& h) const;
   // The header of a deterministic, normal-priority packet without the deposit bit, built in
   // registers: no byte stores read back as words (see ReceptionFifo::HeaderWords).
