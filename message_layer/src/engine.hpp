@@ -271,6 +271,11 @@ class MessageLayer::Engine {
   std::vector<SourceState> sources_;
   SlotTable<RecvState> recvs_;
   std::size_t pool_in_use_ = 0;
+  // Unexpected messages of up to one packet (a collective's early arrivals come by the dozen)
+  // reuse the blocks of earlier ones instead of an allocation each.
+  static constexpr std::size_t kSmallPoolBlock = packet_layer::kMaxPayloadBytes;
+  static constexpr std::size_t kSmallPoolBlocksKept = 1024;
+  std::vector<std::unique_ptr<std::byte[]>> small_pool_blocks_;
   std::uint32_t blocked_fifos_ = 0;
   std::uint64_t delivered_ = 0;  // messages handed to their receiver (completion calls)
   // Out-of-sequence adaptive-eager first packets, at most one per source (kept here, not in each

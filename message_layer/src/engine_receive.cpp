@@ -299,7 +299,14 @@ MessageLayer::Engine::Taken MessageLayer::Engine::resume(SourceState& src,
 
 bool MessageLayer::Engine::charge_pool(RecvState& r) {
   if (pool_in_use_ + r.bytes > config_.pool_bytes) return false;
-  r.pool = std::make_unique_for_overwrite<std::byte[]>(r.bytes);
+  if (r.bytes > kSmallPoolBlock) {
+    r.pool = std::make_unique_for_overwrite<std::byte[]>(r.bytes);
+  } else if (!small_pool_blocks_.empty()) {
+    r.pool = std::move(small_pool_blocks_.back());
+    small_pool_blocks_.pop_back();
+  } else {
+    r.pool = std::make_unique_for_overwrite<std::byte[]>(kSmallPoolBlock);
+  }
   pool_in_use_ += r.bytes;
   stats_.pool_bytes_in_use = pool_in_use_;
   stats_.pool_bytes_max = std::max<std::uint64_t>(stats_.pool_bytes_max, pool_in_use_);
@@ -369,6 +376,10 @@ void MessageLayer::Engine::release_pool(RecvState& r) {
   if (!r.pool) return;
   pool_in_use_ -= r.bytes;
   stats_.pool_bytes_in_use = pool_in_use_;
+  if (r.bytes <= kSmallPoolBlock && small_pool_blocks_.size() < kSmallPoolBlocksKept) {
+    if (small_pool_blocks_.capacity() == 0) small_pool_blocks_.reserve(kSmallPoolBlocksKept);
+    small_pool_blocks_.push_back(std::move(r.pool));
+  }
   r.pool.reset();
   blocked_fifos_ = 0;
 }
