@@ -116,14 +116,14 @@ void Executor::line_packet(void* self, const packet_layer::PacketHeader& h,
                               std::to_string(lh.offset) + ".." +
                               std::to_string(lh.offset + data.size()) + " of a " +
                               std::to_string(total) + "-byte part");
-  auto it = e.slots_.find(key);
-  if (it == e.slots_.end()) {
+  Slot* found = e.slots_.find(key);
+  if (!found) {
     Slot s;
     s.line = true;
     s.bytes = total;
-    it = e.slots_.emplace(key, std::move(s)).first;
+    found = &e.slots_.insert(key, std::move(s));
   }
-  Slot& s = it->second;
+  Slot& s = *found;
   const std::size_t expected_total = s.posted ? s.buffer.size() : s.bytes;
   if ((!s.posted && !s.line) || total != expected_total)
     throw std::runtime_error("collectives: " + std::to_string(total) + "-byte line part " +
@@ -144,7 +144,7 @@ void Executor::line_packet(void* self, const packet_layer::PacketHeader& h,
   if (s.got != total) return;
   const message_layer::RecvDone done = s.done;
   void* context = s.context;
-  e.slots_.erase(it);
+  e.slots_.erase(key);
   done(context, key.source, total);
 }
 
@@ -204,8 +204,7 @@ Executor::~Executor() {
 
 std::size_t Executor::unexpected() const {
   std::size_t n = 0;
-  for (const auto& [k, s] : slots_)
-    n += !s.posted;
+  slots_.for_each([&n](const Key&, const Slot& s) { n += !s.posted; });
   return n;
 }
 
@@ -218,45 +217,47 @@ message_layer::RecvTarget Executor::arrival(void* self, const message_layer::Arr
                              " on the collectives handler");
   std::memcpy(&h, a.header.data(), sizeof h);
   const Key key{h.context, h.seq, a.source, h.tag};
-  auto it = e.slots_.find(key);
-  if (it == e.slots_.end()) {
+  Slot* found = e.slots_.find(key);
+  if (!found) {
     Slot s;
     s.handle = a.handle;
     s.bytes = a.bytes;
-    e.slots_.emplace(key, s);
+    e.slots_.insert(key, std::move(s));
     return message_layer::RecvTarget::later();
   }
-  if (it->second.line)
+  if (found->line)
     throw std::runtime_error("collectives: message " + describe(key) +
                              " for a receive that line packets already feed");
-  const Slot s = it->second;
-  e.slots_.erase(it);
-  if (s.buffer.size() != a.bytes)
+  const std::span<std::byte> buffer = found->buffer;
+  const message_layer::RecvDone done = found->done;
+  void* const context = found->context;
+  e.slots_.erase(key);
+  if (buffer.size() != a.bytes)
     throw std::runtime_error("collectives: " + std::to_string(a.bytes) +
                              "-byte message from rank " + std::to_string(a.source) + " (context " +
                              std::to_string(h.context) + ", collective " + std::to_string(h.seq) +
                              ", tag " + std::to_string(h.tag) + ") for a " +
-                             std::to_string(s.buffer.size()) + "-byte receive");
-  return message_layer::RecvTarget::into(s.buffer, s.done, s.context);
+                             std::to_string(buffer.size()) + "-byte receive");
+  return message_layer::RecvTarget::into(buffer, done, context);
 }
 
 void Executor::expect(const Key& key, std::span<std::byte> buffer, message_layer::RecvDone done,
                       void* context) {
-  auto it = slots_.find(key);
-  if (it == slots_.end()) {
+  Slot* found = slots_.find(key);
+  if (!found) {
     Slot s;
     s.posted = true;
     s.buffer = buffer;
     s.done = done;
     s.context = context;
-    slots_.emplace(key, s);
+    slots_.insert(key, std::move(s));
     return;
   }
-  if (it->second.posted)
+  if (found->posted)
     throw std::logic_error("collectives: two receives posted for source " +
                            std::to_string(key.source) + " tag " + std::to_string(key.tag));
-  if (it->second.line) {
-    Slot& s = it->second;
+  if (found->line) {
+    Slot& s = *found;
     if (s.bytes != buffer.size())
       throw std::runtime_error("collectives: " + std::to_string(s.bytes) + "-byte line part " +
                                describe(key) + " for a " + std::to_string(buffer.size()) +
@@ -268,7 +269,7 @@ void Executor::expect(const Key& key, std::span<std::byte> buffer, message_layer
       at += n;
     }
     if (s.got == s.bytes) {
-      slots_.erase(it);
+      slots_.erase(key);
       done(context, key.source, buffer.size());
       return;
     }
@@ -280,8 +281,8 @@ void Executor::expect(const Key& key, std::span<std::byte> buffer, message_layer
     s.early_parts = {};
     return;
   }
-  const Slot s = it->second;
-  slots_.erase(it);
+  const Slot s = std::move(*found);
+  slots_.erase(key);
   if (s.bytes != buffer.size())
     throw std::runtime_error("collectives: " + std::to_string(s.bytes) +
                              "-byte message from rank " + std::to_string(key.source) + " (tag " +

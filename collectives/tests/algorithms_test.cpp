@@ -2,12 +2,56 @@
 // uneven and zero counts, on the whole partition and (when it matters) on part of it.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <random>
+
+#include "bgl/collectives/flat_map.hpp"
 #include "bgl/collectives/registry.hpp"
 #include "bgl/collectives/verifier.hpp"
 #include "test_params.hpp"
 
 namespace bgl::collectives {
 namespace {
+
+// The executor's table of expected messages (detail::FlatMap) against std::map, through random
+// inserts, lookups and erases. A hash with five homes, 3 apart at the array's end, makes long
+// overlapping probe runs that wrap around it, so erases move entries of other homes back; the
+// table grows from 64 to 1,024 entries (256 keys at most) and drains again.
+TEST(FlatMap, AgreesWithAnOrderedMapThroughRandomInsertsAndErases) {
+  struct Crowded {
+    std::size_t operator()(std::uint32_t k) const { return ~std::size_t{0} - (k % 5) * 3; }
+  };
+  detail::FlatMap<std::uint32_t, std::uint64_t, Crowded> map;
+  std::map<std::uint32_t, std::uint64_t> model;
+  std::mt19937 rng(7);
+  for (int step = 0; step < 20000; ++step) {
+    const std::uint32_t k = rng() % 300;
+    const bool fill = (step / 4000) % 2 == 0;  // phases of growth, then of draining
+    if (std::uint64_t* v = map.find(k)) {
+      ASSERT_TRUE(model.count(k)) << "step " << step;
+      ASSERT_EQ(*v, model[k]) << "step " << step;
+      if (!fill || rng() % 4 == 0) {
+        map.erase(k);
+        model.erase(k);
+      }
+    } else {
+      ASSERT_FALSE(model.count(k)) << "step " << step;
+      if (fill || rng() % 4 == 0) {
+        map.insert(k, step);
+        model[k] = static_cast<std::uint64_t>(step);
+      }
+    }
+    ASSERT_EQ(map.size(), model.size()) << "step " << step;
+  }
+  std::size_t seen = 0;
+  map.for_each([&](std::uint32_t k, std::uint64_t v) {
+    ++seen;
+    EXPECT_EQ(model.at(k), v);
+  });
+  EXPECT_EQ(seen, model.size());
+  map.erase(1000);  // absent: nothing happens
+  EXPECT_EQ(map.size(), model.size());
+}
 
 struct Case {
   const Algorithm* algorithm;

@@ -15,13 +15,12 @@
 // point-to-point message per receiver.
 #include <cstdint>
 #include <memory>
-#include <memory_resource>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "bgl/collectives/flat_map.hpp"
 #include "bgl/collectives/params.hpp"
 #include "bgl/collectives/schedule.hpp"
 #include "bgl/job_runtime/rate_limit.hpp"
@@ -116,9 +115,8 @@ class Executor {
   ProgressRound progress_round_ = nullptr;
   std::uint32_t awaited_ = 1;  // what the message layer's waits were last told to expect
   void* progress_context_ = nullptr;
-  // A slot comes and goes with every message: its node is recycled from a pool, not allocated.
-  std::pmr::unsynchronized_pool_resource slot_pool_;
-  std::pmr::unordered_map<Key, Slot, KeyHash> slots_{&slot_pool_};
+  // A slot comes and goes with every message: in place in one array, not a node each.
+  detail::FlatMap<Key, Slot, KeyHash> slots_;
   std::uint64_t malformed_packets_ = 0;
   job_runtime::log::RateLimit malformed_log_;
   void malformed(const packet_layer::PacketHeader& h, const std::string& why);
