@@ -11,6 +11,11 @@ std::size_t packets_for(std::size_t bytes) {
   return (bytes + kPacketBytes - 1) / kPacketBytes;
 }
 
+// The phase-2 (fixed-point) packets of `doubles` values.
+std::size_t fixed_packets(std::size_t doubles) {
+  return (doubles + fp::kFixedPerPacket - 1) / fp::kFixedPerPacket;
+}
+
 template <class T>
 std::span<T> packet_part(std::span<T> s, std::size_t packet, std::size_t per_packet) {
   const std::size_t first = packet * per_packet;
@@ -46,16 +51,13 @@ class FpCursor {
       sub_ = 0;
     }
   }
-  std::size_t total() const {
-    return groups_ + (elements_ + fp::kFixedPerPacket - 1) / fp::kFixedPerPacket;
-  }
+  std::size_t total() const { return groups_ + fixed_packets(elements_); }
   std::size_t lookahead() const { return lookahead_; }
 
  private:
   std::size_t parts(std::size_t group) const {
-    const std::size_t n =
-        std::min(fp::kExponentsPerPacket, elements_ - group * fp::kExponentsPerPacket);
-    return (n + fp::kFixedPerPacket - 1) / fp::kFixedPerPacket;
+    return fixed_packets(
+        std::min(fp::kExponentsPerPacket, elements_ - group * fp::kExponentsPerPacket));
   }
   std::size_t items(std::size_t t) const {
     return (t < groups_ ? 1 : 0) +
@@ -161,9 +163,8 @@ Status CollectiveNetwork::allreduce_sum(std::span<const double> in, std::span<do
   if (in.size() != out.size())
     throw std::invalid_argument("allreduce_sum: input and output sizes differ");
   // One exponent group whose phase-2 packets fit the window along with its phase-1 packet.
-  const std::size_t parts = (in.size() + fp::kFixedPerPacket - 1) / fp::kFixedPerPacket;
-  if (!in.empty() && in.size() <= fp::kExponentsPerPacket && parts < tree_.ring() &&
-      tree_.can_inject_for())
+  if (!in.empty() && in.size() <= fp::kExponentsPerPacket &&
+      fixed_packets(in.size()) < tree_.ring() && tree_.can_inject_for())
     return short_sum(in, out);
   const int guard = fp::guard_bits(tree_.tasks());
   FpCursor inject_at(in.size(), lookahead_), receive_at(in.size(), lookahead_);
@@ -230,7 +231,7 @@ Status CollectiveNetwork::receive_one(Seq seq, Read&& read) {
 Status CollectiveNetwork::short_sum(std::span<const double> in, std::span<double> out) {
   const int guard = fp::guard_bits(tree_.tasks());
   const std::size_t bytes = in.size_bytes();
-  const std::size_t parts = (in.size() + fp::kFixedPerPacket - 1) / fp::kFixedPerPacket;
+  const std::size_t parts = fixed_packets(in.size());
   const Seq exponents = next_seq_, fixed = next_seq_ + 1;
   next_seq_ += 1 + parts;
   const auto emax = std::span<std::uint32_t>(emax_).first(in.size());

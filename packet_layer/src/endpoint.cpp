@@ -17,6 +17,19 @@ namespace {
 // A task whose own packets wait for space elsewhere must not sleep long: nobody rings its bell
 // when that space appears.
 constexpr std::chrono::microseconds kPendingSleepCap{200};
+
+// Tells the receiver asleep on `bell` of a packet just published.
+void ring(job_runtime::Doorbell& bell, Ring how) {
+  switch (how) {
+    case Ring::wake:
+      return bell.ring();
+    case Ring::count:
+      return bell.ring_counted();
+    case Ring::none:
+      return;
+  }
+}
+
 // Packets taken from one reception FIFO before polling moves on to the next: keeps the stream's
 // cache lines hot without starving the other FIFOs.
 constexpr int kPollBurst = 16;
@@ -353,7 +366,6 @@ InjectStatus Endpoint::inject(int fifo, const PacketSpec& spec, std::span<const 
         ring(*lane.bell, spec.ring);
         return InjectStatus::ok;
       }
-      lane.bell->ring();  // full: its reader may be asleep until a count this FIFO cannot hold
     } else {
       if (plain) h = std::bit_cast<PacketHeader>(words);
       if (push(spec.dest.node, spec.dest.group, index, h, payload, more, stamp, spec.ring))
@@ -384,17 +396,6 @@ void Endpoint::enqueue(int fifo, const PacketHeader& h, std::span<const std::byt
   pending_mask_ |= 1u << fifo;
 }
 
-void Endpoint::ring(job_runtime::Doorbell& bell, Ring how) {
-  switch (how) {
-    case Ring::wake:
-      return bell.ring();
-    case Ring::count:
-      return bell.ring_counted();
-    case Ring::none:
-      return;
-  }
-}
-
 bool Endpoint::push(torus_emu::NodeId node, std::uint8_t group, std::uint8_t index,
                     const PacketHeader& h, std::span<const std::byte> payload,
                     std::span<const std::byte> more, virtual_time::Stamp stamp, Ring how) {
@@ -423,7 +424,8 @@ bool Endpoint::push(torus_emu::NodeId node, std::uint8_t group, std::uint8_t ind
   if (index == peer.deterministic_fifo) {
     Lane& lane = peer.lanes[group];
     if (!lane.fifo.try_push(h, payload, more)) {
-      lane.bell->ring();  // full: its reader may be asleep until a count this FIFO cannot hold
+      // Its reader may be asleep until a count this FIFO cannot hold (drain() comes back here).
+      lane.bell->ring();
       return false;
     }
     ring(*lane.bell, how);

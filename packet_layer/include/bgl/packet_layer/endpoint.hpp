@@ -240,8 +240,6 @@ class Endpoint {
     else
       fifos_[f.index].pop();
   }
-  // Tells the receiver asleep on `bell` of a packet just published.
-  static void ring(job_runtime::Doorbell& bell, Ring how);
   // Copies into the network: a torus reception FIFO, or the node's virtual FIFO.
   bool push(torus_emu::NodeId node, std::uint8_t group, std::uint8_t index, const PacketHeader& h,
             std::span<const std::byte> payload, std::span<const std::byte> more,
