@@ -186,9 +186,10 @@ TEST_F(Mpi, Pt2ptHeater2) {
 }
 
 TEST_F(Mpi, Pt2ptHeater2InjectedSendsOnAndOff) {
-  // Small contiguous sends complete at injection by default (the netmod's compact header; the
-  // count is rank 0's, printed at finalize with MPICH's runtime debug output); with
-  // BGL_NM_INJECT=0 every send takes MPIDIG's path, and both pass the same checks.
+  // Sends whose only packet left inside bgl_msg_post complete at once by default, without a
+  // request (the count is rank 0's, printed at finalize with MPICH's runtime debug output); with
+  // BGL_NM_INJECT=0 every send gets a request that the layer's done callback completes, and both
+  // pass the same checks.
   const std::vector<std::string> args{kBglrun, "-np", "2", "--timeout", "200", program("pt2pt")};
   const auto on = run_process(args, 240, {"MPIR_CVAR_CH4_RUNTIME_CONF_DEBUG=1"});
   EXPECT_EQ(on.exit_code, 0) << on.output;
@@ -223,7 +224,7 @@ TEST_F(Mpi, ForcedOnePacketProtocolRefusesLargerMessagesAndEndsTheJob) {
   // fatal, so the job ends at once (well within --deadlock's 3 s, never by it), naming the
   // message, the limit and the variable.
   const std::string refusal =
-      "one-packet protocol forced for 217 bytes; at most 180 fit with this header "
+      "one-packet protocol forced for 217 bytes; at most 216 fit with this header "
       "(BGL_ML_PROTOCOL=one_packet takes only messages that fit one packet";
   const auto pt2pt = program("pt2pt");
   const auto one = run_process({kBglrun, "-np", "2", "--timeout", "60", pt2pt}, 90,

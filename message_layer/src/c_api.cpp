@@ -152,7 +152,8 @@ int bgl_msg_register(bgl_msg_session_t* s, uint8_t handler, bgl_msg_arrival_fn f
 }
 
 int bgl_msg_post(bgl_msg_session_t* s, bgl_msg_send_t* send) {
-  return guarded([&] {
+  bool sent = false;
+  const int rc = guarded([&] {
     if (!send) throw std::invalid_argument("bgl_msg_post: no send descriptor");
     // Default-initialised: the members get their defaults, state.header_copy (128 bytes, written
     // only as far as a queued message's header needs) is not zeroed first.
@@ -176,12 +177,9 @@ int bgl_msg_post(bgl_msg_session_t* s, bgl_msg_send_t* send) {
         if (auto* c = c_of(x); c->remote_done) c->remote_done(c);
       };
     s->session->layer().post(m);
+    sent = m.state.protocol == Protocol::one_packet && m.state.packets != 0;
   });
-}
-
-int bgl_msg_data_released(const bgl_msg_send_t* send) {
-  const auto& m = *std::launder(reinterpret_cast<const SendMessage*>(send->opaque));
-  return m.state.protocol == Protocol::one_packet && m.state.packets != 0 ? 1 : 0;
+  return rc == BGL_MSG_OK && sent ? BGL_MSG_SENT : rc;
 }
 
 int bgl_msg_accept(bgl_msg_session_t* s, bgl_msg_recv_handle_t handle,

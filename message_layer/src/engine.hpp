@@ -305,6 +305,8 @@ class MessageLayer::Engine {
   std::uint64_t staging_limit_ = 0;
   std::uint64_t malformed_packets_ = 0;
   job_runtime::log::RateLimit malformed_log_;
+  bool table_full_reported_ = false;
+  void report_table_full();
   // The coprocessor's own (it runs on another thread): counted here, added up by statistics().
   std::atomic<std::uint64_t> co_malformed_{0};
   job_runtime::log::RateLimit co_malformed_log_;

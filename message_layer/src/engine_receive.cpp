@@ -228,6 +228,8 @@ MessageLayer::Engine::Taken MessageLayer::Engine::match(const packet_layer::Pack
   }
   if (recvs_.full()) {
     if (!from_queue) ++stats_.table_waits;
+    if (!table_full_reported_ && 2 * stats_.unexpected_depth > config_.max_receives) [[unlikely]]
+      report_table_full();
     return Taken::hold;  // the handler runs once an entry is free
   }
   const ProtocolOps& ops = *kProtocolTable[first_protocol_[h.dispatch]];
@@ -382,6 +384,17 @@ void MessageLayer::Engine::release_pool(RecvState& r) {
   }
   r.pool.reset();
   blocked_fifos_ = 0;
+}
+
+// Once per task, when messages held for receives not posted yet take most entries: if they take
+// them all, a receive that waits for a message behind them (from another source) never completes.
+void MessageLayer::Engine::report_table_full() {
+  table_full_reported_ = true;
+  spdlog::warn(
+      "rank {}: all {} receive entries are taken ({} by messages whose receives are not posted "
+      "yet); further messages wait for an entry, and a receive waiting for one of them waits "
+      "until others are received (BGL_ML_MAX_RECVS raises the limit)",
+      rank(), config_.max_receives, stats_.unexpected_depth);
 }
 
 void MessageLayer::Engine::malformed(const packet_layer::PacketHeader& h, const char* why) {

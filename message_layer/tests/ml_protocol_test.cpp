@@ -234,7 +234,7 @@ TEST(MlEnvironment, DefaultsWithoutVariables) {
   EXPECT_FALSE(c.limits.adaptive_eager);
   EXPECT_EQ(c.limits.forced, std::nullopt);
   EXPECT_EQ(c.pool_bytes, 64u << 20);
-  EXPECT_EQ(c.max_receives, 4096u);
+  EXPECT_EQ(c.max_receives, 16384u);
   EXPECT_EQ(c.max_rendezvous, 1024u);
 }
 

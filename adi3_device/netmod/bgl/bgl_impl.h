@@ -4,6 +4,8 @@
  * Every MPIDIG active message is one message of the bglemu message layer, with MPIDIG's handler
  * id as the layer's handler id and MPIDIG's header as the layer's user header (copied at post).
  * The layer picks the protocol by size: one-packet, eager (or adaptive eager), rendezvous.
+ * MPI's point-to-point calls bypass MPIDIG: they are messages of the netmod's own, matched here
+ * (bgl_pt2pt.c).
  */
 
 #ifndef BGL_IMPL_H_INCLUDED
@@ -22,24 +24,46 @@
 #define MPIDI_BGL_AMREQ(req)   ((req)->dev.ch4.am.netmod_am.bgl)
 #define MPIDI_BGL_AV(av)       ((av)->netmod.bgl)
 
-/* The header of an injected send (MPIDI_BGL_isend): the fields of MPIDIG_SEND's 48-byte header
- * that such a send uses (no sender request, no flags; the size is the message's). With 12 bytes
- * instead of 48, an 8-byte MPI message is a 48-byte packet, which arrives in the reception FIFO
- * slot's first cache line (reception_fifo.hpp). */
+/* The header of a point-to-point message (bgl_pt2pt.c), what MPI matching needs and no more:
+ * with 12 bytes, an 8-byte MPI message is a 48-byte packet, which arrives in the reception FIFO
+ * slot's first cache line (reception_fifo.hpp). A synchronous send adds its request, which the
+ * receiver names in its ack (BGL_HANDLER_DEVICE_SYNC_ACK) when a receive matches. */
 typedef struct {
     int32_t src_rank;
     int32_t tag;
     MPIR_Context_id_t context_id;
     uint8_t error_bits;
     uint8_t reserved;
-} MPIDI_BGL_compact_hdr_t;
+} MPIDI_BGL_pt2pt_hdr_t;
+
+typedef struct {
+    MPIDI_BGL_pt2pt_hdr_t h;
+    uint64_t sreq;
+} MPIDI_BGL_sync_hdr_t;
+
+/* A message that arrived before its receive was posted: what matching and MPI_Status need. Its
+ * data (or rendezvous) wait in the message layer under `handle`. */
+typedef struct MPIDI_BGL_unexp {
+    struct MPIDI_BGL_unexp *next;
+    int32_t src_rank;
+    int32_t tag;
+    uint32_t context_id;
+    uint32_t handle;
+    uint64_t bytes;
+    uint64_t sync;
+    uint32_t src_task;
+    uint8_t has_data;
+    uint8_t error_bits;
+} MPIDI_BGL_unexp_t;
+
+#define MPIDI_BGL_REQ(req)     ((req)->dev.ch4.netmod.bgl)
 
 /* A message being sent: the layer's descriptor plus what completion needs. */
 typedef struct MPIDI_BGL_send {
     bgl_msg_send_t msg;
-    MPIR_Request *sreq;         /* NULL for header-only messages and injected sends that went out
-                                 * at once; a plain request (not MPIDIG's) for the other injected
-                                 * sends (handler BGL_HANDLER_DEVICE_SEND) */
+    MPIR_Request *sreq;         /* NULL for header-only messages and point-to-point sends that
+                                 * went out at once; a plain request (not MPIDIG's) for the
+                                 * other point-to-point sends (handler BGL_HANDLER_DEVICE_SEND) */
     int handler_id;
     void *buf;                  /* pack buffer or iovec array, freed when sent */
     struct MPIDI_BGL_send *next;        /* free list */
@@ -62,16 +86,23 @@ typedef struct {
 
     /* data layout choices */
     MPI_Aint max_iov;           /* more iovec entries than this: pack / unpack instead */
-    int inject;                 /* MPIDI_BGL_isend may complete one-packet sends at once */
-    MPI_Aint inject_max;        /* the most data bytes a one-packet MPIDIG_SEND carries */
+    int inject;                 /* a send whose packet left at once completes without a request */
     uint64_t n_injected;        /* sends completed at once */
+
+    /* point-to-point matching (bgl_pt2pt.c): receives in the order posted, messages in the
+     * order they arrived */
+    MPIR_Request *posted_head, *posted_tail;
+    MPIDI_BGL_unexp_t *unexp_head, *unexp_tail;
+    MPIDI_BGL_unexp_t *free_unexp;
+    void **unexp_chunks;
+    int n_unexp_chunks, max_unexp_chunks;
 
     /* send descriptors */
     MPIDI_BGL_send_t *free_sends;
     void **chunks;
     int n_chunks, max_chunks;
 
-    /* unexpected messages matched during advance(): accepted right after it */
+    /* MPIDIG's unexpected messages matched during advance(): accepted right after it */
     MPIR_Request **deferred;
     int n_deferred, max_deferred;
 
@@ -89,17 +120,33 @@ int MPIDI_BGL_wtick(double *seconds);
 int MPIDI_BGL_am_post(int rank, MPIR_Comm * comm, int handler_id, const void *am_hdr,
                       MPI_Aint am_hdr_sz, const void *data, MPI_Aint count,
                       MPI_Datatype datatype, MPIR_Request * sreq);
+
+/* The send descriptors (bgl_send.c), shared by active messages and point-to-point sends. */
+int MPIDI_BGL_send_take(uint32_t dest, int handler_id, const void *hdr, size_t hdr_bytes,
+                        MPIR_Request * sreq, MPIDI_BGL_send_t ** out);
+int MPIDI_BGL_send_data(MPIDI_BGL_send_t * s, const void *buf, MPI_Aint count,
+                        MPI_Datatype datatype);
+int MPIDI_BGL_send_post(MPIDI_BGL_send_t * s, int *sent);
+void MPIDI_BGL_send_give_back(MPIDI_BGL_send_t * s);
+
+/* Point-to-point (bgl_pt2pt.c): MPI's sends, receives and probes straight onto the layer. */
 int MPIDI_BGL_isend(const void *buf, MPI_Aint count, MPI_Datatype datatype, int rank, int tag,
                     MPIR_Comm * comm, int context_offset, MPIDI_av_entry_t * addr,
-                    MPIR_Errflag_t errflag, MPIR_Request ** request);
-/* bglrun --trace: the user's point-to-point sends, their arguments noted first (bgl_send.c); out of
- * line, so that the untraced path of MPIDI_NM_mpi_isend stays a test and a call. */
+                    MPIR_Errflag_t errflag, int sync, MPIR_Request ** request);
+/* bglrun --trace: the user's point-to-point sends, their arguments noted first; out of line, so
+ * that the untraced path of MPIDI_NM_mpi_isend stays a test and a call. */
 int MPIDI_BGL_isend_traced(const void *buf, MPI_Aint count, MPI_Datatype datatype, int rank,
                            int tag, MPIR_Comm * comm, int context_offset, MPIDI_av_entry_t * addr,
-                           MPIR_Request ** request);
-int MPIDI_BGL_issend_traced(const void *buf, MPI_Aint count, MPI_Datatype datatype, int rank,
-                            int tag, MPIR_Comm * comm, int context_offset,
-                            MPIDI_av_entry_t * addr, MPIR_Request ** request);
+                           int sync, MPIR_Request ** request);
+int MPIDI_BGL_irecv(void *buf, MPI_Aint count, MPI_Datatype datatype, int rank, int tag,
+                    MPIR_Comm * comm, int context_offset, MPIR_Request ** request);
+int MPIDI_BGL_imrecv(void *buf, MPI_Aint count, MPI_Datatype datatype, MPIR_Request * message);
+int MPIDI_BGL_probe(int source, int tag, MPIR_Comm * comm, int context_offset, int *flag,
+                    MPIR_Request ** message, MPI_Status * status);
+int MPIDI_BGL_cancel_recv(MPIR_Request * rreq);
+int MPIDI_BGL_pt2pt_register(void);
+void MPIDI_BGL_pt2pt_free(void);
+
 int MPIDI_BGL_register_handlers(void);
 int MPIDI_BGL_data_copy_cb(MPIR_Request * rreq);
 int MPIDI_BGL_accept_deferred(void);

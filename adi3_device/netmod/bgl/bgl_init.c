@@ -65,6 +65,8 @@ int MPIDI_BGL_init_local(int *tag_bits)
 
     mpi_errno = MPIDI_BGL_register_handlers();
     MPIR_ERR_CHECK(mpi_errno);
+    mpi_errno = MPIDI_BGL_pt2pt_register();
+    MPIR_ERR_CHECK(mpi_errno);
 
     MPIDI_BGL_progress_config();
 
@@ -139,6 +141,7 @@ int MPIDI_BGL_mpi_finalize_hook(void)
     MPIDI_BGL_global.session = NULL;
     MPIDI_BGL_global.virtual_time = 0;
     MPIDI_BGL_send_pool_free();
+    MPIDI_BGL_pt2pt_free();
     MPL_free(MPIDI_BGL_global.deferred);
     MPIDI_BGL_global.deferred = NULL;
 

@@ -8,15 +8,41 @@
 
 #include <stdint.h>
 
-/* Receive side of an active message whose data the message layer delivers asynchronously. */
-typedef struct {
-    uint32_t handle;            /* the message layer's receive handle (unexpected, data later) */
-    void *unpack_buf;           /* data land here, then unpack into a non-contiguous datatype */
-} MPIDI_BGL_am_request_t;
+struct MPIR_Request;
 
-typedef struct {
-    int dummy;
+/* A point-to-point request of the netmod's own (bgl_pt2pt.c): a receive, or a message taken by
+ * MPI_Mprobe until its MPI_Mrecv. */
+typedef struct MPIDI_BGL_request {
+    struct MPIR_Request *next;  /* the posted-receive queue */
+    void *buf;
+    MPI_Aint count;
+    MPI_Datatype datatype;
+    int32_t rank;               /* as posted (maybe MPI_ANY_SOURCE), then the sender's */
+    int32_t tag;
+    uint32_t context_id;
+    uint32_t handle;            /* the message layer's handle of a message waiting for a buffer */
+    uint64_t bytes;             /* the message's size, once matched */
+    uint64_t sync;              /* a synchronous sender's request, acked when matched; 0 if none */
+    uint32_t sync_task;         /* the task that sent it */
+    uint8_t has_data;           /* the layer holds data (or a rendezvous) under `handle` */
+    uint8_t error_bits;
+    void *unpack_buf;           /* bounce buffer (unpacked at the end) or iovec array, freed then */
+    int unpack_is_iov;
 } MPIDI_BGL_request_t;
+
+/* Receive side of an active message whose data the message layer delivers asynchronously.
+ * Native requests (MPIDI_BGL_request_t) live in dev.ch4.netmod, which overlaps dev.ch4.am; MPICH
+ * looks at dev.ch4.am.req, right after this struct, whenever it completes a request, so the union
+ * keeps that pointer (NULL in a native request) clear of the native fields. */
+typedef struct {
+    union {
+        struct {
+            uint32_t handle;    /* the message layer's receive handle (unexpected, data later) */
+            void *unpack_buf;   /* data land here, then unpack into a non-contiguous datatype */
+        };
+        MPIDI_BGL_request_t native_room;
+    };
+} MPIDI_BGL_am_request_t;
 
 /* The communicator as the collectives library sees it (bgl_coll.c), built on its first
  * collective call and freed with the communicator. */

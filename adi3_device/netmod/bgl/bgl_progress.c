@@ -69,7 +69,6 @@ void MPIDI_BGL_progress_config(void)
     g->max_iov = (MPI_Aint) env_count("BGL_NM_MAX_IOV", 64);
     g->inject = 1;
     MPL_env2bool("BGL_NM_INJECT", &g->inject);
-    g->inject_max = (MPI_Aint) bgl_msg_max_one_packet(sizeof(MPIDI_BGL_compact_hdr_t));
 }
 
 /* Requests MPICH has freed (ch4 counts them per VCI as the progress it waits for). */

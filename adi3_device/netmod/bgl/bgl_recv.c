@@ -1,5 +1,6 @@
 /*
- * The bgl netmod: receiving active messages.
+ * The bgl netmod: receiving MPIDIG's active messages (RMA, partitioned communication, MPICH's
+ * internal messages; MPI's point-to-point messages are the netmod's own, bgl_pt2pt.c).
  *
  * The message layer calls arrival() when the first packet of a message arrives, in the order the
  * sender posted its messages (MPI's non-overtaking rule holds), and arrival() answers where the
@@ -97,21 +98,6 @@ static bgl_msg_recv_target_t recv_target(MPIR_Request * rreq)
     return t;
 }
 
-/* MPIDIG_SEND's header from an injected send's compact one (MPIDI_BGL_isend). */
-static void expand_compact(const void *compact, MPI_Aint data_sz, MPIDIG_hdr_t * hdr)
-{
-    MPIDI_BGL_compact_hdr_t c;
-    memcpy(&c, compact, sizeof(c));
-    hdr->src_rank = c.src_rank;
-    hdr->tag = c.tag;
-    hdr->context_id = c.context_id;
-    hdr->error_bits = c.error_bits;
-    hdr->flags = MPIDIG_AM_SEND_FLAGS_NONE;
-    hdr->sreq_ptr = NULL;
-    hdr->data_sz = data_sz;
-    hdr->rndv_hdr_sz = 0;
-}
-
 static bgl_msg_recv_target_t arrival(void *context, const bgl_msg_arrival_t * a)
 {
     int handler_id = (int) (intptr_t) context;
@@ -121,29 +107,20 @@ static bgl_msg_recv_target_t arrival(void *context, const bgl_msg_arrival_t * a)
     int mpi_errno;
 
     size_t hdr_bytes = a->header_bytes;
-    int compact = handler_id == BGL_HANDLER_DEVICE_SEND;
 
     if (unlikely(g->virtual_time))
         bgl_msg_vt_charge(g->session, BGL_MSG_VT_MPI_RECV);
 
     memset(&t, 0, sizeof(t));
     t.kind = BGL_MSG_TARGET_BUFFER;     /* no buffer: data, if any, are dropped */
-    if (compact)
-        handler_id = MPIDIG_SEND;
     MPIDIG_am_target_msg_cb cb = MPIDIG_global.target_msg_cbs[handler_id];
-    if (cb == NULL || hdr_bytes > sizeof(hdr) ||
-        (compact && hdr_bytes != sizeof(MPIDI_BGL_compact_hdr_t))) {
+    if (cb == NULL || hdr_bytes > sizeof(hdr)) {
         fprintf(stderr, "bgl netmod: rank %d dropped a message from rank %u for handler %d "
                 "(%zu header bytes)\n", MPIR_Process.rank, a->source, (int) (intptr_t) context,
                 hdr_bytes);
         return t;
     }
-    if (compact) {
-        expand_compact(a->header, (MPI_Aint) a->bytes, (MPIDIG_hdr_t *) hdr);
-        hdr_bytes = sizeof(MPIDIG_hdr_t);
-    } else {
-        memcpy(hdr, a->header, hdr_bytes);      /* aligned for MPIDIG's structures */
-    }
+    memcpy(hdr, a->header, hdr_bytes);  /* aligned for MPIDIG's structures */
 
     if (a->bytes == 0) {
         mpi_errno = cb(hdr, NULL, 0, 0, NULL);
@@ -244,16 +221,15 @@ int MPIDI_BGL_accept_deferred(void)
 }
 
 /* MPIDIG's static handlers must all be below the netmod's and the collectives library's. */
-_Static_assert(MPIDIG_HANDLER_STATIC_MAX <= BGL_HANDLER_DEVICE_SEND,
+_Static_assert((int) MPIDIG_HANDLER_STATIC_MAX <= (int) BGL_HANDLER_DEVICE_FIRST,
                "MPIDIG handler ids collide with the netmod's or the collectives library's");
-_Static_assert(BGL_HANDLER_DEVICE_SEND < MPIDI_AM_HANDLERS_MAX, "MPIDIG's callback tables");
 
 int MPIDI_BGL_register_handlers(void)
 {
     int mpi_errno = MPI_SUCCESS;
-    /* All of MPIDIG's slots (static and dynamic ones; the handler looks the callback up when a
-     * message arrives) and the compact MPIDIG_SEND. */
-    for (int id = 0; id <= BGL_HANDLER_DEVICE_SEND; id++) {
+    /* All of MPIDIG's slots below the netmod's own (static and dynamic ones; the handler looks the
+     * callback up when a message arrives). */
+    for (int id = 0; id < BGL_HANDLER_DEVICE_FIRST; id++) {
         if (bgl_msg_register(MPIDI_BGL_global.session, (uint8_t) id, arrival,
                              (void *) (intptr_t) id) != 0) {
             MPIR_ERR_SETANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**fail", "**fail %s",

@@ -1,5 +1,5 @@
 /*
- * The bgl netmod: sending active messages.
+ * The bgl netmod: send descriptors, and sending active messages.
  *
  * One MPIDIG active message = one message of the bglemu message layer: MPIDIG's handler id is
  * the layer's handler id, MPIDIG's header the layer's user header (the layer copies it when the
@@ -12,7 +12,8 @@
  *
  * Completion: the layer calls send_done() when the data are no longer needed (after the last
  * packet is injected; for a rendezvous, after the receiver asked for the data and they have been
- * injected), and that calls MPIDIG's origin callback for the handler exactly once.
+ * injected), and that calls MPIDIG's origin callback for the handler exactly once, or completes
+ * the request of a point-to-point send (bgl_pt2pt.c) once.
  */
 
 #include "bgl_impl.h"
@@ -58,7 +59,7 @@ void MPIDI_BGL_send_pool_free(void)
 }
 
 /* Back to the free list, with its pack buffer or iovec array freed. */
-static void send_give_back(MPIDI_BGL_send_t * s)
+void MPIDI_BGL_send_give_back(MPIDI_BGL_send_t * s)
 {
     MPL_free(s->buf);
     s->buf = NULL;
@@ -72,9 +73,9 @@ static void send_done(bgl_msg_send_t * msg)
     MPIR_Request *sreq = s->sreq;
     int handler_id = s->handler_id;
 
-    send_give_back(s);
+    MPIDI_BGL_send_give_back(s);
     if (sreq && handler_id == BGL_HANDLER_DEVICE_SEND) {
-        /* an injected send that had to wait: its request is a plain one */
+        /* a point-to-point send: its request is a plain one */
         MPID_Request_complete(sreq);
     } else if (sreq) {
         int mpi_errno = MPIDIG_global.origin_cbs[handler_id] (sreq);
@@ -127,8 +128,8 @@ static int describe_noncontig(MPIDI_BGL_send_t * s, const void *data, MPI_Aint c
 }
 
 /* A descriptor from the free list for a message without data (yet), or an error. */
-static int send_take(uint32_t dest, int handler_id, const void *hdr, size_t hdr_bytes,
-                     MPIR_Request * sreq, MPIDI_BGL_send_t ** out)
+int MPIDI_BGL_send_take(uint32_t dest, int handler_id, const void *hdr, size_t hdr_bytes,
+                        MPIR_Request * sreq, MPIDI_BGL_send_t ** out)
 {
     MPIDI_BGL_global_t *g = &MPIDI_BGL_global;
     if (g->free_sends == NULL) {
@@ -163,17 +164,21 @@ static int send_take(uint32_t dest, int handler_id, const void *hdr, size_t hdr_
  * too large), never something the program could handle, so the job stops at once naming it. An
  * error returned instead would leave the peer waiting forever for a message that was never sent:
  * under MPI_ERRORS_RETURN, and inside MPICH's collective algorithms, which note a failed step's
- * error and go on to their next step even when it is fatal. */
-static int send_post(MPIDI_BGL_send_t * s)
+ * error and go on to their next step even when it is fatal. *sent (if not NULL) says whether the
+ * data went out in the call (BGL_MSG_SENT: the caller's buffer is free already). */
+int MPIDI_BGL_send_post(MPIDI_BGL_send_t * s, int *sent)
 {
     int mpi_errno = MPI_SUCCESS;
     if (unlikely(MPIDI_BGL_global.virtual_time))
         bgl_msg_vt_charge(MPIDI_BGL_global.session, BGL_MSG_VT_MPI_SEND);
-    if (bgl_msg_post(MPIDI_BGL_global.session, &s->msg) != 0) {
+    int rc = bgl_msg_post(MPIDI_BGL_global.session, &s->msg);
+    if (sent)
+        *sent = rc == BGL_MSG_SENT;
+    if (rc < 0) {
         char what[MPI_MAX_ERROR_STRING];
         snprintf(what, sizeof(what), "the bgl device cannot send a message to rank %u: %s",
                  (unsigned) s->msg.dest, bgl_msg_last_error());
-        send_give_back(s);
+        MPIDI_BGL_send_give_back(s);
         MPID_Abort(MPIR_Process.comm_world, MPI_SUCCESS, 1, what);
         MPIR_ERR_SETFATALANDJUMP1(mpi_errno, MPI_ERR_OTHER, "**fail", "**fail %s", what);
     }
@@ -181,6 +186,28 @@ static int send_post(MPIDI_BGL_send_t * s)
     return mpi_errno;
   fn_fail:
     goto fn_exit;
+}
+
+/* Points the message at `count` elements of `datatype` at `buf`: contiguous data in place,
+ * others through describe_noncontig(). */
+int MPIDI_BGL_send_data(MPIDI_BGL_send_t * s, const void *buf, MPI_Aint count,
+                        MPI_Datatype datatype)
+{
+    int dt_contig;
+    MPI_Aint data_sz, dt_true_lb;
+    MPIR_Datatype *dt_ptr;
+
+    if (count <= 0)
+        return MPI_SUCCESS;
+    MPIDI_Datatype_get_info(count, datatype, dt_contig, data_sz, dt_ptr, dt_true_lb);
+    (void) dt_ptr;
+    if (data_sz == 0)
+        return MPI_SUCCESS;
+    if (!dt_contig)
+        return describe_noncontig(s, buf, count, datatype, data_sz);
+    s->msg.data = MPIR_get_contig_ptr(buf, dt_true_lb);
+    s->msg.bytes = (size_t) data_sz;
+    return MPI_SUCCESS;
 }
 
 int MPIDI_BGL_am_post(int rank, MPIR_Comm * comm, int handler_id, const void *am_hdr,
@@ -193,127 +220,19 @@ int MPIDI_BGL_am_post(int rank, MPIR_Comm * comm, int handler_id, const void *am
 
     MPIR_ERR_CHKANDJUMP1(am_hdr_sz > MPIDI_BGL_MAX_AM_HDR, mpi_errno, MPI_ERR_OTHER, "**fail",
                          "**fail %s", "active-message header larger than bgl's 128 bytes");
-    mpi_errno = send_take(MPIDI_BGL_AV(MPIDIU_comm_rank_to_av(comm, rank)).dest, handler_id,
-                          am_hdr, (size_t) am_hdr_sz, sreq, &s);
+    mpi_errno = MPIDI_BGL_send_take(MPIDI_BGL_AV(MPIDIU_comm_rank_to_av(comm, rank)).dest,
+                                    handler_id, am_hdr, (size_t) am_hdr_sz, sreq, &s);
     MPIR_ERR_CHECK(mpi_errno);
-
-    if (count > 0) {
-        int dt_contig;
-        MPI_Aint data_sz, dt_true_lb;
-        MPIR_Datatype *dt_ptr;
-        MPIDI_Datatype_get_info(count, datatype, dt_contig, data_sz, dt_ptr, dt_true_lb);
-        (void) dt_ptr;
-        if (data_sz > 0) {
-            if (dt_contig) {
-                s->msg.data = MPIR_get_contig_ptr(data, dt_true_lb);
-                s->msg.bytes = (size_t) data_sz;
-            } else {
-                mpi_errno = describe_noncontig(s, data, count, datatype, data_sz);
-                if (mpi_errno != MPI_SUCCESS) {
-                    send_give_back(s);
-                    MPIR_ERR_CHECK(mpi_errno);
-                }
-            }
-        }
+    mpi_errno = MPIDI_BGL_send_data(s, data, count, datatype);
+    if (mpi_errno != MPI_SUCCESS) {
+        MPIDI_BGL_send_give_back(s);
+        MPIR_ERR_CHECK(mpi_errno);
     }
-
-    mpi_errno = send_post(s);
+    mpi_errno = MPIDI_BGL_send_post(s, NULL);
 
   fn_exit:
     MPIR_FUNC_EXIT;
     return mpi_errno;
   fn_fail:
     goto fn_exit;
-}
-
-/* The injected send (bgl_send.h): an MPIDIG_SEND message with no sender request behind it (only
- * synchronous and MPIDIG-rendezvous sends need the receiver to name one), under the netmod's
- * compact header, which the receiver expands into MPIDIG's (bgl_recv.c). If its packet left in
- * bgl_msg_post(), the buffer is free and the send complete; the layer's done() only returns the
- * descriptor. If the packet had to wait (a full injection FIFO), a plain request completes when
- * it has left (send_done). */
-static int inject_send(const void *data, MPI_Aint data_sz, int tag, MPIR_Comm * comm,
-                       int context_offset, MPIDI_av_entry_t * addr, MPIR_Errflag_t errflag,
-                       MPIR_Request ** request)
-{
-    int mpi_errno = MPI_SUCCESS;
-    MPIDI_BGL_send_t *s;
-    MPIDI_BGL_compact_hdr_t am_hdr;     /* the layer copies it if the message has to wait */
-
-    am_hdr.src_rank = comm->rank;
-    am_hdr.tag = tag;
-    am_hdr.context_id = comm->context_id + context_offset;
-    am_hdr.error_bits = (uint8_t) errflag;
-    am_hdr.reserved = 0;
-    mpi_errno = send_take(MPIDI_BGL_AV(addr).dest, BGL_HANDLER_DEVICE_SEND, &am_hdr,
-                          sizeof(am_hdr), NULL, &s);
-    MPIR_ERR_CHECK(mpi_errno);
-    s->msg.data = data;
-    s->msg.bytes = (size_t) data_sz;
-    mpi_errno = send_post(s);
-    MPIR_ERR_CHECK(mpi_errno);
-
-    if (bgl_msg_data_released(&s->msg)) {
-        MPIDI_BGL_global.n_injected++;
-        *request = MPIR_Request_create_complete(MPIR_REQUEST_KIND__SEND);
-    } else {
-        /* One reference for the user, one that done() drops when it completes the request. */
-        MPIR_Request *sreq;
-        MPIDI_CH4_REQUEST_CREATE(sreq, MPIR_REQUEST_KIND__SEND, 0, 2);
-        MPIR_ERR_CHKANDJUMP(sreq == NULL, mpi_errno, MPIX_ERR_NOREQ, "**nomemreq");
-        s->sreq = sreq;
-        *request = sreq;
-    }
-
-  fn_exit:
-    return mpi_errno;
-  fn_fail:
-    goto fn_exit;
-}
-
-int MPIDI_BGL_isend(const void *buf, MPI_Aint count, MPI_Datatype datatype, int rank, int tag,
-                    MPIR_Comm * comm, int context_offset, MPIDI_av_entry_t * addr,
-                    MPIR_Errflag_t errflag, MPIR_Request ** request)
-{
-    int mpi_errno = MPI_SUCCESS;
-    MPIDI_BGL_global_t *g = &MPIDI_BGL_global;
-    int dt_contig;
-    MPI_Aint data_sz, dt_true_lb;
-    MPIR_Datatype *dt_ptr;
-    MPIR_FUNC_ENTER;
-
-    MPIDI_Datatype_get_info(count, datatype, dt_contig, data_sz, dt_ptr, dt_true_lb);
-    (void) dt_ptr;
-    if (!g->inject || !dt_contig || data_sz > g->inject_max) {
-        mpi_errno = MPIDIG_isend_coll(buf, count, datatype, rank, tag, comm, context_offset,
-                                      addr, 0, 0, request, &errflag);
-        goto fn_exit;
-    }
-
-    MPID_THREAD_CS_ENTER(VCI, MPIDI_VCI(0).lock);
-    mpi_errno = inject_send(data_sz > 0 ? MPIR_get_contig_ptr(buf, dt_true_lb) : NULL, data_sz,
-                            tag, comm, context_offset, addr, errflag, request);
-    MPID_THREAD_CS_EXIT(VCI, MPIDI_VCI(0).lock);
-
-  fn_exit:
-    MPIR_FUNC_EXIT;
-    return mpi_errno;
-}
-
-int MPIDI_BGL_isend_traced(const void *buf, MPI_Aint count, MPI_Datatype datatype, int rank,
-                           int tag, MPIR_Comm * comm, int context_offset, MPIDI_av_entry_t * addr,
-                           MPIR_Request ** request)
-{
-    MPIDI_BGL_trace_note(BGL_NM_TRACE_SEND, rank, count, datatype, comm);
-    return MPIDI_BGL_isend(buf, count, datatype, rank, tag, comm, context_offset, addr,
-                           MPIR_ERR_NONE, request);
-}
-
-int MPIDI_BGL_issend_traced(const void *buf, MPI_Aint count, MPI_Datatype datatype, int rank,
-                            int tag, MPIR_Comm * comm, int context_offset,
-                            MPIDI_av_entry_t * addr, MPIR_Request ** request)
-{
-    MPIDI_BGL_trace_note(BGL_NM_TRACE_SEND, rank, count, datatype, comm);
-    return MPIDIG_mpi_issend(buf, count, datatype, rank, tag, comm, context_offset, addr, 0, 0,
-                             request);
 }

@@ -1,16 +1,14 @@
 /*
- * The bgl netmod: all inline entry points. Point-to-point, probe, RMA and partitioned operations
- * are MPICH's active-message fallbacks (MPIDIG over our AMs), except that small contiguous sends
- * complete at once when their packet went out (bgl_send.h); collectives are the fallbacks too,
- * with the six BG/L accelerated ones offered to the collectives library first (bgl_coll.h).
+ * The bgl netmod: all inline entry points. Point-to-point and probes are the netmod's own, straight
+ * onto the message layer (bgl_pt2pt.h); RMA and partitioned operations are MPICH's
+ * active-message fallbacks (MPIDIG over our AMs); collectives are the fallbacks too, with the six
+ * BG/L accelerated ones offered to the collectives library first (bgl_coll.h).
  */
 
 #ifndef NETMOD_INLINE_H_INCLUDED
 #define NETMOD_INLINE_H_INCLUDED
 
-#include "bgl_send.h"
-#include "netmod_am_fallback_recv.h"
-#include "netmod_am_fallback_probe.h"
+#include "bgl_pt2pt.h"
 #include "netmod_am_fallback_rma.h"
 #include "bgl_coll.h"
 /* MPICH's fallback collectives, with six of them routed through the hooks (bgl_coll.c): only the

@@ -1,9 +1,9 @@
 /* Point-to-point over the bgl device: every protocol by size (0 B .. 8 MiB: one-packet, eager,
  * rendezvous), wildcards, probe, unexpected messages (eager in the layer's pool, rendezvous held
- * back), synchronous sends, non-contiguous datatypes (iovec and pack paths, both sides),
- * truncation, Isend/Irecv/Waitall storms, and a flood of small sends into a rank that is not
- * receiving yet (injected sends that must wait for room, in order with larger ones). Any number of
- * ranks >= 2. */
+ * back), synchronous sends, matched probes, cancelled receives, order across protocols,
+ * non-contiguous datatypes (iovec and pack paths, both sides), truncation, Isend/Irecv/Waitall
+ * storms, and a flood of small sends into a rank that is not receiving yet (injected sends that
+ * must wait for room, in order with larger ones). Any number of ranks >= 2. */
 #include <unistd.h>
 
 #include "mpitest.h"
@@ -165,6 +165,118 @@ static void synchronous(void) {
     }
   }
   free(buf);
+}
+
+/* Matched probes, cancels and order across protocols. Rank 1 sends, before rank 0 looks, a
+ * message in every protocol under one tag each (0 B, one packet, eager, rendezvous) and an
+ * Issend; rank 0 takes them with MPI_Mprobe in the order sent, MPI_Mrecv's them in the reverse
+ * order, and the Issend is not complete before rank 0 touched it. Then two receives posted before
+ * their messages, a large one first, take the messages in the order posted, and receives that no
+ * message matches are cancelled. */
+static void probes_and_cancels(void) {
+  MPI_Comm pair;
+  MPI_Comm_split(MPI_COMM_WORLD, mt_rank <= 1 ? 0 : MPI_UNDEFINED, mt_rank, &pair);
+  if (mt_rank > 1) return;
+  static const size_t psizes[] = {0, 100, 5000, 300000, 64};
+  enum { N = 5 };
+  unsigned char* bufs[N];
+  for (int i = 0; i < N; i++)
+    bufs[i] = malloc(psizes[i] + 1);
+  if (mt_rank == 1) {
+    MPI_Request req[N];
+    for (int i = 0; i < N; i++) {
+      mt_fill(bufs[i], psizes[i], 900 + i);
+      if (i == N - 1)
+        MPI_Issend(bufs[i], (int)psizes[i], MPI_BYTE, 0, 20 + i, pair, &req[i]);
+      else
+        MPI_Isend(bufs[i], (int)psizes[i], MPI_BYTE, 0, 20 + i, pair, &req[i]);
+    }
+    MPI_Barrier(pair);
+    int done = 0;
+    double t0 = MPI_Wtime();
+    while (!done && MPI_Wtime() - t0 < 0.02)
+      MPI_Test(&req[N - 1], &done, MPI_STATUS_IGNORE);
+    MT_CHECK(!done, "an Issend completed before its receiver looked at it");
+    MPI_Barrier(pair);
+    MPI_Waitall(N, req, MPI_STATUSES_IGNORE);
+  } else {
+    MPI_Barrier(pair);
+    MPI_Barrier(pair);
+    MPI_Message msg[N];
+    for (int i = 0; i < N; i++) {
+      MPI_Status st;
+      int count;
+      MPI_Mprobe(1, MPI_ANY_TAG, pair, &msg[i], &st);
+      MPI_Get_count(&st, MPI_BYTE, &count);
+      MT_CHECK(st.MPI_TAG == 20 + i, "mprobe %d found tag %d: a message overtook", i, st.MPI_TAG);
+      MT_CHECK((size_t)count == psizes[i], "mprobe %d: count %d, expected %zu", i, count,
+               psizes[i]);
+    }
+    int flag = 1;
+    MPI_Iprobe(1, MPI_ANY_TAG, pair, &flag, MPI_STATUS_IGNORE);
+    MT_CHECK(!flag, "a message mprobed is still found by MPI_Iprobe");
+    for (int i = N - 1; i >= 0; i--) {
+      MPI_Status st;
+      int count;
+      MPI_Mrecv(bufs[i], (int)psizes[i], MPI_BYTE, &msg[i], &st);
+      MPI_Get_count(&st, MPI_BYTE, &count);
+      MT_CHECK((size_t)count == psizes[i] && st.MPI_SOURCE == 1 && st.MPI_TAG == 20 + i,
+               "mrecv %d: count %d source %d tag %d", i, count, st.MPI_SOURCE, st.MPI_TAG);
+      MT_CHECK(mt_verify(bufs[i], psizes[i], 900 + i) == 0, "mrecv %d corrupt", i);
+    }
+  }
+
+  /* Posted first: a rendezvous, then a one-packet message under the same tag. */
+  if (mt_rank == 0) {
+    MPI_Request req[2];
+    MPI_Status st[2];
+    MPI_Irecv(bufs[3], (int)psizes[3], MPI_BYTE, MPI_ANY_SOURCE, 30, pair, &req[0]);
+    MPI_Irecv(bufs[1], (int)psizes[1], MPI_BYTE, 1, MPI_ANY_TAG, pair, &req[1]);
+    MPI_Barrier(pair);
+    MPI_Waitall(2, req, st);
+    int c0, c1;
+    MPI_Get_count(&st[0], MPI_BYTE, &c0);
+    MPI_Get_count(&st[1], MPI_BYTE, &c1);
+    MT_CHECK((size_t)c0 == psizes[3] && mt_verify(bufs[3], psizes[3], 950) == 0,
+             "the first receive posted got %d bytes, not the first message", c0);
+    MT_CHECK(
+        (size_t)c1 == psizes[1] && st[1].MPI_TAG == 30 && mt_verify(bufs[1], psizes[1], 951) == 0,
+        "the second receive posted got %d bytes tag %d", c1, st[1].MPI_TAG);
+  } else {
+    mt_fill(bufs[3], psizes[3], 950);
+    mt_fill(bufs[1], psizes[1], 951);
+    MPI_Barrier(pair);
+    MPI_Send(bufs[3], (int)psizes[3], MPI_BYTE, 0, 30, pair);
+    MPI_Send(bufs[1], (int)psizes[1], MPI_BYTE, 0, 30, pair);
+  }
+
+  /* Nothing matches these: both are cancelled, and the message sent after the cancels goes to
+   * the receive posted after them. */
+  if (mt_rank == 0) {
+    MPI_Request req[2];
+    MPI_Irecv(bufs[2], 10, MPI_BYTE, 1, 77, pair, &req[0]);
+    MPI_Irecv(bufs[2], 10, MPI_BYTE, MPI_ANY_SOURCE, MPI_ANY_TAG, pair, &req[1]);
+    for (int i = 0; i < 2; i++) {
+      MPI_Status st;
+      int cancelled = 0;
+      MPI_Cancel(&req[i]);
+      MPI_Wait(&req[i], &st);
+      MPI_Test_cancelled(&st, &cancelled);
+      MT_CHECK(cancelled, "receive %d was not cancelled", i);
+    }
+    MPI_Barrier(pair);
+    MPI_Status st;
+    MPI_Recv(bufs[2], (int)psizes[2], MPI_BYTE, 1, MPI_ANY_TAG, pair, &st);
+    MT_CHECK(st.MPI_TAG == 78 && mt_verify(bufs[2], psizes[2], 960) == 0,
+             "the message after the cancels: tag %d", st.MPI_TAG);
+  } else {
+    mt_fill(bufs[2], psizes[2], 960);
+    MPI_Barrier(pair);
+    MPI_Send(bufs[2], (int)psizes[2], MPI_BYTE, 0, 78, pair);
+  }
+  MPI_Comm_free(&pair);
+  for (int i = 0; i < N; i++)
+    free(bufs[i]);
 }
 
 /* Vector and indexed datatypes, few and many pieces, on the sending side, the receiving side and
@@ -402,6 +514,8 @@ int main(int argc, char** argv) {
   unexpected();
   MPI_Barrier(MPI_COMM_WORLD);
   synchronous();
+  MPI_Barrier(MPI_COMM_WORLD);
+  probes_and_cancels();
   MPI_Barrier(MPI_COMM_WORLD);
   datatypes();
   MPI_Barrier(MPI_COMM_WORLD);

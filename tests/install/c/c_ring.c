@@ -82,7 +82,7 @@ int main(void) {
     sends[m].bytes = kSizes[m];
     sends[m].done = send_done;
     sends[m].context = &in;
-    if (bgl_msg_post(s, &sends[m]) != 0) {
+    if (bgl_msg_post(s, &sends[m]) < 0) {
       fprintf(stderr, "c_ring: bgl_msg_post: %s\n", bgl_msg_last_error());
       return 2;
     }

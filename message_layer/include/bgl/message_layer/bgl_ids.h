@@ -8,9 +8,11 @@
 enum bgl_handler_ids {
   /* Message handler ids (a message's `handler`, MessageLayer::register_handler), 0..63. */
   BGL_MSG_MAX_HANDLERS = 64,
-  /* 0 .. BGL_HANDLER_DEVICE_SEND-1: a program's own. Under MPI these are MPICH's MPIDIG active
+  /* 0 .. BGL_HANDLER_DEVICE_FIRST-1: a program's own. Under MPI these are MPICH's MPIDIG active
    * messages (the device checks that MPIDIG_HANDLER_STATIC_MAX fits below). */
-  BGL_HANDLER_DEVICE_SEND = 47, /* the MPICH device's compact send */
+  BGL_HANDLER_DEVICE_FIRST = 46,
+  BGL_HANDLER_DEVICE_SYNC_ACK = 46, /* the MPICH device: a receive matched a synchronous send */
+  BGL_HANDLER_DEVICE_SEND = 47,     /* the MPICH device: an MPI point-to-point message */
   /* BGL_HANDLER_COLL_FIRST .. BGL_MSG_MAX_HANDLERS-1: the collectives library's. */
   BGL_HANDLER_COLL_FIRST = 48,
   BGL_HANDLER_COLL_EXECUTOR = 62 /* its executor's messages (collectives/executor.hpp) */

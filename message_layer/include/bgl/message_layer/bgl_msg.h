@@ -1,8 +1,9 @@
 /* C ABI of the bglemu message layer (for C users such as MPICH's CH4 netmod).
  *
- * All calls return 0 on success or a negative bgl_msg_status; bgl_msg_last_error() explains the
- * latest failure in the calling thread. Send descriptors are owned by the caller and must stay
- * alive and unchanged from bgl_msg_post() until their done (and remote_done) callbacks ran. */
+ * All calls return 0 (or, for bgl_msg_post, BGL_MSG_SENT) on success or a negative bgl_msg_status;
+ * bgl_msg_last_error() explains the latest failure in the calling thread. Send descriptors are
+ * owned by the caller and must stay alive and unchanged from bgl_msg_post() until their done (and
+ * remote_done) callbacks ran. */
 #ifndef BGL_MSG_H
 #define BGL_MSG_H
 
@@ -16,6 +17,7 @@ extern "C" {
 #endif
 
 enum bgl_msg_status {
+  BGL_MSG_SENT = 1, /* bgl_msg_post: the data went out in the call (see there) */
   BGL_MSG_OK = 0,
   BGL_MSG_ERR_CONFIG = -1,
   BGL_MSG_ERR_ARG = -2,
@@ -128,11 +130,12 @@ void bgl_msg_vt_charge(bgl_msg_session_t* session, int call);
 
 int bgl_msg_register(bgl_msg_session_t* session, uint8_t handler, bgl_msg_arrival_fn fn,
                      void* context);
+/* Returns BGL_MSG_SENT when the layer no longer reads the send's header and data (a one-packet
+ * message that went out in the call itself: the caller may reuse its buffers at once, as after
+ * fi_inject), BGL_MSG_OK when they are still the layer's until the done callback, or an error.
+ * Either way the descriptor stays the layer's until its done callback, which runs from a later
+ * bgl_msg_advance(). */
 int bgl_msg_post(bgl_msg_session_t* session, bgl_msg_send_t* send);
-/* 1 when the layer no longer reads the send's header and data: a one-packet message that went out
- * in bgl_msg_post() itself. The caller may then reuse its buffers at once; the descriptor stays
- * the layer's until its done callback, which still runs from a later bgl_msg_advance(). */
-int bgl_msg_data_released(const bgl_msg_send_t* send);
 int bgl_msg_accept(bgl_msg_session_t* session, bgl_msg_recv_handle_t handle,
                    const bgl_msg_recv_target_t* target);
 /* Returns 1 if anything happened, 0 if not. */

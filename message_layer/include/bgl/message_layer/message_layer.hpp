@@ -21,7 +21,7 @@ namespace bgl::message_layer {
 struct Config {
   ProtocolLimits limits;
   std::size_t pool_bytes = 64u << 20;   // unexpected eager data per node (BGL_ML_POOL_BYTES)
-  std::uint32_t max_receives = 4096;    // messages being received or unexpected (BGL_ML_MAX_RECVS)
+  std::uint32_t max_receives = 16384;   // messages being received or unexpected (BGL_ML_MAX_RECVS)
   std::uint32_t max_rendezvous = 1024;  // rendezvous sends awaiting ack/fin (BGL_ML_MAX_RZV)
   // Packets a task takes out of its reception FIFOs and keeps while their message waits for a
   // receive entry or pool space (BGL_ML_HOLD_PACKETS); beyond that, backpressure in the FIFO.
