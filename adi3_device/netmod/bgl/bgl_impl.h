@@ -58,6 +58,17 @@ typedef struct MPIDI_BGL_unexp {
 
 #define MPIDI_BGL_REQ(req)     ((req)->dev.ch4.netmod.bgl)
 
+/* The blocks behind a free list of fixed-size objects (send descriptors, unexpected entries):
+ * allocated as the list runs dry, freed together at finalize. */
+typedef struct {
+    void **blocks;
+    int n, max;
+} MPIDI_BGL_chunks_t;
+
+/* A new block of `bytes` bytes, recorded for MPIDI_BGL_chunks_free; NULL without memory. */
+void *MPIDI_BGL_chunks_new(MPIDI_BGL_chunks_t * c, size_t bytes);
+void MPIDI_BGL_chunks_free(MPIDI_BGL_chunks_t * c);
+
 /* A message being sent: the layer's descriptor plus what completion needs. */
 typedef struct MPIDI_BGL_send {
     bgl_msg_send_t msg;
@@ -94,13 +105,11 @@ typedef struct {
     MPIR_Request *posted_head, *posted_tail;
     MPIDI_BGL_unexp_t *unexp_head, *unexp_tail;
     MPIDI_BGL_unexp_t *free_unexp;
-    void **unexp_chunks;
-    int n_unexp_chunks, max_unexp_chunks;
+    MPIDI_BGL_chunks_t unexp_chunks;
 
     /* send descriptors */
     MPIDI_BGL_send_t *free_sends;
-    void **chunks;
-    int n_chunks, max_chunks;
+    MPIDI_BGL_chunks_t send_chunks;
 
     /* MPIDIG's unexpected messages matched during advance(): accepted right after it */
     MPIR_Request **deferred;

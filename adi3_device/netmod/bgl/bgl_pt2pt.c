@@ -42,17 +42,9 @@ static MPIDI_BGL_unexp_t *unexp_take(void)
 {
     MPIDI_BGL_global_t *g = &MPIDI_BGL_global;
     if (g->free_unexp == NULL) {
-        if (g->n_unexp_chunks == g->max_unexp_chunks) {
-            int n = g->max_unexp_chunks ? 2 * g->max_unexp_chunks : 16;
-            void **chunks = MPL_realloc(g->unexp_chunks, n * sizeof(void *), MPL_MEM_BUFFER);
-            MPIR_Assert(chunks);
-            g->unexp_chunks = chunks;
-            g->max_unexp_chunks = n;
-        }
-        MPIDI_BGL_unexp_t *chunk = MPL_malloc(MPIDI_BGL_UNEXP_CHUNK * sizeof(*chunk),
-                                              MPL_MEM_BUFFER);
+        MPIDI_BGL_unexp_t *chunk = MPIDI_BGL_chunks_new(&g->unexp_chunks,
+                                                        MPIDI_BGL_UNEXP_CHUNK * sizeof(*chunk));
         MPIR_Assert(chunk);
-        g->unexp_chunks[g->n_unexp_chunks++] = chunk;
         for (int i = 0; i < MPIDI_BGL_UNEXP_CHUNK; i++) {
             chunk[i].next = g->free_unexp;
             g->free_unexp = &chunk[i];
@@ -73,11 +65,7 @@ static void unexp_give_back(MPIDI_BGL_unexp_t * u)
 void MPIDI_BGL_pt2pt_free(void)
 {
     MPIDI_BGL_global_t *g = &MPIDI_BGL_global;
-    for (int i = 0; i < g->n_unexp_chunks; i++)
-        MPL_free(g->unexp_chunks[i]);
-    MPL_free(g->unexp_chunks);
-    g->unexp_chunks = NULL;
-    g->n_unexp_chunks = g->max_unexp_chunks = 0;
+    MPIDI_BGL_chunks_free(&g->unexp_chunks);
     g->free_unexp = NULL;
     g->unexp_head = g->unexp_tail = NULL;
     g->posted_head = g->posted_tail = NULL;

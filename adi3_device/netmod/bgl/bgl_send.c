@@ -20,22 +20,38 @@
 
 #define MPIDI_BGL_SEND_CHUNK 64
 
+void *MPIDI_BGL_chunks_new(MPIDI_BGL_chunks_t * c, size_t bytes)
+{
+    if (c->n == c->max) {
+        int n = c->max ? 2 * c->max : 16;
+        void **blocks = MPL_realloc(c->blocks, n * sizeof(void *), MPL_MEM_BUFFER);
+        if (blocks == NULL)
+            return NULL;
+        c->blocks = blocks;
+        c->max = n;
+    }
+    void *block = MPL_malloc(bytes, MPL_MEM_BUFFER);
+    if (block)
+        c->blocks[c->n++] = block;
+    return block;
+}
+
+void MPIDI_BGL_chunks_free(MPIDI_BGL_chunks_t * c)
+{
+    for (int i = 0; i < c->n; i++)
+        MPL_free(c->blocks[i]);
+    MPL_free(c->blocks);
+    c->blocks = NULL;
+    c->n = c->max = 0;
+}
+
 static int send_pool_grow(void)
 {
     int mpi_errno = MPI_SUCCESS;
     MPIDI_BGL_global_t *g = &MPIDI_BGL_global;
-
-    if (g->n_chunks == g->max_chunks) {
-        int n = g->max_chunks ? 2 * g->max_chunks : 16;
-        void **chunks = MPL_realloc(g->chunks, n * sizeof(void *), MPL_MEM_BUFFER);
-        MPIR_ERR_CHKANDJUMP(chunks == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
-        g->chunks = chunks;
-        g->max_chunks = n;
-    }
-    MPIDI_BGL_send_t *chunk = MPL_malloc(MPIDI_BGL_SEND_CHUNK * sizeof(MPIDI_BGL_send_t),
-                                         MPL_MEM_BUFFER);
+    MPIDI_BGL_send_t *chunk = MPIDI_BGL_chunks_new(&g->send_chunks,
+                                                   MPIDI_BGL_SEND_CHUNK * sizeof(*chunk));
     MPIR_ERR_CHKANDJUMP(chunk == NULL, mpi_errno, MPI_ERR_OTHER, "**nomem");
-    g->chunks[g->n_chunks++] = chunk;
     for (int i = 0; i < MPIDI_BGL_SEND_CHUNK; i++) {
         chunk[i].next = g->free_sends;
         g->free_sends = &chunk[i];
@@ -49,13 +65,8 @@ static int send_pool_grow(void)
 
 void MPIDI_BGL_send_pool_free(void)
 {
-    MPIDI_BGL_global_t *g = &MPIDI_BGL_global;
-    for (int i = 0; i < g->n_chunks; i++)
-        MPL_free(g->chunks[i]);
-    MPL_free(g->chunks);
-    g->chunks = NULL;
-    g->n_chunks = g->max_chunks = 0;
-    g->free_sends = NULL;
+    MPIDI_BGL_chunks_free(&MPIDI_BGL_global.send_chunks);
+    MPIDI_BGL_global.free_sends = NULL;
 }
 
 /* Back to the free list, with its pack buffer or iovec array freed. */
