@@ -89,6 +89,8 @@ Endpoint::Endpoint(const Machine& machine, torus_emu::Rank rank, int group,
                      0,
                      static_cast<std::uint8_t>(slot == job_runtime::kNoNodeSlot ? 0 : kFifoGroups),
                      slot};
+    peers_[n].hops = torus_emu::minimal_hops(shape, node_, n);
+    peers_[n].single_path = peers_[n].hops.single_path();
     if (peers_[n].remote && machine.job().vt_params())
       peers_[n].vt_hops = static_cast<std::uint8_t>(
           links_timed_by_sender(shape, placement, torus_emu::deterministic_route(shape, node_, n)));
@@ -284,7 +286,7 @@ std::uint8_t Endpoint::route_and_account(const PacketSpec& spec, std::uint8_t ch
     route = torus_emu::line_route(
         shape, *torus_emu::make_line(shape, node_, spec.dest.node, *spec.deposit_line).line);
   } else {
-    route = torus_emu::adaptive_route(shape, node_, spec.dest.node, rng_);
+    route = torus_emu::adaptive_route(node_, peers_[spec.dest.node].hops, rng_);
   }
   links_.account(route, bytes);
   if (timed()) {
@@ -329,16 +331,18 @@ InjectStatus Endpoint::inject(int fifo, const PacketSpec& spec, std::span<const 
     }
   }
   Peer& peer = peers_[spec.dest.node];
-  const bool plain =
-      spec.routing == Routing::deterministic && !spec.high_priority && !spec.deposit_line;
-  // A plain packet's header stays in registers (words) until a slower path needs it in memory:
-  // written as two words and read back as one header, it would wait for the store buffer.
+  const bool plain = (spec.routing == Routing::deterministic || peer.single_path) &&
+                     !spec.high_priority && !spec.deposit_line;
+  // The header stays in registers (words) until a slower path needs it in memory: written as two
+  // words and read back as one header, it would wait for the store buffer. Only a deposit-bit
+  // line's header is built field by field.
   const std::uint8_t chunks = chunks_for(bytes);
   const std::uint32_t packet_bytes = chunks * static_cast<std::uint32_t>(kChunkBytes);
+  const bool in_registers = !spec.deposit_line;
   PacketHeader h;
   ReceptionFifo::HeaderWords words{};
-  if (plain)
-    words = plain_header(peer, spec, bytes);
+  if (in_registers)
+    words = header_words(peer, spec, bytes);
   else
     build_header(spec, bytes, h);
   std::uint8_t index;
@@ -367,12 +371,12 @@ InjectStatus Endpoint::inject(int fifo, const PacketSpec& spec, std::span<const 
         return InjectStatus::ok;
       }
     } else {
-      if (plain) h = std::bit_cast<PacketHeader>(words);
+      h = std::bit_cast<PacketHeader>(words);
       if (push(spec.dest.node, spec.dest.group, index, h, payload, more, stamp, spec.ring))
         return InjectStatus::ok;
     }
   }
-  if (plain) h = std::bit_cast<PacketHeader>(words);
+  if (in_registers) h = std::bit_cast<PacketHeader>(words);
   enqueue(fifo, h, payload, more, index, stamp);
   drain(fifo);
   return InjectStatus::ok;

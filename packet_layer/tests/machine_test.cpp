@@ -828,6 +828,31 @@ TEST_F(EndpointTest, AdaptivePacketsTakeMinimalRoutesAndArriveOnAMinimalDirectio
   EXPECT_EQ(job.ep(0).link_counters().total_packet_hops(), 60u * 3u) << "always 3 hops";
 }
 
+// Along one dimension the only minimal route is the deterministic one: adaptive packets take the
+// plain path there, and nothing a receiver or the link totals can see differs but the header flag.
+TEST_F(EndpointTest, AdaptivePacketsAlongOneDimensionCrossTheDeterministicRoutesLinks) {
+  Job job(job_options(64, "4x4x4", "heater", 64));
+  const auto dest = job.node({2, 0, 0});  // two hops either way: ties go plus
+  for (std::uint32_t i = 0; i < 10; ++i) {
+    PacketSpec spec = to({dest, 0}, i);
+    spec.routing = Routing::adaptive;
+    const std::array<std::byte, 3> payload{std::byte{1}, std::byte(i), std::byte{3}};
+    ASSERT_EQ(job.ep(0).inject(0, spec, payload), InjectStatus::ok);
+    const auto f = job.ep(dest).poll();
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->index, torus_emu::index_of(Direction::x_plus));
+    EXPECT_TRUE(job.ep(dest).peek(*f).adaptive());
+    EXPECT_EQ(job.ep(dest).peek(*f).word, i);
+    std::array<std::byte, 3> got{};
+    job.ep(dest).receive(*f, got);
+    EXPECT_EQ(got, payload);
+  }
+  const auto& links = job.ep(0).link_counters();
+  EXPECT_EQ(links.total_packet_hops(), 20u);
+  EXPECT_EQ(links.at({job.node({0, 0, 0}), Direction::x_plus}).packets, 10u);
+  EXPECT_EQ(links.at({job.node({1, 0, 0}), Direction::x_plus}).packets, 10u);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Backpressure
 

@@ -16,28 +16,32 @@ std::string line_prefix(const Shape& shape, NodeId source, NodeId destination) {
 }  // namespace
 
 Route deterministic_route(const Shape& shape, NodeId source, NodeId destination) {
-  const Coord from = shape.coord(source);
-  const Coord to = shape.coord(destination);
+  const MinimalHops m = minimal_hops(shape, source, destination);
   Route route(source);
-  for (Dim d : kAllDims) {
-    const Offset o = offset(shape, d, from[d], to[d]);
-    for (int i = 0; i < o.hops; ++i)
-      route.push(make_direction(d, o.sign));
-  }
+  for (std::size_t d = 0; d < kDims; ++d)
+    for (int i = 0; i < m.hops[d]; ++i)
+      route.push(m.dir[d]);
   return route;
 }
 
-Route adaptive_route(const Shape& shape, NodeId source, NodeId destination, Rng& rng) {
+MinimalHops minimal_hops(const Shape& shape, NodeId source, NodeId destination) {
   const Coord from = shape.coord(source);
   const Coord to = shape.coord(destination);
-  std::array<int, kDims> remaining{};
-  std::array<Direction, kDims> dir{};
+  MinimalHops m;
   for (Dim d : kAllDims) {
     const Offset o = offset(shape, d, from[d], to[d]);
-    remaining[static_cast<std::size_t>(d)] = o.hops;
-    dir[static_cast<std::size_t>(d)] = make_direction(d, o.sign);
+    m.hops[static_cast<std::size_t>(d)] = static_cast<std::uint8_t>(o.hops);
+    m.dir[static_cast<std::size_t>(d)] = make_direction(d, o.sign);
   }
+  return m;
+}
 
+Route adaptive_route(const Shape& shape, NodeId source, NodeId destination, Rng& rng) {
+  return adaptive_route(source, minimal_hops(shape, source, destination), rng);
+}
+
+Route adaptive_route(NodeId source, const MinimalHops& hops, Rng& rng) {
+  std::array<int, kDims> remaining{hops.hops[0], hops.hops[1], hops.hops[2]};
   Route route(source);
   for (;;) {
     std::array<std::size_t, kDims> open{};
@@ -49,7 +53,7 @@ Route adaptive_route(const Shape& shape, NodeId source, NodeId destination, Rng&
     // With a single candidate there is no choice to make; leave the generator untouched.
     const std::size_t pick = open[n == 1 ? 0 : rng.below(n)];
     --remaining[pick];
-    route.push(dir[pick]);
+    route.push(hops.dir[pick]);
   }
   return route;
 }

@@ -173,6 +173,54 @@ TEST(DeterministicRoute, IsMinimalAndDimensionOrderedForAllPairs) {
   }
 }
 
+// for_each_link steps coordinates instead of asking the shape for each neighbour: the links it
+// names must be the ones a hop-by-hop walk crosses, wrap links and meshes included.
+TEST(Route, ForEachLinkNamesTheLinksAHopByHopWalkCrosses) {
+  Rng rng(7);
+  for (const Shape& s : sample_shapes()) {
+    const auto n = static_cast<NodeId>(s.node_count());
+    for (NodeId a = 0; a < n; ++a) {
+      for (NodeId b = 0; b < n; ++b) {
+        for (const Route& r : {deterministic_route(s, a, b), adaptive_route(s, a, b, rng)}) {
+          std::vector<Link> expected;
+          NodeId at = a;
+          for (Direction d : r.steps()) {
+            expected.push_back({at, d});
+            at = *s.neighbour(at, d);
+          }
+          std::vector<Link> named;
+          r.for_each_link(s, [&](Link l) { named.push_back(l); });
+          ASSERT_EQ(named.size(), expected.size()) << s.to_string() << " " << a << "->" << b;
+          for (std::size_t i = 0; i < named.size(); ++i) {
+            ASSERT_EQ(named[i].node, expected[i].node) << s.to_string() << " " << a << "->" << b;
+            ASSERT_EQ(named[i].dir, expected[i].dir);
+          }
+        }
+      }
+    }
+  }
+}
+
+// A pair has a single minimal path exactly when its routes stay in one dimension; then every
+// adaptive route is the deterministic one.
+TEST(MinimalHops, SinglePathExactlyWhenOneDimensionIsCrossed) {
+  Rng rng(3);
+  for (const Shape& s : sample_shapes()) {
+    const auto n = static_cast<NodeId>(s.node_count());
+    for (NodeId a = 0; a < n; ++a) {
+      for (NodeId b = 0; b < n; ++b) {
+        const MinimalHops m = minimal_hops(s, a, b);
+        const Route det = deterministic_route(s, a, b);
+        int dims = 0;
+        for (const DimUse& u : use_of(det))
+          dims += u.hops > 0;
+        ASSERT_EQ(m.single_path(), dims <= 1) << s.to_string() << " " << a << "->" << b;
+        if (m.single_path()) ASSERT_EQ(steps_of(adaptive_route(a, m, rng)), steps_of(det));
+      }
+    }
+  }
+}
+
 TEST(DeterministicRoute, MeshAndTorusDifferWhereWrappingIsShorter) {
   const Shape torus = Shape::parse("8x4x1");
   const Shape mesh = Shape::parse("8x4x1", "xy");

@@ -24,6 +24,7 @@
 #include "bgl/packet_layer/machine.hpp"
 #include "bgl/torus_emu/link_counters.hpp"
 #include "bgl/torus_emu/rng.hpp"
+#include "bgl/torus_emu/route.hpp"
 #include "bgl/virtual_time/clock.hpp"
 #include "bgl/virtual_time/torus_timing.hpp"
 
@@ -209,7 +210,11 @@ class Endpoint {
     // FIFO groups a packet may name: kFifoGroups, or 0 for a node that hosts no task (and so has
     // no FIFOs), which makes the range check of the group refuse packets for it at no extra cost.
     std::uint8_t groups;
-    job_runtime::NodeSlot slot;             // where its FIFOs are (kNoNodeSlot: none)
+    job_runtime::NodeSlot slot;  // where its FIFOs are (kNoNodeSlot: none)
+    // What an adaptive route there crosses, and whether that leaves a single minimal path (the
+    // deterministic route): then an adaptive packet takes the plain path (same links, same FIFO).
+    torus_emu::MinimalHops hops;
+    bool single_path = false;
     std::array<Lane, kFifoGroups> lanes{};  // shared-memory peers that host tasks only
   };
   // Deterministic routes are fixed, so their link traffic is counted per destination and spread
@@ -245,11 +250,14 @@ class Endpoint {
             std::span<const std::byte> payload, std::span<const std::byte> more,
             virtual_time::Stamp stamp, Ring ring = Ring::wake);
   void build_header(const PacketSpec& spec, std::size_t payload, PacketHeader& h) const;
-  // The header of a deterministic, normal-priority packet without the deposit bit, built in
-  // registers: no byte stores read back as words (see ReceptionFifo::HeaderWords).
-  ReceptionFifo::HeaderWords plain_header(const Peer& peer, const PacketSpec& spec,
+  // The header of a packet without the deposit bit, built in registers: no byte stores read back
+  // as words (see ReceptionFifo::HeaderWords).
+  ReceptionFifo::HeaderWords header_words(const Peer& peer, const PacketSpec& spec,
                                           std::size_t payload) const {
-    std::uint64_t hardware = peer.coord_bytes | std::uint64_t{spec.dest.group} << 24 |
+    const std::uint64_t flags =
+        (spec.routing == Routing::adaptive ? std::uint64_t{PacketHeader::kAdaptive} : 0) |
+        (spec.high_priority ? std::uint64_t{PacketHeader::kHighPriority} : 0);
+    std::uint64_t hardware = peer.coord_bytes | std::uint64_t{spec.dest.group} << 24 | flags << 32 |
                              std::uint64_t{chunks_for(payload)} << 40 |
                              std::uint64_t{payload} << 48;
     hardware |= std::uint64_t{PacketHeader::check_of(hardware)} << 56;

@@ -51,9 +51,22 @@ class Route {
 // Deterministic dimension-ordered route: correct x, then y, then z, each the minimal way.
 Route deterministic_route(const Shape& shape, NodeId source, NodeId destination);
 
+// What every minimal route between two nodes crosses: the hops per dimension and the direction
+// each dimension is crossed in (offset(): ties in an even torus go plus). Fixed per pair, so a
+// sender that routes many packets to the same node computes it once.
+struct MinimalHops {
+  std::array<std::uint8_t, kDims> hops{};
+  std::array<Direction, kDims> dir{};
+  // At most one dimension to cross: the only minimal route is the deterministic one.
+  bool single_path() const { return (hops[0] != 0) + (hops[1] != 0) + (hops[2] != 0) <= 1; }
+};
+MinimalHops minimal_hops(const Shape& shape, NodeId source, NodeId destination);
+
 // Minimal adaptive route: at each hop pick uniformly among the dimensions that still need hops
 // (each in its minimal direction). Hop count always equals distance().
 Route adaptive_route(const Shape& shape, NodeId source, NodeId destination, Rng& rng);
+// The same from the pair's MinimalHops (no coordinate arithmetic).
+Route adaptive_route(NodeId source, const MinimalHops& hops, Rng& rng);
 
 // A deposit-bit line: from `source` along one dimension in an explicit direction to `destination`;
 // every node after the source up to and including the destination receives the packet.
@@ -76,11 +89,22 @@ Route line_route(const Shape& shape, const Line& line);
 
 template <class F>
 void Route::for_each_link(const Shape& shape, F&& f) const {
+  // Steps coordinates rather than node ids: a hop is an add and a wrap check, with no division
+  // (this runs for every adaptively routed packet). A minimal route never crosses a mesh's edge.
+  Coord c = shape.coord(source_);
   NodeId at = source_;
   for (int i = 0; i < hops_; ++i) {
     const Direction d = steps_[static_cast<std::size_t>(i)];
     f(Link{at, d});
-    at = *shape.neighbour(at, d);
+    const Dim dim = dim_of(d);
+    const int k = shape.extent(dim);
+    int v = c[dim] + sign_of(d);
+    if (v < 0)
+      v += k;
+    else if (v >= k)
+      v -= k;
+    c[dim] = v;
+    at = shape.node_id(c);
   }
 }
 
