@@ -210,8 +210,7 @@ bool MessageLayer::Engine::send_some() {
       }
       SendMessage& m = *d.head;
       const std::uint32_t before = m.state.packets;
-      const ProtocolOps& ops = protocol_ops(m.state.protocol);
-      const Step step = ops.send(*this, m, d);
+      const Step step = protocol_ops(m.state.protocol).send(*this, m, d);
       budget -= static_cast<int>(m.state.packets - before);
       progress |= m.state.packets != before;
       if (step == Step::blocked) break;
@@ -220,7 +219,9 @@ bool MessageLayer::Engine::send_some() {
         d.head = m.state.next;
         if (!d.head) d.tail = nullptr;
         m.state.next = nullptr;
-        if (!ops.slotted || m.state.phase == kPhaseDoneAtInjection) finish_send(m);
+        // Read after send(): a protocol may hand a message to another (virtual-node to eager).
+        if (!protocol_ops(m.state.protocol).slotted || m.state.phase == kPhaseDoneAtInjection)
+          finish_send(m);
       }
     }
     d.active = d.head != nullptr && may_start(d);

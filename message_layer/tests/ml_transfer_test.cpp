@@ -140,7 +140,10 @@ class Pair {
       for (const auto& d : in[r].got) {
         const auto it = plan.find({d.source, d.test_header().seq});
         if (it == plan.end()) return ::testing::AssertionFailure() << "unplanned " << describe(d);
-        if (d.protocol != it->second.protocol)
+        // A virtual-node message within the eager limit goes eager while every cell is held.
+        const bool streamed = it->second.protocol == Protocol::virtual_node &&
+                              d.protocol == Protocol::eager && it->second.bytes <= 16 * 1024;
+        if (d.protocol != it->second.protocol && !streamed)
           return ::testing::AssertionFailure()
                  << describe(d) << ": expected " << to_string(it->second.protocol);
         if (auto r2 = delivered_intact(d, it->second.key, it->second.bytes); !r2) return r2;
@@ -231,13 +234,22 @@ TEST_P(MlTransferMatrix, EverySizeAndAlignmentBothWays) {
     EXPECT_TRUE(pair.job.ml(r).idle());
     EXPECT_EQ(s.unexpected_messages, 0u);
     for (const auto& [p, n] : messages) {
-      const auto& c = s.protocol[static_cast<std::size_t>(p)];
+      auto c = s.protocol[static_cast<std::size_t>(p)];
       SCOPED_TRACE(std::string(to_string(p)) + " at rank " + std::to_string(r));
+      // Virtual-node messages that went eager (every shared cell held) count as eager.
+      const bool streamed = p == Protocol::virtual_node && !protocol;
+      if (streamed) {
+        const auto& e = s.protocol[static_cast<std::size_t>(Protocol::eager)];
+        c.messages_sent += e.messages_sent;
+        c.messages_received += e.messages_received;
+        c.bytes_sent += e.bytes_sent;
+        c.bytes_received += e.bytes_received;
+      }
       EXPECT_EQ(c.messages_sent, n / 2);
       EXPECT_EQ(c.messages_received, n / 2);
       EXPECT_EQ(c.bytes_sent, bytes[p] / 2);
       EXPECT_EQ(c.bytes_received, bytes[p] / 2);
-      if (packets[p] == 0) continue;  // a protocol without a packet formula here
+      if (packets[p] == 0 || streamed) continue;  // no packet formula, or protocols mixed
       EXPECT_EQ(c.packets_sent, packets[p] / 2);
       // Rendezvous data that the coprocessor received are counted as coprocessor packets.
       const std::uint64_t co = p == Protocol::rendezvous ? s.coprocessor_packets : 0;

@@ -440,16 +440,26 @@ TEST_P(IntraNode, EverySizeAndAlignmentBothDirections) {
       const auto& t = transfers[i];
       const std::string what = std::to_string(bytes) + " bytes, message " + std::to_string(i);
       expect_delivered(t, what);
-      EXPECT_EQ(t.protocol, bytes > 228 ? Protocol::virtual_node : Protocol::one_packet) << what;
+      // With every shared cell taken, a message within the eager limit goes eager instead.
+      const bool may_stream =
+          GetParam().direct_copy && GetParam().cells && bytes <= packet_layer::kVirtualCellBytes;
+      if (bytes <= 228)
+        EXPECT_EQ(t.protocol, Protocol::one_packet) << what;
+      else if (may_stream)
+        EXPECT_TRUE(t.protocol == Protocol::virtual_node || t.protocol == Protocol::eager) << what;
+      else
+        EXPECT_EQ(t.protocol, Protocol::virtual_node) << what;
     }
   }
   for (Rank r = 0; r < 2; ++r) {
-    const auto& vn =
-        job.ml(r).statistics().protocol[static_cast<std::size_t>(Protocol::virtual_node)];
-    EXPECT_EQ(vn.messages_received, vn_messages[r]);
-    EXPECT_EQ(vn.messages_sent, vn_messages[1 - r]);
+    const auto& stats = job.ml(r).statistics().protocol;
+    const auto& vn = stats[static_cast<std::size_t>(Protocol::virtual_node)];
+    const auto& eager = stats[static_cast<std::size_t>(Protocol::eager)];
+    EXPECT_EQ(vn.messages_received + eager.messages_received, vn_messages[r]);
+    EXPECT_EQ(vn.messages_sent + eager.messages_sent, vn_messages[1 - r]);
     if (GetParam().direct_copy)
-      EXPECT_EQ(vn.packets_received, vn_messages[r]) << "a direct copy receives only the request";
+      EXPECT_EQ(vn.packets_received, vn.messages_received)
+          << "a direct copy receives only the request";
     else
       EXPECT_GT(vn.packets_received, vn_messages[r]) << "the fallback streams the data";
   }
@@ -596,10 +606,13 @@ TEST(IntraNodeCells, MessagesUpToACellAreDoneAtInjection) {
   }
 }
 
-// One byte more than a cell, or every cell held by unexpected messages: the message goes by
-// process_vm_readv, and the send is done only after the receiver has copied it.
-TEST(IntraNodeCells, LargerMessagesAndFullCellsFallBackToTheDirectCopy) {
-  Job job(2, "1x1x1", "vn", Config{});
+// Every cell held by unexpected messages: a message within the eager limit streams through the
+// virtual FIFO as an eager one, done at once; one beyond it (or beyond a cell) goes by
+// process_vm_readv, and its send is done only after the receiver has copied it.
+void full_cells(std::size_t eager_limit) {
+  Config config;
+  config.limits.eager_limit = eager_limit;
+  Job job(2, "1x1x1", "vn", config);
   Receiver rx;
   job.ml(1).register_handler(5, &Receiver::on_arrival, &rx);
   constexpr std::size_t kHeld = packet_layer::kVirtualCells + 2;
@@ -613,14 +626,20 @@ TEST(IntraNodeCells, LargerMessagesAndFullCellsFallBackToTheDirectCopy) {
     rx.expected.push_back(&t);
     post(job.ml(0), 1, t, 0, std::nullopt);
   }
-  // Every message arrives (unexpected); only those that found a free cell are done.
+  // Every message arrives (unexpected); those that found a free cell or went eager are done.
   ASSERT_TRUE(job.pump([&] {
     return std::all_of(transfers.begin(), transfers.end(),
                        [](const Transfer& t) { return t.arrivals == 1; });
   }));
   job.settle();
-  for (std::size_t i = 0; i < transfers.size(); ++i)
-    EXPECT_EQ(transfers[i].sent, i < packet_layer::kVirtualCells ? 1 : 0) << "message " << i;
+  const bool eager = transfers.front().bytes <= eager_limit;
+  for (std::size_t i = 0; i < transfers.size(); ++i) {
+    const bool done_at_once = i < packet_layer::kVirtualCells || (eager && i < kHeld);
+    EXPECT_EQ(transfers[i].sent, done_at_once ? 1 : 0) << "message " << i;
+  }
+  const auto& sent = job.ml(0).statistics().protocol;
+  EXPECT_EQ(sent[static_cast<std::size_t>(Protocol::eager)].messages_sent,
+            eager ? kHeld - packet_layer::kVirtualCells : 0);
   for (auto& t : transfers)
     job.ml(1).accept(*t.handle, Receiver::target(t));
   ASSERT_TRUE(job.pump([&] {
@@ -630,6 +649,14 @@ TEST(IntraNodeCells, LargerMessagesAndFullCellsFallBackToTheDirectCopy) {
   }));
   for (std::size_t i = 0; i < transfers.size(); ++i)
     expect_delivered(transfers[i], "message " + std::to_string(i));
+}
+
+TEST(IntraNodeCells, FullCellsSendSmallMessagesEagerAndLargerOnesByTheDirectCopy) {
+  full_cells(16 * 1024);
+}
+
+TEST(IntraNodeCells, FullCellsSendMessagesBeyondTheEagerLimitByTheDirectCopy) {
+  full_cells(500);
 }
 
 INSTANTIATE_TEST_SUITE_P(Copy, IntraNode,

@@ -2,9 +2,10 @@
 // [First][user header][VnSource] in the sender's ordered stream (word = the sender's slot) says
 // where the data are. A message that fits one of the node's shared cells is copied there by the
 // sender, which is then done (no slot, no fin); the receiver copies it out and frees the cell.
-// Larger ones (or when every cell is taken) the receiver copies straight from the sender's memory
-// (process_vm_readv), then sends the fin. Where the kernel refuses the copy, the receiver asks for
-// the data as in a rendezvous (ack, data, fin) through the node's virtual FIFO.
+// When every cell is taken, one within the eager limit goes as an eager message through the
+// node's virtual FIFO. Larger ones (and the rest) the receiver copies straight from the sender's
+// memory (process_vm_readv), then sends the fin. Where the kernel refuses the copy, the receiver
+// asks for the data as in a rendezvous (ack, data, fin) through the node's virtual FIFO.
 #include <sys/prctl.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -95,12 +96,19 @@ bool send_in_cell(Engine& e, SendMessage& m, Engine::Step& step) {
 }
 
 // The request says where the data are (the pid is cached: getpid() is a syscall).
-Engine::Step send(Engine& e, SendMessage& m, Engine::DestState&) {
+Engine::Step send(Engine& e, SendMessage& m, Engine::DestState& d) {
   // A sender that wants to hear of the receiver's completion needs the fin: not through a cell.
-  if (e.vn_out_cells_ && !m.remote_done &&
-      m.data.buffer.size() <= packet_layer::kVirtualCellBytes) {
+  const std::size_t bytes = m.data.buffer.size();
+  if (e.vn_out_cells_ && !m.remote_done && bytes <= packet_layer::kVirtualCellBytes) {
     Engine::Step step{};
     if (send_in_cell(e, m, step)) return step;
+    // Every cell is taken (a window of small messages): a message within the eager limit streams
+    // through the virtual FIFO as an eager one, done at injection like a cell's, instead of waiting
+    // for the receiver's system call and fin (unless its protocol was forced).
+    if (!m.protocol && !e.config().limits.forced && bytes <= e.config().limits.eager_limit) {
+      m.state.protocol = Protocol::eager;
+      return protocol_ops(Protocol::eager).send(e, m, d);
+    }
   }
   if (!e.vn_reader_allowed_) allow_sibling_reads(e, m.dest);
   const wire::VnSource source{reinterpret_cast<std::uintptr_t>(m.data.buffer.data()), e.pid_, 0};
