@@ -142,7 +142,8 @@ class Pair {
         if (it == plan.end()) return ::testing::AssertionFailure() << "unplanned " << describe(d);
         // A virtual-node message within the eager limit goes eager while every cell is held.
         const bool streamed = it->second.protocol == Protocol::virtual_node &&
-                              d.protocol == Protocol::eager && it->second.bytes <= 16 * 1024;
+                              d.protocol == Protocol::eager &&
+                              it->second.bytes <= job.ml(r).config().limits.eager_limit;
         if (d.protocol != it->second.protocol && !streamed)
           return ::testing::AssertionFailure()
                  << describe(d) << ": expected " << to_string(it->second.protocol);

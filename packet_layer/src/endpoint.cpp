@@ -90,7 +90,6 @@ Endpoint::Endpoint(const Machine& machine, torus_emu::Rank rank, int group,
                      static_cast<std::uint8_t>(slot == job_runtime::kNoNodeSlot ? 0 : kFifoGroups),
                      slot};
     peers_[n].hops = torus_emu::minimal_hops(shape, node_, n);
-    peers_[n].single_path = peers_[n].hops.single_path();
     if (peers_[n].remote && machine.job().vt_params())
       peers_[n].vt_hops = static_cast<std::uint8_t>(
           links_timed_by_sender(shape, placement, torus_emu::deterministic_route(shape, node_, n)));
@@ -331,7 +330,7 @@ InjectStatus Endpoint::inject(int fifo, const PacketSpec& spec, std::span<const 
     }
   }
   Peer& peer = peers_[spec.dest.node];
-  const bool plain = (spec.routing == Routing::deterministic || peer.single_path) &&
+  const bool plain = (spec.routing == Routing::deterministic || peer.hops.single_path()) &&
                      !spec.high_priority && !spec.deposit_line;
   // The header stays in registers (words) until a slower path needs it in memory: written as two
   // words and read back as one header, it would wait for the store buffer. Only a deposit-bit

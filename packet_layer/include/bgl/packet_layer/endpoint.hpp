@@ -211,10 +211,9 @@ class Endpoint {
     // no FIFOs), which makes the range check of the group refuse packets for it at no extra cost.
     std::uint8_t groups;
     job_runtime::NodeSlot slot;  // where its FIFOs are (kNoNodeSlot: none)
-    // What an adaptive route there crosses, and whether that leaves a single minimal path (the
-    // deterministic route): then an adaptive packet takes the plain path (same links, same FIFO).
+    // What an adaptive route there crosses. Where that leaves a single minimal path (the
+    // deterministic route), an adaptive packet takes the plain path (same links, same FIFO).
     torus_emu::MinimalHops hops;
-    bool single_path = false;
     std::array<Lane, kFifoGroups> lanes{};  // shared-memory peers that host tasks only
   };
   // Deterministic routes are fixed, so their link traffic is counted per destination and spread
