@@ -59,8 +59,10 @@ layout::WireState& GlobalInterrupt::wire(int channel) const {
   return wires_[channel];
 }
 
-void GlobalInterrupt::set_clock(virtual_time::Clock& clock) {
-  if (job_->vt_params()) clock_ = &clock;
+void GlobalInterrupt::set_clock(virtual_time::Clock& clock, virtual_time::Horizon horizon) {
+  if (!job_->vt_params()) return;
+  clock_ = &clock;
+  horizon_ = horizon;
 }
 
 std::uint32_t GlobalInterrupt::arrive() {
@@ -92,6 +94,13 @@ std::uint32_t GlobalInterrupt::arrive() {
     return arrivals_;
   }
   if (raise ? before + 1 == ntasks_ : before == 1) {
+    // Conservative synchronisation: the waiting tasks act again at the release, published before
+    // any of them can see it.
+    if (horizon_) [[unlikely]]
+      horizon_.complete(
+          virtual_time::event_key(virtual_time::EventKind::gi_barrier, 0, arrivals_),
+          virtual_time::barrier_release(
+              *job_->vt_params(), w.vt_arrival[arrivals_ % 2].load(std::memory_order_relaxed)));
     w.completed.fetch_add(1, std::memory_order_acq_rel);
     w.bell.ring();
   }
@@ -112,7 +121,8 @@ void GlobalInterrupt::wait(std::uint32_t ticket) {
   layout::WireState& w = wires_[kBarrierChannel];
   const job_runtime::wait_record::Reason reason(job_runtime::WaitKind::global_interrupt, ticket);
   sleeps_ += wait_until(
-      w.bell, [&] { return test(ticket); }, policy_, meanwhile_);
+      w.bell, [&] { return test(ticket); }, policy_, meanwhile_,
+      virtual_time::event_key(virtual_time::EventKind::gi_barrier, 0, ticket));
   if (clock_) [[unlikely]] {
     // Several hosts: the other hosts' latest arrivals came with their counts (test() acquired
     // them).

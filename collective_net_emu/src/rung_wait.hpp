@@ -22,11 +22,13 @@ inline job_runtime::WaitPolicy rung_waits(job_runtime::WaitPolicy policy) {
 
 // Waits until ready(): spins and yields (job_runtime::Backoff), then sleeps on `bell`. With
 // `meanwhile`, runs its round on every spin and yield round and right before each sleep, and sleeps
-// on `bell` and the round's doorbell at once (meanwhile.hpp). Returns how many sleeps it took (the
+// on `bell` and the round's doorbell at once (meanwhile.hpp); `event` (virtual_time::event_key, 0:
+// none) is what the task waits for, published before it idles. Returns how many sleeps it took (the
 // components' counters).
 template <class Ready>
 std::uint64_t wait_until(job_runtime::Doorbell& bell, Ready&& ready,
-                         const job_runtime::WaitPolicy& policy, const Meanwhile& meanwhile) {
+                         const job_runtime::WaitPolicy& policy, const Meanwhile& meanwhile,
+                         std::uint64_t event = 0) {
   job_runtime::Backoff backoff(policy);
   std::uint64_t sleeps = 0;
   if (!meanwhile) {
@@ -36,18 +38,27 @@ std::uint64_t wait_until(job_runtime::Doorbell& bell, Ready&& ready,
     }
     return sleeps;
   }
+  const auto park = [&] {
+    if (meanwhile.park && event != 0) meanwhile.park(meanwhile.park_context, event);
+  };
   auto interval = meanwhile.first;
   bool worked = false;
-  // Checked after announcing the sleep on both doorbells, so neither event can be missed.
+  // Checked after announcing the sleep on both doorbells, so neither event can be missed. A round
+  // that found nothing is followed by the task's waiting state (the round published it running).
   const auto ready_or_work = [&] {
-    return ready() || (worked = meanwhile.round(meanwhile.context));
+    if (ready()) return true;
+    worked = meanwhile.round(meanwhile.context);
+    if (!worked) park();
+    return worked;
   };
   while (!ready()) {
     if (!backoff.sleeping()) {
-      if (meanwhile.round(meanwhile.context))
+      if (meanwhile.round(meanwhile.context)) {
         backoff.reset();
-      else
+      } else {
+        park();
         backoff.idle(bell, ready);
+      }
       continue;
     }
     ++sleeps;

@@ -158,6 +158,7 @@ void TreeEndpoint::commit(RouteClass c, Seq seq, Op op) {
       return publish_partial(s, seq, op.code());
     }
     if (clock_) down(s, seq).vt = result_vt(s, depart());
+    completed(s, seq, down(s, seq));
     return publish(s, seq, op.code(), 1);
   }
   std::byte* entry = up_slot(s, chain_.front(), seq);
@@ -224,10 +225,11 @@ void TreeEndpoint::commit_for(RouteClass c, Seq seq, Seq after, Op op) {
 
 // --- virtual time ------------------------------------------------------------------------------
 
-void TreeEndpoint::set_clock(virtual_time::Clock& clock) {
+void TreeEndpoint::set_clock(virtual_time::Clock& clock, virtual_time::Horizon horizon) {
   const auto* params = job_->vt_params();
   if (!params) return;
   clock_ = &clock;
+  horizon_ = horizon;
   level_cycles_ = virtual_time::tree_latency(*params, 1);
   packet_cycles_ = virtual_time::tree_packet_cycles(*params);
 }
@@ -238,7 +240,10 @@ virtual_time::Tick TreeEndpoint::depart() {
 }
 
 void TreeEndpoint::raise_vt(std::byte* slot, virtual_time::Tick t) const {
-  auto& vt = at<UpSlotMeta>(slot, 0)->vt;
+  raise(at<UpSlotMeta>(slot, 0)->vt, t);
+}
+
+void TreeEndpoint::raise(std::atomic<virtual_time::Tick>& vt, virtual_time::Tick t) {
   virtual_time::Tick seen = vt.load(std::memory_order_relaxed);
   while (t > seen && !vt.compare_exchange_weak(seen, t, std::memory_order_relaxed)) {
   }
@@ -288,6 +293,7 @@ void TreeEndpoint::arrive(ClassState& s, Seq seq, std::span<const Level> chain) 
       const std::uint16_t code = combine_slot(slot, l.inputs, PacketSpan(d.data, kPacketBytes));
       meta->arrived.store(0, std::memory_order_relaxed);
       if (clock_) d.vt = result_vt(s, out);
+      completed(s, seq, d);
       return publish(s, seq, code, header_->ntasks);
     }
     const Level& up = chain[level + 1];
@@ -501,18 +507,33 @@ void TreeEndpoint::release(RouteClass c, Seq seq) {
   DownSlot& d = down(s, seq);
   ++s.next_result;
   ++counters_.received;
+  if (horizon_) [[unlikely]]
+    raise(d.vt_read, clock_->now());
   if (d.readers_left.fetch_sub(1, std::memory_order_acq_rel) == 1) free_slot(s, seq);
 }
 
 template <class Ready>
-void TreeEndpoint::block(job_runtime::Doorbell& bell, Ready&& ready) {
+void TreeEndpoint::block(job_runtime::Doorbell& bell, Ready&& ready, std::uint64_t event) {
   const job_runtime::wait_record::Reason reason(job_runtime::WaitKind::tree, 0);
-  counters_.sleeps += wait_until(bell, ready, policy_, meanwhile_);
+  counters_.sleeps += wait_until(bell, ready, policy_, meanwhile_, event);
 }
 
 void TreeEndpoint::wait_result(RouteClass c, Seq seq) {
   ClassState& s = state(c);
-  block(s.control->results, [&] { return result_ready(c, seq); });
+  block(
+      s.control->results, [&] { return result_ready(c, seq); }, result_event(s, seq));
+}
+
+std::uint64_t TreeEndpoint::result_event(const ClassState& s, Seq seq) const {
+  return virtual_time::event_key(virtual_time::EventKind::tree_result,
+                                 static_cast<std::uint32_t>(&s - classes_.data()), seq);
+}
+
+// Conservative synchronisation: the tasks waiting for this result act again when it reaches them,
+// published before anybody can read it.
+void TreeEndpoint::completed(const ClassState& s, Seq seq, const DownSlot& d) {
+  if (horizon_) [[unlikely]]
+    horizon_.complete(result_event(s, seq), d.vt);
 }
 
 void TreeEndpoint::wait_broadcast_space(RouteClass c, Seq seq) {
@@ -520,7 +541,14 @@ void TreeEndpoint::wait_broadcast_space(RouteClass c, Seq seq) {
 }
 
 void TreeEndpoint::wait_writable(ClassState& s, Seq seq) {
-  block(s.control->space, [&] { return slot_writable(s, seq); });
+  if (!horizon_) return block(s.control->space, [&] { return slot_writable(s, seq); });
+  // Conservatively synchronised, the writer waits in virtual time too: until the last task read
+  // the slot's previous result (which the others' bounds bound from below while it waits).
+  block(
+      s.control->space, [&] { return slot_writable(s, seq); },
+      virtual_time::event_key(virtual_time::EventKind::tree_slot,
+                              static_cast<std::uint32_t>(&s - classes_.data()), seq));
+  clock_->arrive(down(s, seq).vt_read.exchange(0, std::memory_order_acq_rel));
 }
 
 // --- point-to-point class ----------------------------------------------------------------------

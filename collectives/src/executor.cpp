@@ -91,7 +91,8 @@ Executor::Executor(message_layer::MessageLayer& layer, collective_net_emu::Colle
   layer_.register_handler(kHandler, &Executor::arrival, this);
   layer_.register_packet_handler(kLineDispatch, &Executor::line_packet, this);
   // Virtual time: tree and global-interrupt steps move the same clock as the task's packets.
-  if (net_) net_->set_clock(layer_.endpoint().clock());
+  // Conservatively synchronised, each network's completions are published with the clocks' bounds.
+  if (net_) net_->set_clock(layer_.endpoint().clock(), layer_.endpoint().machine().horizon());
   // While a tree or global-interrupt step waits, the message layer keeps moving: a peer may need
   // this task's packets (rendezvous data of a send started before the collective) to get there.
   set_progress(nullptr, nullptr);
@@ -174,6 +175,12 @@ void Executor::set_progress(ProgressRound round, void* context, ProgressRound me
     return !static_cast<const message_layer::MessageLayer*>(l)->idle();
   };
   m.unannounced_context = &layer_;
+  if (layer_.endpoint().synchronised()) {
+    m.park = [](void* ep, std::uint64_t event) {
+      static_cast<packet_layer::Endpoint*>(ep)->park_for_event(event);
+    };
+    m.park_context = &layer_.endpoint();
+  }
   net_->set_meanwhile(m);
 }
 

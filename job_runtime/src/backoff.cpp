@@ -56,7 +56,8 @@ WaitPolicy WaitPolicy::for_job(int tasks, bool virtual_time) {
   return p;
 }
 
-std::uint32_t JobBarrier::arrive(std::uint32_t participants, bool& last, std::uint64_t clock) {
+std::uint32_t JobBarrier::arrive(std::uint32_t participants, bool& last, std::uint64_t clock,
+                                 const BeforeRelease& before_release) {
   const std::uint32_t generation = bell.rings.load(std::memory_order_acquire);
   // Before arriving: the release that follows the last arrival publishes every clock.
   auto& latest = latest_clock[generation & 1];
@@ -65,6 +66,7 @@ std::uint32_t JobBarrier::arrive(std::uint32_t participants, bool& last, std::ui
   }
   last = arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == participants;
   if (last) {
+    if (before_release) before_release(latest.load(std::memory_order_relaxed));
     arrived.store(0, std::memory_order_relaxed);
     bell.wake();
   }
@@ -72,9 +74,10 @@ std::uint32_t JobBarrier::arrive(std::uint32_t participants, bool& last, std::ui
 }
 
 std::uint32_t JobBarrier::arrive_and_wait(std::uint32_t participants, const WaitPolicy& policy,
-                                          std::uint64_t clock, Doorbell* agent) {
+                                          std::uint64_t clock, Doorbell* agent,
+                                          const BeforeRelease& before_release) {
   bool last = false;
-  const std::uint32_t generation = arrive(participants, last, clock);
+  const std::uint32_t generation = arrive(participants, last, clock, before_release);
   if (last) return generation;
   if (agent) ring_agent(*agent);
   const wait_record::Reason reason(WaitKind::job_barrier, generation);

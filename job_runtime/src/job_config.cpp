@@ -104,6 +104,16 @@ void JobOptions::merge_environment() {
     if (auto v = job_runtime::env::get("BGL_VT_CPU_FACTOR"))
       vt_cpu_factor = parse_cpu_factor(*v, "BGL_VT_CPU_FACTOR");
   }
+  if (!vt_sync) {
+    if (auto v = job_runtime::env::get("BGL_VT_SYNC")) vt_sync = parse_vt_sync(*v, "BGL_VT_SYNC");
+  }
+}
+
+virtual_time::Sync parse_vt_sync(std::string_view text, std::string_view what) {
+  if (text == "conservative") return virtual_time::Sync::conservative;
+  if (text == "host") return virtual_time::Sync::host_order;
+  throw ConfigError(std::string(what) + "='" + std::string(text.substr(0, 40)) +
+                    "': expected conservative or host");
 }
 
 double parse_cpu_factor(std::string_view text, std::string_view what) {
@@ -179,10 +189,11 @@ JobConfig JobConfig::resolve(const JobOptions& o) {
         o.vt_params ? virtual_time::Params::from_file(*o.vt_params) : virtual_time::Params{};
     config.vt_params_source = o.vt_params ? "file " + *o.vt_params : "built-in defaults";
     if (o.vt_cpu_factor) config.virtual_time->cpu_factor = *o.vt_cpu_factor;
-  } else if (o.vt_params || o.vt_cpu_factor) {
+    if (o.vt_sync) config.virtual_time->sync = *o.vt_sync;
+  } else if (o.vt_params || o.vt_cpu_factor || o.vt_sync) {
     throw ConfigError(
-        "--vt-params and --vt-cpu-factor (BGL_VT_PARAMS, BGL_VT_CPU_FACTOR) need virtual time "
-        "(--virtual-time or BGL_VIRTUAL_TIME=1)");
+        "--vt-params, --vt-cpu-factor and --vt-sync (BGL_VT_PARAMS, BGL_VT_CPU_FACTOR, "
+        "BGL_VT_SYNC) need virtual time (--virtual-time or BGL_VIRTUAL_TIME=1)");
   }
   return config;
 }

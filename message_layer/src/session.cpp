@@ -79,6 +79,9 @@ void Session::barrier() {
   MessageLayer& ml = *layer_;
   ml.progress_until([&] { return ml.flushed(); });
   if (!launcher_) {
+    // The process manager's barrier (MPI_Finalize's) has no virtual-time meaning; conservatively
+    // synchronised, the task only says that it takes nothing before it has passed.
+    runtime_.endpoint().park_outside(false);
     bootstrap_->barrier();
     return;
   }
@@ -86,13 +89,19 @@ void Session::barrier() {
   job_runtime::JobBarrier& job = machine.job().barrier();
   packet_layer::Endpoint& ep = runtime_.endpoint();
   bool last = false;
-  const std::uint32_t generation =
-      job.arrive(machine.job().barrier_participants(), last, ep.timed() ? ep.clock().now() : 0);
   // With virtual time, a global-interrupt barrier on the clocks too.
+  const auto release = [&](std::uint64_t latest) {
+    return virtual_time::barrier_release(*ep.vt_params(), latest);
+  };
+  ep.park_outside(true);
+  const std::uint32_t generation =
+      job.arrive(machine.job().barrier_participants(), last, ep.timed() ? ep.clock().now() : 0,
+                 ep.synchronised() ? job_runtime::BeforeRelease([&](std::uint64_t latest) {
+                   ep.release_all(release(latest));
+                 })
+                                   : job_runtime::BeforeRelease{});
   const auto leave = [&] {
-    if (ep.timed())
-      ep.clock().arrive(
-          virtual_time::barrier_release(*ep.vt_params(), job.latest_clock_of(generation)));
+    if (ep.timed()) ep.leave_at(release(job.latest_clock_of(generation)));
   };
   if (last) {
     // The others sleep on their own doorbells (where packets wake them): ring each of them.
@@ -112,6 +121,10 @@ void Session::barrier() {
   while (!job.passed(generation)) {
     if (ml.advance()) {
       backoff.reset();
+      continue;
+    }
+    if (ep.synchronised()) {  // blocked until a packet or the release, which rings every task
+      ep.wait();
       continue;
     }
     backoff.idle(bell, ready, ep.injection_idle() ? std::chrono::microseconds::max() : kPendingCap);

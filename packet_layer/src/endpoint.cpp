@@ -97,7 +97,8 @@ Endpoint::Endpoint(const Machine& machine, torus_emu::Rank rank, int group,
       for (int g = 0; g < kFifoGroups; ++g)
         peers_[n].lanes[static_cast<std::size_t>(g)] = {
             machine.fifo_in_slot(slot, g, peers_[n].deterministic_fifo),
-            &machine.doorbell_in_slot(slot, g)};
+            &machine.doorbell_in_slot(slot, g),
+            static_cast<std::int32_t>(machine.mapping().rank_at(n, g).value_or(-1))};
   }
   const std::array<std::uint8_t, 4> here{
       static_cast<std::uint8_t>(me_.x), static_cast<std::uint8_t>(me_.y),
@@ -125,6 +126,15 @@ Endpoint::Endpoint(const Machine& machine, torus_emu::Rank rank, int group,
     line_arrivals_.resize(slot);
     vt_injection_depth_ = static_cast<std::uint32_t>(params->injection_fifo_packets);
     meter_ = virtual_time::ComputeMeter(params->cpu_factor * params->cpu_hz / 1e9);
+    horizon_ = machine.horizon();
+    if (horizon_) held_.emplace(machine.config().ntasks());
+    // A packet arrives at least a transit after its departure, which a task's published clock
+    // may already include: a node's own packet, the virtual FIFO, or one hop.
+    lookahead_ = std::max<virtual_time::Tick>(
+        1, std::min({virtual_time::Params::ticks(params->local_packet_cycles),
+                     virtual_time::Params::ticks(params->vn_packet_cycles),
+                     virtual_time::Params::ticks(params->hop_cycles) +
+                         params->link_cycles(static_cast<std::uint32_t>(kChunkBytes))}));
   }
 }
 
@@ -139,7 +149,22 @@ std::uint64_t Endpoint::depart(std::uint32_t software_cycles) {
     q.head = (q.head + 1) % vt_injection_depth_;
     --q.count;
   }
+  if (horizon_) [[unlikely]]
+    depart_in_order();
   return clock_.now();
+}
+
+// Links are reserved in the order of their packets' departures: a packet leaves only when no other
+// task can still send one that leaves earlier.
+void Endpoint::depart_in_order() {
+  while (!safe_departure(clock_.now()) && !held_too_long()) {
+    ++counters_.vt_held;
+    // A sender whose packets wait for room in this task's FIFOs may be the one holding it back.
+    hold_arrivals();
+    wake_holder();
+    job_runtime::Backoff::yield();
+  }
+  held_since_ = {};
 }
 
 void Endpoint::left_node(std::uint64_t when) {
@@ -170,6 +195,8 @@ void Endpoint::time_line(const torus_emu::Route& route, std::uint32_t packet_byt
 }
 
 virtual_time::Stamp Endpoint::stamp_of(FifoRef f, const Packet& p) const {
+  if (held_) [[unlikely]]
+    return HeldPackets::stamp_of(p);
   return f.index == kVirtualFifo ? reinterpret_cast<const VirtualPacket&>(p).stamp
                                  : ReceptionFifo::stamp_of(p);
 }
@@ -186,6 +213,7 @@ void Endpoint::take_time(FifoRef f, const Packet& p) {
 // emulated processor would find them in, whatever order the host delivered them in.
 const Packet* Endpoint::next_in_virtual_order(FifoRef& f, std::uint32_t skip, bool arrived_only) {
   if (pending_mask_) advance();
+  if (held_) hold_arrivals();
   for (;;) {
     const Packet* best = nullptr;
     std::uint64_t best_arrival = 0;
@@ -202,12 +230,149 @@ const Packet* Endpoint::next_in_virtual_order(FifoRef& f, std::uint32_t skip, bo
         best = p, best_arrival = stamp_of(at, *p).arrival, f = at;
     }
     if (!best || (arrived_only && best_arrival > clock_.now())) return nullptr;
+    if (horizon_) [[unlikely]] {
+      if (!safe(best_arrival) && !held_too_long()) return nullptr;
+      held_since_ = {};
+    }
     if (plainly_mine(best->header) || check(best->header) == PacketHeader::Problem::none) {
       take_time(f, *best);
       return best;
     }
     reject(f.index, check(best->header));
   }
+}
+
+// Safe when no other task can still send a packet that arrives earlier: each of them acts no
+// earlier than its bound, and a packet arrives a lookahead after the action that sent it. The
+// bounds are read (and this task's clock published) only when the last reading does not settle it.
+bool Endpoint::safe(virtual_time::Tick arrival) {
+  if (arrival < virtual_time::later(others_, lookahead_)) return true;
+  others_ = horizon_.run(static_cast<int>(rank_), clock_.now());
+  return arrival < virtual_time::later(others_, lookahead_);
+}
+
+// A running task may depart at its bound: a departure is safe before every other task's bound, or
+// at the same time when no running task of a lower rank holds that bound (ties go by rank).
+bool Endpoint::safe_departure(virtual_time::Tick departure) {
+  if (departure < others_) return true;
+  others_ = horizon_.run(static_cast<int>(rank_), departure);
+  if (departure < others_) return true;
+  if (departure != others_) return false;
+  const int tie = horizon_.running_at(static_cast<int>(rank_), departure);
+  return tie < 0 || static_cast<int>(rank_) < tie;
+}
+
+// Nothing can arrive before the earliest packet held, nor before the others' bounds plus the
+// lookahead: a processor polling in a loop finds nothing until then.
+void Endpoint::spin_until_arrival() {
+  others_ = horizon_.run(static_cast<int>(rank_), clock_.now());
+  const virtual_time::Tick until =
+      std::min(earliest_head(), virtual_time::later(others_, lookahead_));
+  if (until != virtual_time::kNever && until > clock_.now()) clock_.arrive(until);
+}
+
+// A task that waits in a place that publishes no bound (a collective-network wait, a program's own
+// polling loop) holds everybody back; after a while the packet is taken anyway, and counted.
+bool Endpoint::held_too_long() {
+  constexpr std::chrono::milliseconds kPatience{200};
+  const auto now = std::chrono::steady_clock::now();
+  if (held_since_ == std::chrono::steady_clock::time_point{}) {
+    held_since_ = now;
+    return false;
+  }
+  if (now - held_since_ < kPatience) return false;
+  held_since_ = {};
+  ++counters_.vt_unsafe;
+  if (spdlog::should_log(spdlog::level::debug)) {
+    const int holder = horizon_.holder(static_cast<int>(rank_));
+    spdlog::debug(
+        "rank {}: takes a packet before it is safe, at clock {}: held back by rank {} "
+        "(bound {}, {})",
+        rank_, clock_.now(), holder, holder >= 0 ? horizon_.bound(holder) : 0,
+        holder >= 0 && horizon_.blocked(holder) ? "waiting" : "running");
+  }
+  return true;
+}
+
+// Publishes this task blocked: it acts no earlier than its earliest packet (or a packet delivered
+// from now on), its clock, and a lookahead before its own packets still waiting to be delivered
+// (their receivers must not pass them). Returns its earliest packet's arrival (kNever: none).
+virtual_time::Tick Endpoint::park() {
+  horizon_.arm(static_cast<int>(rank_));
+  const virtual_time::Tick earliest = earliest_head();
+  others_ =
+      horizon_.block(static_cast<int>(rank_), pending_bound(std::max(clock_.now(), earliest)));
+  return earliest;
+}
+
+void Endpoint::park_for_event(std::uint64_t event) {
+  if (!horizon_) return;
+  horizon_.arm(static_cast<int>(rank_), virtual_time::Horizon::Waits::for_event, event);
+  others_ = horizon_.block_for_event(static_cast<int>(rank_), event, clock_.now(), earliest_head(),
+                                     pending_bound(virtual_time::kNever));
+}
+
+// Everything in the reception FIFOs and the virtual FIFO moves to the held packets.
+void Endpoint::hold_arrivals() {
+  for (int i = 0; i < kReceptionFifos; ++i) {
+    ReceptionFifo& fifo = fifos_[static_cast<std::size_t>(i)];
+    for (const Packet* p; (p = fifo.front()) != nullptr; fifo.pop())
+      held_->add(i, *p, ReceptionFifo::stamp_of(*p));
+  }
+  for (const Packet* p; (p = virtual_front()) != nullptr; virtual_in_->pop())
+    held_->add(kVirtualFifo, *p, reinterpret_cast<const VirtualPacket&>(*p).stamp);
+}
+
+// The earliest arrival among the packets at the heads of this task's FIFOs (kNever: none).
+virtual_time::Tick Endpoint::earliest_head() {
+  if (held_) hold_arrivals();
+  virtual_time::Tick earliest = virtual_time::kNever;
+  for (int i = 0; i < kReceptionFifos; ++i) {
+    const FifoRef at{static_cast<std::uint8_t>(i)};
+    if (const Packet* p = current(at)) earliest = std::min(earliest, stamp_of(at, *p).arrival);
+  }
+  if (virtual_in_)
+    if (const Packet* p = current(FifoRef{kVirtualFifo}))
+      earliest = std::min(earliest, stamp_of(FifoRef{kVirtualFifo}, *p).arrival);
+  return earliest;
+}
+
+// A task waiting for an event raises its bound only when it looks again: the task that holds this
+// one back may be such a task, asleep. Nothing else rings it.
+void Endpoint::wake_holder() const {
+  const int holder = horizon_.holder(static_cast<int>(rank_));
+  if (holder < 0 || !horizon_.blocked(holder)) return;
+  const auto where = machine_->mapping().location(static_cast<torus_emu::Rank>(holder));
+  machine_->doorbell(where.node, where.t).ring();
+}
+
+// `bound`, or a lookahead before the arrival of a packet of this task still waiting to be
+// delivered, if that is earlier.
+virtual_time::Tick Endpoint::pending_bound(virtual_time::Tick bound) const {
+  for (std::uint32_t mask = pending_mask_; mask != 0; mask &= mask - 1) {
+    const InjectionFifo& q = injection_[static_cast<std::size_t>(__builtin_ctz(mask))];
+    for (std::uint32_t k = 0; k < q.count; ++k) {
+      const Pending& p = q.ring[(q.head + k) % q.ring.size()];
+      const virtual_time::Tick arrival =
+          p.packet.header.deposit() ? line_arrivals_[p.slot][p.delivered] : p.stamp.arrival;
+      bound = std::min(bound, arrival > lookahead_ ? arrival - lookahead_ : 0);
+    }
+  }
+  return bound;
+}
+
+// Publishes this task blocked until a barrier's release: it takes no packet before then, so its
+// packets do not lower it; only its own undelivered packets bound it.
+void Endpoint::park_until_release() {
+  horizon_.arm(static_cast<int>(rank_), virtual_time::Horizon::Waits::for_release);
+  others_ = horizon_.block(static_cast<int>(rank_), pending_bound(virtual_time::kNever));
+}
+
+// A packet just went into a task's FIFO: if that task is blocked, it may now act at the packet's
+// arrival (before this task publishes a later bound of its own).
+void Endpoint::delivered(torus_emu::NodeId node, std::uint8_t group, virtual_time::Tick arrival) {
+  const std::int32_t actor = peers_[node].lanes[group].actor;
+  if (actor >= 0 && horizon_.delivered(actor, arrival)) others_ = 0;  // H may have fallen
 }
 
 Destination Endpoint::destination_of(torus_emu::Rank rank) const {
@@ -414,6 +579,7 @@ bool Endpoint::push(torus_emu::NodeId node, std::uint8_t group, std::uint8_t ind
       std::memcpy(v.packet.payload.data() + payload.size(), more.data(), more.size());
     v.stamp = stamp;
     virtual_out_->push(v);
+    if (horizon_) delivered(node, group, stamp.arrival);
     ring(*peers_[node].lanes[group].bell, how);
     return true;
   }
@@ -423,7 +589,11 @@ bool Endpoint::push(torus_emu::NodeId node, std::uint8_t group, std::uint8_t ind
     if (timed()) return ofi_->try_deliver_at(to, stamp, h, payload, more);
     return ofi_->try_deliver(to, h, payload, more);
   }
-  if (timed()) return shm_.try_deliver_at(peer.slot, to, stamp, h, payload, more);
+  if (timed()) {
+    if (!shm_.try_deliver_at(peer.slot, to, stamp, h, payload, more)) return false;
+    if (horizon_) delivered(node, group, stamp.arrival);
+    return true;
+  }
   if (index == peer.deterministic_fifo) {
     Lane& lane = peer.lanes[group];
     if (!lane.fifo.try_push(h, payload, more)) {
@@ -588,12 +758,27 @@ void Endpoint::discard(FifoRef f) {
 }
 
 bool Endpoint::reception_ready() const {
+  if (held_ && !held_->empty()) return true;
   for (const auto& f : fifos_)
     if (f.front() != nullptr) return true;
   return virtual_front() != nullptr;
 }
 
 void Endpoint::wait(std::uint32_t count) {
+  if (horizon_) [[unlikely]] {
+    // Blocked until a packet is safe to take. One that is there but not yet safe waits for the
+    // other tasks, which ring nobody when they move on: give them the core and let the caller poll.
+    if (pending_mask_) advance();
+    const virtual_time::Tick earliest = park();
+    if (earliest != virtual_time::kNever) {
+      if (earliest >= virtual_time::later(others_, lookahead_)) {
+        ++counters_.vt_held;
+        wake_holder();
+        job_runtime::Backoff::yield();
+      }
+      return;
+    }
+  }
   // A wait that follows one that slept, with no packet moved in between, continues it: the task
   // stays asleep in its wait record (the caller's loop between the two found nothing to do).
   const std::uint64_t moved =
@@ -630,6 +815,7 @@ void Endpoint::wait(std::uint32_t count) {
 void Endpoint::publish_statistics() {
   if (published_) return;
   published_ = true;
+  if (horizon_) horizon_.finish(static_cast<int>(rank_));  // it takes and sends nothing more
   job_runtime::TaskSlot& slot = machine_->job().task(rank_);
   slot.pid = static_cast<std::int32_t>(getpid());
   counters_.vt_clock = clock_.now();

@@ -92,8 +92,8 @@ std::size_t occupied_nodes(const job_runtime::JobConfig& c) {
 // reception FIFOs; for the job, the links' totals, the virtual-node area, the outbound rings and
 // the links' calendars.
 struct Machine::Layout {
-  std::size_t fifo, group, node;                          // "torus.nodes", per node
-  std::size_t virtual_fifos, outbound, calendars, torus;  // "torus"
+  std::size_t fifo, group, node;                                   // "torus.nodes", per node
+  std::size_t virtual_fifos, outbound, calendars, horizon, torus;  // "torus"
 
   Layout(const job_runtime::JobConfig& c, std::size_t occupied, std::size_t crossable) {
     fifo = align_up(ReceptionFifo::region_bytes(c.fifo_packets), 4096);
@@ -110,7 +110,9 @@ struct Machine::Layout {
             ? sizeof(OutboundRing) * static_cast<std::size_t>(c.ntasks())
             : 0;
     calendars = align_up(outbound + outbound_bytes, 64);
-    torus = calendars + (c.virtual_time ? sizeof(virtual_time::LinkCalendar) * crossable : 0);
+    horizon = align_up(
+        calendars + (c.virtual_time ? sizeof(virtual_time::LinkCalendar) * crossable : 0), 64);
+    torus = horizon + (Machine::synchronised(c) ? virtual_time::Horizon::bytes(c.ntasks()) : 0);
   }
 };
 
@@ -155,6 +157,15 @@ Machine::Machine(job_runtime::Job job) : job_(std::move(job)) {
   virtual_offset_ = l.virtual_fifos;
   outbound_offset_ = l.outbound;
   calendars_offset_ = l.calendars;
+  if (synchronised(job_.config()))
+    horizon_ = virtual_time::Horizon::attach(torus.subspan(l.horizon, l.torus - l.horizon));
+}
+
+// Conservative synchronisation covers the tasks of one host, each with one clock: several hosts
+// and the coprocessor's second clock keep host order (docs/VIRTUAL_TIME.md).
+bool Machine::synchronised(const job_runtime::JobConfig& c) {
+  return c.virtual_time && c.virtual_time->sync == virtual_time::Sync::conservative &&
+         c.placement.host_count() <= 1 && c.mode != job_runtime::NodeMode::coprocessor;
 }
 
 Machine Machine::format(std::span<std::byte> segment, const job_runtime::JobConfig& config) {
@@ -173,6 +184,11 @@ Machine Machine::format(std::span<std::byte> segment, const job_runtime::JobConf
     new (&link) LinkTotals{};
   for (auto& calendar : m.calendars())
     new (&calendar) virtual_time::LinkCalendar{};
+  if (synchronised(c)) {
+    const Layout l(c, occupied.size(), m.link_count_);
+    m.horizon_ = virtual_time::Horizon::format(std::span(m.torus_ + l.horizon, l.torus - l.horizon),
+                                               c.ntasks());
+  }
   if (c.mode == job_runtime::NodeMode::virtual_node) {
     auto* rings = reinterpret_cast<VirtualFifo*>(m.torus_ + m.virtual_offset_);
     for (std::size_t i = 0; i < 2 * occupied.size(); ++i)

@@ -101,12 +101,18 @@ void Runtime::barrier() {
   if (!endpoint_ || !endpoint_->timed()) return exchange_barrier();
   // A global-interrupt barrier in virtual time: everybody leaves when the last has arrived, plus
   // the interrupt network's latency.
-  auto& clock = endpoint_->clock();
+  Endpoint& ep = *endpoint_;
   auto& job = machine_->job().barrier();
-  const auto generation =
-      job.arrive_and_wait(machine_->job().barrier_participants(), *policy_, clock.now());
-  clock.arrive(
-      virtual_time::barrier_release(*endpoint_->vt_params(), job.latest_clock_of(generation)));
+  const auto release = [&](std::uint64_t latest) {
+    return virtual_time::barrier_release(*ep.vt_params(), latest);
+  };
+  ep.park_outside(false);
+  const auto generation = job.arrive_and_wait(
+      machine_->job().barrier_participants(), *policy_, ep.clock().now(), nullptr,
+      ep.synchronised() ? job_runtime::BeforeRelease(
+                              [&](std::uint64_t latest) { ep.release_all(release(latest)); })
+                        : job_runtime::BeforeRelease{});
+  ep.leave_at(release(job.latest_clock_of(generation)));
 }
 
 }  // namespace bgl::packet_layer

@@ -392,6 +392,11 @@ int launch(int argc, char** argv) {
   }
 
   if (config.virtual_time) confine_tasks(o.vt_cores.value_or(1));
+  if (config.virtual_time && config.virtual_time->sync == virtual_time::Sync::conservative &&
+      !packet_layer::Machine::synchronised(config) && (!pmi || pmi->rank() == 0))
+    spdlog::warn(
+        "conservative synchronisation covers one host in heater or virtual-node mode: this job's "
+        "clocks keep host order");
   // The host timeline's zero, moved to the job's start; not once the libfabric agent's thread
   // runs (setenv is not safe beside threads), when the zero stays where the trace was set up.
   if (trace && !agent) trace->mark_start();

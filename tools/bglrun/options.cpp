@@ -33,6 +33,7 @@ bool takes_value(std::string_view f) {
                              "--transport",
                              "--vt-params",
                              "--vt-cpu-factor",
+                             "--vt-sync",
                              "--vt-cores",
                              "--report",
                              "--trace",
@@ -100,6 +101,8 @@ void apply(LauncherOptions& o, LauncherFlags& given, std::string_view flag,
     j.vt_params = std::string(value);
   } else if (flag == "--vt-cpu-factor") {
     j.vt_cpu_factor = job_runtime::parse_cpu_factor(value, flag);
+  } else if (flag == "--vt-sync") {
+    j.vt_sync = job_runtime::parse_vt_sync(value, flag);
   } else if (flag == "--vt-cores") {
     o.vt_cores = static_cast<int>(job_runtime::env::parse_int(value, flag, 0, 4096));
   } else if (flag == "--transport") {
@@ -150,6 +153,9 @@ Runs N tasks of `program` on an emulated Blue Gene/L partition.
                          (BGL_VT_PARAMS); --vt-params-list prints them all
   --vt-cpu-factor F      BG/L seconds per host CPU second spent in the program itself
                          (BGL_VT_CPU_FACTOR; default 0: communication only)
+  --vt-sync S            conservative | host: how the tasks' clocks keep in step (BGL_VT_SYNC;
+                         default host). conservative: a task takes a packet only when no other
+                         task can still send it an earlier one (one host; heater and VN mode)
   --vt-cores N           with virtual time, run the tasks on N cores (BGL_VT_CORES; default 1,
                          which keeps predictions reproducible; 0: all the launcher may use)
   --vt-params-list       print the model's parameters with units and sources, run nothing

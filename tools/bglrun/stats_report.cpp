@@ -60,7 +60,29 @@ json clock(const job_runtime::TaskCounters& c, const virtual_time::Params& p) {
           {"seconds", p.seconds(c.vt_clock)},
           {"software_cycles", c.vt_software},
           {"waiting_cycles", c.vt_waiting},
-          {"computing_cycles", c.vt_computing}};
+          {"computing_cycles", c.vt_computing},
+          {"held", c.vt_held},
+          {"unsafe_takes", c.vt_unsafe}};
+}
+
+// Conservative synchronisation, over the tasks: how often a packet waited for the other tasks, and
+// how many were taken anyway after waiting too long.
+struct SyncTotals {
+  std::uint64_t held = 0, unsafe = 0;
+};
+SyncTotals sync_totals(const packet_layer::Machine& m) {
+  SyncTotals t;
+  for (int r = 0; r < m.config().ntasks(); ++r) {
+    const auto& slot = m.job().task(static_cast<torus_emu::Rank>(r));
+    if (!slot.published.load()) continue;
+    t.held += slot.counters.vt_held;
+    t.unsafe += slot.counters.vt_unsafe;
+  }
+  return t;
+}
+
+std::string sync_name(const packet_layer::Machine& m) {
+  return packet_layer::Machine::synchronised(m.config()) ? "conservative" : "host order";
 }
 
 // One protocol's end-to-end latencies over all tasks, read back from the tasks' message-layer
@@ -148,6 +170,10 @@ json virtual_time_json(const packet_layer::Machine& m, const json& tasks) {
           {"predicted_cycles", predicted.cycles},
           {"predicted_seconds", params.seconds(predicted.cycles)},
           {"slowest_rank", predicted.rank},
+          {"synchronisation",
+           {{"mode", sync_name(m)},
+            {"held", sync_totals(m).held},
+            {"unsafe_takes", sync_totals(m).unsafe}}},
           {"links", std::move(links)},
           {"protocols", protocol_latencies(tasks, params)}};
 }
@@ -418,11 +444,21 @@ std::string virtual_time_summary(const packet_layer::Machine& m, double host_sec
   }
   std::snprintf(line, sizeof line,
                 "bglrun: predicted BG/L time %.3f us (%llu cycles at %.0f MHz, slowest task: rank "
-                "%d); host time %.3f s; model parameters: %s\n",
+                "%d); host time %.3f s; model parameters: %s; clocks in step: %s\n",
                 params.seconds(predicted.cycles) * 1e6,
                 static_cast<unsigned long long>(predicted.cycles), params.cpu_hz / 1e6,
-                predicted.rank, host_seconds, m.config().vt_params_source.c_str());
-  return line;
+                predicted.rank, host_seconds, m.config().vt_params_source.c_str(),
+                sync_name(m).c_str());
+  std::string out = line;
+  if (const auto unsafe = sync_totals(m).unsafe; unsafe != 0) {
+    std::snprintf(line, sizeof line,
+                  "bglrun: warning: %llu packets were taken before it was certain that no earlier "
+                  "one would come (a task waited where it publishes no bound); the prediction may "
+                  "depend on host order\n",
+                  static_cast<unsigned long long>(unsafe));
+    out += line;
+  }
+  return out;
 }
 
 std::string parameter_listing(const virtual_time::Params& p) {

@@ -107,6 +107,10 @@ double parse_value(std::string_view text, const std::string& where) {
 
 }  // namespace
 
+std::string_view to_string(Sync s) {
+  return s == Sync::conservative ? "conservative" : "host order";
+}
+
 std::string_view to_string(Source s) {
   switch (s) {
     case Source::hardware:

@@ -71,9 +71,9 @@ class CollectiveNetwork {
   }
 
   // Virtual time: both networks time this task's operations with `clock` (a no-op without it).
-  void set_clock(virtual_time::Clock& clock) {
-    tree_.set_clock(clock);
-    interrupt_.set_clock(clock);
+  void set_clock(virtual_time::Clock& clock, virtual_time::Horizon horizon = {}) {
+    tree_.set_clock(clock, horizon);
+    interrupt_.set_clock(clock, horizon);
   }
 
   TreeEndpoint& tree() { return tree_; }

@@ -25,6 +25,7 @@
 #include "bgl/job_runtime/backoff.hpp"
 #include "bgl/job_runtime/job.hpp"
 #include "bgl/virtual_time/clock.hpp"
+#include "bgl/virtual_time/horizon.hpp"
 
 namespace bgl::collective_net_emu {
 
@@ -64,8 +65,9 @@ class GlobalInterrupt {
   // Work to keep doing while waiting (meanwhile.hpp).
   void set_meanwhile(Meanwhile m) { meanwhile_ = m; }
   // Virtual time (a job run with it on): arrivals are stamped with this clock, and wait() sets it
-  // to the barrier's release, gi_barrier_cycles after the last arrival.
-  void set_clock(virtual_time::Clock& clock);
+  // to the barrier's release, gi_barrier_cycles after the last arrival. With `horizon`
+  // (conservative synchronisation) the release is published there.
+  void set_clock(virtual_time::Clock& clock, virtual_time::Horizon horizon = {});
 
  private:
   layout::WireState& wire(int channel) const;
@@ -98,6 +100,7 @@ class GlobalInterrupt {
   std::uint32_t arrivals_ = 0;
   std::uint32_t raised_mask_ = 0;  // this task's wire inputs
   virtual_time::Clock* clock_ = nullptr;
+  virtual_time::Horizon horizon_;
   std::uint64_t sleeps_ = 0;
   Meanwhile meanwhile_;
 };

@@ -108,6 +108,9 @@ struct alignas(64) DownSlot {
   std::uint32_t source = 0;  // broadcasting rank
   std::uint64_t vt = 0;      // virtual time: when the result is at every node
   alignas(64) std::atomic<std::uint32_t> readers_left{0};
+  // Conservative synchronisation: the latest clock among the tasks that read the result, when the
+  // slot's next writer may write (it waited for them).
+  std::atomic<std::uint64_t> vt_read{0};
   alignas(64) std::byte data[kPacketBytes];
 };
 static_assert(sizeof(DownSlot) == 384);

@@ -16,6 +16,7 @@
 // context switches of a 100 ms allreduce). The wait does the idling, so the round must not sleep
 // itself (it would not wake for the wire).
 #include <chrono>
+#include <cstdint>
 
 #include "bgl/job_runtime/doorbell.hpp"
 
@@ -34,6 +35,10 @@ struct Meanwhile {
   // Whether the round may have work that no doorbell announces; none: it may, always.
   bool (*unannounced)(const void* context) = nullptr;
   const void* unannounced_context = nullptr;
+  // Virtual time, conservatively synchronised: publishes the task as waiting for `event`
+  // (virtual_time::event_key) before it idles, since the round may have published it running.
+  void (*park)(void* context, std::uint64_t event) = nullptr;
+  void* park_context = nullptr;
   explicit operator bool() const { return round != nullptr; }
 };
 

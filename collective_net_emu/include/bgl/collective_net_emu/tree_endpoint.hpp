@@ -42,6 +42,7 @@
 #include "bgl/job_runtime/backoff.hpp"
 #include "bgl/job_runtime/job.hpp"
 #include "bgl/virtual_time/clock.hpp"
+#include "bgl/virtual_time/horizon.hpp"
 
 namespace bgl::collective_net_emu {
 
@@ -184,8 +185,9 @@ class TreeEndpoint {
   // Work to keep doing while waiting (meanwhile.hpp).
   void set_meanwhile(Meanwhile m) { meanwhile_ = m; }
   // Virtual time (a job run with it on): contributions leave at this clock's time, results set it
-  // to when they reach every node (the task's packet-layer clock, so both networks share it).
-  void set_clock(virtual_time::Clock& clock);
+  // to when they reach every node (the task's packet-layer clock, so both networks share it). With
+  // `horizon` (conservative synchronisation) a result's completion is published there.
+  void set_clock(virtual_time::Clock& clock, virtual_time::Horizon horizon = {});
 
   // A burst of injections: results this task publishes meanwhile (it was the last contributor)
   // ring their class's doorbell once, when the burst ends, instead of once each. A task that
@@ -281,18 +283,24 @@ class TreeEndpoint {
   // the next level, a result's time at every node (after the class's previous result), reading.
   virtual_time::Tick depart();
   void raise_vt(std::byte* slot, virtual_time::Tick t) const;
+  static void raise(std::atomic<virtual_time::Tick>& vt, virtual_time::Tick t);
   virtual_time::Tick result_vt(const ClassState& s, virtual_time::Tick at_root) const;
   void take_time(const layout::DownSlot& slot);
   Inbox inbox(torus_emu::Rank r, std::uint32_t lane) const;
   std::uint32_t host_of(torus_emu::Rank r) const;
   template <class Ready>
-  void block(job_runtime::Doorbell& bell, Ready&& ready);
+  void block(job_runtime::Doorbell& bell, Ready&& ready, std::uint64_t event = 0);
+  // Conservative synchronisation: the event a task waiting for result `seq` of a class waits for,
+  // and its completion.
+  std::uint64_t result_event(const ClassState& s, Seq seq) const;
+  void completed(const ClassState& s, Seq seq, const layout::DownSlot& d);
 
   const job_runtime::Job* job_;
   torus_emu::Rank rank_;
   job_runtime::WaitPolicy policy_;
   Meanwhile meanwhile_;
   virtual_time::Clock* clock_ = nullptr;  // virtual time on
+  virtual_time::Horizon horizon_;         // conservatively synchronised
   virtual_time::Tick level_cycles_ = 0, packet_cycles_ = 0;
   // Several hosts: this task's contributions enter the whole partition's tree this many levels
   // below its root (NodeEntry::vt_levels); they are timed over that tree, not the host's.

@@ -43,6 +43,10 @@ struct TaskCounters {
   std::uint64_t vt_software = 0;
   std::uint64_t vt_waiting = 0;
   std::uint64_t vt_computing = 0;
+  // Conservative synchronisation: waits for the other tasks to catch up before taking a packet,
+  // and packets taken anyway after waiting too long (a task stuck in a wait it does not publish).
+  std::uint64_t vt_held = 0;
+  std::uint64_t vt_unsafe = 0;
 };
 
 inline constexpr std::size_t kExchangeBytes = 256;

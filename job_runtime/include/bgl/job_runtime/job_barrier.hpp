@@ -5,11 +5,16 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 
 #include "bgl/job_runtime/backoff.hpp"
 #include "bgl/job_runtime/doorbell.hpp"
 
 namespace bgl::job_runtime {
+
+// Virtual time: run by the last task to arrive, with the latest clock, before anybody leaves (a
+// conservatively synchronised job publishes when everybody will act again).
+using BeforeRelease = std::function<void(std::uint64_t latest_clock)>;
 
 struct alignas(64) JobBarrier {
   std::atomic<std::uint32_t> arrived{0};
@@ -22,13 +27,16 @@ struct alignas(64) JobBarrier {
   // Returns the generation it waited for. `clock`: the task's virtual clock (0 without).
   // `agent`: the doorbell of a participant that is not a task (the host's libfabric agent, which
   // sleeps on its own bell), rung after arriving.
+  // `before_release`: what the last arrival does, with the latest clock, before anybody leaves.
   std::uint32_t arrive_and_wait(std::uint32_t participants, const WaitPolicy& policy,
-                                std::uint64_t clock = 0, Doorbell* agent = nullptr);
+                                std::uint64_t clock = 0, Doorbell* agent = nullptr,
+                                const BeforeRelease& before_release = {});
 
   // Split phase, for a task that keeps working while it waits: arrive() returns the generation
   // to wait for (and releases everybody when the caller is the last); passed() tells whether the
   // barrier has opened since. `last` is set for the task that opened it.
-  std::uint32_t arrive(std::uint32_t participants, bool& last, std::uint64_t clock = 0);
+  std::uint32_t arrive(std::uint32_t participants, bool& last, std::uint64_t clock = 0,
+                       const BeforeRelease& before_release = {});
   bool passed(std::uint32_t generation) const {
     return bell.rings.load(std::memory_order_acquire) != generation;
   }

@@ -36,6 +36,7 @@ struct JobOptions {
   std::optional<bool> virtual_time;      // BG/L clocks (BGL_VIRTUAL_TIME)
   std::optional<std::string> vt_params;  // model parameters file (BGL_VT_PARAMS)
   std::optional<double> vt_cpu_factor;   // host CPU time -> BG/L time (BGL_VT_CPU_FACTOR)
+  std::optional<virtual_time::Sync> vt_sync;  // how clocks keep in step (BGL_VT_SYNC)
 
   // Fills every unset field from its BGL_* variable (a flag always wins: a set field's variable is
   // not read, nor the variables of the fields it excludes); ConfigError names a malformed variable.
@@ -44,6 +45,8 @@ struct JobOptions {
 
 // "--vt-cpu-factor" and BGL_VT_CPU_FACTOR: a number in [0, 1e6]; ConfigError naming `what`.
 double parse_cpu_factor(std::string_view text, std::string_view what);
+// "--vt-sync" and BGL_VT_SYNC: conservative or host; ConfigError naming `what`.
+virtual_time::Sync parse_vt_sync(std::string_view text, std::string_view what);
 
 // A flag's or a variable's text for the FIFO size (a power of two in [2, 65536]) and the seed
 // ([0, JobOptions::kMaxSeed]): one parser each, so that both sources accept the same values.

@@ -21,11 +21,13 @@
 #include "bgl/job_runtime/trace.hpp"
 #include "bgl/packet_layer/backend.hpp"
 #include "bgl/packet_layer/header.hpp"
+#include "bgl/packet_layer/held_packets.hpp"
 #include "bgl/packet_layer/machine.hpp"
 #include "bgl/torus_emu/link_counters.hpp"
 #include "bgl/torus_emu/rng.hpp"
 #include "bgl/torus_emu/route.hpp"
 #include "bgl/virtual_time/clock.hpp"
+#include "bgl/virtual_time/horizon.hpp"
 #include "bgl/virtual_time/torus_timing.hpp"
 
 namespace bgl::packet_layer {
@@ -130,7 +132,11 @@ class Endpoint {
   void wait(std::uint32_t count = 1);
   // A poll that found nothing, before its caller returns: gives the core away once when the
   // host's tasks outnumber its cores (the task polled for may need this core), else nothing.
-  void poll_yield() const {
+  // Conservatively synchronised, the poll also spins the clock on to the next moment something
+  // can arrive (a task that only polls would otherwise hold every other task back).
+  void poll_yield() {
+    if (horizon_) [[unlikely]]
+      spin_until_arrival();
     if (backoff_.policy().yield_on_empty_poll) job_runtime::Backoff::yield();
   }
   std::uint32_t pending_packets() const { return pending_packets_; }
@@ -153,6 +159,25 @@ class Endpoint {
   virtual_time::Clock& clock() { return clock_; }
   const virtual_time::Clock& clock() const { return clock_; }
   const virtual_time::Params* vt_params() const { return machine_->job().vt_params(); }
+  // Conservative synchronisation (bglrun --vt-sync conservative, virtual_time/horizon.hpp): a
+  // packet is taken only when no other task can still send one that arrives earlier.
+  bool synchronised() const { return static_cast<bool>(horizon_); }
+  // A wait outside the layer (a job barrier): publishes this task as acting again only on a packet
+  // (`takes_packets`: it polls while it waits) or when released; the barrier's last arrival
+  // releases everybody (release_all), and each task leaves at the release time.
+  void park_outside(bool takes_packets) {
+    if (horizon_) takes_packets ? static_cast<void>(park()) : park_until_release();
+  }
+  // A wait for a collective event (virtual_time::event_key): publishes this task as acting again
+  // on a packet or when the event completes (virtual_time::Horizon::block_for_event).
+  void park_for_event(std::uint64_t event);
+  void release_all(virtual_time::Tick release) {
+    if (horizon_) horizon_.release_all(release);
+  }
+  void leave_at(virtual_time::Tick release) {
+    clock_.arrive(release);
+    others_ = 0;  // the others' bounds fell to the release: read them again
+  }
   // The layers above call these around every entry into the emulated stack: with a CPU factor,
   // the host CPU time the program spent between them becomes computation on the clock.
   bool metered() const { return meter_.active(); }
@@ -196,6 +221,7 @@ class Endpoint {
   struct Lane {
     ReceptionFifo fifo;
     job_runtime::Doorbell* bell = nullptr;
+    std::int32_t actor = -1;  // the rank that reads it (conservative synchronisation)
   };
   // What the endpoint knows about each destination node, computed once so that injecting does no
   // coordinate arithmetic: its coordinates and the reception FIFO a deterministic route ends in.
@@ -233,12 +259,19 @@ class Endpoint {
   void reject(int index, PacketHeader::Problem problem);
 
   const Packet* current(FifoRef f) const {
+    if (held_) [[unlikely]]
+      return held_->front(f.index);
     return f.index == kVirtualFifo ? virtual_front() : fifos_[f.index].front();
   }
   const Packet* virtual_front() const {
     return virtual_in_ && virtual_in_->read_available() ? &virtual_in_->front().packet : nullptr;
   }
   void pop(FifoRef f) {
+    if (held_) [[unlikely]] {
+      held_->pop(f.index);
+      timed_packet_ = nullptr;  // the next packet may reuse the entry
+      return;
+    }
     if (f.index == kVirtualFifo)
       virtual_in_->pop();
     else
@@ -275,6 +308,20 @@ class Endpoint {
   void time_line(const torus_emu::Route& route, std::uint32_t packet_bytes,
                  std::uint32_t software_cycles);
   void take_time(FifoRef f, const Packet& p);
+  // Conservative synchronisation (virtual_time/horizon.hpp): whether a packet arriving at
+  // `arrival` can be taken, and the blocked state a waiting task publishes.
+  bool safe(virtual_time::Tick arrival);
+  bool safe_departure(virtual_time::Tick departure);
+  bool held_too_long();
+  virtual_time::Tick park();
+  void park_until_release();
+  virtual_time::Tick earliest_head();
+  void hold_arrivals();
+  void wake_holder() const;
+  void depart_in_order();
+  void spin_until_arrival();
+  virtual_time::Tick pending_bound(virtual_time::Tick bound) const;
+  void delivered(torus_emu::NodeId node, std::uint8_t group, virtual_time::Tick arrival);
   const Packet* next_in_host_order(FifoRef& f, std::uint32_t skip);
   const Packet* next_in_virtual_order(FifoRef& f, std::uint32_t skip, bool arrived_only);
   bool deliver(Pending& p);
@@ -317,6 +364,14 @@ class Endpoint {
   virtual_time::Clock clock_;
   virtual_time::ComputeMeter meter_;      // active only with virtual time and a CPU factor
   const Packet* timed_packet_ = nullptr;  // the packet whose arrival the clock last took
+  // Conservative synchronisation: the job's table of bounds (empty when off), the least bound of
+  // the other tasks as last read (it falls only when this task lowers somebody), the least time
+  // from an action to an arrival, and since when a packet has been held back.
+  virtual_time::Horizon horizon_;
+  std::optional<HeldPackets> held_;  // the FIFOs' packets, taken out while they wait
+  virtual_time::Tick others_ = 0;
+  virtual_time::Tick lookahead_ = 1;
+  std::chrono::steady_clock::time_point held_since_{};
   // Deposit-bit lines in injection FIFOs: each copy's arrival, per injection-FIFO slot (allocated
   // only with virtual time on).
   std::vector<std::array<std::uint64_t, torus_emu::Route::kMaxHops>> line_arrivals_;

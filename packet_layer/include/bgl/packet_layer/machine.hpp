@@ -18,6 +18,7 @@
 #include "bgl/packet_layer/outbound_ring.hpp"
 #include "bgl/packet_layer/reception_fifo.hpp"
 #include "bgl/packet_layer/virtual_fifo.hpp"
+#include "bgl/virtual_time/horizon.hpp"
 #include "bgl/virtual_time/link_calendar.hpp"
 
 namespace bgl::packet_layer {
@@ -88,6 +89,11 @@ class Machine {
   VirtualCells& virtual_cells(torus_emu::NodeId node, int from) const;
   // Virtual time: the links' calendars (indexed like links(); empty when off).
   std::span<virtual_time::LinkCalendar> calendars() const;
+  // Virtual time, conservatively synchronised: the tasks' bounds (empty otherwise).
+  virtual_time::Horizon horizon() const { return horizon_; }
+  // Whether a job's tasks synchronise conservatively (virtual time asked so, and the job is one
+  // host's, without the coprocessor's second clock).
+  static bool synchronised(const job_runtime::JobConfig& config);
 
  private:
   struct Layout;
@@ -103,6 +109,7 @@ class Machine {
   std::byte* torus_ = nullptr;  // the plain region
   std::size_t node_stride_ = 0, group_stride_ = 0, fifo_stride_ = 0;
   std::size_t virtual_offset_ = 0, outbound_offset_ = 0, calendars_offset_ = 0;
+  virtual_time::Horizon horizon_;
 };
 
 }  // namespace bgl::packet_layer

@@ -23,6 +23,12 @@ enum class Source : std::uint8_t {
 };
 std::string_view to_string(Source s);
 
+// How the tasks' clocks are kept in step (the launcher's choice, not a model constant): in host
+// order a task takes its packets in virtual order among those that are there; conservatively it
+// takes one only when no other task can still send it an earlier one (horizon.hpp).
+enum class Sync : std::uint8_t { host_order, conservative };
+std::string_view to_string(Sync s);
+
 struct Params {
   // Machine.
   double cpu_hz = 700e6;
@@ -64,6 +70,7 @@ struct Params {
   double mpi_recv_cycles = 311;
   // Host CPU time spent in the program itself, converted to BG/L time (0: communication only).
   double cpu_factor = 0;
+  Sync sync = Sync::host_order;
 
   // Ticks (whole cycles) of a duration given in cycles.
   static std::uint64_t ticks(double cycles) { return static_cast<std::uint64_t>(cycles + 0.5); }
