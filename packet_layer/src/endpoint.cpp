@@ -271,13 +271,16 @@ void Endpoint::spin_until_arrival() {
   if (until != virtual_time::kNever && until > clock_.now()) clock_.arrive(until);
 }
 
-// A task that waits in a place that publishes no bound (a collective-network wait, a program's own
-// polling loop) holds everybody back; after a while the packet is taken anyway, and counted.
+// A task that waits in a place that publishes no bound (a program's own polling loop) holds
+// everybody back; when the others' bounds have not moved for a second, the packet is taken anyway,
+// and counted. (On a loaded host the tasks that hold it back may just not have had a core: they
+// still move the bounds, if slowly.)
 bool Endpoint::held_too_long() {
-  constexpr std::chrono::milliseconds kPatience{200};
+  constexpr std::chrono::seconds kPatience{1};
   const auto now = std::chrono::steady_clock::now();
-  if (held_since_ == std::chrono::steady_clock::time_point{}) {
+  if (held_since_ == std::chrono::steady_clock::time_point{} || others_ != held_at_) {
     held_since_ = now;
+    held_at_ = others_;
     return false;
   }
   if (now - held_since_ < kPatience) return false;

@@ -1,11 +1,11 @@
 #include "bgl/virtual_time/horizon.hpp"
 
-#include <sched.h>
-
 #include <algorithm>
 #include <bit>
 #include <new>
 #include <stdexcept>
+
+#include "spin_lock.hpp"
 
 namespace bgl::virtual_time {
 
@@ -38,26 +38,6 @@ struct Offsets {
 };
 
 }  // namespace
-
-// A spin lock that gives the core away: with many tasks a core the holder may be descheduled.
-class Horizon::Lock {
- public:
-  explicit Lock(std::atomic<std::uint32_t>& word) : word_(word) {
-    for (int spins = 0;; ++spins) {
-      std::uint32_t expected = 0;
-      if (word_.load(std::memory_order_relaxed) == 0 &&
-          word_.compare_exchange_weak(expected, 1, std::memory_order_acquire))
-        return;
-      if (spins > 32) sched_yield();
-    }
-  }
-  ~Lock() { word_.store(0, std::memory_order_release); }
-  Lock(const Lock&) = delete;
-  Lock& operator=(const Lock&) = delete;
-
- private:
-  std::atomic<std::uint32_t>& word_;
-};
 
 std::size_t Horizon::bytes(int actors) {
   return Offsets(leaves_for(actors)).total;
@@ -123,7 +103,7 @@ Tick Horizon::others(int actor) const {
 }
 
 Tick Horizon::run(int actor, Tick clock) {
-  const Lock lock(shared_->lock);
+  const SpinLock lock(shared_->lock);
   blocked_[actor].store(0, std::memory_order_relaxed);
   lowered_[actor] = kNever;
   set(actor, clock);
@@ -132,7 +112,7 @@ Tick Horizon::run(int actor, Tick clock) {
 
 void Horizon::arm(int actor, Waits waits, std::uint64_t event) {
   {
-    const Lock lock(shared_->lock);
+    const SpinLock lock(shared_->lock);
     if (blocked_[actor].load(std::memory_order_relaxed) == 0) lowered_[actor] = kNever;
     blocked_[actor].store(static_cast<std::uint8_t>(waits), std::memory_order_relaxed);
     event_[actor] = event;
@@ -143,13 +123,13 @@ void Horizon::arm(int actor, Waits waits, std::uint64_t event) {
 }
 
 Tick Horizon::block(int actor, Tick bound) {
-  const Lock lock(shared_->lock);
+  const SpinLock lock(shared_->lock);
   set(actor, std::min(bound, lowered_[actor]));
   return others(actor);
 }
 
 Tick Horizon::block_for_event(int actor, std::uint64_t event, Tick clock, Tick packets, Tick cap) {
-  const Lock lock(shared_->lock);
+  const SpinLock lock(shared_->lock);
   const Completion& done = completed_[event % kCompletions];
   if (done.event == event) lowered_[actor] = std::min(lowered_[actor], done.t);
   // The event needs the actors that have not joined it: it completes no earlier than the least of
@@ -166,7 +146,7 @@ Tick Horizon::block_for_event(int actor, std::uint64_t event, Tick clock, Tick p
 }
 
 void Horizon::complete(std::uint64_t event, Tick t) {
-  const Lock lock(shared_->lock);
+  const SpinLock lock(shared_->lock);
   completed_[event % kCompletions] = {event, t};
   const std::uint32_t leaves = shared_->leaves;
   bool changed = false;
@@ -183,7 +163,7 @@ void Horizon::complete(std::uint64_t event, Tick t) {
 }
 
 int Horizon::holder(int actor) const {
-  const Lock lock(shared_->lock);
+  const SpinLock lock(shared_->lock);
   const Tick least = others(actor);
   if (least == kNever) return -1;
   for (std::uint32_t i = 0; i < shared_->actors; ++i)
@@ -193,7 +173,7 @@ int Horizon::holder(int actor) const {
 }
 
 int Horizon::running_at(int actor, Tick t) const {
-  const Lock lock(shared_->lock);
+  const SpinLock lock(shared_->lock);
   for (std::uint32_t i = 0; i < shared_->actors; ++i)
     if (static_cast<int>(i) != actor && tree_[shared_->leaves + i] == t &&
         blocked_[i].load(std::memory_order_relaxed) == 0)
@@ -207,7 +187,7 @@ bool Horizon::delivered(int actor, Tick arrival) {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   const auto waits = blocked_[actor].load(std::memory_order_relaxed);
   if (waits != kLowered && waits != kEvent) return false;
-  const Lock lock(shared_->lock);
+  const SpinLock lock(shared_->lock);
   const auto now = blocked_[actor].load(std::memory_order_relaxed);
   if (now != kLowered && now != kEvent) return false;
   lowered_[actor] = std::min(lowered_[actor], arrival);
@@ -218,7 +198,7 @@ bool Horizon::delivered(int actor, Tick arrival) {
 }
 
 void Horizon::finish(int actor) {
-  const Lock lock(shared_->lock);
+  const SpinLock lock(shared_->lock);
   blocked_[actor].store(static_cast<std::uint8_t>(Waits::for_release), std::memory_order_relaxed);
   event_[actor] = 0;
   lowered_[actor] = kNever;
@@ -226,7 +206,7 @@ void Horizon::finish(int actor) {
 }
 
 void Horizon::release_all(Tick t) {
-  const Lock lock(shared_->lock);
+  const SpinLock lock(shared_->lock);
   const std::uint32_t leaves = shared_->leaves;
   for (std::uint32_t i = 0; i < shared_->actors; ++i) {
     if (blocked_[i].load(std::memory_order_relaxed) == 0) continue;
@@ -238,7 +218,7 @@ void Horizon::release_all(Tick t) {
 }
 
 Tick Horizon::bound(int actor) const {
-  const Lock lock(shared_->lock);
+  const SpinLock lock(shared_->lock);
   return tree_[shared_->leaves + static_cast<std::uint32_t>(actor)];
 }
 

@@ -1,21 +1,10 @@
 #include "bgl/virtual_time/link_calendar.hpp"
 
-#include <sched.h>
-
 #include <algorithm>
 
-namespace bgl::virtual_time {
+#include "spin_lock.hpp"
 
-void LinkCalendar::lock() {
-  for (int spins = 0;; ++spins) {
-    std::uint32_t expected = 0;
-    if (lock_.load(std::memory_order_relaxed) == 0 &&
-        lock_.compare_exchange_weak(expected, 1, std::memory_order_acquire))
-      return;
-    // With more tasks than cores the holder may be descheduled: give it the core.
-    if (spins > 64) sched_yield();
-  }
-}
+namespace bgl::virtual_time {
 
 // The earliest start >= earliest whose [start, start + duration) misses every window.
 Tick LinkCalendar::place(Tick earliest, Tick duration) const {
@@ -64,10 +53,12 @@ void LinkCalendar::insert(Window w) {
 }
 
 Tick LinkCalendar::reserve(Tick earliest, Tick duration) {
-  lock();
-  const Tick start = place(earliest, duration);
-  insert({start, start + duration});
-  unlock();
+  Tick start;
+  {
+    const SpinLock lock(lock_);
+    start = place(earliest, duration);
+    insert({start, start + duration});
+  }
   busy_.fetch_add(duration, std::memory_order_relaxed);
   packets_.fetch_add(1, std::memory_order_relaxed);
   Tick h = horizon_.load(std::memory_order_relaxed);

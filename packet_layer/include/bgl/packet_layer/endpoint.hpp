@@ -372,6 +372,7 @@ class Endpoint {
   virtual_time::Tick others_ = 0;
   virtual_time::Tick lookahead_ = 1;
   std::chrono::steady_clock::time_point held_since_{};
+  virtual_time::Tick held_at_ = 0;  // the others' bound then
   // Deposit-bit lines in injection FIFOs: each copy's arrival, per injection-FIFO slot (allocated
   // only with virtual time on).
   std::vector<std::array<std::uint64_t, torus_emu::Route::kMaxHops>> line_arrivals_;

@@ -96,7 +96,6 @@ class Horizon {
 
  private:
   struct Shared;
-  class Lock;
   explicit Horizon(std::span<std::byte> block);
   void set(int actor, Tick bound);
   Tick others(int actor) const;

@@ -38,8 +38,6 @@ class LinkCalendar {
   Tick horizon() const { return horizon_.load(std::memory_order_relaxed); }
 
  private:
-  void lock();
-  void unlock() { lock_.store(0, std::memory_order_release); }
   Tick place(Tick earliest, Tick duration) const;
   void insert(Window w);
 
