@@ -165,15 +165,14 @@ json virtual_time_json(const packet_layer::Machine& m, const json& tasks) {
          {"busy_cycles", calendar.busy()},
          {"utilisation", predicted.cycles ? busy / static_cast<double>(predicted.cycles) : 0.0}});
   }
+  const SyncTotals sync = sync_totals(m);
   return {{"parameters_source", m.config().vt_params_source},
           {"parameters", json::parse(params.to_json())},
           {"predicted_cycles", predicted.cycles},
           {"predicted_seconds", params.seconds(predicted.cycles)},
           {"slowest_rank", predicted.rank},
           {"synchronisation",
-           {{"mode", sync_name(m)},
-            {"held", sync_totals(m).held},
-            {"unsafe_takes", sync_totals(m).unsafe}}},
+           {{"mode", sync_name(m)}, {"held", sync.held}, {"unsafe_takes", sync.unsafe}}},
           {"links", std::move(links)},
           {"protocols", protocol_latencies(tasks, params)}};
 }
