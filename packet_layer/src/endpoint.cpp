@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "bgl/job_runtime/env.hpp"
+#include "bgl/job_runtime/futex.hpp"
 #include "bgl/job_runtime/log.hpp"
 #include "bgl/torus_emu/route.hpp"
 
@@ -127,7 +128,11 @@ Endpoint::Endpoint(const Machine& machine, torus_emu::Rank rank, int group,
     vt_injection_depth_ = static_cast<std::uint32_t>(params->injection_fifo_packets);
     meter_ = virtual_time::ComputeMeter(params->cpu_factor * params->cpu_hz / 1e9);
     horizon_ = machine.horizon();
-    if (horizon_) held_.emplace(machine.config().ntasks());
+    if (horizon_) {
+      held_.emplace(machine.config().ntasks());
+      horizon_.on_wake(
+          [](std::atomic<std::uint32_t>& signal) { job_runtime::futex_wake_all(signal); });
+    }
     // A packet arrives at least a transit after its departure, which a task's published clock
     // may already include: a node's own packet, the virtual FIFO, or one hop.
     lookahead_ = std::max<virtual_time::Tick>(
@@ -157,12 +162,11 @@ std::uint64_t Endpoint::depart(std::uint32_t software_cycles) {
 // Links are reserved in the order of their packets' departures: a packet leaves only when no other
 // task can still send one that leaves earlier.
 void Endpoint::depart_in_order() {
-  while (!safe_departure(clock_.now()) && !held_too_long()) {
+  while (!departs_first(clock_.now()) && !held_too_long()) {
     ++counters_.vt_held;
     // A sender whose packets wait for room in this task's FIFOs may be the one holding it back.
     hold_arrivals();
-    wake_holder();
-    job_runtime::Backoff::yield();
+    wait_for_others(virtual_time::kNever);
   }
   held_since_ = {};
 }
@@ -253,13 +257,40 @@ bool Endpoint::safe(virtual_time::Tick arrival) {
 
 // A running task may depart at its bound: a departure is safe before every other task's bound, or
 // at the same time when no running task of a lower rank holds that bound (ties go by rank).
-bool Endpoint::safe_departure(virtual_time::Tick departure) {
+bool Endpoint::departs_first(virtual_time::Tick departure) {
   if (departure < others_) return true;
   others_ = horizon_.run(static_cast<int>(rank_), departure);
-  if (departure < others_) return true;
-  if (departure != others_) return false;
-  const int tie = horizon_.running_at(static_cast<int>(rank_), departure);
-  return tie < 0 || static_cast<int>(rank_) < tie;
+  if (departure != others_) return departure < others_;
+  return horizon_.first(static_cast<int>(rank_));
+}
+
+// Waits until the others' least bound reaches `need` (kNever: until this task's departure comes
+// first): rings the task holding the least bound if it is blocked (asleep in a wait that nothing
+// else rings, its bound computed when it last looked), then sleeps until the others get there or a
+// short time passes, rather than spinning through every other task's turn on a shared core. A
+// task waiting to take a packet wakes for new packets too; one waiting to depart only when a
+// sender finds its FIFOs full (it empties them first).
+void Endpoint::wait_for_others(virtual_time::Tick need) {
+  const auto rank = static_cast<int>(rank_);
+  if (const Holder h = horizon_.holder(rank); h.actor >= 0 && !h.running()) {
+    const auto where = machine_->mapping().location(static_cast<torus_emu::Rank>(h.actor));
+    machine_->doorbell(where.node, where.t).ring();
+    // A task waiting for a collective event takes its bound from the tasks yet to join the event,
+    // when it looks: it must look again, which it does only when rung. Give it the core.
+    if (h.waits == virtual_time::Horizon::Waits::for_event) return job_runtime::Backoff::yield();
+  }
+  constexpr std::chrono::milliseconds kLongest{10};  // the safety net counts host time
+  const bool departs = need == virtual_time::kNever;
+  auto& signal = horizon_.signal(rank);
+  const std::uint32_t signalled = signal.load(std::memory_order_acquire);
+  const std::uint32_t rings = departs ? 0 : bell_->arm();
+  if (!(departs ? horizon_.watch_first(rank) : horizon_.watch(rank, need))) return;
+  job_runtime::heavy_fence();
+  if (departs)
+    job_runtime::futex_wait(signal, signalled, kLongest);
+  else if (!fifos_ready())
+    job_runtime::futex_wait_either(bell_->rings, rings, signal, signalled, kLongest);
+  horizon_.unwatch(rank);
 }
 
 // Nothing can arrive before the earliest packet held, nor before the others' bounds plus the
@@ -287,12 +318,12 @@ bool Endpoint::held_too_long() {
   held_since_ = {};
   ++counters_.vt_unsafe;
   if (spdlog::should_log(spdlog::level::debug)) {
-    const int holder = horizon_.holder(static_cast<int>(rank_));
+    const Holder h = horizon_.holder(static_cast<int>(rank_));
     spdlog::debug(
         "rank {}: takes a packet before it is safe, at clock {}: held back by rank {} "
         "(bound {}, {})",
-        rank_, clock_.now(), holder, holder >= 0 ? horizon_.bound(holder) : 0,
-        holder >= 0 && horizon_.blocked(holder) ? "waiting" : "running");
+        rank_, clock_.now(), h.actor, h.bound,
+        h.actor >= 0 && horizon_.blocked(h.actor) ? "waiting" : "running");
   }
   return true;
 }
@@ -338,15 +369,6 @@ virtual_time::Tick Endpoint::earliest_head() {
     if (const Packet* p = current(FifoRef{kVirtualFifo}))
       earliest = std::min(earliest, stamp_of(FifoRef{kVirtualFifo}, *p).arrival);
   return earliest;
-}
-
-// A task waiting for an event raises its bound only when it looks again: the task that holds this
-// one back may be such a task, asleep. Nothing else rings it.
-void Endpoint::wake_holder() const {
-  const int holder = horizon_.holder(static_cast<int>(rank_));
-  if (holder < 0 || !horizon_.blocked(holder)) return;
-  const auto where = machine_->mapping().location(static_cast<torus_emu::Rank>(holder));
-  machine_->doorbell(where.node, where.t).ring();
 }
 
 // `bound`, or a lookahead before the arrival of a packet of this task still waiting to be
@@ -573,6 +595,7 @@ bool Endpoint::push(torus_emu::NodeId node, std::uint8_t group, std::uint8_t ind
   if (index == kVirtualFifo) {
     if (virtual_out_->write_available() == 0) {
       peers_[node].lanes[group].bell->ring();  // full: wake its reader whatever it counts
+      if (horizon_) horizon_.nudge(peers_[node].lanes[group].actor);
       return false;
     }
     VirtualPacket v;
@@ -593,7 +616,10 @@ bool Endpoint::push(torus_emu::NodeId node, std::uint8_t group, std::uint8_t ind
     return ofi_->try_deliver(to, h, payload, more);
   }
   if (timed()) {
-    if (!shm_.try_deliver_at(peer.slot, to, stamp, h, payload, more)) return false;
+    if (!shm_.try_deliver_at(peer.slot, to, stamp, h, payload, more)) {
+      if (horizon_) horizon_.nudge(peers_[node].lanes[group].actor);  // it may wait to depart
+      return false;
+    }
     if (horizon_) delivered(node, group, stamp.arrival);
     return true;
   }
@@ -761,7 +787,10 @@ void Endpoint::discard(FifoRef f) {
 }
 
 bool Endpoint::reception_ready() const {
-  if (held_ && !held_->empty()) return true;
+  return (held_ && !held_->empty()) || fifos_ready();
+}
+
+bool Endpoint::fifos_ready() const {
   for (const auto& f : fifos_)
     if (f.front() != nullptr) return true;
   return virtual_front() != nullptr;
@@ -776,8 +805,7 @@ void Endpoint::wait(std::uint32_t count) {
     if (earliest != virtual_time::kNever) {
       if (earliest >= virtual_time::later(others_, lookahead_)) {
         ++counters_.vt_held;
-        wake_holder();
-        job_runtime::Backoff::yield();
+        wait_for_others(earliest - lookahead_ + 1);
       }
       return;
     }

@@ -129,20 +129,31 @@ TEST(Horizon, HoldersAndTiesBetweenRunningActors) {
   t.h.run(1, 300);
   t.h.run(2, 300);
   t.h.run(3, 300);
-  EXPECT_EQ(t.h.holder(0), 1);
-  EXPECT_EQ(t.h.holder(1), 2);
-  EXPECT_EQ(t.h.running_at(3, 300), 1);
+  EXPECT_EQ(t.h.holder(0).actor, 1);
+  EXPECT_EQ(t.h.holder(0).bound, 300u);
+  EXPECT_EQ(t.h.holder(1).actor, 2);
+  // Running actors at the same bound go by rank.
+  EXPECT_TRUE(t.h.first(1));
+  EXPECT_FALSE(t.h.first(2));
+  EXPECT_FALSE(t.h.first(3));
   t.h.arm(1);
   t.h.block(1, 300);  // blocked at 300: it acts only after reading a packet, so later
-  EXPECT_EQ(t.h.running_at(3, 300), 2);
-  EXPECT_EQ(t.h.running_at(2, 300), 3);
-  EXPECT_EQ(t.h.running_at(2, 301), -1);
+  EXPECT_EQ(t.h.holder(0).actor, 2);
+  EXPECT_TRUE(t.h.holder(0).running());
+  EXPECT_TRUE(t.h.holder(2).running());
+  EXPECT_EQ(t.h.holder(2).actor, 3);
+  EXPECT_TRUE(t.h.first(2));
+  EXPECT_FALSE(t.h.first(3));
+  t.h.run(2, 301);
+  EXPECT_TRUE(t.h.first(3));
+  EXPECT_FALSE(t.h.first(2));
   // An actor that ended never holds anybody back.
   t.h.finish(1);
   t.h.finish(2);
   t.h.finish(3);
   EXPECT_EQ(t.h.run(0, 600), kNever);
-  EXPECT_EQ(t.h.holder(0), -1);
+  EXPECT_EQ(t.h.holder(0).actor, -1);
+  EXPECT_TRUE(t.h.first(0));
 }
 
 TEST(Horizon, ABarrierWaiterIsNotLoweredByPackets) {
@@ -168,6 +179,59 @@ TEST(Horizon, Saturation) {
   EXPECT_EQ(later(kNever, 75), kNever);
   EXPECT_EQ(later(kNever - 10, 75), kNever);
   EXPECT_EQ(later(100, 75), 175u);
+}
+
+TEST(Horizon, AWatcherIsWokenWhenTheOthersReachWhatItNeeds) {
+  Table t(4);
+  std::vector<int> woken;
+  t.h.on_wake([&](std::atomic<std::uint32_t>& signal) {
+    for (int i = 0; i < 4; ++i)
+      if (&t.h.signal(i) == &signal) woken.push_back(i);
+  });
+  t.h.run(0, 100);
+  t.h.run(1, 200);
+  t.h.run(2, 300);
+  t.h.arm(3);
+  t.h.block(3, 900);
+  EXPECT_EQ(t.h.holder(0).actor, 1);
+  EXPECT_EQ(t.h.holder(0).waits, Horizon::Waits{});
+  // Rank 3 needs the others at 400; rank 2 wants its departure at 300 to come first.
+  ASSERT_TRUE(t.h.watch(3, 400));
+  ASSERT_TRUE(t.h.watch_first(2));
+  // Short of it, the same bound again: nobody is woken.
+  t.h.run(0, 100);
+  t.h.run(0, 299);
+  EXPECT_TRUE(woken.empty());
+  // Rank 0 passes rank 2's departure, but rank 1 is still before it.
+  t.h.run(0, 450);
+  EXPECT_TRUE(woken.empty());
+  // Rank 1 ties at 300 with a lower rank: still first.
+  t.h.run(1, 300);
+  EXPECT_TRUE(woken.empty());
+  t.h.arm(1);  // blocked at 300, it acts later: rank 2 goes first
+  EXPECT_EQ(woken, std::vector<int>{2});
+  t.h.block(1, 420);
+  EXPECT_EQ(woken.size(), 1u);
+  EXPECT_EQ(t.h.holder(2).actor, 1);
+  EXPECT_EQ(t.h.holder(2).waits, Horizon::Waits::for_packets);
+  t.h.run(2, 500);
+  EXPECT_EQ(woken, (std::vector<int>{2, 3}));
+  // Woken watchers are unregistered: nothing more.
+  t.h.run(1, 600);
+  EXPECT_EQ(woken.size(), 2u);
+  // A watcher that already has what it needs does not sleep.
+  EXPECT_FALSE(t.h.watch(3, 450));
+  EXPECT_FALSE(t.h.watch_first(0));
+  // A watcher that unregisters itself is not woken; one whose others end is.
+  ASSERT_TRUE(t.h.watch(3, 2000));
+  ASSERT_TRUE(t.h.watch(2, 2000));
+  t.h.unwatch(2);
+  woken.clear();
+  t.h.finish(0);
+  t.h.finish(1);
+  EXPECT_TRUE(woken.empty());
+  t.h.finish(2);
+  EXPECT_EQ(woken, std::vector<int>{3});
 }
 
 }  // namespace

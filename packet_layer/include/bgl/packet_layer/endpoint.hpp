@@ -310,14 +310,15 @@ class Endpoint {
   void take_time(FifoRef f, const Packet& p);
   // Conservative synchronisation (virtual_time/horizon.hpp): whether a packet arriving at
   // `arrival` can be taken, and the blocked state a waiting task publishes.
+  using Holder = virtual_time::Horizon::Holder;
   bool safe(virtual_time::Tick arrival);
-  bool safe_departure(virtual_time::Tick departure);
+  bool departs_first(virtual_time::Tick departure);
+  void wait_for_others(virtual_time::Tick need);
   bool held_too_long();
   virtual_time::Tick park();
   void park_until_release();
   virtual_time::Tick earliest_head();
   void hold_arrivals();
-  void wake_holder() const;
   void depart_in_order();
   void spin_until_arrival();
   virtual_time::Tick pending_bound(virtual_time::Tick bound) const;
@@ -330,6 +331,7 @@ class Endpoint {
   void enqueue(int fifo, const PacketHeader& h, std::span<const std::byte> payload,
                std::span<const std::byte> more, std::uint8_t index, virtual_time::Stamp stamp);
   bool reception_ready() const;
+  bool fifos_ready() const;  // reception_ready without the held packets
   void check_spec(const PacketSpec& spec, std::size_t payload) const;
 
   const Machine* machine_;

@@ -17,7 +17,10 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <span>
+#include <vector>
 
 #include "bgl/virtual_time/clock.hpp"
 
@@ -77,12 +80,34 @@ class Horizon {
   // `event` completes: its waiters act no later than `t`, and so does an actor that arms for it
   // later (a completion is remembered for the last kReleased events).
   void complete(std::uint64_t event, Tick t);
-  // An actor other than `actor` holding the least bound of the others, or -1: whom to wake when
-  // `actor` waits for them.
-  int holder(int actor) const;
-  // The lowest-ranked running actor other than `actor` whose bound is `t`, or -1: with whom a
-  // departure at `t` ties (a blocked actor acts only after a packet read or an event, so later).
-  int running_at(int actor, Tick t) const;
+  // The actor, running at the bound run() published, comes before every other actor: their
+  // bounds are later, or the same and theirs are blocked (acting only after a packet read or an
+  // event, so later) or of higher rank. Links are reserved in this order.
+  bool first(int actor) const;
+  // An actor holding the least bound of the others (its bound; what it waits for, nothing if it
+  // runs), or nobody (-1): whom to wake, if it is blocked, when `actor` waits for the others.
+  struct Holder {
+    int actor = -1;
+    Tick bound = kNever;
+    Waits waits{};
+    bool running() const { return waits == Waits{}; }
+  };
+  Holder holder(int actor) const;
+  // Waiting for the others without spinning: `actor` reads its signal(), registers what it needs,
+  // the others' least bound at `need` or later (watch) or coming first (watch_first), and sleeps
+  // while the signal keeps that value (false: it has what it needs already). Whatever raises the
+  // least bound (an actor's run, arm, block, block_for_event, finish) unregisters the watchers it
+  // satisfies, changes their signals and, once the table is unlocked, wakes the sleepers on them
+  // through on_wake's function. A watcher that wakes for another reason unregisters itself.
+  bool watch(int actor, Tick need);
+  bool watch_first(int actor);
+  void unwatch(int actor);
+  std::atomic<std::uint32_t>& signal(int actor) const { return signal_[actor]; }
+  // Wakes a watcher anyway (its FIFO is full: a sender needs it to empty it).
+  void nudge(int actor);
+  // How this view wakes the sleepers on a signal (a futex wake): set by the one view an actor moves
+  // its own bound through. Calls made through other views wake nobody.
+  void on_wake(std::function<void(std::atomic<std::uint32_t>&)> wake);
   // A packet arriving at `arrival` has been delivered to `actor`: a blocked actor may act then.
   // Returns whether it lowered a bound (the caller's view of H may have fallen).
   bool delivered(int actor, Tick arrival);
@@ -95,21 +120,38 @@ class Horizon {
   bool blocked(int actor) const;
 
  private:
+  using Key = std::uint64_t;  // a bound and who holds it (horizon.cpp)
   struct Shared;
   explicit Horizon(std::span<std::byte> block);
-  void set(int actor, Tick bound);
-  Tick others(int actor) const;
+  std::uint32_t leaf(int actor) const;
+  void set(int actor, Key k);
+  void rebuild();
+  Key others(int actor) const;
+  void own(int actor, Tick bound, std::uint8_t waits);
+  void woke(int actor);
+  void wake_all();
+  std::uint32_t least_leaf() const;
+  Tick join(int actor, std::uint64_t event, Tick clock, Tick packets, Tick cap);
+  bool wants(int actor, Key wants);
+  void wake_watchers();
 
   Shared* shared_ = nullptr;
-  Tick* tree_ = nullptr;  // [1, 2 * leaves): the root at 1, leaf i at leaves + i
+  Key* tree_ = nullptr;  // [1, 2 * leaves): the root at 1, leaf i at leaves + i
   std::atomic<std::uint8_t>* blocked_ = nullptr;
   Tick* lowered_ = nullptr;         // per actor: least arrival delivered since arm()
   std::uint64_t* event_ = nullptr;  // per actor: the event it waits for
+  std::atomic<std::uint8_t>* watching_ =
+      nullptr;  // per actor: asleep until the others reach wants_
+  Key* wants_ = nullptr;
+  std::atomic<std::uint32_t>* signal_ = nullptr;  // per actor: changed when it is woken
   struct Completion {
     std::uint64_t event;
     Tick t;
   };
   Completion* completed_ = nullptr;  // the latest completions, by event % kCompletions
+  // This process's side: how to wake a watcher, and whom a call found to wake.
+  std::function<void(std::atomic<std::uint32_t>&)> wake_;
+  std::shared_ptr<std::vector<int>> woken_;
 };
 
 }  // namespace bgl::virtual_time
