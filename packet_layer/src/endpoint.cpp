@@ -322,8 +322,7 @@ bool Endpoint::held_too_long() {
     spdlog::debug(
         "rank {}: takes a packet before it is safe, at clock {}: held back by rank {} "
         "(bound {}, {})",
-        rank_, clock_.now(), h.actor, h.bound,
-        h.actor >= 0 && horizon_.blocked(h.actor) ? "waiting" : "running");
+        rank_, clock_.now(), h.actor, h.bound, h.running() ? "running" : "waiting");
   }
   return true;
 }
