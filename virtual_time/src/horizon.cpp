@@ -113,8 +113,7 @@ int Horizon::actors() const {
 
 void Horizon::on_wake(std::function<void(std::atomic<std::uint32_t>&)> wake) {
   wake_ = std::move(wake);
-  woken_ = std::make_shared<std::vector<int>>();
-  woken_->reserve(static_cast<std::size_t>(actors()));
+  woken_.reserve(static_cast<std::size_t>(actors()));
 }
 
 std::uint32_t Horizon::leaf(int actor) const {
@@ -185,7 +184,7 @@ void Horizon::wake_all() {
 void Horizon::woke(int actor) {
   watching_[actor].store(0, std::memory_order_relaxed);
   signal_[actor].fetch_add(1, std::memory_order_release);
-  if (woken_) woken_->push_back(actor);
+  if (wake_) woken_.push_back(actor);
 }
 
 // The leaf holding the least key (0: every actor has ended).
@@ -198,14 +197,13 @@ std::uint32_t Horizon::least_leaf() const {
 }
 
 void Horizon::wake_watchers() {
-  if (!woken_ || woken_->empty()) return;
-  for (const int actor : *woken_)
+  for (const int actor : woken_)
     wake_(signal_[actor]);
-  woken_->clear();
+  woken_.clear();
 }
 
 void Horizon::nudge(int actor) {
-  if (actor < 0 || !woken_ || watching_[actor].load(std::memory_order_relaxed) == 0) return;
+  if (actor < 0 || !wake_ || watching_[actor].load(std::memory_order_relaxed) == 0) return;
   signal_[actor].fetch_add(1, std::memory_order_release);
   wake_(signal_[actor]);
 }
@@ -252,26 +250,26 @@ Tick Horizon::block(int actor, Tick bound) {
 }
 
 Tick Horizon::block_for_event(int actor, std::uint64_t event, Tick clock, Tick packets, Tick cap) {
-  const Tick least = join(actor, event, clock, packets, cap);
+  Key least;
+  {
+    const SpinLock lock(shared_->lock);
+    const Completion& done = completed_[event % kCompletions];
+    if (done.event == event) lowered_[actor] = std::min(lowered_[actor], done.t);
+    // The event needs the actors that have not joined it: it completes no earlier than the least
+    // of their bounds. (Counting the other waiters too would let two of them hold each other down.)
+    Key joiners = kNeverKey;
+    for (std::uint32_t i = 0; i < shared_->actors; ++i)
+      if (static_cast<int>(i) != actor &&
+          (event_[i] != event || blocked_[i].load(std::memory_order_relaxed) !=
+                                     static_cast<std::uint8_t>(Waits::for_event)))
+        joiners = std::min(joiners, tree_[leaf(static_cast<int>(i))]);
+    own(actor,
+        std::min({std::max(clock, std::min(packets, time_of(joiners))), lowered_[actor], cap}),
+        blocked_[actor].load(std::memory_order_relaxed));
+    least = others(actor);
+  }
   wake_watchers();
-  return least;
-}
-
-Tick Horizon::join(int actor, std::uint64_t event, Tick clock, Tick packets, Tick cap) {
-  const SpinLock lock(shared_->lock);
-  const Completion& done = completed_[event % kCompletions];
-  if (done.event == event) lowered_[actor] = std::min(lowered_[actor], done.t);
-  // The event needs the actors that have not joined it: it completes no earlier than the least of
-  // their bounds. (Counting the other waiters too would let two of them hold each other down.)
-  Key joiners = kNeverKey;
-  for (std::uint32_t i = 0; i < shared_->actors; ++i)
-    if (static_cast<int>(i) != actor &&
-        (event_[i] != event || blocked_[i].load(std::memory_order_relaxed) !=
-                                   static_cast<std::uint8_t>(Waits::for_event)))
-      joiners = std::min(joiners, tree_[leaf(static_cast<int>(i))]);
-  own(actor, std::min({std::max(clock, std::min(packets, time_of(joiners))), lowered_[actor], cap}),
-      blocked_[actor].load(std::memory_order_relaxed));
-  return time_of(others(actor));
+  return time_of(least);
 }
 
 void Horizon::complete(std::uint64_t event, Tick t) {
@@ -313,8 +311,8 @@ bool Horizon::watch_first(int actor) {
   return wants(actor, tree_[leaf(actor)] + 1);
 }
 
-bool Horizon::wants(int actor, Key wants) {
-  if (others(actor) >= wants) return false;
+bool Horizon::wants(int actor, Key k) {
+  if (others(actor) >= k) return false;
   // Held back by an actor waiting for an event (own()): no sleep.
   const std::uint32_t least = least_leaf();
   if (least != 0 && least != leaf(actor) &&
@@ -322,8 +320,8 @@ bool Horizon::wants(int actor, Key wants) {
           static_cast<std::uint8_t>(Waits::for_event))
     return false;
   watching_[actor].store(1, std::memory_order_relaxed);
-  wants_[actor] = wants;
-  shared_->least_wanted = std::min(shared_->least_wanted, wants);
+  wants_[actor] = k;
+  shared_->least_wanted = std::min(shared_->least_wanted, k);
   return true;
 }
 

@@ -18,7 +18,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <memory>
 #include <span>
 #include <vector>
 
@@ -131,8 +130,7 @@ class Horizon {
   void woke(int actor);
   void wake_all();
   std::uint32_t least_leaf() const;
-  Tick join(int actor, std::uint64_t event, Tick clock, Tick packets, Tick cap);
-  bool wants(int actor, Key wants);
+  bool wants(int actor, Key k);
   void wake_watchers();
 
   Shared* shared_ = nullptr;
@@ -151,7 +149,7 @@ class Horizon {
   Completion* completed_ = nullptr;  // the latest completions, by event % kCompletions
   // This process's side: how to wake a watcher, and whom a call found to wake.
   std::function<void(std::atomic<std::uint32_t>&)> wake_;
-  std::shared_ptr<std::vector<int>> woken_;
+  std::vector<int> woken_;
 };
 
 }  // namespace bgl::virtual_time
